@@ -1,0 +1,8 @@
+module github.com/skewlens/skewlens
+
+go 1.26
+
+require (
+	github.com/alecthomas/kong v1.17.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+)

@@ -1,0 +1,109 @@
+package skew
+
+// KeySample is one sampled record key, as seen by a keyed task.
+//
+// String fields may alias a decoder's buffer: they are valid only for the
+// duration of the call that receives the KeySample. Anything that keeps a
+// string past that call must copy it (strings.Clone). The engine does so.
+type KeySample struct {
+	// TS is the event time in epoch milliseconds.
+	TS       int64
+	JobID    string
+	JobName  string // optional
+	TaskName string
+	Key      string
+	// Weight is the number of sampled records this sample stands for (default 1).
+	Weight float64
+	// SampleRate is the fraction of records that were sampled (default 1).
+	// The estimated true record count is Weight / SampleRate.
+	SampleRate float64
+	// Parallelism and MaxParallelism of the keyed task; 0 when unknown.
+	Parallelism    int32
+	MaxParallelism int32
+	// Subtask is the receiving subtask index, or -1 when unknown. When it is
+	// unknown and Parallelism is set, the engine routes the key with Flink's
+	// key-group assignment.
+	Subtask int32
+}
+
+// EstimatedRecords is the number of real records this sample represents.
+func (k *KeySample) EstimatedRecords() float64 {
+	return k.Weight / k.SampleRate
+}
+
+// MetricName identifies one of the Flink metrics skewlens understands. The
+// decoders map both naming generations (legacy buffers_* and
+// Shuffle_Netty_*) onto the same name.
+type MetricName uint8
+
+// The recognised metrics. MetricUnknown is never handed to the engine.
+const (
+	MetricUnknown MetricName = iota
+	InputQueueLength
+	InPoolUsage
+	OutputQueueLength
+	OutPoolUsage
+	InputFloatingBuffersUsage
+	InputExclusiveBuffersUsage
+	BusyTimeMsPerSecond
+	BackPressuredTimeMsPerSecond
+	IdleTimeMsPerSecond
+	NumRecordsIn
+	NumRecordsInPerSecond
+	NumRecordsOut
+	NumRecordsOutPerSecond
+	CheckpointAlignmentTime
+	CheckpointStartDelayNanos
+	// LastCheckpointDuration and NumberOfFailedCheckpoints are job-scoped:
+	// Metric.TaskName is empty and Metric.Subtask is -1.
+	LastCheckpointDuration
+	NumberOfFailedCheckpoints
+	numMetricNames
+)
+
+var metricNames = [numMetricNames]string{
+	"unknown",
+	"inputQueueLength", "inPoolUsage", "outputQueueLength", "outPoolUsage",
+	"inputFloatingBuffersUsage", "inputExclusiveBuffersUsage",
+	"busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
+	"numRecordsIn", "numRecordsInPerSecond", "numRecordsOut", "numRecordsOutPerSecond",
+	"checkpointAlignmentTime", "checkpointStartDelayNanos",
+	"lastCheckpointDuration", "numberOfFailedCheckpoints",
+}
+
+// String returns the short Flink name of the metric (without scope prefix).
+func (m MetricName) String() string {
+	if m < numMetricNames {
+		return metricNames[m]
+	}
+	return "invalid"
+}
+
+// JobScoped reports whether the metric belongs to the job rather than a subtask.
+func (m MetricName) JobScoped() bool {
+	return m == LastCheckpointDuration || m == NumberOfFailedCheckpoints
+}
+
+// Metric is one Flink metric observation.
+//
+// String fields follow the same lifetime rule as KeySample: valid only for
+// the duration of the call that receives the Metric.
+type Metric struct {
+	// TS is the event time in epoch milliseconds.
+	TS            int64
+	Name          MetricName
+	Host          string
+	TMID          string
+	JobID         string
+	JobName       string
+	TaskID        string
+	TaskName      string
+	TaskAttemptID string
+	// Subtask is the subtask index, or -1 for job-scoped metrics.
+	Subtask int32
+	// Value is the gauge value, or the count of a counter or meter.
+	Value float64
+	// Rate is the per-second rate of a meter; valid when HasRate is set.
+	Rate    float64
+	HasRate bool
+}
