@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/replay"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// engineVars exposes the engine's defaults to the flag definitions.
+func engineVars() kong.Vars {
+	d := skew.DefaultConfig()
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	return kong.Vars{
+		"window":               (time.Duration(d.WindowMs) * time.Millisecond).String(),
+		"top_k":                strconv.Itoa(d.TopK),
+		"hot_key_share":        f(d.HotKeyShare),
+		"max_hot_keys":         strconv.Itoa(d.MaxHotKeys),
+		"min_samples":          strconv.Itoa(d.MinSamples),
+		"busy":                 f(d.BusyMsPerSecond),
+		"pool_usage":           f(d.PoolUsage),
+		"sustain":              strconv.Itoa(d.SustainWindows),
+		"skew_ratio":           f(d.SkewRatio),
+		"up_fraction":          f(d.UnderProvisionedFraction),
+		"balanced_skew":        f(d.BalancedSkewScore),
+		"backpressured":        f(d.BackPressuredMsPerSecond),
+		"rotation_lookback":    strconv.Itoa(d.RotationLookbackWindows),
+		"target_utilization":   f(d.TargetUtilization),
+		"salt_separator":       d.SaltSeparator,
+		"max_salt_buckets":     strconv.Itoa(d.MaxSaltBuckets),
+		"plan_min_imbalance":   f(d.PlanMinImbalance),
+		"history":              strconv.Itoa(d.HistoryWindows),
+		"out_of_order_default": "5s",
+	}
+}
+
+// engineFlags are the engine thresholds as flags; shared by every command
+// that runs the engine.
+type engineFlags struct {
+	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine"`
+	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine"`
+	HotKeyShare              float64       `help:"Share of a task's sampled weight that makes a key hot." default:"${hot_key_share}" group:"Engine"`
+	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine"`
+	MinSamples               int           `help:"Key samples a task needs in a window before hot keys are reported." default:"${min_samples}" group:"Engine"`
+	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine"`
+	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine"`
+	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine"`
+	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine"`
+	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine"`
+	BalancedSkewScore        float64       `help:"Highest Flink skew score (0-100) that still counts as balanced input." default:"${balanced_skew}" group:"Engine"`
+	BackpressureThreshold    float64       `help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured." default:"${backpressured}" group:"Engine"`
+	RotationLookback         int           `help:"Windows within which a move of the hot subtask marks skew as rotating." default:"${rotation_lookback}" group:"Engine"`
+	TargetUtilization        float64       `help:"Busy ratio the recommended parallelism aims for (Flink autoscaler style)." default:"${target_utilization}" group:"Engine"`
+	SaltSeparator            string        `help:"Joins a key and its salt in salted keys." default:"${salt_separator}" group:"Engine"`
+	MaxSaltBuckets           int           `help:"Most salt buckets for one hot key." default:"${max_salt_buckets}" group:"Engine"`
+	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine"`
+}
+
+func (f *engineFlags) config() skew.Config {
+	return skew.Config{
+		WindowMs:                 f.Window.Milliseconds(),
+		TopK:                     f.TopK,
+		HotKeyShare:              f.HotKeyShare,
+		MaxHotKeys:               f.MaxHotKeys,
+		MinSamples:               f.MinSamples,
+		BusyMsPerSecond:          f.BusyThreshold,
+		PoolUsage:                f.PoolUsage,
+		SustainWindows:           f.Sustain,
+		SkewRatio:                f.SkewRatio,
+		UnderProvisionedFraction: f.UnderProvisionedFraction,
+		BalancedSkewScore:        f.BalancedSkewScore,
+		BackPressuredMsPerSecond: f.BackpressureThreshold,
+		RotationLookbackWindows:  f.RotationLookback,
+		TargetUtilization:        f.TargetUtilization,
+		SaltSeparator:            f.SaltSeparator,
+		MaxSaltBuckets:           f.MaxSaltBuckets,
+		PlanMinImbalance:         f.PlanMinImbalance,
+	}
+}
+
+type analyzeCmd struct {
+	Input           []string      `short:"i" required:"" placeholder:"FILE" help:"Input file; repeat or comma-separate for several, merged by event time. '-' is standard input."`
+	Format          string        `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
+	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
+	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
+	Kind            []string      `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan)."`
+	ShowBad         int           `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
+	Progress        string        `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
+	engineFlags
+}
+
+func (c *analyzeCmd) Run(e *env) error {
+	cfg := c.config()
+	eng, err := skew.New(cfg)
+	if err != nil {
+		return fmt.Errorf("engine configuration: %w", err)
+	}
+	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds()}, eng)
+	if err != nil {
+		return err
+	}
+	format, err := decode.ParseFormat(c.Format)
+	if err != nil {
+		return err
+	}
+	var inputs []replay.Input
+	for _, name := range c.Input {
+		if name == "-" {
+			inputs = append(inputs, replay.Input{Name: "stdin", R: e.stdin})
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("open input: %w", err)
+		}
+		defer f.Close()
+		inputs = append(inputs, replay.Input{Name: name, R: f})
+	}
+	kinds := map[string]bool{}
+	for _, k := range c.Kind {
+		switch k {
+		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan:
+			kinds[k] = true
+		default:
+			return fmt.Errorf("--kind %q: want hot_key, saturation or salting_plan", k)
+		}
+	}
+	out := bufio.NewWriterSize(e.stdout, 64<<10)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	perKind := map[string]int{}
+	shown := 0
+	start := time.Now()
+	opts := replay.Options{
+		Format: format,
+		OnBad: func(b replay.BadLine) {
+			if shown < c.ShowBad {
+				shown++
+				fmt.Fprintf(e.stderr, "skewlens analyze: %s:%d: %s: %v\n", b.Input, b.Line, b.Err.Reason, b.Err)
+			}
+		},
+	}
+	if c.Progress == "always" || (c.Progress == "auto" && e.stderrIsTerminal) {
+		opts.OnProgress = func(st replay.Stats) {
+			el := time.Since(start).Seconds()
+			fmt.Fprintf(e.stderr, "skewlens analyze: %d lines, %.0f MB, %.0f MB/s, %d findings\n",
+				st.Lines, float64(st.Bytes)/1e6, float64(st.Bytes)/1e6/el, total(perKind))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := replay.Run(ctx, inputs, stage, opts, func(f *skew.Finding) error {
+		if len(kinds) > 0 && !kinds[f.Kind] {
+			return nil
+		}
+		perKind[f.Kind]++
+		return enc.Encode(f)
+	})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	summary(e.stderr, st, perKind, time.Since(start))
+	return err
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// summary writes the closing counts to stderr: what was read, what was
+// dropped and why, and what was found.
+func summary(w io.Writer, st replay.Stats, perKind map[string]int, el time.Duration) {
+	wc := st.Window
+	fmt.Fprintf(w, "skewlens analyze: %d lines (%.1f MB) in %s: %d key samples, %d metrics, %d skipped, %d late, %d rejected, %d bad\n",
+		st.Lines, float64(st.Bytes)/1e6, el.Round(time.Millisecond), wc.Samples, wc.Metrics, st.Skipped, wc.Late, wc.Rejected, st.Bad.Total())
+	if st.Bad.Total() > 0 {
+		fmt.Fprintf(w, "skewlens analyze: bad lines by reason: %s\n", st.Bad.String())
+	}
+	var parts []string
+	for _, k := range []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan} {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, perKind[k]))
+	}
+	fmt.Fprintf(w, "skewlens analyze: findings: %s\n", strings.Join(parts, " "))
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli is the command tree. Defaults of engine thresholds come from
+// skew.DefaultConfig through kong variables, so they are stated once.
+type cli struct {
+	Analyze  analyzeCmd  `cmd:"" help:"Replay recorded Flink metrics and key samples and print findings as JSON lines."`
+	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
+	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident."`
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+	Help     helpCmd     `cmd:"" help:"Show help for skewlens or one of its commands."`
+}
+
+// env is what commands read and write; tests substitute buffers.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// stderrIsTerminal turns progress lines on by default.
+	stderrIsTerminal bool
+}
+
+const description = `skewlens finds the Flink subtask that is drowning and says why: a hot key,
+a hot key that rotates with a time bucket, a slow subtask (a blocked sink or a
+bad host), or an under-provisioned operator. For hot keys it proposes salted
+keys that really land on distinct subtasks under Flink's own routing.`
+
+// exitError carries an exit code through kong's Run.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func run(args []string, e *env) (code int) {
+	parser, err := kong.New(&cli{},
+		kong.Name("skewlens"),
+		kong.Description(description),
+		kong.Writers(e.stdout, e.stderr),
+		kong.Exit(func(c int) { panic(exitError{c}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
+		kong.UsageOnError(),
+		engineVars(),
+		kong.Bind(e),
+	)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "skewlens:", err)
+		return 2
+	}
+	// kong calls Exit after printing help; turn that into a return so that
+	// only main exits.
+	defer func() {
+		if r := recover(); r != nil {
+			ee, ok := r.(exitError)
+			if !ok {
+				panic(r)
+			}
+			code = ee.code
+		}
+	}()
+	if len(args) == 0 {
+		args = []string{"--help"}
+	}
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		parser.Errorf("%s", err)
+		return 2
+	}
+	if err := ctx.Run(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		fmt.Fprintf(e.stderr, "skewlens %s: %v\n", ctx.Command(), err)
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	fi, _ := os.Stderr.Stat()
+	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: tty}))
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	v := "(unknown)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version + " " + bi.GoVersion
+	}
+	_, err := fmt.Fprintln(e.stdout, "skewlens", v)
+	return err
+}
+
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"Command to show help for."`
+}
+
+func (h helpCmd) Run(k *kong.Kong) error {
+	_, err := k.Parse(append(h.Command, "--help"))
+	return err
+}

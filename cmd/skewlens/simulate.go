@@ -1,0 +1,5 @@
+package main
+
+type simulateCmd struct{}
+
+func (simulateCmd) Run(e *env) error { return nil }

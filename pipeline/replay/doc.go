@@ -1,0 +1,10 @@
+// Package replay streams recorded input files through the decoders, the
+// window stage and the engine, the way `skewlens analyze` does. Files are
+// read line by line and never held in memory whole; several files are
+// merged by event time so that, say, a metrics file and a key-sample file
+// of the same incident interleave as they happened.
+//
+// Bad lines are counted by reason and reported through a callback; they
+// never stop the replay. Run is not safe for concurrent use of the same
+// Stage.
+package replay

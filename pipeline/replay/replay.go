@@ -1,0 +1,200 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Input is one named stream of records.
+type Input struct {
+	Name string
+	R    io.Reader
+}
+
+// Stats describes a replay so far.
+type Stats struct {
+	Bytes   int64  // bytes of input consumed
+	Lines   uint64 // lines read, including skipped and bad ones
+	Skipped uint64 // blank lines, comments and unknown metrics
+	Bad     decode.Counts
+	Window  window.Counts
+}
+
+// BadLine describes one line that could not be decoded.
+type BadLine struct {
+	Input string
+	Line  int
+	Err   *decode.Error
+}
+
+// Options tune a replay. The zero value is usable.
+type Options struct {
+	// Format forces one input format; the default detects it per line.
+	Format decode.Format
+	// MaxLine is the longest line accepted, in bytes (default 1 MiB).
+	MaxLine int
+	// OnBad is called for every bad line (optional).
+	OnBad func(BadLine)
+	// OnProgress is called every ProgressLines lines (optional).
+	OnProgress    func(Stats)
+	ProgressLines uint64
+}
+
+// source is one input with its reader and the decoded record at its head.
+type source struct {
+	name string
+	cr   *countingReader
+	lr   *decode.LineReader
+	dec  *decode.Decoder
+	kind decode.Kind
+	ts   int64
+	done bool
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Run replays inputs through stage and hands every finding to emit, in
+// order. It returns when all inputs are exhausted (after flushing every
+// window), when ctx is done, or when emit or a reader fails.
+func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options, emit func(*skew.Finding) error) (Stats, error) {
+	var st Stats
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = 1 << 20
+	}
+	if opts.ProgressLines == 0 {
+		opts.ProgressLines = 1 << 20
+	}
+	srcs := make([]*source, len(inputs))
+	for i, in := range inputs {
+		cr := &countingReader{r: in.R}
+		srcs[i] = &source{name: in.Name, cr: cr, lr: decode.NewLineReader(cr, opts.MaxLine), dec: decode.NewDecoder(opts.Format)}
+	}
+	var findings []skew.Finding
+	flush := func() error {
+		for i := range findings {
+			if err := emit(&findings[i]); err != nil {
+				return err
+			}
+		}
+		clear(findings)
+		findings = findings[:0]
+		return nil
+	}
+	// Prime every source with its first record.
+	for _, s := range srcs {
+		if err := advance(s, &st, &opts); err != nil {
+			return st, err
+		}
+	}
+	nextProgress := opts.ProgressLines
+	for {
+		// Pick the source whose head record is oldest; ties go to the
+		// earlier input so the merge is deterministic.
+		var cur *source
+		for _, s := range srcs {
+			if !s.done && (cur == nil || s.ts < cur.ts) {
+				cur = s
+			}
+		}
+		if cur == nil {
+			break
+		}
+		switch cur.kind {
+		case decode.KindKeySample:
+			findings = stage.Sample(&cur.dec.Sample, findings)
+		case decode.KindMetric:
+			findings = stage.Metric(&cur.dec.Metric, findings)
+		}
+		if len(findings) > 0 {
+			if err := flush(); err != nil {
+				return st, err
+			}
+		}
+		if err := advance(cur, &st, &opts); err != nil {
+			return st, err
+		}
+		if st.Lines >= nextProgress {
+			nextProgress += opts.ProgressLines
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			if opts.OnProgress != nil {
+				st.Bytes, st.Window = bytesRead(srcs), stage.Counts()
+				opts.OnProgress(st)
+			}
+		}
+	}
+	findings = stage.Flush(findings)
+	err := flush()
+	st.Bytes, st.Window = bytesRead(srcs), stage.Counts()
+	return st, err
+}
+
+func bytesRead(srcs []*source) int64 {
+	var n int64
+	for _, s := range srcs {
+		n += s.cr.n
+	}
+	return n
+}
+
+// advance reads s's lines until it holds the next record or is exhausted.
+func advance(s *source, st *Stats, opts *Options) error {
+	for {
+		line, n, err := s.lr.Next()
+		if err == io.EOF {
+			s.done = true
+			return nil
+		}
+		if err != nil {
+			var de *decode.Error
+			if errors.As(err, &de) {
+				st.Lines++
+				st.Bad.Add(de.Reason)
+				if opts.OnBad != nil {
+					opts.OnBad(BadLine{Input: s.name, Line: n, Err: de})
+				}
+				continue
+			}
+			return fmt.Errorf("read %s: %w", s.name, err)
+		}
+		st.Lines++
+		kind, err := s.dec.Decode(line)
+		if err != nil {
+			var de *decode.Error
+			if !errors.As(err, &de) {
+				de = &decode.Error{Reason: decode.ReasonBadLine, Msg: err.Error()}
+			}
+			st.Bad.Add(de.Reason)
+			if opts.OnBad != nil {
+				opts.OnBad(BadLine{Input: s.name, Line: n, Err: de})
+			}
+			continue
+		}
+		switch kind {
+		case decode.KindKeySample:
+			s.kind, s.ts = kind, s.dec.Sample.TS
+			return nil
+		case decode.KindMetric:
+			s.kind, s.ts = kind, s.dec.Metric.TS
+			return nil
+		default:
+			st.Skipped++
+		}
+	}
+}

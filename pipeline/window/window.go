@@ -1,0 +1,118 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Config configures a Stage.
+type Config struct {
+	// OutOfOrderMs is how far behind the newest event time an event may
+	// arrive and still count (default 5000). Flink reporters send every
+	// subtask's metrics at nearly the same instant, so a few seconds is
+	// plenty for one stream; raise it when merging streams with lag.
+	OutOfOrderMs int64
+	// AllowedLatenessMs delays closing a window by this much more (default 0).
+	AllowedLatenessMs int64
+}
+
+// Validate fills defaults and checks the values.
+func (c *Config) Validate() error {
+	if c.OutOfOrderMs == 0 {
+		c.OutOfOrderMs = 5000
+	}
+	var errs []error
+	if c.OutOfOrderMs < 0 {
+		errs = append(errs, fmt.Errorf("out-of-orderness %d ms: must not be negative", c.OutOfOrderMs))
+	}
+	if c.AllowedLatenessMs < 0 {
+		errs = append(errs, fmt.Errorf("allowed lateness %d ms: must not be negative", c.AllowedLatenessMs))
+	}
+	return errors.Join(errs...)
+}
+
+// Counts are the Stage's event counters.
+type Counts struct {
+	Samples  uint64 // key samples accepted
+	Metrics  uint64 // metrics accepted
+	Late     uint64 // events for windows already closed
+	Rejected uint64 // events the engine could not place
+}
+
+// Stage feeds one engine. It is not safe for concurrent use.
+type Stage struct {
+	cfg    Config
+	eng    *skew.Engine
+	maxTS  int64
+	wm     int64
+	counts Counts
+}
+
+// New returns a Stage that feeds eng.
+func New(cfg Config, eng *skew.Engine) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Stage{cfg: cfg, eng: eng, maxTS: math.MinInt64, wm: math.MinInt64}, nil
+}
+
+// Counts returns the counters so far.
+func (s *Stage) Counts() Counts { return s.counts }
+
+// Watermark returns the current watermark (math.MinInt64 before any event).
+func (s *Stage) Watermark() int64 { return s.wm }
+
+func (s *Stage) count(v skew.Verdict, accepted *uint64) {
+	switch v {
+	case skew.Accepted:
+		*accepted++
+	case skew.Late:
+		s.counts.Late++
+	default:
+		s.counts.Rejected++
+	}
+}
+
+// Sample adds a key sample and advances the watermark; findings of
+// windows it closes are appended to dst.
+func (s *Stage) Sample(k *skew.KeySample, dst []skew.Finding) []skew.Finding {
+	s.count(s.eng.AddSample(k), &s.counts.Samples)
+	return s.observe(k.TS, dst)
+}
+
+// Metric adds a metric and advances the watermark.
+func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) []skew.Finding {
+	s.count(s.eng.AddMetric(m), &s.counts.Metrics)
+	return s.observe(m.TS, dst)
+}
+
+// observe advances the watermark after an event. The event is added first,
+// so an event that itself moves the watermark is never late.
+func (s *Stage) observe(ts int64, dst []skew.Finding) []skew.Finding {
+	if ts <= s.maxTS {
+		return dst
+	}
+	s.maxTS = ts
+	wm := ts - s.cfg.OutOfOrderMs - s.cfg.AllowedLatenessMs
+	if wm > s.wm {
+		s.wm = wm
+		dst = s.eng.Advance(wm, dst)
+	}
+	return dst
+}
+
+// AdvanceTo moves the watermark to wm if that is later, for idle inputs
+// whose time is known from elsewhere (a wall clock or Kafka timestamps).
+func (s *Stage) AdvanceTo(wm int64, dst []skew.Finding) []skew.Finding {
+	if wm > s.wm {
+		s.wm = wm
+		dst = s.eng.Advance(wm, dst)
+	}
+	return dst
+}
+
+// Flush closes every open window.
+func (s *Stage) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }

@@ -1,0 +1,179 @@
+package skew
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Config holds every threshold of the engine. The zero value of a field
+// means "use the default" stated in its comment; Validate fills defaults in.
+type Config struct {
+	// WindowMs is the length of the tumbling event-time window (default 10000).
+	WindowMs int64
+	// TopK is the number of heavy-hitter counters per task and window
+	// (default 1024). Any key above 1/TopK of a task's sampled weight is
+	// guaranteed to be found; the count error is at most weight/TopK.
+	TopK int
+	// HotKeyShare is the minimum share of a task's sampled weight in a
+	// window for a key to be reported as hot (default 0.05).
+	HotKeyShare float64
+	// MaxHotKeys caps the hot_key findings per task and window (default 10).
+	MaxHotKeys int
+	// MinSamples is the minimum number of key samples a task needs in a
+	// window before hot keys and salting plans are reported (default 100),
+	// so that a handful of samples cannot look like a hot key.
+	MinSamples int
+	// BusyMsPerSecond is the busy time at or above which a subtask counts
+	// as saturated (default 800, of 1000 ms per second).
+	BusyMsPerSecond float64
+	// PoolUsage is used when a subtask reports no busy time (Flink before
+	// 1.13): it is saturated when inPoolUsage is at least this and
+	// outPoolUsage is below it (default 0.9).
+	PoolUsage float64
+	// SustainWindows is the number of consecutive observed windows a
+	// subtask must stay saturated before a saturation finding is emitted
+	// (default 2). Windows without a report for the subtask neither count
+	// nor reset.
+	SustainWindows int
+	// SkewRatio is the input rate relative to the peers' median at or above
+	// which a saturated subtask is said to receive disproportionate input
+	// (default 1.5).
+	SkewRatio float64
+	// UnderProvisionedFraction is the fraction of a task's observed
+	// subtasks that must be saturated for under_provisioned (default 0.75).
+	UnderProvisionedFraction float64
+	// BalancedSkewScore is the highest Flink skew score (0..100) at which
+	// a task's input still counts as balanced for under_provisioned
+	// (default 25).
+	BalancedSkewScore float64
+	// BackPressuredMsPerSecond is the back-pressured time at or above which
+	// a task is listed as back-pressured by the bottleneck (default 500).
+	BackPressuredMsPerSecond float64
+	// RotationLookbackWindows is how far back a move of the hot subtask
+	// still marks data skew as rotating (default 60 windows).
+	RotationLookbackWindows int
+	// TargetUtilization is the busy ratio the recommended parallelism aims
+	// for, as in the Flink autoscaler (default 0.7).
+	TargetUtilization float64
+	// SaltSeparator joins a key and its salt: key + SaltSeparator + n
+	// (default "#").
+	SaltSeparator string
+	// MaxSaltBuckets caps the salt buckets of one hot key (default 32; never
+	// more than the parallelism).
+	MaxSaltBuckets int
+	// PlanMinImbalance is the predicted max/mean subtask load at or above
+	// which a salting plan is proposed for a task with hot keys (default 1.5).
+	PlanMinImbalance float64
+	// HistoryWindows is how long a task's cross-window state (sustain
+	// counters, learned queue capacity, hosts) is kept after its last
+	// report, in windows (default 360). It bounds memory for jobs that go away.
+	HistoryWindows int
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	var c Config
+	_ = c.Validate()
+	return c
+}
+
+// Validate fills in defaults for zero fields and rejects values that make
+// no sense.
+func (c *Config) Validate() error {
+	setI64 := func(p *int64, d int64) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setInt := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setF := func(p *float64, d float64) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setI64(&c.WindowMs, 10000)
+	setInt(&c.TopK, 1024)
+	setF(&c.HotKeyShare, 0.05)
+	setInt(&c.MaxHotKeys, 10)
+	setInt(&c.MinSamples, 100)
+	setF(&c.BusyMsPerSecond, 800)
+	setF(&c.PoolUsage, 0.9)
+	setInt(&c.SustainWindows, 2)
+	setF(&c.SkewRatio, 1.5)
+	setF(&c.UnderProvisionedFraction, 0.75)
+	setF(&c.BalancedSkewScore, 25)
+	setF(&c.BackPressuredMsPerSecond, 500)
+	setInt(&c.RotationLookbackWindows, 60)
+	setF(&c.TargetUtilization, 0.7)
+	if c.SaltSeparator == "" {
+		c.SaltSeparator = "#"
+	}
+	setInt(&c.MaxSaltBuckets, 32)
+	setF(&c.PlanMinImbalance, 1.5)
+	setInt(&c.HistoryWindows, 360)
+
+	var errs []error
+	bad := func(name string, v any, rule string) {
+		errs = append(errs, fmt.Errorf("%s %v: %s", name, v, rule))
+	}
+	fin := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+	if c.WindowMs < 1 {
+		bad("window", c.WindowMs, "must be positive")
+	}
+	if c.TopK < 2 {
+		bad("top-k", c.TopK, "must be at least 2")
+	}
+	if !fin(c.HotKeyShare) || c.HotKeyShare <= 0 || c.HotKeyShare > 1 {
+		bad("hot-key-share", c.HotKeyShare, "must be in (0, 1]")
+	} else if c.HotKeyShare < 1/float64(c.TopK) {
+		bad("hot-key-share", c.HotKeyShare, fmt.Sprintf("is below 1/top-k (%g): hot keys that small are not guaranteed to be found", 1/float64(c.TopK)))
+	}
+	if c.MaxHotKeys < 1 {
+		bad("max-hot-keys", c.MaxHotKeys, "must be at least 1")
+	}
+	if c.MinSamples < 1 {
+		bad("min-samples", c.MinSamples, "must be at least 1")
+	}
+	if !fin(c.BusyMsPerSecond) || c.BusyMsPerSecond <= 0 || c.BusyMsPerSecond > 1000 {
+		bad("busy-threshold", c.BusyMsPerSecond, "must be in (0, 1000] ms/s")
+	}
+	if !fin(c.PoolUsage) || c.PoolUsage <= 0 || c.PoolUsage > 1 {
+		bad("pool-usage", c.PoolUsage, "must be in (0, 1]")
+	}
+	if c.SustainWindows < 1 {
+		bad("sustain", c.SustainWindows, "must be at least 1 window")
+	}
+	if !fin(c.SkewRatio) || c.SkewRatio <= 1 {
+		bad("skew-ratio", c.SkewRatio, "must be above 1")
+	}
+	if !fin(c.UnderProvisionedFraction) || c.UnderProvisionedFraction <= 0 || c.UnderProvisionedFraction > 1 {
+		bad("under-provisioned-fraction", c.UnderProvisionedFraction, "must be in (0, 1]")
+	}
+	if !fin(c.BalancedSkewScore) || c.BalancedSkewScore <= 0 || c.BalancedSkewScore > 100 {
+		bad("balanced-skew-score", c.BalancedSkewScore, "must be in (0, 100]")
+	}
+	if !fin(c.BackPressuredMsPerSecond) || c.BackPressuredMsPerSecond <= 0 || c.BackPressuredMsPerSecond > 1000 {
+		bad("backpressure-threshold", c.BackPressuredMsPerSecond, "must be in (0, 1000] ms/s")
+	}
+	if c.RotationLookbackWindows < 1 {
+		bad("rotation-lookback", c.RotationLookbackWindows, "must be at least 1 window")
+	}
+	if !fin(c.TargetUtilization) || c.TargetUtilization <= 0 || c.TargetUtilization > 1 {
+		bad("target-utilization", c.TargetUtilization, "must be in (0, 1]")
+	}
+	if c.MaxSaltBuckets < 2 {
+		bad("max-salt-buckets", c.MaxSaltBuckets, "must be at least 2")
+	}
+	if !fin(c.PlanMinImbalance) || c.PlanMinImbalance < 1 {
+		bad("plan-min-imbalance", c.PlanMinImbalance, "must be at least 1")
+	}
+	if c.HistoryWindows < c.RotationLookbackWindows || c.HistoryWindows < c.SustainWindows {
+		bad("history", c.HistoryWindows, "must cover rotation-lookback and sustain")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,610 @@
+package skew
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+type jobCtx struct {
+	job   *jobState
+	ws    int64
+	jw    *jobWindow
+	tasks []taskCtx
+}
+
+type taskCtx struct {
+	t *taskState
+	w *taskWindow
+	// Computed by taskStats.
+	subs      []subStats
+	observed  int
+	saturated int
+	rateSum   float64
+	skewScore float64
+	maxMedian float64
+	avgBP     float64
+	shareFrom string // "metrics" or "samples": where input shares came from
+}
+
+// subStats is one subtask's view of one window.
+type subStats struct {
+	observed               bool
+	busy, bp, idle         float64
+	hasBusy                bool
+	input                  float64 // input rate, or sampled weight when rates are missing
+	hasInput               bool
+	inPool, outPool, queue float64
+	align, delay           float64
+	saturated              bool
+}
+
+func avg(a *subAgg, k MetricName) (float64, bool) {
+	if a.n[k] == 0 {
+		return 0, false
+	}
+	return a.sum[k] / float64(a.n[k]), true
+}
+
+// taskStats computes the per-subtask statistics of one window and updates
+// the task's cross-window history (sustain counters, counters, queue
+// capacity).
+func (e *Engine) taskStats(tc *taskCtx, ws int64) {
+	t, w := tc.t, tc.w
+	n := max(len(w.subs), len(w.subWeight), t.parallelism)
+	tc.subs = make([]subStats, n)
+	haveRates := false
+	for i := range w.subs {
+		a := &w.subs[i]
+		if !a.seen {
+			continue
+		}
+		s := &tc.subs[i]
+		s.busy, s.hasBusy = avg(a, BusyTimeMsPerSecond)
+		s.bp, _ = avg(a, BackPressuredTimeMsPerSecond)
+		s.idle, _ = avg(a, IdleTimeMsPerSecond)
+		inPool, hasIn := avg(a, InPoolUsage)
+		outPool, _ := avg(a, OutPoolUsage)
+		s.inPool, s.outPool = inPool, outPool
+		s.queue = a.max[InputQueueLength]
+		s.align = a.max[CheckpointAlignmentTime] / 1e6 // ns to ms
+		s.delay = a.max[CheckpointStartDelayNanos] / 1e6
+		s.observed = s.hasBusy || hasIn
+		if r, ok := avg(a, NumRecordsInPerSecond); ok {
+			s.input, s.hasInput = r, true
+		}
+		h := &t.subs[i]
+		if a.n[NumRecordsIn] > 0 {
+			if !s.hasInput {
+				switch {
+				case h.hasCount && a.lastTS > h.countTS && a.lastCnt >= h.count:
+					s.input, s.hasInput = (a.lastCnt-h.count)/float64(a.lastTS-h.countTS)*1000, true
+				case a.lastTS > a.firstTS && a.lastCnt >= a.firstCnt:
+					s.input, s.hasInput = (a.lastCnt-a.firstCnt)/float64(a.lastTS-a.firstTS)*1000, true
+				}
+			}
+			h.count, h.countTS, h.hasCount = a.lastCnt, a.lastTS, true
+		}
+		haveRates = haveRates || s.hasInput
+		if a.n[InputQueueLength] > 0 {
+			switch q := s.queue; {
+			case q > t.queueMax+0.5:
+				t.queueMax, t.queueHits = q, 1
+			case q >= t.queueMax-0.5 && q > 0:
+				t.queueHits++
+			}
+		}
+		if s.hasBusy {
+			s.saturated = s.busy >= e.cfg.BusyMsPerSecond
+		} else if hasIn {
+			s.saturated = inPool >= e.cfg.PoolUsage && outPool < e.cfg.PoolUsage
+		}
+		if s.observed {
+			tc.observed++
+			tc.avgBP += s.bp
+			if s.saturated {
+				tc.saturated++
+				h.sustained++
+			} else {
+				h.sustained = 0
+			}
+		}
+	}
+	if tc.observed > 0 {
+		tc.avgBP /= float64(tc.observed)
+	}
+	// Input per subtask: measured rates when the metrics have them, else the
+	// sampled weight each subtask received.
+	var inputs []float64
+	if haveRates {
+		tc.shareFrom = "metrics"
+		for i := range tc.subs {
+			if tc.subs[i].hasInput {
+				inputs = append(inputs, tc.subs[i].input)
+			}
+		}
+	} else if len(w.subWeight) > 0 {
+		tc.shareFrom = "samples"
+		for i := range tc.subs {
+			s := &tc.subs[i]
+			if i < len(w.subWeight) {
+				s.input = w.subWeight[i]
+			}
+			s.hasInput = true
+			inputs = append(inputs, s.input)
+		}
+	}
+	for _, x := range inputs {
+		tc.rateSum += x
+	}
+	tc.skewScore = SkewScore(inputs)
+	tc.maxMedian = maxOverMedian(inputs)
+}
+
+// SkewScore is the data-skew score of the Flink web UI (since 1.20): the
+// mean absolute deviation of the subtasks' input divided by its mean, as a
+// percentage capped at 100. It is 0 for fewer than two subtasks.
+func SkewScore(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(len(xs))
+	if mean <= 0 {
+		return 0
+	}
+	var dev float64
+	for _, x := range xs {
+		dev += math.Abs(x - mean)
+	}
+	return min(100, dev/float64(len(xs))/mean*100)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+func maxOverMedian(xs []float64) float64 {
+	med := median(xs)
+	if med <= 0 {
+		return 0
+	}
+	return slices.Max(xs) / med
+}
+
+// peerMedian is the median input of the subtasks other than i.
+func peerMedian(subs []subStats, i int) float64 {
+	peers := make([]float64, 0, len(subs))
+	for j := range subs {
+		if j != i && subs[j].hasInput {
+			peers = append(peers, subs[j].input)
+		}
+	}
+	return median(peers)
+}
+
+type hotKey struct {
+	key     string
+	share   float64
+	est     float64
+	subtask int
+}
+
+func (e *Engine) hotKeys(w *taskWindow) []hotKey {
+	if w.samples < e.cfg.MinSamples || w.weight <= 0 {
+		return nil
+	}
+	var out []hotKey
+	scale := w.est / w.weight
+	for _, c := range w.sketch.Top(e.cfg.MaxHotKeys) {
+		share := c.Count / w.weight
+		if share < e.cfg.HotKeyShare {
+			break
+		}
+		out = append(out, hotKey{key: c.Key, share: share, est: c.Count * scale, subtask: int(c.Tag)})
+	}
+	return out
+}
+
+func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
+	ws, we := ctx.ws, ctx.ws+e.cfg.WindowMs
+	for i := range ctx.tasks {
+		e.taskStats(&ctx.tasks[i], ws)
+	}
+	for i := range ctx.tasks {
+		tc := &ctx.tasks[i]
+		base := Finding{JobID: ctx.job.id, JobName: ctx.job.name, TaskName: tc.t.name, WindowStart: ws, WindowEnd: we}
+		hot := e.hotKeys(tc.w)
+		for _, h := range hot {
+			f := base
+			f.Kind = KindHotKey
+			if h.subtask >= 0 {
+				f.SubtaskIndex = intPtr(h.subtask)
+			}
+			f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), EstimatedRecords: round(h.est, 0)}
+			dst = append(dst, f)
+		}
+		dst = e.saturation(ctx, tc, base, hot, dst)
+		if p := e.plan(tc, hot); p != nil {
+			f := base
+			f.Kind = KindSaltingPlan
+			f.Plan = p
+			f.Summary = planSummary(tc.t.name, p)
+			dst = append(dst, f)
+		}
+	}
+	return dst
+}
+
+// saturation classifies the saturated subtasks of one task.
+func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey, dst []Finding) []Finding {
+	t := tc.t
+	cfg := &e.cfg
+	ws := ctx.ws
+	if tc.observed == 0 {
+		t.upSustained = 0
+		return dst
+	}
+	// The task as a whole: most subtasks saturated with balanced input.
+	if float64(tc.saturated) >= cfg.UnderProvisionedFraction*float64(tc.observed) &&
+		tc.skewScore <= cfg.BalancedSkewScore && tc.observed >= 2 {
+		t.upSustained++
+	} else {
+		t.upSustained = 0
+	}
+	if t.upSustained >= cfg.SustainWindows {
+		return append(dst, e.underProvisioned(ctx, tc, base))
+	}
+
+	// Which subtask has skewed input this window (for rotation tracking)?
+	dominant, domRatio := -1, 0.0
+	ratios := make([]float64, len(tc.subs))
+	for i := range tc.subs {
+		s := &tc.subs[i]
+		if !s.saturated || !s.hasInput {
+			continue
+		}
+		if pm := peerMedian(tc.subs, i); pm > 0 {
+			ratios[i] = s.input / pm
+		} else if s.input > 0 {
+			ratios[i] = math.Inf(1)
+		}
+		if ratios[i] >= cfg.SkewRatio && ratios[i] > domRatio {
+			dominant, domRatio = i, ratios[i]
+		}
+	}
+	if dominant >= 0 {
+		if t.lastDominant >= 0 && t.lastDominant != dominant &&
+			(t.lastDominant >= len(ratios) || ratios[t.lastDominant] < cfg.SkewRatio) {
+			t.prevDominant, t.lastMoveWindow, t.hasMoved = t.lastDominant, ws, true
+		}
+		t.lastDominant = dominant
+	}
+
+	var slowHosts map[string]int
+	start := len(dst)
+	for i := range tc.subs {
+		s := &tc.subs[i]
+		if i >= len(t.subs) || !s.saturated || t.subs[i].sustained < cfg.SustainWindows {
+			continue
+		}
+		h := &t.subs[i]
+		ev := e.evidence(ctx, tc, i)
+		ev.SustainedWindows = h.sustained
+		var onSub []hotKey
+		for _, k := range hot {
+			if k.subtask == i {
+				onSub = append(onSub, k)
+				ev.HotKeys = append(ev.HotKeys, KeyShare{Key: k.key, Share: round(k.share, 4)})
+			}
+		}
+		ev.InputRatio = round(ratios[i], 2)
+		sampleSkew := len(onSub) > 0 && i < len(tc.w.subWeight) && tc.w.weight > 0 &&
+			tc.w.subWeight[i]/tc.w.weight*float64(max(len(tc.subs), 1)) >= cfg.SkewRatio
+		f := base
+		f.Kind = KindSaturation
+		f.SubtaskIndex = intPtr(i)
+		sat := &Saturation{Host: h.host, TaskAttemptID: h.attempt, Evidence: ev}
+		f.Saturation = sat
+		switch {
+		case ratios[i] >= cfg.SkewRatio || sampleSkew:
+			sat.Cause = CauseDataSkew
+			bucket := ""
+			for _, k := range onSub {
+				if timeBucketed(k.key, ws) {
+					bucket = k.key
+					break
+				}
+			}
+			moved := t.hasMoved && ws-t.lastMoveWindow <= int64(cfg.RotationLookbackWindows)*cfg.WindowMs
+			if bucket != "" || moved {
+				sat.Cause = CauseRotatingHotKey
+				ev.TimeBucketKey = bucket
+				if moved {
+					ev.PreviousHotSubtask = intPtr(t.prevDominant)
+				}
+			}
+			f.Summary = skewSummary(base, i, ev, onSub, sat.Cause)
+		default:
+			sat.Cause = CauseSlowSubtask
+			if h.host != "" {
+				if slowHosts == nil {
+					slowHosts = map[string]int{}
+				}
+				slowHosts[h.host]++
+			}
+		}
+		dst = append(dst, f)
+	}
+	for k := start; k < len(dst); k++ {
+		f := &dst[k]
+		if f.Cause == CauseSlowSubtask {
+			f.Summary = slowSummary(f, slowHosts[f.Host])
+		}
+	}
+	return dst
+}
+
+func (e *Engine) evidence(ctx *jobCtx, tc *taskCtx, i int) *Evidence {
+	s := &tc.subs[i]
+	ev := &Evidence{
+		BusyMsPerSecond:          round(s.busy, 1),
+		BackPressuredMsPerSecond: round(s.bp, 1),
+		IdleMsPerSecond:          round(s.idle, 1),
+		InPoolUsage:              round(s.inPool, 3),
+		OutPoolUsage:             round(s.outPool, 3),
+		InputQueueLength:         s.queue,
+		CheckpointAlignMs:        round(s.align, 1),
+		CheckpointDelayMs:        round(s.delay, 1),
+		SkewScore:                round(tc.skewScore, 1),
+		MaxMedianRatio:           round(tc.maxMedian, 2),
+		Subtasks:                 tc.observed,
+		SaturatedSubtasks:        tc.saturated,
+	}
+	if tc.shareFrom == "metrics" {
+		ev.RecordsInPerSecond = round(s.input, 1)
+		ev.PeerMedianRecordsInPerSecond = round(peerMedian(tc.subs, i), 1)
+	}
+	if tc.rateSum > 0 {
+		ev.InputShare = round(s.input/tc.rateSum, 4)
+	}
+	if tc.t.queueHits >= 3 {
+		ev.QueueCapacity = tc.t.queueMax
+	}
+	if jw := ctx.jw; jw != nil {
+		ev.LastCheckpointMs = jw.lastCkptMs
+		ev.FailedCheckpoints = jw.failed
+	}
+	for j := range ctx.tasks {
+		o := &ctx.tasks[j]
+		if o.t != tc.t && o.avgBP >= e.cfg.BackPressuredMsPerSecond {
+			ev.UpstreamBackPressed = append(ev.UpstreamBackPressed, o.t.name)
+		}
+	}
+	return ev
+}
+
+// underProvisioned builds the task-wide finding with a recommended
+// parallelism in the manner of the Flink autoscaler: the true processing
+// rate of a subtask is its observed rate divided by its busy ratio, and the
+// new parallelism serves the observed input at the target utilisation,
+// rounded up to a divisor of the max parallelism so key groups spread
+// evenly.
+func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Finding {
+	ev := &Evidence{
+		SkewScore:         round(tc.skewScore, 1),
+		MaxMedianRatio:    round(tc.maxMedian, 2),
+		Subtasks:          tc.observed,
+		SaturatedSubtasks: tc.saturated,
+		SustainedWindows:  tc.t.upSustained,
+	}
+	var busy, bp, idle, inPool, outPool, trueRate float64
+	nTrue := 0
+	for i := range tc.subs {
+		s := &tc.subs[i]
+		if !s.observed {
+			continue
+		}
+		busy += s.busy
+		bp += s.bp
+		idle += s.idle
+		inPool += s.inPool
+		outPool += s.outPool
+		ev.InputQueueLength = max(ev.InputQueueLength, s.queue)
+		ev.CheckpointAlignMs = max(ev.CheckpointAlignMs, round(s.align, 1))
+		ev.CheckpointDelayMs = max(ev.CheckpointDelayMs, round(s.delay, 1))
+		if s.busy > 0 && s.hasInput && tc.shareFrom == "metrics" {
+			trueRate += s.input / (s.busy / 1000)
+			nTrue++
+		}
+	}
+	n := float64(tc.observed)
+	ev.BusyMsPerSecond = round(busy/n, 1)
+	ev.BackPressuredMsPerSecond = round(bp/n, 1)
+	ev.IdleMsPerSecond = round(idle/n, 1)
+	ev.InPoolUsage = round(inPool/n, 3)
+	ev.OutPoolUsage = round(outPool/n, 3)
+	if tc.shareFrom == "metrics" {
+		ev.RecordsInPerSecond = round(tc.rateSum, 1)
+	}
+	if jw := ctx.jw; jw != nil {
+		ev.LastCheckpointMs = jw.lastCkptMs
+		ev.FailedCheckpoints = jw.failed
+	}
+	if tc.t.queueHits >= 3 {
+		ev.QueueCapacity = tc.t.queueMax
+	}
+	p := max(tc.t.parallelism, len(tc.subs))
+	maxP := tc.t.maxParallelism
+	if tc.t.hasRouter {
+		maxP = tc.t.router.MaxParallelism
+	}
+	if maxP == 0 {
+		maxP = defaultMaxParallelism(p)
+	}
+	ev.Parallelism, ev.MaxParallelism = p, maxP
+	// With a saturated task the observed input is only a lower bound of the
+	// demand (the sources are back-pressured), so this is a floor too.
+	var want int
+	if nTrue > 0 {
+		perSub := trueRate / float64(nTrue)
+		ev.TrueRatePerSubtask = round(perSub, 1)
+		want = int(math.Ceil(tc.rateSum / (perSub * e.cfg.TargetUtilization)))
+	} else {
+		want = int(math.Ceil(float64(p) * busy / n / 1000 / e.cfg.TargetUtilization))
+	}
+	want = max(want, p+1)
+	ev.RecommendedParallelism = scaleToDivisor(want, maxP)
+	for j := range ctx.tasks {
+		o := &ctx.tasks[j]
+		if o.t == tc.t {
+			continue
+		}
+		if o.avgBP >= e.cfg.BackPressuredMsPerSecond {
+			ev.UpstreamBackPressed = append(ev.UpstreamBackPressed, o.t.name)
+		}
+		if max(o.t.parallelism, len(o.subs)) == ev.RecommendedParallelism {
+			ev.ChainableWith = append(ev.ChainableWith, o.t.name)
+		}
+	}
+	f := base
+	f.Kind = KindSaturation
+	f.Saturation = &Saturation{Cause: CauseUnderProvisioned, Evidence: ev}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d subtasks of %q are saturated (average busy %.0f ms/s) with balanced input (skew score %.0f): the operator is too small; raise its parallelism from %d to at least %d",
+		tc.saturated, tc.observed, tc.t.name, ev.BusyMsPerSecond, ev.SkewScore, p, ev.RecommendedParallelism)
+	if ev.RecommendedParallelism > maxP/2 && maxP%ev.RecommendedParallelism != 0 {
+		fmt.Fprintf(&b, " (max parallelism %d leaves key groups uneven there; raise it too)", maxP)
+	}
+	if len(ev.ChainableWith) > 0 {
+		fmt.Fprintf(&b, "; at that parallelism it matches %s, so with a forward edge Flink can chain them and save a network shuffle", quoteList(ev.ChainableWith))
+	}
+	b.WriteString(".")
+	f.Summary = b.String()
+	return f
+}
+
+// scaleToDivisor prefers a parallelism that divides the max parallelism,
+// searching upwards to half of it, as the Flink autoscaler does.
+func scaleToDivisor(p, maxP int) int {
+	if p >= maxP {
+		return maxP
+	}
+	for q := p; q <= maxP/2; q++ {
+		if maxP%q == 0 {
+			return q
+		}
+	}
+	return p
+}
+
+func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Subtask %d of %q is saturated (busy %.0f ms/s) because it gets %s its peers' input",
+		i, base.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
+	if len(onSub) > 0 {
+		fmt.Fprintf(&b, ": hot key %q carries %.0f%% of the task's records", onSub[0].key, onSub[0].share*100)
+	}
+	if cause == CauseRotatingHotKey {
+		b.WriteString("; the hot key moves between subtasks over time")
+		if ev.TimeBucketKey != "" {
+			b.WriteString(" because it embeds a time bucket")
+		}
+		b.WriteString(", so drop the time bucket from the key or salt it and aggregate in two phases.")
+	} else {
+		b.WriteString("; apply the salting plan (two-phase aggregation) for this task.")
+	}
+	return b.String()
+}
+
+func slowSummary(f *Finding, slowOnHost int) string {
+	ev := f.Evidence
+	var b strings.Builder
+	fmt.Fprintf(&b, "Subtask %d of %q is busy %.0f ms/s while its input is %s its peers': it is slow, not overloaded",
+		*f.SubtaskIndex, f.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
+	if f.Host != "" {
+		fmt.Fprintf(&b, "; jstack the TaskManager on host %s", f.Host)
+		if f.TaskAttemptID != "" {
+			fmt.Fprintf(&b, " (attempt %s)", f.TaskAttemptID)
+		}
+		b.WriteString(", check its sink client for blocked requests, and look at GC")
+		if slowOnHost > 1 {
+			fmt.Fprintf(&b, "; %d slow subtasks share this host, so suspect the host itself", slowOnHost)
+		}
+	} else {
+		b.WriteString("; jstack its TaskManager, check its sink client for blocked requests, and look at GC")
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+func ratioText(r float64) string {
+	if r == 0 {
+		return "an unknown multiple of"
+	}
+	if math.IsInf(r, 1) {
+		return "far more than"
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64) + "×"
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return strings.Join(q, ", ")
+}
+
+// timeBucketed reports whether key embeds an epoch timestamp (seconds or
+// milliseconds, aligned to a whole minute) within a day of the window:
+// such keys route a moving hot spot to a new subtask every bucket.
+func timeBucketed(key string, ws int64) bool {
+	for i := 0; i < len(key); {
+		if key[i] < '0' || key[i] > '9' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(key) && key[j] >= '0' && key[j] <= '9' {
+			j++
+		}
+		if n := j - i; n == 10 || n == 13 {
+			v, err := strconv.ParseInt(key[i:j], 10, 64)
+			if err == nil {
+				if n == 10 {
+					v *= 1000
+				}
+				if v%60000 == 0 && v > ws-86400000 && v < ws+86400000 {
+					return true
+				}
+			}
+		}
+		i = j
+	}
+	return false
+}
+
+func intPtr(i int) *int { return &i }
+
+func round(x float64, digits int) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	p := math.Pow10(digits)
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,136 @@
+package skew
+
+// Finding kinds.
+const (
+	KindHotKey      = "hot_key"
+	KindSaturation  = "saturation"
+	KindSaltingPlan = "salting_plan"
+)
+
+// Causes of a saturation finding.
+const (
+	CauseDataSkew         = "data_skew"
+	CauseRotatingHotKey   = "rotating_hot_key"
+	CauseSlowSubtask      = "slow_subtask"
+	CauseUnderProvisioned = "under_provisioned"
+)
+
+// Finding is one result of the engine for one window. Its JSON form is the
+// findings contract: the common fields first, then the fields of exactly
+// one of the embedded kind-specific parts. Field order is fixed, so the
+// JSON of equal findings is byte-identical.
+type Finding struct {
+	Kind     string `json:"kind"`
+	JobID    string `json:"job_id"`
+	JobName  string `json:"job_name,omitempty"`
+	TaskName string `json:"task_name"`
+	// SubtaskIndex is null for task-wide findings (under_provisioned,
+	// salting_plan).
+	SubtaskIndex *int  `json:"subtask_index"`
+	WindowStart  int64 `json:"window_start"`
+	WindowEnd    int64 `json:"window_end"`
+	*HotKey
+	*Saturation
+	// Summary is one plain sentence a person on call can act on.
+	Summary string `json:"summary,omitempty"`
+	*Plan   `json:"plan,omitempty"`
+}
+
+// HotKey is the body of a hot_key finding.
+type HotKey struct {
+	Key string `json:"key"`
+	// Share is the key's fraction of the task's sampled weight in the window.
+	Share float64 `json:"share"`
+	// EstimatedRecords is the key's weight scaled by the task's inverse
+	// sample rate in the window.
+	EstimatedRecords float64 `json:"estimated_records"`
+}
+
+// Saturation is the body of a saturation finding.
+type Saturation struct {
+	Cause         string    `json:"cause"`
+	Host          string    `json:"host,omitempty"`
+	TaskAttemptID string    `json:"task_attempt_id,omitempty"`
+	Evidence      *Evidence `json:"evidence"`
+}
+
+// Evidence holds the numbers behind a saturation finding. Rates are per
+// second; times are in ms per second unless the name says otherwise.
+type Evidence struct {
+	BusyMsPerSecond          float64 `json:"busy_ms_per_s"`
+	BackPressuredMsPerSecond float64 `json:"backpressured_ms_per_s"`
+	IdleMsPerSecond          float64 `json:"idle_ms_per_s"`
+	// RecordsInPerSecond is the subtask's input rate (the task's total for
+	// task-wide findings).
+	RecordsInPerSecond float64 `json:"records_in_per_s"`
+	// PeerMedianRecordsInPerSecond is the median input rate of the other
+	// subtasks of the task.
+	PeerMedianRecordsInPerSecond float64 `json:"peer_median_records_in_per_s,omitempty"`
+	// InputRatio is RecordsInPerSecond / PeerMedianRecordsInPerSecond.
+	InputRatio float64 `json:"input_ratio,omitempty"`
+	// InputShare is the subtask's share of the task's input.
+	InputShare       float64 `json:"input_share,omitempty"`
+	InPoolUsage      float64 `json:"in_pool_usage"`
+	OutPoolUsage     float64 `json:"out_pool_usage"`
+	InputQueueLength float64 `json:"input_queue_length"`
+	// QueueCapacity is learned from the flat-line maximum of
+	// inputQueueLength; 0 while unknown.
+	QueueCapacity       float64    `json:"queue_capacity,omitempty"`
+	CheckpointAlignMs   float64    `json:"checkpoint_alignment_ms,omitempty"`
+	CheckpointDelayMs   float64    `json:"checkpoint_start_delay_ms,omitempty"`
+	LastCheckpointMs    float64    `json:"last_checkpoint_duration_ms,omitempty"`
+	FailedCheckpoints   float64    `json:"failed_checkpoints_in_window,omitempty"`
+	SkewScore           float64    `json:"skew_score"`
+	MaxMedianRatio      float64    `json:"max_median_ratio"`
+	Subtasks            int        `json:"subtasks_observed"`
+	SaturatedSubtasks   int        `json:"subtasks_saturated"`
+	SustainedWindows    int        `json:"sustained_windows"`
+	HotKeys             []KeyShare `json:"hot_keys,omitempty"`
+	TimeBucketKey       string     `json:"time_bucket_key,omitempty"`
+	PreviousHotSubtask  *int       `json:"previous_hot_subtask,omitempty"`
+	UpstreamBackPressed []string   `json:"backpressured_tasks,omitempty"`
+	// The fields below are set for under_provisioned only.
+	Parallelism            int      `json:"parallelism,omitempty"`
+	MaxParallelism         int      `json:"max_parallelism,omitempty"`
+	TrueRatePerSubtask     float64  `json:"true_rate_per_subtask,omitempty"`
+	RecommendedParallelism int      `json:"recommended_parallelism,omitempty"`
+	ChainableWith          []string `json:"chainable_with,omitempty"`
+}
+
+// KeyShare names a key and its share of the task's sampled weight.
+type KeyShare struct {
+	Key   string  `json:"key"`
+	Share float64 `json:"share"`
+}
+
+// Plan is the body of a salting_plan finding: how to spread a task's hot
+// keys over distinct, least-loaded subtasks under Flink's own routing.
+type Plan struct {
+	Parallelism    int `json:"parallelism"`
+	MaxParallelism int `json:"max_parallelism"`
+	// Load is the predicted per-subtask load, as max/mean of the sampled
+	// shares, before and after salting.
+	MaxOverMeanBefore float64     `json:"max_over_mean_before"`
+	MaxOverMeanAfter  float64     `json:"max_over_mean_after"`
+	Keys              []SaltedKey `json:"keys"`
+	// DataStream and SQL tell the user how to apply the plan.
+	DataStream string `json:"datastream"`
+	SQL        string `json:"sql"`
+}
+
+// SaltedKey is the plan for one hot key.
+type SaltedKey struct {
+	Key     string  `json:"key"`
+	Share   float64 `json:"share"`
+	Subtask int     `json:"subtask"`
+	Buckets int     `json:"buckets"`
+	// Salted lists the concrete salted keys and where Flink routes them.
+	Salted []SaltTarget `json:"salted"`
+}
+
+// SaltTarget is one salted key and the subtask it lands on.
+type SaltTarget struct {
+	Key      string `json:"key"`
+	KeyGroup int    `json:"key_group"`
+	Subtask  int    `json:"subtask"`
+}
