@@ -1,0 +1,77 @@
+package skew
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/skewlens/skewlens/skew/keygroup"
+)
+
+// TestRoutingAwareSaltsBeatRandomSalts is the point of the planner: naive
+// salts key#0..key#n-1 collide on the same subtasks (birthday problem over
+// Flink's key groups), while planned salts land on n distinct subtasks.
+func TestRoutingAwareSaltsBeatRandomSalts(t *testing.T) {
+	e, _ := New(Config{MaxSaltBuckets: 64})
+	tests := []struct{ p, maxP int }{{8, 0}, {16, 0}, {32, 0}, {64, 0}, {100, 256}, {480, 720}}
+	collided := 0
+	for _, tt := range tests {
+		r, err := keygroup.NewRouter(tt.p, tt.maxP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"hot", "u42|1593004200000", "用户42", "🔥hot", ""} {
+			share := 0.5
+			load := make([]float64, tt.p)
+			for i := range load {
+				load[i] = (1 - share) / float64(tt.p)
+			}
+			sub := r.Subtask(key)
+			load[sub] += share
+			sk := e.saltKey(r, load, key, share, sub)
+			n := sk.Buckets
+			if n < 2 || n > tt.p {
+				t.Fatalf("p=%d %q: %d buckets", tt.p, key, n)
+			}
+			seen := map[int]bool{}
+			for _, s := range sk.Salted {
+				if _, st := r.Route(keygroup.StringHash(s.Key)); st != s.Subtask {
+					t.Fatalf("p=%d %q: salted key %q routes to %d, plan says %d", tt.p, key, s.Key, st, s.Subtask)
+				}
+				if seen[s.Subtask] {
+					t.Fatalf("p=%d %q: planned salts collide on subtask %d", tt.p, key, s.Subtask)
+				}
+				seen[s.Subtask] = true
+			}
+			// The same number of naive salts.
+			naive := map[int]bool{}
+			for i := range n {
+				naive[r.Subtask(key+"#"+strconv.Itoa(i))] = true
+			}
+			if len(naive) < n {
+				collided++
+			}
+			// Predicted loads after the plan sum to 1 and the max drops.
+			if got := sum(load); got < 0.999 || got > 1.001 {
+				t.Fatalf("loads sum to %v", got)
+			}
+			if slices.Max(load) >= share {
+				t.Fatalf("p=%d %q: max load %v not below the hot key's share", tt.p, key, slices.Max(load))
+			}
+		}
+	}
+	t.Logf("naive salts collided in %d of %d plans; planned salts in none", collided, len(tests)*5)
+	// With n buckets over p subtasks the naive salts collide most of the
+	// time; require it for most cases so the comparison means something.
+	if collided < len(tests)*5/2 {
+		t.Fatalf("naive salts collided in only %d of %d cases", collided, len(tests)*5)
+	}
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
