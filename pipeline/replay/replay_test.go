@@ -1,0 +1,92 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+const t0 = int64(1593004200000)
+
+// twoFiles returns a metrics file and a key-sample file covering the same
+// 100 s, with a few bad lines in the sample file.
+func twoFiles() (metrics, samples string, nMetrics, nSamples, nBad int) {
+	var m, s strings.Builder
+	for i := range 100 {
+		ts := t0 + int64(i)*1000
+		for sub := range 2 {
+			fmt.Fprintf(&m, `{"name":"taskmanager_job_task_busyTimeMsPerSecond","time_stamp":%d,"host":"h","job_id":"j","task_name":"t","subtask_index":"%d","value":100}`+"\n", ts, sub)
+			nMetrics++
+		}
+		fmt.Fprintf(&s, `{"ts":%d,"job_id":"j","task_name":"t","key":"k%d","parallelism":2}`+"\n", ts+500, i%3)
+		nSamples++
+		if i%25 == 0 {
+			s.WriteString("{\"ts\":oops}\n\n# a comment\n")
+			nBad++
+		}
+	}
+	return m.String(), s.String(), nMetrics, nSamples, nBad
+}
+
+func TestRunMergesByEventTime(t *testing.T) {
+	metrics, samples, nm, ns, nb := twoFiles()
+	eng, err := skew.New(skew.Config{MinSamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := window.New(window.Config{OutOfOrderMs: 1000}, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []BadLine
+	var findings []skew.Finding
+	st, err := Run(context.Background(),
+		[]Input{{Name: "metrics", R: strings.NewReader(metrics)}, {Name: "samples", R: strings.NewReader(samples)}},
+		stage, Options{OnBad: func(b BadLine) { bad = append(bad, b) }},
+		func(f *skew.Finding) error { findings = append(findings, *f); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Window.Late != 0 || st.Window.Metrics != uint64(nm) || st.Window.Samples != uint64(ns) {
+		t.Fatalf("window counts %+v, want %d metrics, %d samples, none late", st.Window, nm, ns)
+	}
+	if st.Bad.Total() != uint64(nb) || len(bad) != nb {
+		t.Fatalf("bad lines %d (callbacks %d), want %d", st.Bad.Total(), len(bad), nb)
+	}
+	if bad[0].Input != "samples" || bad[0].Line != 2 || bad[0].Err.Reason != decode.ReasonInvalidJSON {
+		t.Errorf("first bad line %+v", bad[0])
+	}
+	if st.Skipped != uint64(2*nb) {
+		t.Errorf("skipped %d, want %d", st.Skipped, 2*nb)
+	}
+	if st.Bytes != int64(len(metrics)+len(samples)) {
+		t.Errorf("bytes %d, want %d", st.Bytes, len(metrics)+len(samples))
+	}
+	// Three keys share every window evenly: each is hot (33% > 5%).
+	hot := 0
+	for _, f := range findings {
+		if f.Kind == skew.KindHotKey {
+			hot++
+		}
+	}
+	if hot != 30 {
+		t.Errorf("hot_key findings %d, want 30 (3 keys × 10 windows)", hot)
+	}
+}
+
+func TestRunStopsOnEmitError(t *testing.T) {
+	_, samples, _, _, _ := twoFiles()
+	eng, _ := skew.New(skew.Config{MinSamples: 1})
+	stage, _ := window.New(window.Config{}, eng)
+	want := fmt.Errorf("sink full")
+	_, err := Run(context.Background(), []Input{{Name: "s", R: strings.NewReader(samples)}}, stage, Options{},
+		func(*skew.Finding) error { return want })
+	if err != want {
+		t.Fatalf("err = %v, want %v", err, want)
+	}
+}
