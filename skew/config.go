@@ -43,6 +43,14 @@ type Config struct {
 	// UnderProvisionedFraction is the fraction of a task's observed
 	// subtasks that must be saturated for under_provisioned (default 0.75).
 	UnderProvisionedFraction float64
+	// UnderProvisionedBusy is the median busy time (ms/s) of a task's
+	// observed subtasks at or above which the task counts as
+	// under_provisioned even when fewer than UnderProvisionedFraction are
+	// saturated, provided at least one is and the input is balanced
+	// (default 700). This catches operators whose subtasks own unequal
+	// numbers of key groups (max parallelism not a multiple of the
+	// parallelism): the larger ones saturate first at the same key mix.
+	UnderProvisionedBusy float64
 	// BalancedSkewScore is the highest Flink skew score (0..100) at which
 	// a task's input still counts as balanced for under_provisioned
 	// (default 25).
@@ -106,6 +114,7 @@ func (c *Config) Validate() error {
 	setInt(&c.SustainWindows, 2)
 	setF(&c.SkewRatio, 1.5)
 	setF(&c.UnderProvisionedFraction, 0.75)
+	setF(&c.UnderProvisionedBusy, 700)
 	setF(&c.BalancedSkewScore, 25)
 	setF(&c.BackPressuredMsPerSecond, 500)
 	setInt(&c.RotationLookbackWindows, 60)
@@ -153,6 +162,9 @@ func (c *Config) Validate() error {
 	}
 	if !fin(c.UnderProvisionedFraction) || c.UnderProvisionedFraction <= 0 || c.UnderProvisionedFraction > 1 {
 		bad("under-provisioned-fraction", c.UnderProvisionedFraction, "must be in (0, 1]")
+	}
+	if !fin(c.UnderProvisionedBusy) || c.UnderProvisionedBusy <= 0 || c.UnderProvisionedBusy > 1000 {
+		bad("under-provisioned-busy", c.UnderProvisionedBusy, "must be in (0, 1000] ms/s")
 	}
 	if !fin(c.BalancedSkewScore) || c.BalancedSkewScore <= 0 || c.BalancedSkewScore > 100 {
 		bad("balanced-skew-score", c.BalancedSkewScore, "must be in (0, 100]")

@@ -26,7 +26,8 @@ type taskCtx struct {
 	skewScore float64
 	maxMedian float64
 	avgBP     float64
-	shareFrom string // "metrics" or "samples": where input shares came from
+	medBusy   float64 // median busy ms/s of the observed subtasks
+	shareFrom string  // "metrics" or "samples": where input shares came from
 }
 
 // subStats is one subtask's view of one window.
@@ -114,6 +115,13 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 	}
 	if tc.observed > 0 {
 		tc.avgBP /= float64(tc.observed)
+		busy := make([]float64, 0, tc.observed)
+		for i := range tc.subs {
+			if tc.subs[i].observed {
+				busy = append(busy, tc.subs[i].busy)
+			}
+		}
+		tc.medBusy = median(busy)
 	}
 	// Input per subtask: measured rates when the metrics have them, else the
 	// sampled weight each subtask received.
@@ -256,19 +264,23 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey
 	cfg := &e.cfg
 	ws := ctx.ws
 	if tc.observed == 0 {
-		t.upSustained = 0
+		// No report in this window: like per-subtask sustain counters,
+		// the task-wide one neither counts nor resets.
 		return dst
 	}
 	// The task as a whole: most subtasks saturated with balanced input.
-	if float64(tc.saturated) >= cfg.UnderProvisionedFraction*float64(tc.observed) &&
-		tc.skewScore <= cfg.BalancedSkewScore && tc.observed >= 2 {
+	mostSaturated := float64(tc.saturated) >= cfg.UnderProvisionedFraction*float64(tc.observed)
+	allBusy := tc.saturated > 0 && tc.medBusy >= cfg.UnderProvisionedBusy
+	if (mostSaturated || allBusy) && tc.skewScore <= cfg.BalancedSkewScore && tc.observed >= 2 {
 		t.upSustained++
-	} else {
-		t.upSustained = 0
+		// The whole task is hot: per-subtask findings would only repeat
+		// that, so there are none, even before the condition is sustained.
+		if t.upSustained >= cfg.SustainWindows {
+			dst = append(dst, e.underProvisioned(ctx, tc, base))
+		}
+		return dst
 	}
-	if t.upSustained >= cfg.SustainWindows {
-		return append(dst, e.underProvisioned(ctx, tc, base))
-	}
+	t.upSustained = 0
 
 	// Which subtask has skewed input this window (for rotation tracking)?
 	dominant, domRatio := -1, 0.0
@@ -487,6 +499,9 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d subtasks of %q are saturated (average busy %.0f ms/s) with balanced input (skew score %.0f): the operator is too small; raise its parallelism from %d to at least %d",
 		tc.saturated, tc.observed, tc.t.name, ev.BusyMsPerSecond, ev.SkewScore, p, ev.RecommendedParallelism)
+	if maxP%p != 0 {
+		fmt.Fprintf(&b, " (today subtasks own %d or %d of the %d key groups, so the larger ones saturate first)", maxP/p, maxP/p+1, maxP)
+	}
 	if ev.RecommendedParallelism > maxP/2 && maxP%ev.RecommendedParallelism != 0 {
 		fmt.Fprintf(&b, " (max parallelism %d leaves key groups uneven there; raise it too)", maxP)
 	}

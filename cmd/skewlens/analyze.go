@@ -35,6 +35,7 @@ func engineVars() kong.Vars {
 		"skew_ratio":           f(d.SkewRatio),
 		"up_fraction":          f(d.UnderProvisionedFraction),
 		"balanced_skew":        f(d.BalancedSkewScore),
+		"up_busy":              f(d.UnderProvisionedBusy),
 		"backpressured":        f(d.BackPressuredMsPerSecond),
 		"rotation_lookback":    strconv.Itoa(d.RotationLookbackWindows),
 		"target_utilization":   f(d.TargetUtilization),
@@ -59,6 +60,7 @@ type engineFlags struct {
 	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine"`
 	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine"`
 	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine"`
+	UnderProvisionedBusy     float64       `help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned." default:"${up_busy}" group:"Engine"`
 	BalancedSkewScore        float64       `help:"Highest Flink skew score (0-100) that still counts as balanced input." default:"${balanced_skew}" group:"Engine"`
 	BackpressureThreshold    float64       `help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured." default:"${backpressured}" group:"Engine"`
 	RotationLookback         int           `help:"Windows within which a move of the hot subtask marks skew as rotating." default:"${rotation_lookback}" group:"Engine"`
@@ -80,6 +82,7 @@ func (f *engineFlags) config() skew.Config {
 		SustainWindows:           f.Sustain,
 		SkewRatio:                f.SkewRatio,
 		UnderProvisionedFraction: f.UnderProvisionedFraction,
+		UnderProvisionedBusy:     f.UnderProvisionedBusy,
 		BalancedSkewScore:        f.BalancedSkewScore,
 		BackPressuredMsPerSecond: f.BackpressureThreshold,
 		RotationLookbackWindows:  f.RotationLookback,

@@ -669,8 +669,11 @@ func (g *Generator) Next(dst []byte) (out []byte, ok bool) {
 	processed = g.sumIn(tKeyed) - inBefore
 	g.snapshot()
 
-	dst = g.appendMetrics(dst, t1)
+	// Samples first: they span [t0, t1) and the reports are stamped t1, so
+	// this order keeps the output in event-time order, as a recorded
+	// stream would be.
 	dst = g.appendSamples(dst, t1, processed)
+	dst = g.appendMetrics(dst, t1)
 	g.n++
 	return dst, true
 }
