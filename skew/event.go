@@ -61,20 +61,19 @@ const (
 	numMetricNames
 )
 
-var metricNames = [numMetricNames]string{
-	"unknown",
-	"inputQueueLength", "inPoolUsage", "outputQueueLength", "outPoolUsage",
-	"inputFloatingBuffersUsage", "inputExclusiveBuffersUsage",
-	"busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
-	"numRecordsIn", "numRecordsInPerSecond", "numRecordsOut", "numRecordsOutPerSecond",
-	"checkpointAlignmentTime", "checkpointStartDelayNanos",
-	"lastCheckpointDuration", "numberOfFailedCheckpoints",
-}
-
 // String returns the short Flink name of the metric (without scope prefix).
 func (m MetricName) String() string {
+	names := [numMetricNames]string{
+		"unknown",
+		"inputQueueLength", "inPoolUsage", "outputQueueLength", "outPoolUsage",
+		"inputFloatingBuffersUsage", "inputExclusiveBuffersUsage",
+		"busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
+		"numRecordsIn", "numRecordsInPerSecond", "numRecordsOut", "numRecordsOutPerSecond",
+		"checkpointAlignmentTime", "checkpointStartDelayNanos",
+		"lastCheckpointDuration", "numberOfFailedCheckpoints",
+	}
 	if m < numMetricNames {
-		return metricNames[m]
+		return names[m]
 	}
 	return "invalid"
 }

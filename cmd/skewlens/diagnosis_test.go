@@ -175,7 +175,7 @@ func TestDiagnosisMatrix(t *testing.T) {
 		{"p48 max256 json 30s reports", simulate.Config{Parallelism: 48, MaxParallelism: 256, SourceParallelism: 12, SinkParallelism: 6, Interval: 30 * time.Second, Duration: 15 * time.Minute, Seed: 3}, 10 * time.Second},
 		{"p12 mixed 5s reports 30s window", simulate.Config{Parallelism: 12, Interval: 5 * time.Second, Seed: 99, HotShare: 0.25, MetricFormat: "mixed", Naming: "mixed"}, 30 * time.Second},
 	}
-	for _, sc := range simulate.Scenarios {
+	for _, sc := range simulate.Scenarios() {
 		for _, v := range variants {
 			t.Run(string(sc)+"/"+v.name, func(t *testing.T) {
 				cfg := v.cfg

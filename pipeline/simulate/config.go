@@ -40,7 +40,9 @@ const (
 )
 
 // Scenarios lists every scenario, in a fixed order.
-var Scenarios = []Scenario{Healthy, HotKey, RotatingHotKey, SlowSink, UnderProvisioned, CheckpointTimeout}
+func Scenarios() []Scenario {
+	return []Scenario{Healthy, HotKey, RotatingHotKey, SlowSink, UnderProvisioned, CheckpointTimeout}
+}
 
 // Metric output formats (Config.MetricFormat).
 const (
@@ -151,13 +153,13 @@ func (c *Config) Validate() error {
 		c.Scenario = Healthy
 	}
 	known := false
-	for _, s := range Scenarios {
+	for _, s := range Scenarios() {
 		if c.Scenario == s {
 			known = true
 		}
 	}
 	if !known {
-		return fmt.Errorf("simulate: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
+		return fmt.Errorf("simulate: unknown scenario %q (want one of %v)", c.Scenario, Scenarios())
 	}
 	if c.Start == 0 {
 		c.Start = DefaultStart

@@ -6,10 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-var (
-	formatNames = [3]string{FormatJSON, FormatInflux, FormatPrometheus}
-	namingNames = [2]string{NamingLegacy, NamingCurrent}
-)
+// formatName and namingName turn the internal format and naming numbers
+// back into their configuration names.
+func formatName(f int) string {
+	return [3]string{FormatJSON, FormatInflux, FormatPrometheus}[f]
+}
+
+func namingName(n int) string { return [2]string{NamingLegacy, NamingCurrent}[n] }
 
 // Metric ids, in emission order.
 const (
@@ -42,10 +45,14 @@ const (
 	promPrefix = "flink_"
 )
 
-// metricNames[naming][id] and promNames[naming][id].
-var metricNames, promNames [2][numMetrics]string
+// nameTable holds the full metric names per naming generation and metric
+// id, rendered once per Generator: names[naming][id] and prom[naming][id].
+type nameTable struct {
+	names, prom [2][numMetrics]string
+}
 
-func init() {
+func newNameTable() *nameTable {
+	nt := &nameTable{}
 	short := [numMetrics]string{
 		"inputQueueLength", "outputQueueLength", "inPoolUsage", "outPoolUsage",
 		"inputFloatingBuffersUsage", "inputExclusiveBuffersUsage",
@@ -69,10 +76,11 @@ func init() {
 			default:
 				name = taskScope + short[id]
 			}
-			metricNames[n][id] = name
-			promNames[n][id] = promPrefix + name
+			nt.names[n][id] = name
+			nt.prom[n][id] = promPrefix + name
 		}
 	}
+	return nt
 }
 
 // tagSet holds the pre-rendered tags of one reporting scope in each format.
@@ -258,10 +266,10 @@ type value struct {
 	f    float64
 }
 
-func appendMetric(dst []byte, format, naming, id int, tags *tagSet, ts int64, v value) []byte {
+func (nt *nameTable) appendMetric(dst []byte, format, naming, id int, tags *tagSet, ts int64, v value) []byte {
 	switch format {
 	case 1: // influx line protocol
-		dst = append(dst, metricNames[naming][id]...)
+		dst = append(dst, nt.names[naming][id]...)
 		dst = append(dst, tags.influx...)
 		dst = append(dst, ' ')
 		switch v.kind {
@@ -289,7 +297,7 @@ func appendMetric(dst []byte, format, naming, id int, tags *tagSet, ts int64, v 
 		dst = strconv.AppendInt(dst, ts, 10)
 		return append(dst, "000000\n"...)
 	case 2: // Prometheus text exposition, with timestamp
-		dst = append(dst, promNames[naming][id]...)
+		dst = append(dst, nt.prom[naming][id]...)
 		dst = append(dst, tags.prom...)
 		dst = append(dst, ' ')
 		switch v.kind {
@@ -306,7 +314,7 @@ func appendMetric(dst []byte, format, naming, id int, tags *tagSet, ts int64, v 
 		return append(dst, '\n')
 	}
 	dst = append(dst, `{"name":"`...)
-	dst = append(dst, metricNames[naming][id]...)
+	dst = append(dst, nt.names[naming][id]...)
 	dst = append(dst, `","time_stamp":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, tags.json...)
@@ -351,35 +359,35 @@ func (g *Generator) appendMetrics(dst []byte, t1 int64) []byte {
 		if s.task != tSink {
 			outQ, outPool = g.outputGauges(i)
 		}
-		dst = appendMetric(dst, f, nm, mInQ, tags, ts, value{kind: vInt, i: inQ})
-		dst = appendMetric(dst, f, nm, mOutQ, tags, ts, value{kind: vInt, i: outQ})
-		dst = appendMetric(dst, f, nm, mInPool, tags, ts, value{kind: vF32, f: inPool})
-		dst = appendMetric(dst, f, nm, mOutPool, tags, ts, value{kind: vF32, f: outPool})
-		dst = appendMetric(dst, f, nm, mInFloat, tags, ts, value{kind: vF32, f: inFloat})
-		dst = appendMetric(dst, f, nm, mInExcl, tags, ts, value{kind: vF32, f: inExcl})
+		dst = g.names.appendMetric(dst, f, nm, mInQ, tags, ts, value{kind: vInt, i: inQ})
+		dst = g.names.appendMetric(dst, f, nm, mOutQ, tags, ts, value{kind: vInt, i: outQ})
+		dst = g.names.appendMetric(dst, f, nm, mInPool, tags, ts, value{kind: vF32, f: inPool})
+		dst = g.names.appendMetric(dst, f, nm, mOutPool, tags, ts, value{kind: vF32, f: outPool})
+		dst = g.names.appendMetric(dst, f, nm, mInFloat, tags, ts, value{kind: vF32, f: inFloat})
+		dst = g.names.appendMetric(dst, f, nm, mInExcl, tags, ts, value{kind: vF32, f: inExcl})
 
 		// Task IO time split.
 		busyMs, bpMs, idleMs := g.timeSplit(i, busyFrac)
-		dst = appendMetric(dst, f, nm, mBusy, tags, ts, value{kind: vF64, f: float64(busyMs)})
-		dst = appendMetric(dst, f, nm, mBP, tags, ts, value{kind: vInt, i: bpMs})
-		dst = appendMetric(dst, f, nm, mIdle, tags, ts, value{kind: vInt, i: idleMs})
+		dst = g.names.appendMetric(dst, f, nm, mBusy, tags, ts, value{kind: vF64, f: float64(busyMs)})
+		dst = g.names.appendMetric(dst, f, nm, mBP, tags, ts, value{kind: vInt, i: bpMs})
+		dst = g.names.appendMetric(dst, f, nm, mIdle, tags, ts, value{kind: vInt, i: idleMs})
 
 		// Records.
 		in, out := g.cntIn[i], g.cntOut[i]
 		inRate := (in - g.countAt(i, t1-meterSpanMs)) / (meterSpanMs / 1000)
 		outRate := (out - g.countAt(n+i, t1-meterSpanMs)) / (meterSpanMs / 1000)
-		dst = appendMetric(dst, f, nm, mRecIn, tags, ts, value{kind: vCounter, i: int64(in)})
-		dst = appendMetric(dst, f, nm, mRecInPS, tags, ts, value{kind: vMeter, i: int64(in), f: inRate})
-		dst = appendMetric(dst, f, nm, mRecOut, tags, ts, value{kind: vCounter, i: int64(out)})
-		dst = appendMetric(dst, f, nm, mRecOutPS, tags, ts, value{kind: vMeter, i: int64(out), f: outRate})
+		dst = g.names.appendMetric(dst, f, nm, mRecIn, tags, ts, value{kind: vCounter, i: int64(in)})
+		dst = g.names.appendMetric(dst, f, nm, mRecInPS, tags, ts, value{kind: vMeter, i: int64(in), f: inRate})
+		dst = g.names.appendMetric(dst, f, nm, mRecOut, tags, ts, value{kind: vCounter, i: int64(out)})
+		dst = g.names.appendMetric(dst, f, nm, mRecOutPS, tags, ts, value{kind: vMeter, i: int64(out), f: outRate})
 
 		// Checkpointing.
-		dst = appendMetric(dst, f, nm, mAlign, tags, ts, value{kind: vInt, i: g.ckAlignNs[i]})
-		dst = appendMetric(dst, f, nm, mStartDelay, tags, ts, value{kind: vInt, i: g.ckStartNs[i]})
+		dst = g.names.appendMetric(dst, f, nm, mAlign, tags, ts, value{kind: vInt, i: g.ckAlignNs[i]})
+		dst = g.names.appendMetric(dst, f, nm, mStartDelay, tags, ts, value{kind: vInt, i: g.ckStartNs[i]})
 	}
 	ts := t1 - 1
-	dst = appendMetric(dst, g.jm.format, g.jm.naming, mLastCk, &g.jmTags, ts, value{kind: vInt, i: g.lastCkDur})
-	dst = appendMetric(dst, g.jm.format, g.jm.naming, mFailedCk, &g.jmTags, ts, value{kind: vInt, i: g.failedCk})
+	dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mLastCk, &g.jmTags, ts, value{kind: vInt, i: g.lastCkDur})
+	dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mFailedCk, &g.jmTags, ts, value{kind: vInt, i: g.failedCk})
 	return dst
 }
 

@@ -75,7 +75,7 @@ const (
 	tSink
 )
 
-var taskNames = [3]string{SourceTaskName, KeyedTaskName, SinkTaskName}
+func taskName(t int) string { return [3]string{SourceTaskName, KeyedTaskName, SinkTaskName}[t] }
 
 // SubtaskInfo describes where one subtask runs and how it reports.
 type SubtaskInfo struct {
@@ -170,6 +170,7 @@ type pendingCkpt struct {
 // A Generator is not safe for concurrent use; separate Generators are
 // independent.
 type Generator struct {
+	names  *nameTable
 	cfg    Config
 	truth  Truth
 	router keygroup.Router
@@ -253,7 +254,7 @@ func New(cfg Config) (*Generator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Generator{cfg: cfg}
+	g := &Generator{cfg: cfg, names: newNameTable()}
 	g.router, _ = keygroup.NewRouter(cfg.Parallelism, cfg.MaxParallelism)
 	g.maxPar = g.router.MaxParallelism
 	g.par = [3]int{cfg.SourceParallelism, cfg.Parallelism, cfg.SinkParallelism}
@@ -351,7 +352,7 @@ func (g *Generator) buildTopology() {
 		for i := range g.par[t] {
 			tm := i % nTM
 			s := subtaskInfo{task: t, index: i, tm: tm, attemptID: hexID(ri)}
-			s.tags = subtaskTags(g.tms[tm].host, g.tms[tm].id, g.jobID, cfg.JobName, g.taskIDs[t], taskNames[t], s.attemptID, i)
+			s.tags = subtaskTags(g.tms[tm].host, g.tms[tm].id, g.jobID, cfg.JobName, g.taskIDs[t], taskName(t), s.attemptID, i)
 			g.subs = append(g.subs, s)
 		}
 	}
@@ -502,7 +503,7 @@ func (g *Generator) buildTruth() {
 		DemandRate: g.baseRate, SourceCapacity: g.baseCap[tSource], KeyedCapacity: g.baseCap[tKeyed],
 		SinkCapacity: g.baseCap[tSink],
 	}
-	setTask := func(task int) { t.TaskName, t.TaskID = taskNames[task], g.taskIDs[task] }
+	setTask := func(task int) { t.TaskName, t.TaskID = taskName(task), g.taskIDs[task] }
 	setSub := func(task, i int) {
 		t.Subtask = i
 		s := &g.subs[g.off[task]+i]
@@ -563,9 +564,9 @@ func (g *Generator) Subtasks() []SubtaskInfo {
 	for i, s := range g.subs {
 		tm := &g.tms[s.tm]
 		out[i] = SubtaskInfo{
-			TaskName: taskNames[s.task], TaskID: g.taskIDs[s.task], Index: s.index,
+			TaskName: taskName(s.task), TaskID: g.taskIDs[s.task], Index: s.index,
 			Host: tm.host, TMID: tm.id, TaskAttemptID: s.attemptID,
-			MetricFormat: formatNames[tm.format], Naming: namingNames[tm.naming],
+			MetricFormat: formatName(tm.format), Naming: namingName(tm.naming),
 		}
 	}
 	return out

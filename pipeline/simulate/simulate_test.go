@@ -224,7 +224,7 @@ func generate(t testing.TB, cfg Config) []byte {
 }
 
 func TestDeterminism(t *testing.T) {
-	for _, sc := range Scenarios {
+	for _, sc := range Scenarios() {
 		cfg := Config{Scenario: sc, Seed: 7, Duration: 3 * time.Minute, MetricFormat: FormatMixed, Naming: NamingMixed, SamplesPerInterval: 300}
 		a, b := generate(t, cfg), generate(t, cfg)
 		if !bytes.Equal(a, b) {
@@ -685,7 +685,7 @@ func TestCheckpointTimeout(t *testing.T) {
 }
 
 func TestCountersMonotonic(t *testing.T) {
-	for _, sc := range Scenarios {
+	for _, sc := range Scenarios() {
 		_, ivs := run(t, Config{Scenario: sc, Duration: 3 * time.Minute, SamplesPerInterval: 100})
 		prev := map[string]int64{}
 		for _, iv := range ivs {
