@@ -94,7 +94,7 @@ func (f *engineFlags) config() skew.Config {
 }
 
 type analyzeCmd struct {
-	Input           []string      `short:"i" required:"" placeholder:"FILE" help:"Input file; repeat or comma-separate for several, merged by event time. '-' is standard input."`
+	Input           []string      `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
 	Format          string        `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
 	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
 	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
@@ -120,16 +120,22 @@ func (c *analyzeCmd) Run(e *env) error {
 	}
 	var inputs []replay.Input
 	for _, name := range c.Input {
+		var r io.Reader = e.stdin
 		if name == "-" {
-			inputs = append(inputs, replay.Input{Name: "stdin", R: e.stdin})
-			continue
+			name = "stdin"
+		} else {
+			f, err := os.Open(name)
+			if err != nil {
+				return fmt.Errorf("open input: %w", err)
+			}
+			defer f.Close()
+			r = f
 		}
-		f, err := os.Open(name)
+		r, err := replay.MaybeGunzip(r)
 		if err != nil {
-			return fmt.Errorf("open input: %w", err)
+			return fmt.Errorf("input %s: %w", name, err)
 		}
-		defer f.Close()
-		inputs = append(inputs, replay.Input{Name: name, R: f})
+		inputs = append(inputs, replay.Input{Name: name, R: r})
 	}
 	kinds := map[string]bool{}
 	for _, k := range c.Kind {

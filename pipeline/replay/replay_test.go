@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -88,5 +91,35 @@ func TestRunStopsOnEmitError(t *testing.T) {
 		func(*skew.Finding) error { return want })
 	if err != want {
 		t.Fatalf("err = %v, want %v", err, want)
+	}
+}
+
+func TestMaybeGunzip(t *testing.T) {
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte("line one\nline two\n"))
+	zw.Close()
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"gzip", zb.Bytes(), "line one\nline two\n"},
+		{"plain", []byte("plain\n"), "plain\n"},
+		{"one byte", []byte{0x1f}, "\x1f"},
+		{"empty", nil, ""},
+	}
+	for _, tt := range tests {
+		r, err := MaybeGunzip(bytes.NewReader(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+	if _, err := MaybeGunzip(bytes.NewReader([]byte{0x1f, 0x8b, 0})); err == nil {
+		t.Error("truncated gzip header accepted")
 	}
 }
