@@ -484,7 +484,9 @@ func (g *Generator) appendSamples(dst []byte, t1 int64, processed float64) []byt
 	head = append(head, `,"key":`...)
 	mid := make([]byte, 0, 128)
 	mid = append(mid, `,"weight":1,"sample_rate":`...)
-	mid = strconv.AppendFloat(mid, float64(n)/processed, 'g', -1, 64)
+	// Samplers are configured with a rate such as 0.01, not a full-precision
+	// ratio, so the rate is written with 4 significant digits.
+	mid = strconv.AppendFloat(mid, float64(n)/processed, 'g', 4, 64)
 	mid = append(mid, `,"parallelism":`...)
 	mid = strconv.AppendInt(mid, int64(g.par[tKeyed]), 10)
 	if cfg.MaxParallelism != 0 {
