@@ -98,6 +98,7 @@ type analyzeCmd struct {
 	Format          string        `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
 	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
 	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
+	Output          string        `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
 	Kind            []string      `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan)."`
 	ShowBad         int           `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
 	Progress        string        `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
@@ -175,6 +176,9 @@ func (c *analyzeCmd) Run(e *env) error {
 			return nil
 		}
 		perKind[f.Kind]++
+		if c.Output == "text" {
+			return writeText(out, f)
+		}
 		return enc.Encode(f)
 	})
 	if ferr := out.Flush(); err == nil {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
@@ -92,3 +94,76 @@ func BenchmarkAnalyzeFile(b *testing.B) {
 
 func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
 func itoa(i int) string                      { return strconv.Itoa(i) }
+
+// sampleLines returns n key-sample lines of a hot_key incident, as the
+// simulator writes them.
+func sampleLines(b *testing.B, n int) [][]byte {
+	b.Helper()
+	g, err := simulate.New(simulate.Config{Scenario: simulate.HotKey, Duration: time.Minute, SamplesPerInterval: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines [][]byte
+	buf, _ := g.Next(nil)
+	for _, l := range bytes.Split(buf, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"key":`)) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < n/2 {
+		b.Fatalf("only %d sample lines", len(lines))
+	}
+	return lines
+}
+
+// BenchmarkKeySampleDecodeAndUpdate is the per-sample hot path: decode one
+// JSON key sample and add it to the engine (window lookup, routing check,
+// Space-Saving update). BenchmarkKeySampleDecodeAndExactCount is the
+// baseline in the same run: the same decode feeding an exact map counter.
+func BenchmarkKeySampleDecodeAndUpdate(b *testing.B) {
+	lines := sampleLines(b, 8192)
+	eng, _ := skew.New(skew.Config{})
+	d := decode.NewDecoder(decode.FormatAuto)
+	var size int
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	b.SetBytes(int64(size / len(lines)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		l := lines[i%len(lines)]
+		if _, err := d.Decode(l); err != nil {
+			b.Fatal(err)
+		}
+		// Keep every sample inside one window so the benchmark measures the
+		// update, not window turnover.
+		d.Sample.TS = 1593004200000
+		if eng.AddSample(&d.Sample) != skew.Accepted {
+			b.Fatal("sample not accepted")
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func BenchmarkKeySampleDecodeAndExactCount(b *testing.B) {
+	lines := sampleLines(b, 8192)
+	d := decode.NewDecoder(decode.FormatAuto)
+	counts := map[string]float64{}
+	var size int
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	b.SetBytes(int64(size / len(lines)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := d.Decode(lines[i%len(lines)]); err != nil {
+			b.Fatal(err)
+		}
+		counts[d.Sample.Key] += d.Sample.Weight
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// writeText prints one finding as a line for people: window time (UTC),
+// kind, where, and the summary or the numbers.
+func writeText(w io.Writer, f *skew.Finding) error {
+	at := time.UnixMilli(f.WindowStart).UTC().Format("2006-01-02 15:04:05")
+	where := f.TaskName
+	if f.SubtaskIndex != nil {
+		where = fmt.Sprintf("%s #%d", f.TaskName, *f.SubtaskIndex)
+	}
+	var err error
+	switch {
+	case f.HotKey != nil:
+		_, err = fmt.Fprintf(w, "%s  hot_key            %-28s key %q carries %.1f%% (~%.0f records)\n",
+			at, where, f.Key, f.Share*100, f.EstimatedRecords)
+	case f.Saturation != nil:
+		_, err = fmt.Fprintf(w, "%s  %-18s %-28s %s\n", at, f.Cause, where, f.Summary)
+	default:
+		_, err = fmt.Fprintf(w, "%s  %-18s %-28s %s\n", at, f.Kind, where, f.Summary)
+	}
+	return err
+}
