@@ -162,7 +162,7 @@ func TestExactWhenKeysFit(t *testing.T) {
 		{
 			"invalid weights ignored",
 			4,
-			[]upd{{"a", 1}, {"a", 0}, {"a", -3}, {"a", math.NaN()}, {"a", math.Inf(1)}, {"b", math.Inf(-1)}, {"c", -0.0}},
+			[]upd{{"a", 1}, {"a", 0}, {"a", -3}, {"a", math.NaN()}, {"a", math.Inf(1)}, {"b", math.Inf(-1)}, {"c", math.Copysign(0, -1)}},
 			[]Counter{{"a", 1, 0, NoTag}},
 		},
 		{
