@@ -16,7 +16,10 @@ type Config struct {
 	// guaranteed to be found; the count error is at most weight/TopK.
 	TopK int
 	// HotKeyShare is the minimum share of a task's sampled weight in a
-	// window for a key to be reported as hot (default 0.05).
+	// window for a key to be reported as hot (default 0.05). At high
+	// parallelism the bar is lower: 1/parallelism when that is smaller,
+	// since such a key alone doubles its subtask's load; never below
+	// 2/TopK.
 	HotKeyShare float64
 	// MaxHotKeys caps the hot_key findings per task and window (default 10).
 	MaxHotKeys int

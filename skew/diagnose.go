@@ -212,15 +212,34 @@ type hotKey struct {
 	subtask int
 }
 
-func (e *Engine) hotKeys(w *taskWindow) []hotKey {
+// hotKeyThreshold is the share that makes a key hot in a task of
+// parallelism p (0 when unknown): HotKeyShare, or less at high parallelism,
+// where a key with a full subtask's fair share (1/p) already doubles its
+// subtask's load. It never drops below 2/TopK, where the sketch's counts
+// stop being accurate enough to tell.
+func (e *Engine) hotKeyThreshold(p int) float64 {
+	th := e.cfg.HotKeyShare
+	if p > 0 {
+		th = min(th, 1/float64(p))
+	}
+	return max(th, 2/float64(e.cfg.TopK))
+}
+
+func (e *Engine) hotKeys(tc *taskCtx) []hotKey {
+	w := tc.w
 	if w.samples < e.cfg.MinSamples || w.weight <= 0 {
 		return nil
 	}
+	p := tc.t.parallelism
+	if p == 0 {
+		p = tc.observed
+	}
+	th := e.hotKeyThreshold(p)
 	var out []hotKey
 	scale := w.est / w.weight
 	for _, c := range w.sketch.Top(e.cfg.MaxHotKeys) {
 		share := c.Count / w.weight
-		if share < e.cfg.HotKeyShare {
+		if share < th {
 			break
 		}
 		out = append(out, hotKey{key: c.Key, share: share, est: c.Count * scale, subtask: int(c.Tag)})
@@ -236,7 +255,7 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 	for i := range ctx.tasks {
 		tc := &ctx.tasks[i]
 		base := Finding{JobID: ctx.job.id, JobName: ctx.job.name, TaskName: tc.t.name, WindowStart: ws, WindowEnd: we}
-		hot := e.hotKeys(tc.w)
+		hot := e.hotKeys(tc)
 		for _, h := range hot {
 			f := base
 			f.Kind = KindHotKey
@@ -271,7 +290,10 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey
 	// The task as a whole: most subtasks saturated with balanced input.
 	mostSaturated := float64(tc.saturated) >= cfg.UnderProvisionedFraction*float64(tc.observed)
 	allBusy := tc.saturated > 0 && tc.medBusy >= cfg.UnderProvisionedBusy
-	if (mostSaturated || allBusy) && tc.skewScore <= cfg.BalancedSkewScore && tc.observed >= 2 {
+	// A task with a single subtask cannot be skewed or slow relative to
+	// peers: when it is saturated, it is simply too small.
+	single := tc.observed == 1 && max(t.parallelism, len(tc.subs)) == 1
+	if (mostSaturated || allBusy) && (single || tc.skewScore <= cfg.BalancedSkewScore && tc.observed >= 2) {
 		t.upSustained++
 		// The whole task is hot: per-subtask findings would only repeat
 		// that, so there are none, even before the condition is sustained.

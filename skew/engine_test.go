@@ -401,3 +401,52 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", d)
 	}
 }
+
+func TestSingleSubtaskIsUnderProvisioned(t *testing.T) {
+	j := newJob(t, Config{})
+	for w := range 3 {
+		j.metrics(w, "source", balanced(2, 50, 900, 500))
+		j.metrics(w, "agg", []sub{{busy: 990, rate: 1000, host: "h"}})
+		j.close(w)
+	}
+	sat := j.kinds(KindSaturation, "")
+	if len(sat) != 2 {
+		t.Fatalf("got %d findings, want 2: %s", len(sat), dump(j.out))
+	}
+	for _, f := range sat {
+		if f.Cause != CauseUnderProvisioned || f.SubtaskIndex != nil || f.Evidence.RecommendedParallelism < 2 {
+			t.Fatalf("got %s subtask %v recommended %d", f.Cause, f.SubtaskIndex, f.Evidence.RecommendedParallelism)
+		}
+	}
+}
+
+// TestHotKeyAtHighParallelism: at parallelism 200 a key with 3% of the
+// records gives its subtask 7× its fair load; it must be reported although
+// it is under the 5% share that makes a key hot in small jobs.
+func TestHotKeyAtHighParallelism(t *testing.T) {
+	const p = 200
+	key := "merchant-7"
+	hs := hotSubtask(key, p)
+	j := newJob(t, Config{})
+	for w := range 3 {
+		s := balanced(p, 300, 0, 100)
+		s[hs] = sub{busy: 990, rate: 700, host: "10.0.0.9"}
+		j.metrics(w, "agg", s)
+		j.samples(w, "agg", p, map[string]float64{key: 0.03}, 20000)
+		j.close(w)
+	}
+	hot := j.kinds(KindHotKey, "")
+	if len(hot) != 3 || hot[0].Key != key || *hot[0].SubtaskIndex != hs {
+		t.Fatalf("hot keys: %s", dump(hot))
+	}
+	sat := j.kinds(KindSaturation, CauseDataSkew)
+	if len(sat) != 2 || len(sat[0].Evidence.HotKeys) != 1 || sat[0].Evidence.HotKeys[0].Key != key {
+		t.Fatalf("saturation: %s", dump(j.kinds(KindSaturation, "")))
+	}
+	// No ordinary key is reported: each has under 0.1% of the records.
+	for _, f := range hot {
+		if f.Key != key {
+			t.Errorf("ordinary key %q reported hot", f.Key)
+		}
+	}
+}

@@ -173,6 +173,7 @@ func TestDiagnosisMatrix(t *testing.T) {
 		{"p4 influx omit-subtask", simulate.Config{Parallelism: 4, MetricFormat: "influx", OmitSubtask: true, Seed: 7}, 10 * time.Second},
 		{"p16 prometheus legacy", simulate.Config{Parallelism: 16, SinkParallelism: 8, MetricFormat: "prometheus", Naming: "legacy", Seed: 11}, 10 * time.Second},
 		{"p48 max256 json 30s reports", simulate.Config{Parallelism: 48, MaxParallelism: 256, SourceParallelism: 12, SinkParallelism: 6, Interval: 30 * time.Second, Duration: 15 * time.Minute, Seed: 3}, 10 * time.Second},
+		{"p96 small hot key influx", simulate.Config{Parallelism: 96, SourceParallelism: 16, SinkParallelism: 16, HotShare: 0.04, MetricFormat: "influx", Duration: 6 * time.Minute, SamplesPerInterval: 5000, Seed: 5}, 10 * time.Second},
 		{"p12 mixed 5s reports 30s window", simulate.Config{Parallelism: 12, Interval: 5 * time.Second, Seed: 99, HotShare: 0.25, MetricFormat: "mixed", Naming: "mixed"}, 30 * time.Second},
 	}
 	for _, sc := range simulate.Scenarios() {
