@@ -76,6 +76,9 @@ type Config struct {
 	// PlanMinImbalance is the predicted max/mean subtask load at or above
 	// which a salting plan is proposed for a task with hot keys (default 1.5).
 	PlanMinImbalance float64
+	// EmitStats adds a subtask_stats row per reporting subtask and window
+	// to the findings (default false).
+	EmitStats bool
 	// HistoryWindows is how long a task's cross-window state (sustain
 	// counters, learned queue capacity, hosts) is kept after its last
 	// report, in windows (default 360). It bounds memory for jobs that go away.

@@ -25,7 +25,7 @@ type taskCtx struct {
 	rateSum   float64
 	skewScore float64
 	maxMedian float64
-	avgBP     float64
+	maxBP     float64 // the worst subtask's back-pressured ms/s, as Flink rates a task
 	medBusy   float64 // median busy ms/s of the observed subtasks
 	shareFrom string  // "metrics" or "samples": where input shares came from
 }
@@ -38,6 +38,7 @@ type subStats struct {
 	input                  float64 // input rate, or sampled weight when rates are missing
 	hasInput               bool
 	inPool, outPool, queue float64
+	outQueue, output       float64
 	align, delay           float64
 	saturated              bool
 }
@@ -70,6 +71,8 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		outPool, _ := avg(a, OutPoolUsage)
 		s.inPool, s.outPool = inPool, outPool
 		s.queue = a.max[InputQueueLength]
+		s.outQueue = a.max[OutputQueueLength]
+		s.output, _ = avg(a, NumRecordsOutPerSecond)
 		s.align = a.max[CheckpointAlignmentTime] / 1e6 // ns to ms
 		s.delay = a.max[CheckpointStartDelayNanos] / 1e6
 		s.observed = s.hasBusy || hasIn
@@ -104,7 +107,7 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		}
 		if s.observed {
 			tc.observed++
-			tc.avgBP += s.bp
+			tc.maxBP = max(tc.maxBP, s.bp)
 			if s.saturated {
 				tc.saturated++
 				h.sustained++
@@ -114,7 +117,6 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		}
 	}
 	if tc.observed > 0 {
-		tc.avgBP /= float64(tc.observed)
 		busy := make([]float64, 0, tc.observed)
 		for i := range tc.subs {
 			if tc.subs[i].observed {
@@ -255,6 +257,9 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 	for i := range ctx.tasks {
 		tc := &ctx.tasks[i]
 		base := Finding{JobID: ctx.job.id, JobName: ctx.job.name, TaskName: tc.t.name, WindowStart: ws, WindowEnd: we}
+		if e.cfg.EmitStats {
+			dst = e.stats(tc, base, dst)
+		}
 		hot := e.hotKeys(tc)
 		for _, h := range hot {
 			f := base
@@ -425,7 +430,7 @@ func (e *Engine) evidence(ctx *jobCtx, tc *taskCtx, i int) *Evidence {
 	}
 	for j := range ctx.tasks {
 		o := &ctx.tasks[j]
-		if o.t != tc.t && o.avgBP >= e.cfg.BackPressuredMsPerSecond {
+		if o.t != tc.t && o.maxBP >= e.cfg.BackPressuredMsPerSecond {
 			ev.UpstreamBackPressed = append(ev.UpstreamBackPressed, o.t.name)
 		}
 	}
@@ -508,7 +513,7 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 		if o.t == tc.t {
 			continue
 		}
-		if o.avgBP >= e.cfg.BackPressuredMsPerSecond {
+		if o.maxBP >= e.cfg.BackPressuredMsPerSecond {
 			ev.UpstreamBackPressed = append(ev.UpstreamBackPressed, o.t.name)
 		}
 		if max(o.t.parallelism, len(o.subs)) == ev.RecommendedParallelism {
@@ -644,4 +649,47 @@ func round(x float64, digits int) float64 {
 	}
 	p := math.Pow10(digits)
 	return math.Round(x*p) / p
+}
+
+// stats emits the subtask_stats rows of one task and window.
+func (e *Engine) stats(tc *taskCtx, base Finding, dst []Finding) []Finding {
+	for i := range tc.subs {
+		s := &tc.subs[i]
+		if !s.observed {
+			continue
+		}
+		f := base
+		f.Kind = KindSubtaskStats
+		f.SubtaskIndex = intPtr(i)
+		st := &SubtaskStats{
+			BusyMsPerSecond:          round(s.busy, 1),
+			BackPressuredMsPerSecond: round(s.bp, 1),
+			IdleMsPerSecond:          round(s.idle, 1),
+			RecordsOutPerSecond:      round(s.output, 1),
+			InPoolUsage:              round(s.inPool, 3),
+			OutPoolUsage:             round(s.outPool, 3),
+			InputQueueLength:         s.queue,
+			OutputQueueLength:        s.outQueue,
+			CheckpointAlignMs:        round(s.align, 1),
+			CheckpointDelayMs:        round(s.delay, 1),
+			Saturated:                s.saturated,
+			SkewScore:                round(tc.skewScore, 1),
+			MaxMedianRatio:           round(tc.maxMedian, 2),
+		}
+		if tc.shareFrom == "metrics" {
+			st.RecordsInPerSecond = round(s.input, 1)
+		}
+		if tc.rateSum > 0 {
+			st.InputShare = round(s.input/tc.rateSum, 4)
+		}
+		if i < len(tc.t.subs) {
+			st.Host, st.TaskAttemptID = tc.t.subs[i].host, tc.t.subs[i].attempt
+		}
+		if tc.t.queueHits >= 3 {
+			st.QueueCapacity = tc.t.queueMax
+		}
+		f.Stats = st
+		dst = append(dst, f)
+	}
+	return dst
 }

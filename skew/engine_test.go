@@ -450,3 +450,35 @@ func TestHotKeyAtHighParallelism(t *testing.T) {
 		}
 	}
 }
+
+func TestSubtaskStatsRows(t *testing.T) {
+	j := newJob(t, Config{EmitStats: true})
+	s := balanced(4, 100, 0, 100)
+	s[1] = sub{busy: 900, bp: 50, rate: 300, host: "10.0.0.5"}
+	j.metrics(0, "agg", s)
+	j.metrics(0, "source", balanced(2, 10, 700, 300))
+	j.close(0)
+	rows := j.kinds(KindSubtaskStats, "")
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6 (4 + 2 subtasks)", len(rows))
+	}
+	r := rows[1] // "agg" sorts first; subtask 1
+	if r.TaskName != "agg" || *r.SubtaskIndex != 1 {
+		t.Fatalf("row order: %s", dump(rows[:2]))
+	}
+	st := r.Stats
+	if st.Host != "10.0.0.5" || st.BusyMsPerSecond != 900 || st.BackPressuredMsPerSecond != 50 || !st.Saturated ||
+		st.RecordsInPerSecond != 300 || st.InputShare != 0.5 || st.SkewScore != 50 {
+		t.Errorf("stats %+v", st)
+	}
+	if rows[0].Stats.Saturated {
+		t.Error("subtask 0 marked saturated")
+	}
+	// Without EmitStats there are none.
+	j2 := newJob(t, Config{})
+	j2.metrics(0, "agg", s)
+	j2.close(0)
+	if len(j2.kinds(KindSubtaskStats, "")) != 0 {
+		t.Error("stats rows without EmitStats")
+	}
+}

@@ -5,6 +5,9 @@ const (
 	KindHotKey      = "hot_key"
 	KindSaturation  = "saturation"
 	KindSaltingPlan = "salting_plan"
+	// KindSubtaskStats rows carry one subtask's statistics for one window.
+	// They are emitted only when Config.EmitStats is set.
+	KindSubtaskStats = "subtask_stats"
 )
 
 // Causes of a saturation finding.
@@ -34,6 +37,32 @@ type Finding struct {
 	// Summary is one plain sentence a person on call can act on.
 	Summary string `json:"summary,omitempty"`
 	*Plan   `json:"plan,omitempty"`
+	Stats   *SubtaskStats `json:"stats,omitempty"`
+}
+
+// SubtaskStats is one subtask's view of one window, with the task-wide
+// figures repeated so each row stands alone in a table.
+type SubtaskStats struct {
+	Host                     string  `json:"host,omitempty"`
+	TaskAttemptID            string  `json:"task_attempt_id,omitempty"`
+	BusyMsPerSecond          float64 `json:"busy_ms_per_s"`
+	BackPressuredMsPerSecond float64 `json:"backpressured_ms_per_s"`
+	IdleMsPerSecond          float64 `json:"idle_ms_per_s"`
+	RecordsInPerSecond       float64 `json:"records_in_per_s"`
+	RecordsOutPerSecond      float64 `json:"records_out_per_s"`
+	// InputShare is the subtask's share of the task's input (from rates,
+	// or from sampled weight when the metrics carry no rates).
+	InputShare        float64 `json:"input_share"`
+	InPoolUsage       float64 `json:"in_pool_usage"`
+	OutPoolUsage      float64 `json:"out_pool_usage"`
+	InputQueueLength  float64 `json:"input_queue_length"`
+	OutputQueueLength float64 `json:"output_queue_length"`
+	QueueCapacity     float64 `json:"queue_capacity,omitempty"`
+	CheckpointAlignMs float64 `json:"checkpoint_alignment_ms"`
+	CheckpointDelayMs float64 `json:"checkpoint_start_delay_ms"`
+	Saturated         bool    `json:"saturated"`
+	SkewScore         float64 `json:"task_skew_score"`
+	MaxMedianRatio    float64 `json:"task_max_median_ratio"`
 }
 
 // HotKey is the body of a hot_key finding.

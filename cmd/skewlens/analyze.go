@@ -99,7 +99,8 @@ type analyzeCmd struct {
 	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
 	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
 	Output          string        `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
-	Kind            []string      `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan)."`
+	Kind            []string      `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
+	Stats           bool          `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
 	ShowBad         int           `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
 	Progress        string        `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
 	engineFlags
@@ -107,6 +108,7 @@ type analyzeCmd struct {
 
 func (c *analyzeCmd) Run(e *env) error {
 	cfg := c.config()
+	cfg.EmitStats = c.Stats
 	eng, err := skew.New(cfg)
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
@@ -141,10 +143,10 @@ func (c *analyzeCmd) Run(e *env) error {
 	kinds := map[string]bool{}
 	for _, k := range c.Kind {
 		switch k {
-		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan:
+		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats:
 			kinds[k] = true
 		default:
-			return fmt.Errorf("--kind %q: want hot_key, saturation or salting_plan", k)
+			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan or subtask_stats", k)
 		}
 	}
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
@@ -206,7 +208,11 @@ func summary(w io.Writer, st replay.Stats, perKind map[string]int, el time.Durat
 		fmt.Fprintf(w, "skewlens analyze: bad lines by reason: %s\n", st.Bad.String())
 	}
 	var parts []string
-	for _, k := range []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan} {
+	kinds := []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan}
+	if perKind[skew.KindSubtaskStats] > 0 {
+		kinds = append(kinds, skew.KindSubtaskStats)
+	}
+	for _, k := range kinds {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, perKind[k]))
 	}
 	fmt.Fprintf(w, "skewlens analyze: findings: %s\n", strings.Join(parts, " "))
