@@ -136,58 +136,39 @@ func (c *Config) Validate() error {
 	bad := func(name string, v any, rule string) {
 		errs = append(errs, fmt.Errorf("%s %v: %s", name, v, rule))
 	}
-	fin := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+	// within checks lo < v <= hi, rejecting NaN and infinities too.
+	within := func(name string, v, lo, hi float64, unit string) {
+		if math.IsNaN(v) || v <= lo || v > hi {
+			bad(name, v, fmt.Sprintf("must be in (%g, %g]%s", lo, hi, unit))
+		}
+	}
+	atLeast := func(name string, v, lo int, unit string) {
+		if v < lo {
+			bad(name, v, fmt.Sprintf("must be at least %d%s", lo, unit))
+		}
+	}
 	if c.WindowMs < 1 {
 		bad("window", c.WindowMs, "must be positive")
 	}
-	if c.TopK < 2 {
-		bad("top-k", c.TopK, "must be at least 2")
-	}
-	if !fin(c.HotKeyShare) || c.HotKeyShare <= 0 || c.HotKeyShare > 1 {
-		bad("hot-key-share", c.HotKeyShare, "must be in (0, 1]")
-	} else if c.HotKeyShare < 1/float64(c.TopK) {
+	atLeast("top-k", c.TopK, 2, "")
+	within("hot-key-share", c.HotKeyShare, 0, 1, "")
+	if c.HotKeyShare > 0 && c.HotKeyShare < 1/float64(c.TopK) {
 		bad("hot-key-share", c.HotKeyShare, fmt.Sprintf("is below 1/top-k (%g): hot keys that small are not guaranteed to be found", 1/float64(c.TopK)))
 	}
-	if c.MaxHotKeys < 1 {
-		bad("max-hot-keys", c.MaxHotKeys, "must be at least 1")
-	}
-	if c.MinSamples < 1 {
-		bad("min-samples", c.MinSamples, "must be at least 1")
-	}
-	if !fin(c.BusyMsPerSecond) || c.BusyMsPerSecond <= 0 || c.BusyMsPerSecond > 1000 {
-		bad("busy-threshold", c.BusyMsPerSecond, "must be in (0, 1000] ms/s")
-	}
-	if !fin(c.PoolUsage) || c.PoolUsage <= 0 || c.PoolUsage > 1 {
-		bad("pool-usage", c.PoolUsage, "must be in (0, 1]")
-	}
-	if c.SustainWindows < 1 {
-		bad("sustain", c.SustainWindows, "must be at least 1 window")
-	}
-	if !fin(c.SkewRatio) || c.SkewRatio <= 1 {
-		bad("skew-ratio", c.SkewRatio, "must be above 1")
-	}
-	if !fin(c.UnderProvisionedFraction) || c.UnderProvisionedFraction <= 0 || c.UnderProvisionedFraction > 1 {
-		bad("under-provisioned-fraction", c.UnderProvisionedFraction, "must be in (0, 1]")
-	}
-	if !fin(c.UnderProvisionedBusy) || c.UnderProvisionedBusy <= 0 || c.UnderProvisionedBusy > 1000 {
-		bad("under-provisioned-busy", c.UnderProvisionedBusy, "must be in (0, 1000] ms/s")
-	}
-	if !fin(c.BalancedSkewScore) || c.BalancedSkewScore <= 0 || c.BalancedSkewScore > 100 {
-		bad("balanced-skew-score", c.BalancedSkewScore, "must be in (0, 100]")
-	}
-	if !fin(c.BackPressuredMsPerSecond) || c.BackPressuredMsPerSecond <= 0 || c.BackPressuredMsPerSecond > 1000 {
-		bad("backpressure-threshold", c.BackPressuredMsPerSecond, "must be in (0, 1000] ms/s")
-	}
-	if c.RotationLookbackWindows < 1 {
-		bad("rotation-lookback", c.RotationLookbackWindows, "must be at least 1 window")
-	}
-	if !fin(c.TargetUtilization) || c.TargetUtilization <= 0 || c.TargetUtilization > 1 {
-		bad("target-utilization", c.TargetUtilization, "must be in (0, 1]")
-	}
-	if c.MaxSaltBuckets < 2 {
-		bad("max-salt-buckets", c.MaxSaltBuckets, "must be at least 2")
-	}
-	if !fin(c.PlanMinImbalance) || c.PlanMinImbalance < 1 {
+	atLeast("max-hot-keys", c.MaxHotKeys, 1, "")
+	atLeast("min-samples", c.MinSamples, 1, "")
+	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")
+	within("pool-usage", c.PoolUsage, 0, 1, "")
+	atLeast("sustain", c.SustainWindows, 1, " window")
+	within("skew-ratio", c.SkewRatio, 1, math.MaxFloat64, "")
+	within("under-provisioned-fraction", c.UnderProvisionedFraction, 0, 1, "")
+	within("under-provisioned-busy", c.UnderProvisionedBusy, 0, 1000, " ms/s")
+	within("balanced-skew-score", c.BalancedSkewScore, 0, 100, "")
+	within("backpressure-threshold", c.BackPressuredMsPerSecond, 0, 1000, " ms/s")
+	atLeast("rotation-lookback", c.RotationLookbackWindows, 1, " window")
+	within("target-utilization", c.TargetUtilization, 0, 1, "")
+	atLeast("max-salt-buckets", c.MaxSaltBuckets, 2, "")
+	if math.IsNaN(c.PlanMinImbalance) || math.IsInf(c.PlanMinImbalance, 0) || c.PlanMinImbalance < 1 {
 		bad("plan-min-imbalance", c.PlanMinImbalance, "must be at least 1")
 	}
 	if c.HistoryWindows < c.RotationLookbackWindows || c.HistoryWindows < c.SustainWindows {

@@ -124,11 +124,7 @@ func BenchmarkKeySampleDecodeAndUpdate(b *testing.B) {
 	lines := sampleLines(b, 8192)
 	eng, _ := skew.New(skew.Config{})
 	d := decode.NewDecoder(decode.FormatAuto)
-	var size int
-	for _, l := range lines {
-		size += len(l) + 1
-	}
-	b.SetBytes(int64(size / len(lines)))
+	b.SetBytes(avgLineSize(lines))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -151,11 +147,7 @@ func BenchmarkKeySampleDecodeAndExactCount(b *testing.B) {
 	lines := sampleLines(b, 8192)
 	d := decode.NewDecoder(decode.FormatAuto)
 	counts := map[string]float64{}
-	var size int
-	for _, l := range lines {
-		size += len(l) + 1
-	}
-	b.SetBytes(int64(size / len(lines)))
+	b.SetBytes(avgLineSize(lines))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -166,4 +158,13 @@ func BenchmarkKeySampleDecodeAndExactCount(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// avgLineSize is the mean size of lines, newline included, for b.SetBytes.
+func avgLineSize(lines [][]byte) int64 {
+	var size int
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	return int64(size / len(lines))
 }
