@@ -160,7 +160,9 @@ func (c *Config) Validate() error {
 	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")
 	within("pool-usage", c.PoolUsage, 0, 1, "")
 	atLeast("sustain", c.SustainWindows, 1, " window")
-	within("skew-ratio", c.SkewRatio, 1, math.MaxFloat64, "")
+	if math.IsNaN(c.SkewRatio) || math.IsInf(c.SkewRatio, 0) || c.SkewRatio <= 1 {
+		bad("skew-ratio", c.SkewRatio, "must be above 1")
+	}
 	within("under-provisioned-fraction", c.UnderProvisionedFraction, 0, 1, "")
 	within("under-provisioned-busy", c.UnderProvisionedBusy, 0, 1000, " ms/s")
 	within("balanced-skew-score", c.BalancedSkewScore, 0, 100, "")
