@@ -1,0 +1,322 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Source yields Kafka messages and commits them. Fetch blocks until a
+// message arrives or ctx is done; Commit commits each partition up to and
+// including the offset of the message given for it.
+type Source interface {
+	Fetch(ctx context.Context) (kafka.Message, error)
+	Commit(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Sink stores findings. Write returns nil only once every finding is
+// durably stored; version orders rewrites of the same rows after a replay.
+type Sink interface {
+	Write(ctx context.Context, version uint64, fs []skew.Finding) error
+}
+
+// DeadLetters keeps records that cannot be decoded, with the reason.
+// Send returns once the record is stored.
+type DeadLetters interface {
+	Send(ctx context.Context, msg kafka.Message, reason, detail string) error
+}
+
+// Config configures a Runner.
+type Config struct {
+	// QueueCapacity bounds the messages fetched but not yet processed
+	// (default 4096). When it is full the fetcher waits: the overflow
+	// policy is back-pressure on Kafka, never dropping.
+	QueueCapacity int
+	// FlushInterval is how often pending findings are written and offsets
+	// committed (default 1s: about one insert per second per table).
+	FlushInterval time.Duration
+	// MaxPending writes findings early when this many are pending
+	// (default 50000), bounding memory while ClickHouse is slow.
+	MaxPending int
+}
+
+// Validate fills defaults and checks values.
+func (c *Config) Validate() error {
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = 4096
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = time.Second
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 50000
+	}
+	var errs []error
+	if c.QueueCapacity < 1 {
+		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
+	}
+	if c.FlushInterval < 0 {
+		errs = append(errs, fmt.Errorf("flush interval %s: must not be negative", c.FlushInterval))
+	}
+	if c.MaxPending < 1 {
+		errs = append(errs, fmt.Errorf("max pending %d: must be positive", c.MaxPending))
+	}
+	return errors.Join(errs...)
+}
+
+// Runner is the pipeline actor. Run it once; Stop is safe to call any
+// number of times, from any goroutine.
+type Runner struct {
+	cfg      Config
+	src      Source
+	sink     Sink
+	dead     DeadLetters
+	stage    *window.Stage
+	windowMs int64
+	log      *slog.Logger
+	m        *metrics
+	now      func() time.Time
+
+	dec     *decode.Decoder
+	ledger  *ledger
+	pending []skew.Finding
+	onFind  func(*skew.Finding)
+
+	stopOnce sync.Once
+	stop     chan struct{}
+}
+
+type metrics struct {
+	messages  *prometheus.CounterVec
+	lines     *prometheus.CounterVec
+	findings  *prometheus.CounterVec
+	queue     prometheus.Gauge
+	flush     prometheus.Histogram
+	commits   prometheus.Counter
+	watermark prometheus.Gauge
+	pending   prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_messages_total", Help: "Kafka messages processed, by topic."}, []string{"topic"}),
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_records_total",
+			Help: "Records by outcome: sample, metric, skipped, late, rejected, or a decode error reason (dead-lettered)."}, []string{"outcome"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_findings_written_total", Help: "Findings written to the sink, by kind."}, []string{"kind"}),
+		queue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_fetch_queue_length", Help: "Messages fetched and waiting to be processed (bounded by the queue capacity)."}),
+		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "skewlens_flush_seconds", Help: "Time to write pending findings and commit offsets.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		commits:   prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_offset_commits_total", Help: "Offset commits after the sink acknowledged."}),
+		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
+		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending)
+	}
+	return m
+}
+
+// New returns a Runner. windowMs must be the engine's window length, so
+// that offsets are held by the right windows.
+func New(cfg Config, src Source, stage *window.Stage, windowMs int64, sink Sink, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if windowMs <= 0 {
+		return nil, fmt.Errorf("window %d ms: must be positive", windowMs)
+	}
+	return &Runner{
+		cfg: cfg, src: src, sink: sink, dead: dead, stage: stage, windowMs: windowMs, log: log,
+		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
+		stop: make(chan struct{}),
+	}, nil
+}
+
+// OnFinding sets a callback that sees each finding once it is written (for
+// the terminal view). Call before Run.
+func (r *Runner) OnFinding(f func(*skew.Finding)) { r.onFind = f }
+
+// Stop asks Run to finish: it writes pending findings, commits what is
+// safe, and returns. Open windows are not written: their messages are not
+// committed, so they are read again and completed after a restart.
+func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+// Run consumes until ctx is done, Stop is called, the source ends with
+// io.EOF, or a fatal error occurs. A fetch error is returned only after
+// every message fetched before it has been processed.
+func (r *Runner) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan kafka.Message, r.cfg.QueueCapacity)
+	fetchErr := make(chan error, 1)
+	go func() {
+		defer close(queue)
+		for {
+			msg, err := r.src.Fetch(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					fetchErr <- fmt.Errorf("fetch: %w", err)
+				}
+				return
+			}
+			select {
+			case queue <- msg:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(r.cfg.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case msg, ok := <-queue:
+			if !ok {
+				// The fetcher has stopped, and everything it fetched has been
+				// processed. A source that ends (io.EOF) is a finished replay.
+				select {
+				case err := <-fetchErr:
+					if errors.Is(err, io.EOF) {
+						return r.flush(context.WithoutCancel(ctx))
+					}
+					return err
+				default:
+					return r.flush(context.WithoutCancel(ctx))
+				}
+			}
+			r.m.queue.Set(float64(len(queue)))
+			if err := r.process(ctx, msg); err != nil {
+				return err
+			}
+			if len(r.pending) >= r.cfg.MaxPending {
+				if err := r.flush(ctx); err != nil {
+					return err
+				}
+			}
+		case <-tick.C:
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		case <-r.stop:
+			cancel()
+			return r.flush(context.WithoutCancel(ctx))
+		case <-ctx.Done():
+			return r.flush(context.WithoutCancel(ctx))
+		}
+	}
+}
+
+// process decodes one message (one or more lines) into the window stage.
+func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
+	r.m.messages.WithLabelValues(msg.Topic).Inc()
+	k := partKey{msg.Topic, msg.Partition}
+	r.ledger.consumed(k, msg.Offset)
+	r.dec.DefaultTS = msg.Time.UnixMilli()
+	rest := msg.Value
+	for len(rest) > 0 {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		kind, err := r.dec.Decode(line)
+		if err != nil {
+			reason, _ := decode.ReasonOf(err)
+			r.m.lines.WithLabelValues(reason.String()).Inc()
+			if derr := r.dead.Send(ctx, msg, reason.String(), err.Error()); derr != nil {
+				return fmt.Errorf("dead-letter offset %d of %s/%d: %w", msg.Offset, msg.Topic, msg.Partition, derr)
+			}
+			continue
+		}
+		before := r.stage.Counts()
+		var ts int64
+		switch kind {
+		case decode.KindKeySample:
+			ts = r.dec.Sample.TS
+			r.pending = r.stage.Sample(&r.dec.Sample, r.pending)
+		case decode.KindMetric:
+			ts = r.dec.Metric.TS
+			r.pending = r.stage.Metric(&r.dec.Metric, r.pending)
+		default:
+			r.m.lines.WithLabelValues("skipped").Inc()
+			continue
+		}
+		after := r.stage.Counts()
+		switch {
+		case after.Samples > before.Samples:
+			r.m.lines.WithLabelValues("sample").Inc()
+		case after.Metrics > before.Metrics:
+			r.m.lines.WithLabelValues("metric").Inc()
+		case after.Late > before.Late:
+			r.m.lines.WithLabelValues("late").Inc()
+			continue
+		default:
+			r.m.lines.WithLabelValues("rejected").Inc()
+			continue
+		}
+		r.ledger.hold(k, floorDiv(ts, r.windowMs)*r.windowMs, msg.Offset)
+	}
+	r.m.pending.Set(float64(len(r.pending)))
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// flush writes pending findings, then commits every offset that no open
+// window holds any more.
+func (r *Runner) flush(ctx context.Context) error {
+	start := r.now()
+	if len(r.pending) > 0 {
+		if err := r.sink.Write(ctx, uint64(start.UnixNano()), r.pending); err != nil {
+			return fmt.Errorf("write %d findings: %w", len(r.pending), err)
+		}
+		for i := range r.pending {
+			f := &r.pending[i]
+			r.m.findings.WithLabelValues(f.Kind).Inc()
+			if r.onFind != nil {
+				r.onFind(f)
+			}
+		}
+		clear(r.pending)
+		r.pending = r.pending[:0]
+		r.m.pending.Set(0)
+	}
+	// Windows before the watermark's window are closed and now written.
+	wm := r.stage.Watermark()
+	r.m.watermark.Set(float64(wm))
+	r.ledger.release(floorDiv(wm, r.windowMs) * r.windowMs)
+	cps := r.ledger.pending()
+	if len(cps) > 0 {
+		msgs := make([]kafka.Message, len(cps))
+		for i, cp := range cps {
+			// kafka-go commits the offset after the message given.
+			msgs[i] = kafka.Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1}
+		}
+		if err := r.src.Commit(ctx, msgs...); err != nil {
+			return fmt.Errorf("commit offsets: %w", err)
+		}
+		r.ledger.committed(cps)
+		r.m.commits.Inc()
+	}
+	r.m.flush.Observe(r.now().Sub(start).Seconds())
+	return nil
+}
