@@ -1,0 +1,8 @@
+// Package ops serves the operational endpoints of a skewlens process:
+// /metrics in the Prometheus text format, /healthz (the process is alive)
+// and /readyz (every registered readiness check passes).
+//
+// A Server is safe for concurrent use. Checks run on each /readyz request
+// with the request's context, so they must be quick and must not block
+// past it.
+package ops

@@ -1,0 +1,128 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the address to serve on (default 127.0.0.1:9464; ":0" or a
+	// port of 0 picks a free one, see Addr).
+	Listen string
+	// ReadyTimeout bounds each readiness check (default 2s).
+	ReadyTimeout time.Duration
+}
+
+// Validate fills defaults.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:9464"
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 2 * time.Second
+	}
+	if c.ReadyTimeout < 0 {
+		return fmt.Errorf("ready timeout %s: must be positive", c.ReadyTimeout)
+	}
+	return nil
+}
+
+// Check reports whether one dependency is ready.
+type Check func(ctx context.Context) error
+
+// Server is the ops HTTP server.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	srv    *http.Server
+	ln     net.Listener
+	mu     sync.Mutex
+	checks map[string]Check
+	stop   sync.Once
+}
+
+// New listens on cfg.Listen and serves the metrics gathered by g.
+func New(cfg Config, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ops listen %s: %w", cfg.Listen, err)
+	}
+	s := &Server{cfg: cfg, log: log, ln: ln, checks: map[string]Check{}}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", s.ready)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// AddCheck registers a readiness check under name.
+func (s *Server) AddCheck(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.checks))
+	for n := range s.checks {
+		names = append(names, n)
+	}
+	checks := s.checks
+	s.mu.Unlock()
+	sort.Strings(names)
+	status := http.StatusOK
+	var lines []string
+	for _, n := range names {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+		err := checks[n](ctx)
+		cancel()
+		if err != nil {
+			status = http.StatusServiceUnavailable
+			lines = append(lines, fmt.Sprintf("%s: %v", n, err))
+		} else {
+			lines = append(lines, n+": ok")
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// Serve serves until Stop; it returns nil after Stop.
+func (s *Server) Serve() error {
+	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("ops serve: %w", err)
+	}
+	return nil
+}
+
+// Stop shuts the server down, waiting up to 5 s for requests in flight.
+// It is safe to call more than once.
+func (s *Server) Stop() {
+	s.stop.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(ctx)
+	})
+}

@@ -1,0 +1,56 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Add(3)
+	s, err := New(Config{Listen: "127.0.0.1:0"}, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	defer s.Stop()
+	base := "http://" + s.Addr()
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz %d %q", code, body)
+	}
+	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, "skewlens_test_total 3") {
+		t.Errorf("metrics %d %q", code, body)
+	}
+	ready := errors.New("clickhouse: connection refused")
+	s.AddCheck("kafka", func(context.Context) error { return nil })
+	s.AddCheck("clickhouse", func(context.Context) error { return ready })
+	if code, body := get(t, base+"/readyz"); code != 503 || !strings.Contains(body, "clickhouse: clickhouse: connection refused") || !strings.Contains(body, "kafka: ok") {
+		t.Errorf("readyz %d %q", code, body)
+	}
+	ready = nil
+	s.AddCheck("clickhouse", func(context.Context) error { return nil })
+	if code, _ := get(t, base+"/readyz"); code != 200 {
+		t.Errorf("readyz %d after recovery", code)
+	}
+	s.Stop()
+	s.Stop()
+}
