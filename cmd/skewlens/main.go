@@ -47,6 +47,7 @@ func run(args []string, e *env) (code int) {
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
 		kong.UsageOnError(),
 		engineVars(),
+		kong.Configuration(yamlConfig),
 		kong.Bind(e),
 	)
 	if err != nil {

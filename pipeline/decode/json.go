@@ -290,6 +290,14 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 	if i < n && b[i] == '}' {
 		return i + 1, nil
 	}
+	npred := 0 // keys of the top-level object are predicted
+	if tbl == tblTop {
+		npred = maxPredicted
+	}
+	// js.have, kept in a register: stores through sp could alias it.
+	// Stored back before calls that update it and before returning
+	// success; after an error it does not matter.
+	have := js.have
 	for k := 0; ; k++ {
 		if i >= n {
 			return 0, jsonErr(errJSONEOF)
@@ -300,11 +308,14 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 
 		// Key: predicted from the previous line, else scanned and looked up.
 		id, ke := -1, -1
-		predict := tbl == tblTop && k < maxPredicted
+		predict := k < npred
 		if predict && i+17 <= n {
+			// One slice of known length (no further bounds checks) and
+			// one branch for both words.
+			kb := b[i+1 : i+17]
 			if p := &js.pred[k]; p.n != 0 &&
-				binary.LittleEndian.Uint64(b[i+1:])&p.m0 == p.w0 &&
-				binary.LittleEndian.Uint64(b[i+9:])&p.m1 == p.w1 {
+				(binary.LittleEndian.Uint64(kb[0:])&p.m0^p.w0)|
+					(binary.LittleEndian.Uint64(kb[8:])&p.m1^p.w1) == 0 {
 				id, ke = int(p.id), i+int(p.n)
 			}
 		}
@@ -340,7 +351,7 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 			}
 			i++
 		}
-		if i < n && isBlank(b[i]) {
+		if i < n && b[i] <= ' ' {
 			i = skipWS(b, i)
 		}
 		if i >= n {
@@ -351,39 +362,94 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 		// one held, whatever the new value's type.
 		switch id {
 		case fTags:
-			js.have &^= tagBits
+			have &^= tagBits
 		case fValue:
-			js.have &^= valueBits
+			have &^= valueBits
 		}
 		var err *Error
-		switch {
+		switch c := b[i]; {
 		case id < 0:
 			i, err = skipValue(b, i, depth)
-		case b[i] == '"':
+		case c == '"':
+			// The common string, without escapes, is scanned here eight
+			// bytes at a time; from the first special byte on (which
+			// usually is the closing quote) scanString takes over. Only
+			// bytes known to be plain are skipped, so the result is
+			// scanString's.
 			sp := &js.spans[id]
-			sp.s = i + 1
+			j := i + 1
+			sp.s = j
 			sp.kind = jString
-			sp.e, sp.esc, err = scanString(b, i+1)
+			for j+8 <= n {
+				if t := strSpecial(binary.LittleEndian.Uint64(b[j:])); t != 0 {
+					j += bits.TrailingZeros64(t) >> 3
+					break
+				}
+				j += 8
+			}
+			if j < n && b[j] == '"' {
+				sp.e, sp.esc = j, false
+			} else {
+				sp.e, sp.esc, err = scanString(b, j)
+			}
 			i = sp.e + 1
-			js.have |= 1 << id
-		case b[i] == '-' || b[i]-'0' <= 9:
+			have |= 1 << id
+		case c-'1' <= 8:
+			// Inline fast path for an integer of 1 to 15 digits that
+			// does not start with 0 (timestamps, parallelism, indexes),
+			// storing what scanNumber would; anything else (fraction,
+			// exponent, 16 digits or more) goes to scanNumber. Saves a
+			// call per number, which is measurable here.
+			sp := &js.spans[id]
+			sp.s = i
+			sp.kind = jNumber
+			j := i
+			var mant uint64
+			if j+8 <= n {
+				if w := binary.LittleEndian.Uint64(b[j:]); isEightDigits(w) {
+					mant = eightDigits(w)
+					j += 8
+				}
+			}
+			for j < n && j-i < 16 {
+				d := b[j] - '0'
+				if d > 9 {
+					break
+				}
+				mant = mant*10 + uint64(d)
+				j++
+			}
+			if j < n && (b[j] <= '9' && b[j] >= '.' || b[j]|0x20 == 'e') || j-i >= 16 {
+				// A fraction or exponent follows (the range test also
+				// takes '/' and digits: harmless), or 16+ digits.
+				i, err = scanNumber(b, i, sp)
+			} else {
+				sp.mant, sp.exp, sp.neg, sp.flags = mant, 0, false, numInt|numExact
+				i = j
+			}
+			sp.e = i
+			have |= 1 << id
+		case c == '-' || c-'0' <= 9:
 			sp := &js.spans[id]
 			sp.s = i
 			sp.kind = jNumber
 			i, err = scanNumber(b, i, sp)
 			sp.e = i
-			js.have |= 1 << id
-		case (id == fTags || id == fValue) && b[i] == '{':
+			have |= 1 << id
+		case (id == fTags || id == fValue) && c == '{':
 			sub := tblTags
 			if id == fValue {
 				sub = tblValue
 			}
-			js.have |= 1 << id
+			js.have = have | 1<<id
 			js.spans[id] = jspan{s: i, kind: jObject}
 			i, err = d.scanObject(b, i, sub, depth+1)
 			js.spans[id].e = i
+			have = js.have
 		default:
+			js.have = have
 			i, err = d.scanField(b, i, depth, id)
+			have = js.have
 		}
 		if err != nil {
 			return 0, err
@@ -391,7 +457,7 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 
 		if i < n && b[i] == ',' {
 			i++
-			if i < n && isBlank(b[i]) {
+			if i < n && b[i] <= ' ' {
 				i = skipWS(b, i)
 			}
 			continue
@@ -403,11 +469,22 @@ func (d *Decoder) scanObject(b []byte, i int, tbl uint8, depth int) (int, *Error
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
+			js.have = have
 			return i + 1, nil
 		default:
 			return 0, jsonErr("expected ',' or '}'")
 		}
 	}
+}
+
+// strSpecial flags (bit 7 of the byte) the bytes of w that end the plain
+// run of a JSON string: '"', '\\' and control bytes < 0x20. Bits above the
+// lowest flagged byte may be false positives (borrows), so only the
+// lowest one is meaningful.
+func strSpecial(w uint64) uint64 {
+	q := w ^ (lsb * '"')
+	s := w ^ (lsb * '\\')
+	return (((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)) & msb
 }
 
 // scanField scans a non-string value at b[i] (i < len(b)) and records it
@@ -555,8 +632,13 @@ func scanLiteral(b []byte, i int, lit string) (int, *Error) {
 
 // scanNumber validates the JSON number at b[i], returns its end and
 // stores its decimal mantissa and exponent in sp (mant, exp, neg, flags).
+//
+// Fast path: [-]int[.frac] with at most 19 digits in all, so mant holds
+// every digit exactly; mant and exp are then what scanNumberSlow computes
+// (it too keeps every digit below 20 significant ones). Anything else
+// (exponent, leading zero, no digit, more digits) goes to scanNumberSlow,
+// which also reports the errors.
 func scanNumber(b []byte, i int, sp *jspan) (int, *Error) {
-	// Fast path: an integer of at most 19 digits (every integer field).
 	start := i
 	neg := false
 	if i < len(b) && b[i] == '-' {
@@ -580,11 +662,34 @@ func scanNumber(b []byte, i int, sp *jspan) (int, *Error) {
 		i++
 	}
 	nd := i - j
-	if nd == 0 || nd > 19 || (b[j] == '0' && nd > 1) ||
-		(i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E')) {
+	if nd == 0 || nd > 19 || (b[j] == '0' && nd > 1) {
 		return scanNumberSlow(b, start, sp)
 	}
-	sp.mant, sp.exp, sp.neg, sp.flags = mant, 0, neg, numInt|numExact
+	flags := numInt | numExact
+	var exp int32
+	if i < len(b) && b[i] == '.' {
+		// Fraction digits (sample_rate, weight): without this fast path
+		// every such number was scanned twice.
+		i++
+		f := i
+		for i < len(b) {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			mant = mant*10 + uint64(d)
+			i++
+		}
+		if i == f || nd+i-f > 19 {
+			return scanNumberSlow(b, start, sp)
+		}
+		exp = int32(f - i)
+		flags = numExact
+	}
+	if i < len(b) && b[i]|0x20 == 'e' {
+		return scanNumberSlow(b, start, sp)
+	}
+	sp.mant, sp.exp, sp.neg, sp.flags = mant, exp, neg, flags
 	return i, nil
 }
 
@@ -940,7 +1045,150 @@ func (d *Decoder) jsonReqStr(b []byte, id int, name string, nonEmpty bool) (stri
 	return d.jsonStr(b, sp), nil
 }
 
+// finishKeySample interprets the recorded fields as a key sample.
 func (d *Decoder) finishKeySample(b []byte) (Kind, *Error) {
+	if d.fastKeySample(b) {
+		return KindKeySample, nil
+	}
+	return d.slowKeySample(b)
+}
+
+// Fields a key sample must have, and those it may have.
+const (
+	ksRequired = 1<<fTS | 1<<fJobID | 1<<fTaskName | 1<<fKey
+	ksOptional = 1<<fJobName | 1<<fWeight | 1<<fSampleRate | 1<<fPar | 1<<fMaxPar | 1<<fSubtask
+)
+
+// fastKeySample handles the common, valid key sample without calls: no
+// escapes, plain non-negative integers, numbers exact in float64. It
+// reports false, having possibly written parts of d.Sample, for anything
+// else; slowKeySample then decides (and reports the error, if any). It
+// never accepts a line slowKeySample rejects and gives the same values.
+func (d *Decoder) fastKeySample(b []byte) bool {
+	js := &d.js
+	if js.have&ksRequired != ksRequired {
+		return false
+	}
+	s := &d.Sample
+	sp := &js.spans
+
+	// ts: numInt64 of a plain integer, which must be >= 0. A negative
+	// zero is left to the slow path.
+	ts := &sp[fTS]
+	if ts.kind != jNumber || ts.flags != numInt|numExact || ts.neg || ts.mant > math.MaxInt64 {
+		return false
+	}
+	s.TS = int64(ts.mant)
+	// Required strings; empty job_id / task_name are errors.
+	j, t, k := &sp[fJobID], &sp[fTaskName], &sp[fKey]
+	if j.kind != jString || j.esc || j.e == j.s ||
+		t.kind != jString || t.esc || t.e == t.s ||
+		k.kind != jString || k.esc {
+		return false
+	}
+	s.JobID = bytesToString(b[j.s:j.e])
+	s.TaskName = bytesToString(b[t.s:t.e])
+	s.Key = bytesToString(b[k.s:k.e])
+
+	// Optional fields: absent or null means the default. have&opt holds
+	// exactly the optional fields recorded on this line.
+	opt := js.have & ksOptional
+	s.JobName = ""
+	if opt&(1<<fJobName) != 0 {
+		if n := &sp[fJobName]; n.kind == jString && !n.esc {
+			s.JobName = bytesToString(b[n.s:n.e])
+		} else if n.kind != jNull {
+			return false
+		}
+	}
+	s.Weight = 1
+	if opt&(1<<fWeight) != 0 {
+		if w := &sp[fWeight]; w.kind == jNumber {
+			// Positive and exact: numFloat's fast path, finite and > 0.
+			if w.neg || w.mant == 0 || w.flags&numExact == 0 || w.mant >= 1<<53 || w.exp < -22 || w.exp > 22 {
+				return false
+			}
+			s.Weight = exactFloat(w.mant, w.exp)
+		} else if w.kind != jNull {
+			return false
+		}
+	}
+	s.SampleRate = 1
+	if opt&(1<<fSampleRate) != 0 {
+		if r := &sp[fSampleRate]; r.kind == jNumber {
+			if r.neg || r.mant == 0 || r.flags&numExact == 0 || r.mant >= 1<<53 || r.exp < -22 || r.exp > 22 {
+				return false
+			}
+			v := exactFloat(r.mant, r.exp)
+			if v > 1 {
+				return false
+			}
+			s.SampleRate = v
+		} else if r.kind != jNull {
+			return false
+		}
+	}
+
+	// Integers: plain, non-negative, in range; absent or null.
+	par, maxPar, sub := int64(0), int64(0), int64(-1)
+	hasPar := false
+	if opt&(1<<fPar) != 0 {
+		if p := &sp[fPar]; p.kind == jNumber {
+			if p.flags != numInt|numExact || p.neg || p.mant < 1 || p.mant > MaxParallelism {
+				return false
+			}
+			par, hasPar = int64(p.mant), true
+		} else if p.kind != jNull {
+			return false
+		}
+	}
+	if opt&(1<<fMaxPar) != 0 {
+		if p := &sp[fMaxPar]; p.kind == jNumber {
+			if p.flags != numInt|numExact || p.neg || p.mant > MaxParallelism {
+				return false
+			}
+			maxPar = int64(p.mant)
+		} else if p.kind != jNull {
+			return false
+		}
+	}
+	if hasPar && maxPar > 0 && par > maxPar {
+		return false
+	}
+	if opt&(1<<fSubtask) != 0 {
+		if p := &sp[fSubtask]; p.kind == jNumber {
+			if p.flags != numInt|numExact || p.neg || p.mant > maxSubtask {
+				return false
+			}
+			sub = int64(p.mant)
+			if hasPar && sub >= par {
+				return false
+			}
+		} else if p.kind != jNull {
+			return false
+		}
+	}
+	s.Parallelism = int32(par)
+	s.MaxParallelism = int32(maxPar)
+	s.Subtask = int32(sub)
+	return true
+}
+
+// exactFloat is numFloat's fast path for mant < 2^53, |exp| <= 22: one
+// correctly rounded IEEE operation.
+func exactFloat(mant uint64, exp int32) float64 {
+	f := float64(mant)
+	if exp > 0 {
+		f *= pow10[exp]
+	} else if exp < 0 {
+		f /= pow10[-exp]
+	}
+	return f
+}
+
+// slowKeySample is finishKeySample for every line: it checks each field
+// and reports the first problem.
+func (d *Decoder) slowKeySample(b []byte) (Kind, *Error) {
 	s := &d.Sample
 	sp, ok := d.js.get(fTS)
 	if !ok {
