@@ -1,0 +1,146 @@
+package kafkasrc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults applied by Config.Validate.
+const (
+	DefaultGroupID            = "skewlens"
+	DefaultMinBytes           = 64 << 10
+	DefaultMaxBytes           = 8 << 20
+	DefaultMaxWait            = 250 * time.Millisecond
+	DefaultQueueCapacity      = 1000
+	DefaultStartupTimeout     = 30 * time.Second
+	DefaultDeadLetterTopic    = "skewlens-dead-letters"
+	DefaultDeadLetterInFlight = 16
+	DefaultWriteTimeout       = 10 * time.Second
+)
+
+// DefaultTopics returns the topics read when Config.Topics is empty.
+func DefaultTopics() []string { return []string{"flink-metrics", "flink-key-samples"} }
+
+// Config configures a Source and its DeadLetters.
+type Config struct {
+	// Brokers are the bootstrap brokers, host:port (required).
+	Brokers []string
+	// GroupID is the consumer group (default "skewlens"). Offsets are
+	// committed for this group only by Source.Commit.
+	GroupID string
+	// Topics are the topics to read (default ["flink-metrics",
+	// "flink-key-samples"]). They must exist: see EnsureTopics.
+	Topics []string
+	// MinBytes is the least data a fetch waits for (default 64 KiB), up to
+	// MaxWait.
+	MinBytes int
+	// MaxBytes is the most data one fetch returns (default 8 MiB).
+	MaxBytes int
+	// MaxWait is how long a fetch waits for MinBytes (default 250ms); it is
+	// the added latency when the topics are quiet.
+	MaxWait time.Duration
+	// QueueCapacity bounds kafka-go's internal queue of fetched messages
+	// (default 1000 messages). When it is full the fetchers block, so the
+	// broker keeps the rest: the overflow policy is back-pressure, seen as
+	// consumer lag (metric skewlens_kafka_consumer_lag) and queue length
+	// (skewlens_kafka_reader_queue_length).
+	QueueCapacity int
+	// StartFromLatest makes a group without committed offsets start at the
+	// end of each partition instead of the beginning (default false:
+	// earliest, so nothing already in the topic is skipped).
+	StartFromLatest bool
+	// StartupTimeout bounds New's check that the topics exist and
+	// EnsureTopics when its context has no deadline (default 30s).
+	StartupTimeout time.Duration
+	// DeadLetterTopic receives records that cannot be decoded (default
+	// "skewlens-dead-letters"). It must exist: see EnsureTopics.
+	DeadLetterTopic string
+	// DeadLetterInFlight bounds the dead letters being written at once
+	// (default 16). Further Send calls wait for a slot (or their context):
+	// the overflow policy is blocking, seen as
+	// skewlens_kafka_dead_letters_in_flight.
+	DeadLetterInFlight int
+	// WriteTimeout bounds one dead-letter write attempt (default 10s).
+	WriteTimeout time.Duration
+}
+
+// Validate fills defaults and checks the values.
+func (c *Config) Validate() error {
+	if c.GroupID == "" {
+		c.GroupID = DefaultGroupID
+	}
+	if len(c.Topics) == 0 {
+		c.Topics = DefaultTopics()
+	}
+	if c.MinBytes == 0 {
+		c.MinBytes = DefaultMinBytes
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = DefaultStartupTimeout
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = DefaultDeadLetterTopic
+	}
+	if c.DeadLetterInFlight == 0 {
+		c.DeadLetterInFlight = DefaultDeadLetterInFlight
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("brokers: at least one is required"))
+	}
+	for _, b := range c.Brokers {
+		if b == "" {
+			errs = append(errs, errors.New("brokers: empty address"))
+		}
+	}
+	seen := make(map[string]bool, len(c.Topics))
+	for _, t := range c.Topics {
+		switch {
+		case t == "":
+			errs = append(errs, errors.New("topics: empty name"))
+		case seen[t]:
+			errs = append(errs, fmt.Errorf("topics: %q listed twice", t))
+		case t == c.DeadLetterTopic:
+			errs = append(errs, fmt.Errorf("topics: %q is also the dead-letter topic", t))
+		}
+		seen[t] = true
+	}
+	if c.MinBytes < 1 {
+		errs = append(errs, fmt.Errorf("min bytes %d: must be positive", c.MinBytes))
+	}
+	if c.MaxBytes < c.MinBytes {
+		errs = append(errs, fmt.Errorf("max bytes %d: must be >= min bytes %d", c.MaxBytes, c.MinBytes))
+	}
+	if c.MaxWait < 0 {
+		errs = append(errs, fmt.Errorf("max wait %s: must be positive", c.MaxWait))
+	}
+	if c.QueueCapacity < 1 {
+		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
+	}
+	if c.StartupTimeout < 0 {
+		errs = append(errs, fmt.Errorf("startup timeout %s: must be positive", c.StartupTimeout))
+	}
+	if c.DeadLetterInFlight < 1 {
+		errs = append(errs, fmt.Errorf("dead-letter in-flight %d: must be positive", c.DeadLetterInFlight))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("write timeout %s: must be positive", c.WriteTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kafkasrc config: %w", err)
+	}
+	return nil
+}

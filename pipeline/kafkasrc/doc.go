@@ -1,0 +1,55 @@
+// Package kafkasrc is skewlens' Kafka input stage, built on
+// github.com/segmentio/kafka-go: a Source that reads the Flink metric and
+// key-sample topics as one consumer-group member with explicit commits,
+// a DeadLetters writer for records that cannot be decoded, and
+// EnsureTopics to create the topics.
+//
+// # Reading
+//
+// A Source holds one kafka-go Reader subscribed to all configured topics
+// (GroupTopics). One group member means one join and one rebalance per
+// start, one bounded queue (Config.QueueCapacity) and a Fetch that needs no
+// fan-in goroutine; per-topic readers in one group would rebalance each
+// other at every start. Consumer lag is computed per topic from each
+// fetched record's partition high watermark, because kafka-go's
+// Reader.Stats reports a single lag for a multi-topic reader.
+//
+// Fetch uses FetchMessage, never ReadMessage: nothing is committed until
+// Commit is called with the processed records (at-least-once: records
+// fetched but not committed are read again after a restart, a rebalance or
+// a broker restart). Commit is synchronous.
+//
+// # Blocking and safety
+//
+// Fetch blocks until a record arrives or its context is done; Commit until
+// the broker stored the offsets or its context is done; Send until the
+// dead letter is acknowledged by all in-sync replicas or its context is
+// done. All three retry transient errors (broker restarts, refused or
+// broken connections, timeouts, rebalances) with exponential backoff
+// capped at 5 s, log them and count them; they never exit the process.
+// New waits up to Config.StartupTimeout for the topics to exist and
+// fails if they do not: a kafka-go Reader on a missing topic would
+// block forever.
+//
+// A Source and a DeadLetters are safe for concurrent use. Records from one
+// partition are returned in offset order; use one goroutine for Fetch to
+// keep that order. Close is safe to call more than once and concurrently
+// with the other methods, which then return ErrClosed.
+//
+// # Queues
+//
+// kafka-go's queue of fetched records holds at most QueueCapacity records;
+// when full, the fetchers stop and the data stays in Kafka (back-pressure;
+// metrics skewlens_kafka_reader_queue_length and
+// skewlens_kafka_consumer_lag). At most DeadLetterInFlight dead letters are
+// written at once; further Send calls wait (metric
+// skewlens_kafka_dead_letters_in_flight).
+//
+// # Metrics
+//
+// Registered on the injected prometheus.Registerer in New and
+// NewDeadLetters and unregistered by Close: records consumed and consumer
+// lag by topic, fetch errors by kind, commits by result, commit retries
+// and latency, kafka-go's internal reader errors, rebalances and queue
+// length, dead-lettered records and failures by reason.
+package kafkasrc

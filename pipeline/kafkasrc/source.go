@@ -1,0 +1,236 @@
+package kafkasrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// ErrClosed is returned by the methods of a closed Source or DeadLetters.
+var ErrClosed = errors.New("kafkasrc: closed")
+
+// Source reads the configured topics as one consumer-group member. See
+// the package documentation for its blocking and safety rules.
+type Source struct {
+	cfg    Config
+	log    *slog.Logger
+	reader *kafka.Reader
+	m      *sourceMetrics
+	unreg  func()
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	lagMu sync.Mutex
+	lag   map[string]map[int]int64 // topic -> partition -> records behind
+}
+
+// New checks that the topics exist (waiting up to cfg.StartupTimeout for
+// them, so that a missing topic fails here instead of blocking Fetch
+// forever) and returns a Source reading them. Its metrics are registered
+// on reg (nil: not registered) until Close.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		return nil, errors.New("kafkasrc: nil logger")
+	}
+	log = log.With("component", "kafkasrc")
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartupTimeout)
+	defer cancel()
+	if err := checkTopics(ctx, cfg.Brokers, cfg.Topics); err != nil {
+		return nil, fmt.Errorf("kafkasrc: topics %v on %v: %w", cfg.Topics, cfg.Brokers, err)
+	}
+
+	start := kafka.FirstOffset
+	if cfg.StartFromLatest {
+		start = kafka.LastOffset
+	}
+	rc := kafka.ReaderConfig{
+		Brokers:     cfg.Brokers,
+		GroupID:     cfg.GroupID,
+		GroupTopics: cfg.Topics,
+		MinBytes:    cfg.MinBytes,
+		MaxBytes:    cfg.MaxBytes,
+		MaxWait:     cfg.MaxWait,
+		// Below MaxWait kafka-go would cut fetches short; above it a dead
+		// connection is noticed late. MaxWait + 10 s is kafka-go's own rule.
+		ReadBatchTimeout:  cfg.MaxWait + 10*time.Second,
+		QueueCapacity:     cfg.QueueCapacity,
+		CommitInterval:    0, // synchronous: Commit returns when the broker has the offsets
+		StartOffset:       start,
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		JoinGroupBackoff:  time.Second,
+		ReadBackoffMin:    100 * time.Millisecond,
+		ReadBackoffMax:    time.Second,
+		MaxAttempts:       3,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
+		}),
+	}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		rc.Logger = kafka.LoggerFunc(func(msg string, args ...any) {
+			log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
+		})
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("kafkasrc: reader config: %w", err)
+	}
+	r := kafka.NewReader(rc)
+	m := newSourceMetrics(cfg.Topics, r)
+	unreg, err := register(reg, m.collectors())
+	if err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("kafkasrc: %w", err)
+	}
+	s := &Source{cfg: cfg, log: log, reader: r, m: m, unreg: unreg, lag: make(map[string]map[int]int64, len(cfg.Topics))}
+	log.Info("kafka source ready", "brokers", cfg.Brokers, "group", cfg.GroupID, "topics", cfg.Topics)
+	return s, nil
+}
+
+// Fetch returns the next record of any of the topics, blocking until one
+// arrives or ctx is done. It does not commit: call Commit once the record
+// is processed. Transient errors (a broker restart, refused or broken
+// connections, timeouts) are logged, counted and retried with exponential
+// backoff capped at 5 s until ctx is done; other errors are returned.
+// After Close, Fetch returns ErrClosed.
+func (s *Source) Fetch(ctx context.Context) (kafka.Message, error) {
+	var b backoff
+	for {
+		if s.closed.Load() {
+			return kafka.Message{}, ErrClosed
+		}
+		msg, err := s.reader.FetchMessage(ctx)
+		if err == nil {
+			s.observe(&msg)
+			return msg, nil
+		}
+		if ctx.Err() != nil {
+			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", ctx.Err())
+		}
+		if errors.Is(err, io.EOF) { // kafka-go's word for "reader closed"
+			return kafka.Message{}, ErrClosed
+		}
+		if !transient(err) {
+			s.m.fetchErrors.WithLabelValues("fatal").Inc()
+			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch from %v: %w", s.cfg.Topics, err)
+		}
+		s.m.fetchErrors.WithLabelValues("transient").Inc()
+		d := b.delay()
+		s.log.Warn("kafka fetch failed; retrying", "err", err, "backoff", d)
+		if err := sleep(ctx, d); err != nil {
+			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", err)
+		}
+	}
+}
+
+// observe counts msg and updates its topic's lag.
+func (s *Source) observe(msg *kafka.Message) {
+	if c := s.m.consumedBy[msg.Topic]; c != nil {
+		c.Inc()
+	}
+	lag := max(msg.HighWaterMark-msg.Offset-1, 0)
+	s.lagMu.Lock()
+	parts := s.lag[msg.Topic]
+	if parts == nil {
+		parts = make(map[int]int64)
+		s.lag[msg.Topic] = parts
+	}
+	parts[msg.Partition] = lag
+	var sum int64
+	for _, l := range parts {
+		sum += l
+	}
+	s.lagMu.Unlock()
+	if g := s.m.lagBy[msg.Topic]; g != nil {
+		g.Set(float64(sum))
+	}
+}
+
+// Commit commits the offsets after msgs (per partition, the highest one
+// given wins) and returns when the broker has stored them. Transient
+// errors, including a rebalance or a broker restart in between, are
+// retried with backoff until ctx is done. A commit retried after a
+// rebalance may store an offset for a partition that another member now
+// reads; Kafka's at-least-once semantics make that a possible duplicate,
+// never a loss. After Close, Commit returns ErrClosed.
+func (s *Source) Commit(ctx context.Context, msgs ...kafka.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	start := time.Now()
+	var b backoff
+	for {
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		err := s.reader.CommitMessages(ctx, msgs...)
+		if err == nil {
+			s.m.commits.WithLabelValues("ok").Inc()
+			s.m.commitLatency.Observe(time.Since(start).Seconds())
+			return nil
+		}
+		fail := func(err error) error {
+			s.m.commits.WithLabelValues("error").Inc()
+			s.m.commitLatency.Observe(time.Since(start).Seconds())
+			return fmt.Errorf("kafkasrc: commit %d records: %w", len(msgs), err)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return fail(ctx.Err())
+		case errors.Is(err, io.ErrClosedPipe): // reader closed meanwhile
+			return fail(ErrClosed)
+		case !transient(err):
+			return fail(err)
+		}
+		s.m.commitRetries.Inc()
+		d := b.delay()
+		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", d)
+		if err := sleep(ctx, d); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// Ready is a readiness check (ops.Check): it asks the brokers for the
+// topics' metadata.
+func (s *Source) Ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	tr := &kafka.Transport{DialTimeout: 2 * time.Second}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Transport: tr}
+	if err := topicsReady(ctx, cl, s.cfg.Topics); err != nil {
+		return fmt.Errorf("kafkasrc: %w", err)
+	}
+	return nil
+}
+
+// Close leaves the consumer group and stops the fetchers; records fetched
+// but not committed are read again by the group's next member. Close
+// unregisters the metrics. It is safe to call more than once and
+// concurrently with Fetch and Commit, which then return ErrClosed.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if err := s.reader.Close(); err != nil {
+			s.closeErr = fmt.Errorf("kafkasrc: close reader: %w", err)
+		}
+		s.unreg()
+		s.log.Info("kafka source closed")
+	})
+	return s.closeErr
+}

@@ -1,0 +1,353 @@
+package kafkasrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "defaults", cfg: Config{Brokers: []string{"b:9092"}}, check: func(t *testing.T, c Config) {
+			if c.GroupID != "skewlens" || !slices.Equal(c.Topics, []string{"flink-metrics", "flink-key-samples"}) ||
+				c.MinBytes != 64<<10 || c.MaxBytes != 8<<20 || c.MaxWait != 250*time.Millisecond ||
+				c.QueueCapacity != 1000 || c.StartupTimeout != 30*time.Second || c.DeadLetterTopic != "skewlens-dead-letters" {
+				t.Errorf("defaults not applied: %+v", c)
+			}
+		}},
+		{name: "no brokers", cfg: Config{}, wantErr: "brokers"},
+		{name: "empty broker", cfg: Config{Brokers: []string{""}}, wantErr: "empty address"},
+		{name: "duplicate topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"a", "a"}}, wantErr: "twice"},
+		{name: "topic is dead-letter topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"x"}, DeadLetterTopic: "x"}, wantErr: "dead-letter"},
+		{name: "max below min", cfg: Config{Brokers: []string{"b"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
+		{name: "negative queue", cfg: Config{Brokers: []string{"b"}, QueueCapacity: -1}, wantErr: "queue capacity"},
+		{name: "negative timeout", cfg: Config{Brokers: []string{"b"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				tc.check(t, tc.cfg)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Validate = %v, want an error mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"eof", fmt.Errorf("read: %w", io.EOF), true},
+		{"unexpected eof", io.ErrUnexpectedEOF, true},
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"reset", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"rebalance", kafka.RebalanceInProgress, true},
+		{"not coordinator", kafka.NotCoordinatorForGroup, true},
+		{"leader moved", kafka.NotLeaderForPartition, true},
+		{"unknown topic", kafka.UnknownTopicOrPartition, true},
+		{"authorization", kafka.TopicAuthorizationFailed, false},
+		{"too large", kafka.MessageSizeTooLarge, false},
+		{"write errors transient", kafka.WriteErrors{kafka.LeaderNotAvailable, nil}, true},
+		{"write errors fatal", kafka.WriteErrors{kafka.MessageSizeTooLarge}, false},
+		{"canceled", context.Canceled, false},
+		{"other", errors.New("boom"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := transient(tc.err); got != tc.want {
+				t.Fatalf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	var b backoff
+	want := []time.Duration{50, 100, 200, 400, 800, 1600, 3200, 5000, 5000}
+	for i, w := range want {
+		if got := b.delay(); got != w*time.Millisecond {
+			t.Fatalf("delay %d = %s, want %s", i, got, w*time.Millisecond)
+		}
+	}
+}
+
+// fetchN fetches n records, failing t on error.
+func fetchN(t *testing.T, ctx context.Context, s *Source, n int) []kafka.Message {
+	t.Helper()
+	out := make([]kafka.Message, 0, n)
+	for len(out) < n {
+		m, err := s.Fetch(ctx)
+		if err != nil {
+			t.Fatalf("fetch %d of %d: %v", len(out)+1, n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestFetchCommit(t *testing.T) {
+	topics := []string{"flink-metrics", "flink-key-samples"}
+	brokers := fakeCluster(t, topics...)
+	produce(t, brokers, topics[0], 0, 10)
+	produce(t, brokers, topics[1], 0, 5)
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{Brokers: brokers, MinBytes: 1, MaxWait: 50 * time.Millisecond}, testLogger(t), reg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	msgs := fetchN(t, ctx, s, 15)
+	byTopic := map[string][]string{}
+	for _, m := range msgs {
+		byTopic[m.Topic] = append(byTopic[m.Topic], string(m.Value))
+	}
+	for _, tc := range []struct {
+		topic string
+		n     int
+	}{{topics[0], 10}, {topics[1], 5}} {
+		got := byTopic[tc.topic]
+		if len(got) != tc.n {
+			t.Fatalf("%s: %d records, want %d", tc.topic, len(got), tc.n)
+		}
+		for i, v := range got { // offset order within the partition
+			if want := fmt.Sprintf("%s-%d", tc.topic, i); v != want {
+				t.Fatalf("%s record %d = %q, want %q", tc.topic, i, v, want)
+			}
+		}
+		if got := metricValue(t, reg, "skewlens_kafka_consumed_records_total", "topic", tc.topic); got != float64(tc.n) {
+			t.Errorf("consumed{%s} = %v, want %d", tc.topic, got, tc.n)
+		}
+		if got := metricValue(t, reg, "skewlens_kafka_consumer_lag", "topic", tc.topic); got != 0 {
+			t.Errorf("lag{%s} = %v, want 0 after reading everything", tc.topic, got)
+		}
+	}
+	if err := s.Commit(ctx, msgs...); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatalf("empty Commit: %v", err)
+	}
+	if got := metricValue(t, reg, "skewlens_kafka_commits_total", "result", "ok"); got != 1 {
+		t.Errorf("commits{ok} = %v, want 1", got)
+	}
+	if got := metricValue(t, reg, "skewlens_kafka_commit_seconds"); got != 1 {
+		t.Errorf("commit latency samples = %v, want 1", got)
+	}
+	if err := s.Ready(ctx); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+	// A quiet topic: Fetch blocks until its context ends.
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if _, err := s.Fetch(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Fetch on a drained topic = %v, want deadline exceeded", err)
+	}
+}
+
+func TestResumeAfterClose(t *testing.T) {
+	brokers := fakeCluster(t, "in")
+	produce(t, brokers, "in", 0, 20)
+	cfg := Config{Brokers: brokers, GroupID: "g1", Topics: []string{"in"}, MinBytes: 1, MaxWait: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	s1, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	first := fetchN(t, ctx, s1, 12)
+	// Commit only the first 7; records 7..11 were fetched but not committed.
+	if err := s1.Commit(ctx, first[6]); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := s1.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s2, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("New again: %v", err)
+	}
+	defer s2.Close()
+	rest := fetchN(t, ctx, s2, 13)
+	for i, m := range rest {
+		if m.Offset != int64(7+i) || string(m.Value) != fmt.Sprintf("in-%d", 7+i) {
+			t.Fatalf("after resume record %d = offset %d %q, want offset %d", i, m.Offset, m.Value, 7+i)
+		}
+	}
+}
+
+func TestNewMissingTopic(t *testing.T) {
+	brokers := fakeCluster(t)
+	start := time.Now()
+	_, err := New(Config{Brokers: brokers, Topics: []string{"nope"}, StartupTimeout: time.Second}, discardLogger(), nil)
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("New on a missing topic = %v, want an error naming it", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("New took %s, want about the 1 s StartupTimeout", d)
+	}
+}
+
+func TestEnsureTopicsIdempotent(t *testing.T) {
+	brokers := fakeCluster(t, "existing")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topics := []kafka.TopicConfig{
+		{Topic: "existing", NumPartitions: 1, ReplicationFactor: 1},
+		{Topic: "fresh", NumPartitions: 3, ReplicationFactor: 1},
+		{Topic: "defaults"},
+	}
+	for i := range 2 {
+		if err := EnsureTopics(ctx, brokers, topics); err != nil {
+			t.Fatalf("EnsureTopics call %d: %v", i+1, err)
+		}
+	}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	md, err := (&kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"fresh"}})
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
+		t.Fatalf("fresh topic metadata = %+v, want 3 partitions", md.Topics)
+	}
+	if err := EnsureTopics(ctx, nil, topics); err == nil {
+		t.Fatal("EnsureTopics without brokers succeeded")
+	}
+}
+
+func TestDeadLetters(t *testing.T) {
+	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
+	reg := prometheus.NewRegistry()
+	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, discardLogger(), reg)
+	if err != nil {
+		t.Fatalf("NewDeadLetters: %v", err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts := time.UnixMilli(1593004193363)
+	src := kafka.Message{Topic: "in", Partition: 0, Offset: 42, Key: []byte("k"), Value: []byte("{bad json"), Time: ts,
+		Headers: []kafka.Header{{Key: "origin", Value: []byte("flink")}}}
+	if err := d.Send(ctx, src, "invalid_json", "unexpected end of object"); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := d.Send(ctx, src, "Not Snake", "x"); err == nil {
+		t.Fatal("Send with a bad reason succeeded")
+	}
+	checkDeadLetter(t, ctx, brokers, src, "invalid_json", "unexpected end of object")
+	if got := metricValue(t, reg, "skewlens_kafka_dead_lettered_records_total", "reason", "invalid_json"); got != 1 {
+		t.Errorf("dead_lettered{invalid_json} = %v, want 1", got)
+	}
+}
+
+// checkDeadLetter reads the first record of the dead-letter topic and
+// compares it with src.
+func checkDeadLetter(t *testing.T, ctx context.Context, brokers []string, src kafka.Message, reason, detail string) {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: DefaultDeadLetterTopic, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	got, err := r.FetchMessage(ctx)
+	if err != nil {
+		t.Fatalf("read dead letter: %v", err)
+	}
+	if string(got.Key) != string(src.Key) || string(got.Value) != string(src.Value) || !got.Time.Equal(src.Time) {
+		t.Errorf("dead letter = key %q value %q time %v, want %q %q %v", got.Key, got.Value, got.Time, src.Key, src.Value, src.Time)
+	}
+	want := map[string]string{
+		"origin":              "flink",
+		HeaderReason:          reason,
+		HeaderError:           detail,
+		HeaderSourceTopic:     src.Topic,
+		HeaderSourcePartition: fmt.Sprint(src.Partition),
+		HeaderSourceOffset:    fmt.Sprint(src.Offset),
+	}
+	have := map[string]string{}
+	for _, h := range got.Headers {
+		have[h.Key] = string(h.Value)
+	}
+	for k, v := range want {
+		if have[k] != v {
+			t.Errorf("header %s = %q, want %q (all: %v)", k, have[k], v, have)
+		}
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
+	reg := prometheus.NewRegistry()
+	cfg := Config{Brokers: brokers, Topics: []string{"in"}}
+	s, err := New(cfg, discardLogger(), reg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	d, err := NewDeadLetters(cfg, discardLogger(), reg)
+	if err != nil {
+		t.Fatalf("NewDeadLetters: %v", err)
+	}
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"source close 1", s.Close},
+		{"source close 2", s.Close},
+		{"dead letters close 1", d.Close},
+		{"dead letters close 2", d.Close},
+	}
+	for _, tc := range tests {
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+	}
+	after := []struct {
+		name string
+		call func() error
+	}{
+		{"fetch", func() error { _, err := s.Fetch(ctx); return err }},
+		{"commit", func() error { return s.Commit(ctx, kafka.Message{Topic: "in"}) }},
+		{"send", func() error { return d.Send(ctx, kafka.Message{}, "bad_line", "") }},
+		{"ready", func() error { return s.Ready(ctx) }},
+	}
+	for _, tc := range after {
+		if err := tc.call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", tc.name, err)
+		}
+	}
+	// Close unregistered the metrics: a new Source can register again.
+	s2, err := New(cfg, discardLogger(), reg)
+	if err != nil {
+		t.Fatalf("New after Close on the same registry: %v", err)
+	}
+	_ = s2.Close()
+}
