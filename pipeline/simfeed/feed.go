@@ -1,0 +1,168 @@
+package simfeed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/simulate"
+)
+
+// Config configures a Feed.
+type Config struct {
+	// Brokers to write to (required).
+	Brokers []string
+	// MetricsTopic and SamplesTopic (defaults "flink-metrics" and
+	// "flink-key-samples").
+	MetricsTopic, SamplesTopic string
+	// Speed divides the wall-clock time between reporting intervals
+	// (default 1: real time).
+	Speed float64
+	// Jobs are the simulated jobs, played side by side.
+	Jobs []simulate.Config
+}
+
+// Validate fills defaults and checks values.
+func (c *Config) Validate() error {
+	if c.MetricsTopic == "" {
+		c.MetricsTopic = "flink-metrics"
+	}
+	if c.SamplesTopic == "" {
+		c.SamplesTopic = "flink-key-samples"
+	}
+	if c.Speed == 0 {
+		c.Speed = 1
+	}
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("simfeed: no brokers"))
+	}
+	if c.Speed < 0 {
+		errs = append(errs, fmt.Errorf("simfeed: speed %g must be positive", c.Speed))
+	}
+	if len(c.Jobs) == 0 {
+		errs = append(errs, errors.New("simfeed: no jobs"))
+	}
+	return errors.Join(errs...)
+}
+
+// Feed writes simulated jobs to Kafka.
+type Feed struct {
+	cfg  Config
+	gens []*simulate.Generator
+	w    *kafka.Writer
+	log  *slog.Logger
+	stop chan struct{}
+	once sync.Once
+	// Sent counts the records written so far; read it after Run returns.
+	Sent int
+}
+
+// New prepares the generators; nothing is written until Run.
+func New(cfg Config, log *slog.Logger) (*Feed, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Feed{cfg: cfg, log: log, stop: make(chan struct{})}
+	for _, jc := range cfg.Jobs {
+		g, err := simulate.New(jc)
+		if err != nil {
+			return nil, fmt.Errorf("simfeed job %s: %w", jc.Scenario, err)
+		}
+		f.gens = append(f.gens, g)
+	}
+	f.w = &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Balancer:     &kafka.Hash{},
+		BatchSize:    1000,
+		BatchTimeout: 20 * time.Millisecond,
+		RequiredAcks: kafka.RequireAll,
+	}
+	return f, nil
+}
+
+// Truths returns the ground truth of every simulated job, in Jobs order.
+func (f *Feed) Truths() []simulate.Truth {
+	out := make([]simulate.Truth, len(f.gens))
+	for i, g := range f.gens {
+		out[i] = g.Truth()
+	}
+	return out
+}
+
+// Stop ends Run at the next interval.
+func (f *Feed) Stop() { f.once.Do(func() { close(f.stop) }) }
+
+// Run writes one reporting interval of every job, then waits Interval/Speed,
+// until every job's Duration is over, Stop is called or ctx is done.
+func (f *Feed) Run(ctx context.Context) error {
+	defer f.w.Close()
+	bufs := make([][]byte, len(f.gens))
+	var msgs []kafka.Message
+	for {
+		more := false
+		msgs = msgs[:0]
+		var interval time.Duration
+		for i, g := range f.gens {
+			var ok bool
+			bufs[i], ok = g.Next(bufs[i][:0])
+			if !ok {
+				continue
+			}
+			more = true
+			interval = max(interval, g.Config().Interval)
+			key := []byte(g.Truth().JobID)
+			for _, line := range bytes.Split(bytes.TrimSuffix(bufs[i], []byte("\n")), []byte("\n")) {
+				topic := f.cfg.MetricsTopic
+				if bytes.Contains(line, []byte(`"key":`)) && bytes.HasPrefix(line, []byte(`{"ts":`)) {
+					topic = f.cfg.SamplesTopic
+				}
+				msgs = append(msgs, kafka.Message{Topic: topic, Key: key, Value: line})
+			}
+		}
+		if !more {
+			return nil
+		}
+		if err := f.write(ctx, msgs); err != nil {
+			return err
+		}
+		f.Sent += len(msgs)
+		select {
+		case <-time.After(time.Duration(float64(interval) / f.cfg.Speed)):
+		case <-f.stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// write retries transient failures (a broker restarting, topics not yet
+// visible to the writer's metadata) until ctx is done.
+func (f *Feed) write(ctx context.Context, msgs []kafka.Message) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f.w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if f.log != nil {
+			f.log.Warn("simfeed write failed; retrying", "err", err, "in", wait)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
