@@ -16,6 +16,7 @@ type cli struct {
 	Analyze  analyzeCmd  `cmd:"" help:"Replay recorded Flink metrics and key samples and print findings as JSON lines."`
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
 	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident."`
+	Run      runCmd      `cmd:"" help:"Run the pipeline: consume Kafka, diagnose in event-time windows, write to ClickHouse."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 	Help     helpCmd     `cmd:"" help:"Show help for skewlens or one of its commands."`
 }

@@ -51,6 +51,7 @@ func TestHelpGolden(t *testing.T) {
 		{"help-analyze", []string{"help", "analyze"}},
 		{"keygroup-help", []string{"keygroup", "--help"}},
 		{"simulate-help", []string{"simulate", "-h"}},
+		{"run-help", []string{"run", "-h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

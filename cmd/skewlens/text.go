@@ -13,22 +13,25 @@ import (
 func writeText(w io.Writer, f *skew.Finding) error {
 	at := time.UnixMilli(f.WindowStart).UTC().Format("2006-01-02 15:04:05")
 	where := f.TaskName
+	if f.JobName != "" {
+		where = f.JobName + "/" + where
+	}
 	if f.SubtaskIndex != nil {
-		where = fmt.Sprintf("%s #%d", f.TaskName, *f.SubtaskIndex)
+		where = fmt.Sprintf("%s #%d", where, *f.SubtaskIndex)
 	}
 	var err error
 	switch {
 	case f.HotKey != nil:
-		_, err = fmt.Fprintf(w, "%s  hot_key            %-28s key %q carries %.1f%% (~%.0f records)\n",
+		_, err = fmt.Fprintf(w, "%s  hot_key            %-36s key %q carries %.1f%% (~%.0f records)\n",
 			at, where, f.Key, f.Share*100, f.EstimatedRecords)
 	case f.Stats != nil:
 		st := f.Stats
-		_, err = fmt.Fprintf(w, "%s  subtask_stats      %-28s busy %4.0f  bp %4.0f  idle %4.0f ms/s  in %9.1f/s  share %5.1f%%  inPool %.2f  outPool %.2f\n",
+		_, err = fmt.Fprintf(w, "%s  subtask_stats      %-36s busy %4.0f  bp %4.0f  idle %4.0f ms/s  in %9.1f/s  share %5.1f%%  inPool %.2f  outPool %.2f\n",
 			at, where, st.BusyMsPerSecond, st.BackPressuredMsPerSecond, st.IdleMsPerSecond, st.RecordsInPerSecond, st.InputShare*100, st.InPoolUsage, st.OutPoolUsage)
 	case f.Saturation != nil:
-		_, err = fmt.Fprintf(w, "%s  %-18s %-28s %s\n", at, f.Cause, where, f.Summary)
+		_, err = fmt.Fprintf(w, "%s  %-18s %-36s %s\n", at, f.Cause, where, f.Summary)
 	default:
-		_, err = fmt.Fprintf(w, "%s  %-18s %-28s %s\n", at, f.Kind, where, f.Summary)
+		_, err = fmt.Fprintf(w, "%s  %-18s %-36s %s\n", at, f.Kind, where, f.Summary)
 	}
 	return err
 }

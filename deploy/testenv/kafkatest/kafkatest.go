@@ -78,15 +78,23 @@ func Start(t testing.TB) []string {
 // { kafkatest.Main(m) }; the testing package exits with m.Run's code.
 func Main(m *testing.M) {
 	m.Run()
+	if err := Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+	}
+}
+
+// Stop stops the broker Start started, if any, and removes its data. For a
+// TestMain that also stops other servers; Main calls it.
+func Stop() error {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
-	if shared.b != nil {
-		if err := shared.b.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
-		}
-		_ = os.RemoveAll(shared.b.dir)
-		shared.b = nil
+	if shared.b == nil {
+		return nil
 	}
+	err := shared.b.stop()
+	_ = os.RemoveAll(shared.b.dir)
+	shared.b = nil
+	return err
 }
 
 // Restart stops the broker and starts it again on the same port with the

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	oklogrun "github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/ops"
+	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/pipeline/stream"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/skew"
+)
+
+type runCmd struct {
+	Config          kong.ConfigFlag `help:"YAML file with any of these flags (keys are flag names, e.g. clickhouse_addr)." placeholder:"FILE"`
+	Brokers         []string        `env:"SKEWLENS_BROKERS" placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
+	Group           string          `env:"SKEWLENS_GROUP" default:"skewlens" help:"Kafka consumer group; instances in one group split the partitions."`
+	Topics          []string        `env:"SKEWLENS_TOPICS" default:"flink-metrics,flink-key-samples" help:"Topics to consume (metrics and key samples, any format)."`
+	DeadLetterTopic string          `env:"SKEWLENS_DEAD_LETTER_TOPIC" default:"skewlens-dead-letters" help:"Where bad records go, with the reason in a header."`
+	ClickhouseAddr  string          `env:"SKEWLENS_CLICKHOUSE_ADDR" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. Empty: start a local clickhouse-server under --state-dir."`
+	Database        string          `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database."`
+	StateDir        string          `env:"SKEWLENS_STATE_DIR" default:".state" help:"Where embedded servers keep their data."`
+	Listen          string          `env:"SKEWLENS_LISTEN" default:"127.0.0.1:9464" help:"Address of /metrics, /healthz and /readyz."`
+	LogFormat       string          `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
+	Duration        time.Duration   `env:"SKEWLENS_DURATION" help:"Stop after this long (default: run until interrupted)."`
+	Simulate        []string        `env:"SKEWLENS_SIMULATE" placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
+	Speed           float64         `default:"1" help:"Speed-up of the simulated incidents over real time."`
+	OutOfOrderness  time.Duration   `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
+	AllowedLateness time.Duration   `default:"0s" help:"Extra time a window stays open for late events."`
+	Quiet           bool            `help:"Do not print findings to the terminal."`
+	engineFlags
+}
+
+// Run wires the pipeline. Components run as oklog/run actors; when one
+// returns, every other is interrupted, in this order of consequence:
+// the simulator feed stops producing, the runner writes its pending
+// findings and commits the offsets they free, then the Kafka source, the
+// dead-letter writer and the ClickHouse sink close, the embedded broker and
+// the local ClickHouse stop, and the ops server stops last.
+func (c *runCmd) Run(e *env) error {
+	log := newLogger(e, c.LogFormat)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	brokers := c.Brokers
+	if len(brokers) == 0 {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return fmt.Errorf("embedded broker: %w", err)
+		}
+		defer cluster.Close()
+		brokers = cluster.ListenAddrs()
+		log.Info("started embedded Kafka broker", "addr", brokers[0])
+	}
+	topics := make([]kafka.TopicConfig, 0, len(c.Topics)+1)
+	for _, t := range append(append([]string(nil), c.Topics...), c.DeadLetterTopic) {
+		topics = append(topics, kafka.TopicConfig{Topic: t, NumPartitions: 4, ReplicationFactor: 1})
+	}
+	if err := kafkasrc.EnsureTopics(ctx, brokers, topics); err != nil {
+		return err
+	}
+
+	chAddr := c.ClickhouseAddr
+	if chAddr == "" {
+		addr, stop, err := startLocalClickHouse(ctx, c.StateDir, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		chAddr = addr
+	}
+	sink, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	if err := sink.Migrate(ctx); err != nil {
+		return err
+	}
+	log.Info("ClickHouse ready", "addr", chAddr, "version", sink.ServerVersion(), "dialect", sink.Dialect())
+	if !c.Quiet {
+		host, port, _ := net.SplitHostPort(chAddr)
+		fmt.Fprintf(e.stdout, "Findings land in ClickHouse while this runs. Query them with\n  clickhouse-client --host %s --port %s --database %s\n"+
+			"  SELECT kind, cause, job_name, task_name, subtask_index, count() FROM findings GROUP BY kind, cause, job_name, task_name, subtask_index ORDER BY count() DESC\n"+
+			"  SELECT job_name, task_name, key, max(share) AS share FROM hot_keys GROUP BY job_name, task_name, key ORDER BY share DESC LIMIT 10\n"+
+			"  SELECT job_name, task_name, subtask_index, host, any(summary) FROM findings WHERE cause = 'slow_subtask' GROUP BY job_name, task_name, subtask_index, host\n"+
+			"More in docs/queries.md; metrics at http://%s/metrics.\n\n", host, port, c.Database, c.Listen)
+	}
+
+	srcCfg := kafkasrc.Config{Brokers: brokers, GroupID: c.Group, Topics: c.Topics, DeadLetterTopic: c.DeadLetterTopic}
+	src, err := kafkasrc.New(srcCfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dead, err := kafkasrc.NewDeadLetters(srcCfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer dead.Close()
+
+	cfg := c.config()
+	eng, err := skew.New(cfg)
+	if err != nil {
+		return fmt.Errorf("engine configuration: %w", err)
+	}
+	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds()}, eng)
+	if err != nil {
+		return err
+	}
+	runner, err := stream.New(stream.Config{}, src, stage, eng.Config().WindowMs, sink, dead, log, reg)
+	if err != nil {
+		return err
+	}
+	var found atomic.Int64
+	runner.OnFinding(func(f *skew.Finding) {
+		found.Add(1)
+		if !c.Quiet && f.Kind != skew.KindSubtaskStats {
+			_ = writeText(e.stdout, f)
+		}
+	})
+
+	opsSrv, err := ops.New(ops.Config{Listen: c.Listen}, reg, log)
+	if err != nil {
+		return err
+	}
+	opsSrv.AddCheck("kafka", src.Ready)
+	opsSrv.AddCheck("clickhouse", sink.Ping)
+	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
+
+	var g oklogrun.Group
+	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
+	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
+	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
+	if c.Duration > 0 {
+		timer := time.NewTimer(c.Duration)
+		stopTimer := make(chan struct{})
+		g.Add(func() error {
+			select {
+			case <-timer.C:
+				log.Info("duration reached; stopping", "duration", c.Duration)
+			case <-stopTimer:
+			}
+			return nil
+		}, func(error) { timer.Stop(); close(stopTimer) })
+	}
+	if len(c.Simulate) > 0 {
+		feed, err := c.feed(brokers, log)
+		if err != nil {
+			return err
+		}
+		feedDone := make(chan struct{})
+		g.Add(func() error {
+			if err := feed.Run(ctx); err != nil {
+				return err
+			}
+			log.Info("simulated incidents played", "records", feed.Sent)
+			<-feedDone // keep the pipeline running after the feed ends
+			return nil
+		}, func(error) { feed.Stop(); close(feedDone) })
+	}
+	err = g.Run()
+	log.Info("stopped", "findings_written", found.Load())
+	return err
+}
+
+func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
+	names := c.Simulate
+	if len(names) == 1 && names[0] == "all" {
+		names = nil
+		for _, s := range simulate.Scenarios() {
+			names = append(names, string(s))
+		}
+	}
+	var jobs []simulate.Config
+	start := time.Now().Truncate(10 * time.Second).UnixMilli()
+	for i, n := range names {
+		jobs = append(jobs, simulate.Config{
+			Scenario: simulate.Scenario(n), Seed: uint64(i + 1), Start: start, JobName: n,
+			Duration: 10 * time.Minute, MetricFormat: "mixed", Naming: "mixed",
+		})
+	}
+	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
+}
+
+func newLogger(e *env, format string) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, nil))
+}
+
+// startLocalClickHouse starts a private clickhouse-server with its data
+// under stateDir/clickhouse, using the repository's deploy scripts (they
+// install the Debian package when it is missing), and returns its address
+// and a function that stops it.
+func startLocalClickHouse(ctx context.Context, stateDir string, log *slog.Logger) (string, func(), error) {
+	script := filepath.Join("deploy", "clickhouse", "start.sh")
+	if _, err := os.Stat(script); err != nil {
+		return "", nil, fmt.Errorf("no --clickhouse-addr given and %s not found: run from the skewlens checkout or pass --clickhouse-addr", script)
+	}
+	if out, err := exec.CommandContext(ctx, "bash", filepath.Join("deploy", "clickhouse", "install.sh")).CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("install clickhouse-server: %w: %s", err, tail(out))
+	}
+	dir, err := filepath.Abs(filepath.Join(stateDir, "clickhouse"))
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.CommandContext(ctx, "bash", script, dir, strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "SKEWLENS_CH_WATCH_PID="+strconv.Itoa(os.Getpid()))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("start local clickhouse-server: %w: %s", err, tail(out))
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	log.Info("started local ClickHouse", "addr", addr, "data", dir)
+	stop := func() {
+		_ = exec.Command("bash", filepath.Join("deploy", "clickhouse", "stop.sh"), dir).Run()
+	}
+	return addr, stop, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = "…" + s[len(s)-2000:]
+	}
+	return s
+}

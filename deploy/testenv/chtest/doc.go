@@ -1,0 +1,28 @@
+// Package chtest starts a real ClickHouse server for integration tests.
+//
+// Start returns the host:port of a server's native protocol port. When
+// the environment variable SKEWLENS_CLICKHOUSE_ADDR is set, Start returns
+// it and starts nothing. Otherwise the first call in a test process
+// installs ClickHouse if it is missing (deploy/clickhouse/install.sh, which
+// needs root and apt), picks a free loopback port and starts a private
+// server with deploy/clickhouse/start.sh in a temporary folder; later calls
+// return the same server. Start never skips: when no server can be
+// started, it fails the test with the tail of the server log.
+//
+// A package whose tests call Start stops the server after all its tests
+// by calling Main from TestMain:
+//
+//	func TestMain(m *testing.M) { chtest.Main(m) }
+//
+// Without that, a watchdog started with the server stops it within a
+// second of the test process exiting, so a crashed or killed test binary
+// does not leak a server either.
+//
+// Start and Stop are safe for concurrent use. Start blocks for up to about
+// 30 s the first time (plus the apt install, if one is needed).
+//
+// Unlike the product packages, this test-support package keeps its state
+// (the one server of the test process) in package-level variables guarded
+// by a sync.Mutex: the server is per process by nature, and TestMain must
+// reach it without a value being passed around.
+package chtest

@@ -1,0 +1,167 @@
+package clickhouse
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Config configures a Sink. The zero value of every field means its
+// default, given in the field's comment; call Validate (New does) to check
+// a Config and fill in the defaults.
+type Config struct {
+	// Addr is the host:port of the server's native protocol (TCP) port.
+	// Default "127.0.0.1:9000". The HTTP interface is not used: ClickHouse
+	// 18.16 speaks only the native protocol to clickhouse-go.
+	Addr string
+	// Database holds the skewlens tables; Migrate creates it. It must be a
+	// plain identifier ([A-Za-z_][A-Za-z0-9_]*). Default "skewlens".
+	Database string
+	// Username and Password authenticate the connection. Default user
+	// "default" with an empty password.
+	Username string
+	Password string
+	// DialTimeout bounds connecting and the server version query in New.
+	// Default 5s.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for one server response. Default 30s.
+	ReadTimeout time.Duration
+	// BatchMaxRows is the most rows one INSERT carries; larger writes are
+	// split. Default 50000.
+	BatchMaxRows int
+	// FlushInterval is the least time between two inserts into the same
+	// table: Write waits (context-aware) when it would insert sooner, so a
+	// table sees at most about one insert per FlushInterval. Default 1s; a
+	// negative value disables the pacing.
+	FlushInterval time.Duration
+	// MaxRetries is how often a failed insert or migration step is retried
+	// when the error is retryable. Default 10; a negative value disables
+	// retries.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// retries (each wait is jittered between half and all of the current
+	// step). Defaults 100ms and 10s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// TTLDays is the retention of the finding tables, in days, applied by
+	// the modern dialect only (18.16 has no TTL; drop old daily partitions
+	// there). Default 30.
+	TTLDays int
+	// Dialect forces the schema dialect: "legacy" (ClickHouse < 20.3) or
+	// "modern". Default "" picks it from the server version.
+	Dialect string
+}
+
+// Defaults, named for the comments above and the tests.
+const (
+	DefaultAddr          = "127.0.0.1:9000"
+	DefaultDatabase      = "skewlens"
+	DefaultDialTimeout   = 5 * time.Second
+	DefaultReadTimeout   = 30 * time.Second
+	DefaultBatchMaxRows  = 50000
+	DefaultFlushInterval = time.Second
+	DefaultMaxRetries    = 10
+	DefaultMinBackoff    = 100 * time.Millisecond
+	DefaultMaxBackoff    = 10 * time.Second
+	DefaultTTLDays       = 30
+)
+
+// validIdentifier reports whether s is a plain SQL identifier
+// ([A-Za-z_][A-Za-z0-9_]*). Database is spliced into SQL as an identifier
+// (identifiers cannot be bound), so nothing else is allowed.
+func validIdentifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.Username == "" {
+		c.Username = "default"
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.BatchMaxRows == 0 {
+		c.BatchMaxRows = DefaultBatchMaxRows
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.TTLDays == 0 {
+		c.TTLDays = DefaultTTLDays
+	}
+	return c
+}
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *Config) Validate() error {
+	*c = c.withDefaults()
+	var errs []error
+	if host, port, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
+	} else if host == "" {
+		errs = append(errs, fmt.Errorf("addr %q: empty host", c.Addr))
+	} else if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("addr %q: bad port", c.Addr))
+	}
+	if !validIdentifier(c.Database) {
+		errs = append(errs, fmt.Errorf("database %q: must be a plain identifier [A-Za-z_][A-Za-z0-9_]* of at most 64 bytes", c.Database))
+	}
+	if c.DialTimeout < 0 {
+		errs = append(errs, fmt.Errorf("dial timeout %s: must be positive", c.DialTimeout))
+	}
+	if c.ReadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("read timeout %s: must be positive", c.ReadTimeout))
+	}
+	if c.BatchMaxRows < 0 {
+		errs = append(errs, fmt.Errorf("batch max rows %d: must be positive", c.BatchMaxRows))
+	}
+	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
+	} else if c.MinBackoff > c.MaxBackoff {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	}
+	if c.TTLDays < 0 || c.TTLDays > 36500 {
+		errs = append(errs, fmt.Errorf("ttl days %d: must be between 1 and 36500", c.TTLDays))
+	}
+	switch Dialect(c.Dialect) {
+	case "", DialectLegacy, DialectModern:
+	default:
+		errs = append(errs, fmt.Errorf("dialect %q: must be %q, %q or empty", c.Dialect, DialectLegacy, DialectModern))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clickhouse sink config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package clickhouse is the skewlens ClickHouse sink: it stores findings
+// (skew.Finding) in ClickHouse tables that people query with SQL.
+//
+// # Tables
+//
+// Every finding becomes one row of the findings table and, for the kinds
+// subtask_stats, hot_key and salting_plan, one row of the table of that
+// kind (subtask_stats, hot_keys, salting_plans). The schema is versioned in
+// schema/NNNN_name.sql, embedded in the binary, and applied by
+// Sink.Migrate; schema_migrations records the applied versions. docs/
+// queries.md shows how to query the tables.
+//
+// # Dialects
+//
+// Each schema file holds the statements of two dialects side by side:
+// legacy for ClickHouse 18.16 to 20.2 (Debian bookworm ships 18.16) and
+// modern for 20.3 and later, which adds LowCardinality columns, codecs and
+// a TTL. New reads SELECT version() and picks the dialect; Config.Dialect
+// can force one. Both dialects have the same column names and types as
+// seen by queries, so queries and the insert code are shared.
+//
+// # Exactly-once results from at-least-once writes
+//
+// The tables are ReplacingMergeTree(version) keyed by job, task, window
+// start, subtask and (where it applies) kind, cause and key. Write takes a
+// version from the caller, which should grow with the input (for example
+// the highest Kafka offset the findings were computed from). Writing the
+// same findings again, after a crash or a retried insert whose answer was
+// lost, stores rows with the same key that merges collapse; readers use
+// FINAL or argMax(column, version) to see each finding once. Insert
+// deduplication is not relied on: it does nothing on non-replicated
+// tables.
+//
+// # Blocking and safety
+//
+// A Sink is safe for concurrent use; Write and Migrate calls are
+// serialised. Write blocks until the server has acknowledged every row (so
+// the caller may then commit its input offsets), retrying retryable errors
+// with jittered exponential backoff, and pacing inserts to about one per
+// Config.FlushInterval per table; pass a whole window's findings (or more)
+// per call. Every blocking call returns promptly when its context ends.
+// An acknowledged insert is in the server's parts; ClickHouse does not
+// fsync them by default.
+//
+// Errors that retrying cannot fix are *FatalError (test with errors.As):
+// a finding that cannot be stored, a missing table or column, a syntax
+// error, failed authentication, a closed Sink. Other errors are returned
+// when the context ends or Config.MaxRetries is used up, and may succeed
+// when the caller tries again later.
+//
+// Values are always sent in the native format through batches with an
+// explicit column list, never spliced into SQL; the only identifier in SQL
+// text is Config.Database, which Validate restricts to a plain identifier.
+package clickhouse

@@ -1,0 +1,10 @@
+package clickhouse
+
+import (
+	"testing"
+
+	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+)
+
+// TestMain stops the ClickHouse server chtest starts, after all tests.
+func TestMain(m *testing.M) { chtest.Main(m) }

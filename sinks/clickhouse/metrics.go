@@ -1,0 +1,55 @@
+package clickhouse
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the Sink's Prometheus metrics.
+type metrics struct {
+	insertSeconds *prometheus.HistogramVec // by table
+	rowsInserted  *prometheus.CounterVec   // by table
+	insertErrors  *prometheus.CounterVec   // by class: retryable, fatal, canceled
+	retries       *prometheus.CounterVec   // by table (or "migrate")
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		insertSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "skewlens", Subsystem: "clickhouse",
+			Name:    "insert_duration_seconds",
+			Help:    "Time of one successful batch insert, by table.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}, []string{"table"}),
+		rowsInserted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "clickhouse",
+			Name: "rows_inserted_total",
+			Help: "Rows inserted, by table (replays count again).",
+		}, []string{"table"}),
+		insertErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "clickhouse",
+			Name: "errors_total",
+			Help: "Failed inserts and migration steps, by class (retryable, fatal, canceled).",
+		}, []string{"class"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "clickhouse",
+			Name: "retries_total",
+			Help: "Retries after retryable errors, by table (\"migrate\" for schema changes).",
+		}, []string{"table"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.insertSeconds, m.rowsInserted, m.insertErrors, m.retries} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Sink per registry)", err)
+			}
+			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)
+		}
+	}
+	return m, nil
+}

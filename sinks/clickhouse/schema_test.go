@@ -1,0 +1,158 @@
+package clickhouse
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMigration(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		text    string
+		legacy  []string
+		modern  []string
+		wantErr string
+	}{
+		{
+			name:   "both dialects",
+			file:   "0003_add.sql",
+			text:   "-- header; with a semicolon\n\n-- dialect: legacy\n-- about t\nCREATE TABLE t (a String);\nSELECT 1;\n-- dialect: modern\nCREATE TABLE t\n(\n  a LowCardinality(String)\n);\n",
+			legacy: []string{"CREATE TABLE t (a String)", "SELECT 1"},
+			modern: []string{"CREATE TABLE t\n(\n  a LowCardinality(String)\n)"},
+		},
+		{
+			name:   "all",
+			file:   "0000_ledger.sql",
+			text:   "-- dialect: all\nCREATE TABLE x (v UInt32) ENGINE = MergeTree ORDER BY v;\n",
+			legacy: []string{"CREATE TABLE x (v UInt32) ENGINE = MergeTree ORDER BY v"},
+			modern: []string{"CREATE TABLE x (v UInt32) ENGINE = MergeTree ORDER BY v"},
+		},
+		{name: "missing modern", file: "0001_a.sql", text: "-- dialect: legacy\nSELECT 1;\n", wantErr: "no statements for dialect modern"},
+		{name: "unterminated", file: "0001_a.sql", text: "-- dialect: all\nSELECT 1\n", wantErr: "not terminated"},
+		{name: "unterminated before marker", file: "0001_a.sql", text: "-- dialect: legacy\nSELECT 1\n-- dialect: modern\nSELECT 2;\n", wantErr: "not terminated"},
+		{name: "statement before marker", file: "0001_a.sql", text: "SELECT 1;\n-- dialect: all\nSELECT 2;\n", wantErr: "before the first"},
+		{name: "unknown dialect", file: "0001_a.sql", text: "-- dialect: mysql\nSELECT 1;\n", wantErr: "unknown dialect"},
+		{name: "bad name", file: "init.sql", text: "-- dialect: all\nSELECT 1;\n", wantErr: "NNNN_name.sql"},
+		{name: "bad version", file: "00x1_init.sql", text: "-- dialect: all\nSELECT 1;\n", wantErr: "bad version"},
+		{name: "not sql", file: "0001_init.txt", text: "", wantErr: ".sql"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := parseMigration(tt.file, tt.text)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Statements[DialectLegacy]; !equalStrings(got, tt.legacy) {
+				t.Errorf("legacy = %q, want %q", got, tt.legacy)
+			}
+			if got := m.Statements[DialectModern]; !equalStrings(got, tt.modern) {
+				t.Errorf("modern = %q, want %q", got, tt.modern)
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEmbeddedMigrations checks the real schema files: they parse, both
+// dialects create the same tables, every table has the columns the sink
+// inserts, and rendering fills every placeholder.
+func TestEmbeddedMigrations(t *testing.T) {
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[0].Version != 0 || ms[0].Name != "schema_migrations" {
+		t.Fatalf("first migration = %04d_%s, want 0000_schema_migrations", ms[0].Version, ms[0].Name)
+	}
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version <= ms[i-1].Version {
+			t.Fatalf("migrations out of order: %d after %d", ms[i].Version, ms[i-1].Version)
+		}
+	}
+	for _, d := range []Dialect{DialectLegacy, DialectModern} {
+		tables := map[string]string{}
+		for _, m := range ms {
+			stmts, err := m.Render(d, "skewlens", 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range stmts {
+				if !strings.Contains(s, "IF NOT EXISTS") {
+					t.Errorf("%s %04d: statement is not idempotent: %s", d, m.Version, firstLine(s))
+				}
+				if strings.Contains(s, "{{") {
+					t.Errorf("%s: placeholder left in %s", d, firstLine(s))
+				}
+				name, ok := strings.CutPrefix(firstLine(s), "CREATE TABLE IF NOT EXISTS `skewlens`.")
+				if ok {
+					tables[strings.TrimSpace(name)] = s
+				}
+			}
+		}
+		for _, table := range append(tableOrder(), "schema_migrations") {
+			ddl, ok := tables[table]
+			if !ok {
+				t.Errorf("%s: no CREATE TABLE for %s", d, table)
+				continue
+			}
+			if table == "schema_migrations" {
+				continue
+			}
+			if !strings.Contains(ddl, "ReplacingMergeTree(version)") {
+				t.Errorf("%s %s: not ReplacingMergeTree(version)", d, table)
+			}
+			for _, col := range insertColumns(table) {
+				if !strings.Contains(ddl, "\n    "+col+" ") {
+					t.Errorf("%s %s: column %s missing from DDL", d, table, col)
+				}
+			}
+			modernOnly := []string{"LowCardinality", "CODEC", "TTL"}
+			for _, kw := range modernOnly {
+				if got := strings.Contains(ddl, kw); got != (d == DialectModern) {
+					t.Errorf("%s %s: contains %s = %v", d, table, kw, got)
+				}
+			}
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	m := Migration{Version: 7, Name: "x", Statements: map[Dialect][]string{
+		DialectModern: {"CREATE TABLE IF NOT EXISTS {{database}}.t (a Int8) TTL d + INTERVAL {{ttl_days}} DAY"},
+		DialectLegacy: {"SELECT {{nope}}"},
+	}}
+	got, err := m.Render(DialectModern, "db_1", 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "CREATE TABLE IF NOT EXISTS `db_1`.t (a Int8) TTL d + INTERVAL 14 DAY"; got[0] != want {
+		t.Errorf("Render = %q, want %q", got[0], want)
+	}
+	if _, err := m.Render(DialectLegacy, "db", 1); err == nil {
+		t.Error("unknown placeholder: want error")
+	}
+	if _, err := m.Render(DialectModern, "db`; DROP", 1); err == nil {
+		t.Error("bad database: want error")
+	}
+	if _, err := m.Render(DialectModern, "db", 0); err == nil {
+		t.Error("ttl 0: want error")
+	}
+}
