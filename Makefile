@@ -2,10 +2,13 @@
 GO          ?= go
 BIN         := bin/skewlens
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+KAFKA_HOME  ?= $(HOME)/.cache/skewlens/kafka
+# How long `make run` plays the simulated incidents (Ctrl-C stops it sooner).
+DURATION    ?= 3m
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build test test-fuzz bench lint run incidents clean
+.PHONY: help build deps test test-fuzz bench lint run demo incidents clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -13,7 +16,12 @@ help: ## Show the targets.
 build: ## Build bin/skewlens.
 	$(GO) build -o $(BIN) ./cmd/skewlens
 
-test: ## Vet and run every test (the README's test command; CI runs it).
+deps: ## Install what the tests and `make run` need when absent: clickhouse-server (apt), chDB (npm), Kafka jars (Maven).
+	bash deploy/clickhouse/install.sh
+	bash deploy/clickhouse/install-chdb.sh >/dev/null
+	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
+
+test: deps ## Vet and run every test; the tests start and stop a real Kafka broker and ClickHouse server (CI runs this).
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
@@ -31,10 +39,14 @@ lint: ## go vet and staticcheck.
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-incidents: build ## Regenerate the example incident files under testdata/incidents.
+incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update
 
-run: build ## Simulate each incident and show what skewlens finds.
+run: build ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline.
+	bash deploy/clickhouse/install.sh
+	./$(BIN) run --simulate all --speed 10 --duration $(DURATION)
+
+demo: build ## Replay each simulated incident from files through `skewlens analyze`.
 	@./scripts/demo.sh $(BIN)
 
 clean: ## Remove build output.

@@ -153,6 +153,20 @@ func (c *runCmd) Run(e *env) error {
 
 	var g oklogrun.Group
 	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
+	progressDone := make(chan struct{})
+	g.Add(func() error {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				msgs, written := runner.Progress()
+				log.Info("progress", "messages", msgs, "findings_written", written)
+			case <-progressDone:
+				return nil
+			}
+		}
+	}, func(error) { close(progressDone) })
 	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	if c.Duration > 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,15 @@ type Runner struct {
 
 	stopOnce sync.Once
 	stop     chan struct{}
+
+	// Progress counters, readable from any goroutine.
+	messages, written atomic.Int64
+}
+
+// Progress returns the messages processed and findings written so far. It
+// is safe to call from any goroutine.
+func (r *Runner) Progress() (messages, findings int64) {
+	return r.messages.Load(), r.written.Load()
 }
 
 type metrics struct {
@@ -221,6 +231,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // process decodes one message (one or more lines) into the window stage.
 func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 	r.m.messages.WithLabelValues(msg.Topic).Inc()
+	r.messages.Add(1)
 	k := partKey{msg.Topic, msg.Partition}
 	r.ledger.consumed(k, msg.Offset)
 	r.dec.DefaultTS = msg.Time.UnixMilli()
@@ -289,6 +300,7 @@ func (r *Runner) flush(ctx context.Context) error {
 		if err := r.sink.Write(ctx, uint64(start.UnixNano()), r.pending); err != nil {
 			return fmt.Errorf("write %d findings: %w", len(r.pending), err)
 		}
+		r.written.Add(int64(len(r.pending)))
 		for i := range r.pending {
 			f := &r.pending[i]
 			r.m.findings.WithLabelValues(f.Kind).Inc()
