@@ -109,14 +109,15 @@ func (r *Runner) Progress() (messages, findings int64) {
 }
 
 type metrics struct {
-	messages  *prometheus.CounterVec
-	lines     *prometheus.CounterVec
-	findings  *prometheus.CounterVec
-	queue     prometheus.Gauge
-	flush     prometheus.Histogram
-	commits   prometheus.Counter
-	watermark prometheus.Gauge
-	pending   prometheus.Gauge
+	messages     *prometheus.CounterVec
+	lines        *prometheus.CounterVec
+	findings     *prometheus.CounterVec
+	queue        prometheus.Gauge
+	flush        prometheus.Histogram
+	commits      prometheus.Counter
+	watermark    prometheus.Gauge
+	pending      prometheus.Gauge
+	writeRetries prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -131,9 +132,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		commits:   prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_offset_commits_total", Help: "Offset commits after the sink acknowledged."}),
 		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
 		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
+		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_write_retries_total",
+			Help: "Retried writes of findings (the sink was unavailable; consumption pauses meanwhile)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending)
+		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries)
 	}
 	return m
 }
@@ -297,8 +300,8 @@ func floorDiv(a, b int64) int64 {
 func (r *Runner) flush(ctx context.Context) error {
 	start := r.now()
 	if len(r.pending) > 0 {
-		if err := r.sink.Write(ctx, uint64(start.UnixNano()), r.pending); err != nil {
-			return fmt.Errorf("write %d findings: %w", len(r.pending), err)
+		if err := r.write(ctx); err != nil {
+			return err
 		}
 		r.written.Add(int64(len(r.pending)))
 		for i := range r.pending {
@@ -331,4 +334,39 @@ func (r *Runner) flush(ctx context.Context) error {
 	}
 	r.m.flush.Observe(r.now().Sub(start).Seconds())
 	return nil
+}
+
+// fatal is implemented by sink errors that a retry cannot fix.
+type fatal interface{ Fatal() bool }
+
+// write writes the pending findings, retrying errors that are not fatal
+// with exponential backoff (100 ms doubling to 30 s) for as long as it
+// takes: while it waits, nothing is consumed (the fetch queue fills and the
+// fetcher blocks), so memory stays bounded and nothing is lost. A fatal
+// error, ctx ending, or Stop ends the wait with an error; the findings'
+// offsets are then not committed and are read again after a restart.
+func (r *Runner) write(ctx context.Context) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
+		if err == nil {
+			return nil
+		}
+		var f fatal
+		if errors.As(err, &f) && f.Fatal() {
+			return fmt.Errorf("write %d findings: %w", len(r.pending), err)
+		}
+		r.m.writeRetries.Inc()
+		if r.log != nil {
+			r.log.Warn("writing findings failed; consumption paused, retrying", "findings", len(r.pending), "attempt", attempt, "in", wait, "err", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("write %d findings: %w (gave up: %v)", len(r.pending), err, ctx.Err())
+		case <-r.stop:
+			return fmt.Errorf("write %d findings: %w (gave up: stopping)", len(r.pending), err)
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }

@@ -51,6 +51,8 @@ type fakeSink struct {
 	mu     sync.Mutex
 	writes [][]skew.Finding
 	fail   error
+	// failures makes the first writes fail with a retryable error.
+	failures int
 }
 
 func (s *fakeSink) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
@@ -58,6 +60,10 @@ func (s *fakeSink) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
 	defer s.mu.Unlock()
 	if s.fail != nil {
 		return s.fail
+	}
+	if s.failures > 0 {
+		s.failures--
+		return errors.New("dial tcp 127.0.0.1:9000: connection refused")
 	}
 	s.writes = append(s.writes, append([]skew.Finding(nil), fs...))
 	return nil
@@ -203,7 +209,7 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 	for i, l := range lines {
 		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
 	}
-	boom := errors.New("clickhouse down")
+	boom := fatalErr{errors.New("table skewlens.findings does not exist")}
 	r := newRunner(t, src, &fakeSink{fail: boom}, &fakeDead{})
 	err := r.Run(context.Background())
 	if !errors.Is(err, boom) {
@@ -211,5 +217,38 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 	}
 	if len(src.commits) != 0 {
 		t.Fatalf("committed %v although nothing was written", src.commits)
+	}
+}
+
+type fatalErr struct{ error }
+
+func (fatalErr) Fatal() bool { return true }
+
+// TestRunnerRetriesUnavailableSink: a sink that is down for a while makes
+// the runner wait and retry; nothing is lost and it carries on.
+func TestRunnerRetriesUnavailableSink(t *testing.T) {
+	lines := incident(t)
+	src := &fakeSource{}
+	for i, l := range lines {
+		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
+	}
+	sink := &fakeSink{failures: 3}
+	r := newRunner(t, src, sink, &fakeDead{})
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if sink.failures != 0 || len(sink.writes) == 0 {
+		t.Fatalf("failures left %d, writes %d", sink.failures, len(sink.writes))
+	}
+	_, written := r.Progress()
+	n := 0
+	for _, w := range sink.writes {
+		n += len(w)
+	}
+	if int64(n) != written || n == 0 {
+		t.Fatalf("written %d, sink got %d", written, n)
+	}
+	if len(src.commits) == 0 {
+		t.Fatal("nothing committed after the sink recovered")
 	}
 }

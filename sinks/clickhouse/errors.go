@@ -28,6 +28,11 @@ func (e *FatalError) Error() string {
 // Unwrap returns the underlying error.
 func (e *FatalError) Unwrap() error { return e.Err }
 
+// Fatal marks the error as one a retry cannot fix, for callers that
+// classify errors by behaviour (errors.As to interface{ Fatal() bool })
+// without importing this package.
+func (e *FatalError) Fatal() bool { return true }
+
 // errorClass names how an error is handled; it is also the metric label.
 type errorClass string
 
