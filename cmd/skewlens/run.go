@@ -127,7 +127,8 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds()}, eng)
+	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds(),
+		ExternalWatermark: true}, eng)
 	if err != nil {
 		return err
 	}
@@ -197,7 +198,8 @@ func (c *runCmd) Run(e *env) error {
 		}, func(error) { feed.Stop(); close(feedDone) })
 	}
 	err = g.Run()
-	log.Info("stopped", "findings_written", found.Load())
+	wc := stage.Counts()
+	log.Info("stopped", "findings_written", found.Load(), "samples", wc.Samples, "metrics", wc.Metrics, "late", wc.Late, "rejected", wc.Rejected)
 	return err
 }
 

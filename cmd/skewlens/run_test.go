@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
@@ -78,4 +83,134 @@ func TestRunEndToEnd(t *testing.T) {
 	if hot == 0 {
 		t.Error("no hot_keys rows for u42")
 	}
+}
+
+// TestRunDeadLetters: bad records go to the dead-letter topic with the
+// reason in a header, and the good records around them are still
+// diagnosed.
+func TestRunDeadLetters(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	topic, dlq := "dl-metrics", "dl-dead-letters"
+	kafkatest.CreateTopics(t, brokers, topic, dlq)
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), RequiredAcks: kafka.RequireAll, BatchTimeout: 10 * time.Millisecond}
+	defer w.Close()
+	now := time.Now().UnixMilli()
+	var msgs []kafka.Message
+	for i := range 400 {
+		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte("j"), Value: []byte(fmt.Sprintf(
+			`{"ts":%d,"job_id":"j","task_name":"agg","key":"k%d","parallelism":4}`, now-60000+int64(i)*100, i%3))})
+	}
+	bad := []string{`{"ts":oops}`, `not a record at all`, `{"ts":1,"job_id":"j","task_name":"agg"}`}
+	for i, b := range bad {
+		msgs = append(msgs[:100*(i+1)], append([]kafka.Message{{Topic: topic, Key: []byte("j"), Value: []byte(b)}}, msgs[100*(i+1):]...)...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_dead", "--group", "e2e-dead", "--topics", topic, "--dead-letter-topic", dlq,
+		"--listen", "127.0.0.1:0", "--duration", "12s", "--min-samples", "10", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, tail([]byte(errOut)))
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: dlq, Partition: 0, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	reasons := map[string]string{}
+	for len(reasons) < len(bad) {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read dead letters (have %v): %v", reasons, err)
+		}
+		for _, h := range m.Headers {
+			if h.Key == "skewlens-reason" {
+				reasons[string(m.Value)] = string(h.Value)
+			}
+		}
+	}
+	want := map[string]string{bad[0]: "invalid_json", bad[1]: "bad_line", bad[2]: "missing_field"}
+	for v, reason := range want {
+		if reasons[v] != reason {
+			t.Errorf("dead letter %q: reason %q, want %q", v, reasons[v], reason)
+		}
+	}
+	// Three keys share the samples evenly: each is a hot key in ClickHouse.
+	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var keys uint64
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(key) FROM e2e_dead.hot_keys FINAL").Scan(&keys); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 3 {
+		t.Errorf("%d distinct hot keys in ClickHouse, want 3 (good records around bad ones lost?)", keys)
+	}
+}
+
+// TestRunSurvivesClickHouseOutage stops ClickHouse for 12 s in the middle
+// of a run. The pipeline must pause, retry, carry on when it is back, and
+// lose no window.
+func TestRunSurvivesClickHouseOutage(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	root := chtest.RepoRoot()
+	dir := t.TempDir()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("bash", append([]string{filepath.Join(root, "deploy", "clickhouse", name)}, args...)...)
+		cmd.Env = append(os.Environ(), "SKEWLENS_CH_WATCH_PID="+strconv.Itoa(os.Getpid()))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	script("start.sh", dir, strconv.Itoa(port))
+	defer script("stop.sh", dir)
+	chAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+
+	done := make(chan struct{})
+	var code int
+	var errOut string
+	go func() {
+		defer close(done)
+		code, _, errOut = runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+			"--database", "e2e_outage", "--group", "e2e-outage", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
+			"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
+	}()
+	time.Sleep(8 * time.Second)
+	script("stop.sh", dir)
+	time.Sleep(12 * time.Second)
+	script("start.sh", dir, strconv.Itoa(port))
+	<-done
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
+	}
+	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "retry") {
+		t.Errorf("the outage left no trace in the log:\n%s", tail([]byte(errOut)))
+	}
+	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var first, last int64
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT min(window_start), max(window_start), uniqExact(window_start) FROM e2e_outage.hot_keys FINAL WHERE job_name = 'hot_key'").
+		Scan(&first, &last, &n); err != nil {
+		t.Fatal(err)
+	}
+	// Every window from the first to the last has its hot key: none was
+	// lost while ClickHouse was away.
+	if want := uint64((last-first)/10000 + 1); n != want || n < 30 {
+		t.Fatalf("hot key found in %d windows between %d and %d, want %d (and at least 30)", n, first, last, want)
+	}
+	t.Logf("hot key in all %d windows across the outage", n)
 }

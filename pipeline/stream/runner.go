@@ -51,6 +51,11 @@ type Config struct {
 	// MaxPending writes findings early when this many are pending
 	// (default 50000), bounding memory while ClickHouse is slow.
 	MaxPending int
+	// IdleTimeout is how long a partition may deliver nothing before it
+	// stops holding the watermark back (default 15s). The watermark is the
+	// lowest event time over the partitions that delivered recently, minus
+	// the stage's delay, as in Flink.
+	IdleTimeout time.Duration
 }
 
 // Validate fills defaults and checks values.
@@ -63,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPending == 0 {
 		c.MaxPending = 50000
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 15 * time.Second
 	}
 	var errs []error
 	if c.QueueCapacity < 1 {
@@ -90,8 +98,11 @@ type Runner struct {
 	m        *metrics
 	now      func() time.Time
 
-	dec     *decode.Decoder
-	ledger  *ledger
+	dec    *decode.Decoder
+	ledger *ledger
+	// wms holds each partition's highest event time and when it last
+	// delivered, for the watermark.
+	wms     map[partKey]*partWatermark
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
 
@@ -153,6 +164,7 @@ func New(cfg Config, src Source, stage *window.Stage, windowMs int64, sink Sink,
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, dead: dead, stage: stage, windowMs: windowMs, log: log,
 		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
+		wms:  map[partKey]*partWatermark{},
 		stop: make(chan struct{}),
 	}, nil
 }
@@ -219,6 +231,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			}
 		case <-tick.C:
+			r.advance() // partitions that went idle stop holding it back
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
@@ -282,9 +295,42 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 			continue
 		}
 		r.ledger.hold(k, floorDiv(ts, r.windowMs)*r.windowMs, msg.Offset)
+		p := r.wms[k]
+		if p == nil {
+			p = &partWatermark{maxTS: ts}
+			r.wms[k] = p
+		}
+		p.maxTS = max(p.maxTS, ts)
 	}
+	if p := r.wms[k]; p != nil {
+		p.seen = r.now()
+	}
+	r.advance()
 	r.m.pending.Set(float64(len(r.pending)))
 	return nil
+}
+
+type partWatermark struct {
+	maxTS int64
+	seen  time.Time
+}
+
+// advance moves the watermark to the lowest event time over the partitions
+// that delivered within IdleTimeout, minus the stage's delay.
+func (r *Runner) advance() {
+	now := r.now()
+	low, any := int64(0), false
+	for _, p := range r.wms {
+		if now.Sub(p.seen) > r.cfg.IdleTimeout {
+			continue
+		}
+		if !any || p.maxTS < low {
+			low, any = p.maxTS, true
+		}
+	}
+	if any {
+		r.pending = r.stage.AdvanceTo(low-r.stage.Delay(), r.pending)
+	}
 }
 
 func floorDiv(a, b int64) int64 {

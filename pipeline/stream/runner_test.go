@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -96,7 +97,7 @@ func newRunner(t *testing.T, src Source, sink Sink, dead DeadLetters) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, _ := window.New(window.Config{}, eng)
+	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, eng.Config().WindowMs, sink, dead, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -250,5 +251,30 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 	}
 	if len(src.commits) == 0 {
 		t.Fatal("nothing committed after the sink recovered")
+	}
+}
+
+// TestRunnerWatermarkIsMinOverPartitions: partition 0 delivers a minute of
+// samples before partition 1 delivers its first ones (as after a backlog);
+// partition 1's samples must not be late, because the watermark follows
+// the slowest partition.
+func TestRunnerWatermarkIsMinOverPartitions(t *testing.T) {
+	src := &fakeSource{}
+	sample := func(part int, off, ts int64) kafka.Message {
+		return kafka.Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
+			`{"ts":%d,"job_id":"j","task_name":"t","key":"k%d"}`, ts, part))}
+	}
+	for i := range 60 {
+		src.msgs = append(src.msgs, sample(0, int64(i), 1593004200000+int64(i)*1000))
+	}
+	for i := range 60 {
+		src.msgs = append(src.msgs, sample(1, int64(i), 1593004200000+int64(i)*1000))
+	}
+	r := newRunner(t, src, &fakeSink{}, &fakeDead{})
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.stage.Counts(); c.Late != 0 || c.Samples != 120 {
+		t.Fatalf("counts %+v: the slow partition's samples were late", c)
 	}
 }

@@ -17,6 +17,12 @@ type Config struct {
 	OutOfOrderMs int64
 	// AllowedLatenessMs delays closing a window by this much more (default 0).
 	AllowedLatenessMs int64
+	// ExternalWatermark leaves the watermark to the caller: Sample and
+	// Metric only add events, and AdvanceTo moves the watermark. The
+	// streaming runner uses it to take the minimum over Kafka partitions,
+	// so that one partition racing ahead (say, while a backlog drains)
+	// cannot make another partition's events late.
+	ExternalWatermark bool
 }
 
 // Validate fills defaults and checks the values.
@@ -92,7 +98,7 @@ func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) []skew.Finding {
 // observe advances the watermark after an event. The event is added first,
 // so an event that itself moves the watermark is never late.
 func (s *Stage) observe(ts int64, dst []skew.Finding) []skew.Finding {
-	if ts <= s.maxTS {
+	if s.cfg.ExternalWatermark || ts <= s.maxTS {
 		return dst
 	}
 	s.maxTS = ts
@@ -113,6 +119,10 @@ func (s *Stage) AdvanceTo(wm int64, dst []skew.Finding) []skew.Finding {
 	}
 	return dst
 }
+
+// Delay is how far the watermark trails the event time it is derived
+// from: the out-of-orderness plus the allowed lateness.
+func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenessMs }
 
 // Flush closes every open window.
 func (s *Stage) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }
