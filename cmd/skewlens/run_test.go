@@ -214,3 +214,13 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	}
 	t.Logf("hot key in all %d windows across the outage", n)
 }
+
+func TestMigrateTwice(t *testing.T) {
+	addr := chtest.Start(t)
+	for range 2 {
+		code, out, errOut := runCLI(t, "", "migrate", "--clickhouse-addr", addr, "--database", "e2e_migrate")
+		if code != 0 || !strings.Contains(out, "schema of e2e_migrate is current (ClickHouse 18.16") {
+			t.Fatalf("exit %d: %s %s", code, out, tail([]byte(errOut)))
+		}
+	}
+}
