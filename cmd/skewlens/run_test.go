@@ -41,7 +41,8 @@ func TestRunEndToEnd(t *testing.T) {
 	db := "e2e_run"
 	code, out, errOut := runCLI(t, "", "run",
 		"--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr, "--database", db,
-		"--group", "e2e", "--listen", "127.0.0.1:0", "--simulate", "hot_key,slow_sink", "--speed", "50",
+		"--group", "e2e", "--topics", "e2e-metrics,e2e-samples", "--dead-letter-topic", "e2e-dead",
+		"--listen", "127.0.0.1:0", "--simulate", "hot_key,slow_sink", "--speed", "50",
 		"--duration", "25s", "--log-format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -107,8 +108,16 @@ func TestRunDeadLetters(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
+	// A new topic is invisible to the writer until its metadata refreshes.
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	code, out, errOut := runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", "e2e_dead", "--group", "e2e-dead", "--topics", topic, "--dead-letter-topic", dlq,
@@ -180,7 +189,8 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	go func() {
 		defer close(done)
 		code, _, errOut = runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-			"--database", "e2e_outage", "--group", "e2e-outage", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
+			"--database", "e2e_outage", "--group", "e2e-outage", "--topics", "outage-metrics,outage-samples",
+			"--dead-letter-topic", "outage-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
 			"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
 	}()
 	time.Sleep(8 * time.Second)
@@ -191,7 +201,10 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
 	}
-	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "retry") {
+	if strings.Contains(errOut, `"late":0,`) == false {
+		t.Errorf("records were late:\n%s", tail([]byte(errOut)))
+	}
+	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "clickhouse sink: retrying") {
 		t.Errorf("the outage left no trace in the log:\n%s", tail([]byte(errOut)))
 	}
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
