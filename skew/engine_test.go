@@ -482,3 +482,44 @@ func TestSubtaskStatsRows(t *testing.T) {
 		t.Error("stats rows without EmitStats")
 	}
 }
+
+// TestCountersOnlyAndPoolUsageOnly: rates derived from cumulative
+// numRecordsIn counters (no per-second meters), and saturation from pool
+// usage when busy time is not reported (Flink before 1.13).
+func TestCountersOnlyAndPoolUsageOnly(t *testing.T) {
+	const p = 4
+	j := newJob(t, Config{})
+	count := make([]float64, p)
+	for w := range 4 {
+		ts := t0 + int64(w)*10000 + 5000
+		for i := range p {
+			rate := 100.0
+			inPool, outPool := 0.1, 0.1
+			if i == 2 {
+				rate, inPool = 400, 1.0 // subtask 2 gets 4× the input and its input buffers are full
+			}
+			count[i] += rate * 10
+			for _, kv := range []struct {
+				n MetricName
+				v float64
+			}{{NumRecordsIn, count[i]}, {InPoolUsage, inPool}, {OutPoolUsage, outPool}} {
+				m := Metric{TS: ts, JobID: j.id, TaskName: "agg", Subtask: int32(i), Name: kv.n, Value: kv.v, Host: "h" + strconv.Itoa(i)}
+				if j.e.AddMetric(&m) != Accepted {
+					t.Fatal("rejected")
+				}
+			}
+		}
+		j.close(w)
+	}
+	sat := j.kinds(KindSaturation, "")
+	// Window 0 has no previous counter value, so no rate: the skew is seen
+	// from window 1 on; sustain 2 then reports windows 1, 2 and 3.
+	if len(sat) != 3 {
+		t.Fatalf("%d findings: %s", len(sat), dump(j.out))
+	}
+	for _, f := range sat[1:] {
+		if f.Cause != CauseDataSkew || *f.SubtaskIndex != 2 || f.Evidence.RecordsInPerSecond != 400 || f.Evidence.InputRatio != 4 {
+			t.Fatalf("finding %s", dump([]Finding{f}))
+		}
+	}
+}
