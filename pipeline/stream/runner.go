@@ -42,8 +42,9 @@ type DeadLetters interface {
 // Config configures a Runner.
 type Config struct {
 	// QueueCapacity bounds the messages fetched but not yet processed
-	// (default 4096). When it is full the fetcher waits: the overflow
-	// policy is back-pressure on Kafka, never dropping.
+	// (default 4096, handed over in batches of up to 256). When it is full
+	// the fetcher waits: the overflow policy is back-pressure on Kafka,
+	// never dropping.
 	QueueCapacity int
 	// FlushInterval is how often pending findings are written and offsets
 	// committed (default 1s: about one insert per second per table).
@@ -184,30 +185,17 @@ func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue := make(chan kafka.Message, r.cfg.QueueCapacity)
+	// Messages cross from the fetcher to the actor in batches: a channel
+	// operation per message costs more than decoding it. The queue holds
+	// QueueCapacity messages in all.
+	queue := make(chan []kafka.Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
-	go func() {
-		defer close(queue)
-		for {
-			msg, err := r.src.Fetch(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					fetchErr <- fmt.Errorf("fetch: %w", err)
-				}
-				return
-			}
-			select {
-			case queue <- msg:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go r.fetch(ctx, queue, fetchErr)
 	tick := time.NewTicker(r.cfg.FlushInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case msg, ok := <-queue:
+		case batch, ok := <-queue:
 			if !ok {
 				// The fetcher has stopped, and everything it fetched has been
 				// processed. A source that ends (io.EOF) is a finished replay.
@@ -221,9 +209,11 @@ func (r *Runner) Run(ctx context.Context) error {
 					return r.flush(context.WithoutCancel(ctx))
 				}
 			}
-			r.m.queue.Set(float64(len(queue)))
-			if err := r.process(ctx, msg); err != nil {
-				return err
+			r.m.queue.Set(float64(len(queue) * batchMax))
+			for _, msg := range batch {
+				if err := r.process(ctx, msg); err != nil {
+					return err
+				}
 			}
 			if len(r.pending) >= r.cfg.MaxPending {
 				if err := r.flush(ctx); err != nil {
@@ -240,6 +230,63 @@ func (r *Runner) Run(ctx context.Context) error {
 			return r.flush(context.WithoutCancel(ctx))
 		case <-ctx.Done():
 			return r.flush(context.WithoutCancel(ctx))
+		}
+	}
+}
+
+// batchMax and batchWait bound one hand-off from the fetcher: a batch is
+// sent when it has batchMax messages or batchWait after its first one, so
+// batching adds at most batchWait of latency.
+const (
+	batchMax  = 256
+	batchWait = 5 * time.Millisecond
+)
+
+// fetch runs in its own goroutine, fetching batches into queue until ctx
+// ends or the source fails; then it closes queue, after reporting the error
+// on errc. A full queue blocks it: back-pressure, never dropping.
+func (r *Runner) fetch(ctx context.Context, queue chan<- []kafka.Message, errc chan<- error) {
+	defer close(queue)
+	send := func(batch []kafka.Message) bool {
+		if len(batch) == 0 {
+			return true
+		}
+		select {
+		case queue <- batch:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	fail := func(batch []kafka.Message, err error) {
+		if send(batch) && ctx.Err() == nil {
+			errc <- fmt.Errorf("fetch: %w", err)
+		}
+	}
+	for {
+		msg, err := r.src.Fetch(ctx) // wait as long as it takes for the first
+		if err != nil {
+			fail(nil, err)
+			return
+		}
+		batch := make([]kafka.Message, 1, batchMax)
+		batch[0] = msg
+		bctx, bcancel := context.WithTimeout(ctx, batchWait)
+		for len(batch) < batchMax {
+			msg, err := r.src.Fetch(bctx)
+			if err != nil {
+				if bctx.Err() != nil && ctx.Err() == nil {
+					break // the batch's time is up
+				}
+				bcancel()
+				fail(batch, err)
+				return
+			}
+			batch = append(batch, msg)
+		}
+		bcancel()
+		if !send(batch) {
+			return
 		}
 	}
 }
