@@ -65,8 +65,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 		MaxWait:     cfg.MaxWait,
 		// Below MaxWait kafka-go would cut fetches short; above it a dead
 		// connection is noticed late. MaxWait + 10 s is kafka-go's own rule.
-		ReadBatchTimeout:  cfg.MaxWait + 10*time.Second,
-		QueueCapacity:     cfg.QueueCapacity,
+		ReadBatchTimeout: cfg.MaxWait + 10*time.Second,
+		QueueCapacity:    cfg.QueueCapacity,
+		// Range assignment gives partition i of every topic to the same
+		// member when the topics have equal partition counts. Producers key
+		// by job_id, so a job's metrics and key samples (two topics) meet on
+		// one instance, which the diagnosis needs. Round-robin would split
+		// them.
+		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
 		CommitInterval:    0, // synchronous: Commit returns when the broker has the offsets
 		StartOffset:       start,
 		HeartbeatInterval: time.Second,
