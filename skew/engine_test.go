@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
@@ -521,5 +523,37 @@ func TestCountersOnlyAndPoolUsageOnly(t *testing.T) {
 		if f.Cause != CauseDataSkew || *f.SubtaskIndex != 2 || f.Evidence.RecordsInPerSecond != 400 || f.Evidence.InputRatio != 4 {
 			t.Fatalf("finding %s", dump([]Finding{f}))
 		}
+	}
+}
+
+// TestMemoryBoundedByDistinctKeys: a million distinct keys in each of two
+// windows leave only the sketches behind. The heap in use after them must
+// not grow with the number of keys (a map of keys would need >100 MB).
+func TestMemoryBoundedByDistinctKeys(t *testing.T) {
+	e, _ := New(Config{})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	buf := make([]byte, 0, 32)
+	s := KeySample{JobID: "j", TaskName: "t", Weight: 1, SampleRate: 1, Parallelism: 128, Subtask: -1}
+	for w := range 2 {
+		for i := range 1_000_000 {
+			buf = strconv.AppendInt(append(buf[:0], "user-"...), int64(w*1_000_000+i), 10)
+			s.Key = unsafe.String(&buf[0], len(buf)) // aliased, as the decoder hands keys over
+			s.TS = t0 + int64(w)*10000 + int64(i%10000)
+			if e.AddSample(&s) != Accepted {
+				t.Fatal("rejected")
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap in use grew by %.1f MB for 2 M distinct keys in 2 open windows", float64(grown)/1e6)
+	if grown > 16<<20 {
+		t.Fatalf("heap grew by %d bytes", grown)
+	}
+	if got := e.Flush(nil); len(got) != 0 {
+		t.Fatalf("uniform keys produced findings: %s", dump(got[:1]))
 	}
 }
