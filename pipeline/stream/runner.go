@@ -49,9 +49,8 @@ type Config struct {
 	// FlushInterval is how often pending findings are written and offsets
 	// committed (default 1s: about one insert per second per table).
 	FlushInterval time.Duration
-	// MaxPending bounds the findings held for one write (default 50000).
-	// Findings are written as soon as a window closes, so this is only
-	// reached when one window closes with very many.
+	// MaxPending writes findings at once when this many are pending
+	// (default 50000), bounding memory while ClickHouse is slow.
 	MaxPending int
 	// IdleTimeout is how long a partition may deliver nothing before it
 	// stops holding the watermark back (default 15s). The watermark is the
@@ -107,6 +106,8 @@ type Runner struct {
 	wms     map[partKey]*partWatermark
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
+
+	lastWrite time.Time // when pending findings were last written
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -216,11 +217,13 @@ func (r *Runner) Run(ctx context.Context) error {
 					return err
 				}
 			}
-			// Findings appear when the watermark closes windows: write them
-			// now rather than at the next tick, so detection latency is the
-			// window plus the watermark delay, not that plus a tick. The
-			// sink still inserts at most about once per second per table.
-			if len(r.pending) > 0 {
+			// Findings appear when the watermark closes windows. Write them
+			// now if the last write is at least a flush interval old, so a
+			// window's findings are not held back by the ticker; otherwise
+			// the ticker writes them. Writing on every close would stall the
+			// actor on the sink's pacing (one insert per second per table).
+			if len(r.pending) >= r.cfg.MaxPending ||
+				len(r.pending) > 0 && r.now().Sub(r.lastWrite) >= r.cfg.FlushInterval {
 				if err := r.flush(ctx); err != nil {
 					return err
 				}
@@ -401,6 +404,7 @@ func (r *Runner) flush(ctx context.Context) error {
 		if err := r.write(ctx); err != nil {
 			return err
 		}
+		r.lastWrite = r.now()
 		r.written.Add(int64(len(r.pending)))
 		for i := range r.pending {
 			f := &r.pending[i]
