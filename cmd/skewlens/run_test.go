@@ -237,3 +237,44 @@ func TestMigrateTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSurvivesBrokerRestart restarts the Kafka broker in the middle of
+// a run; the pipeline (and the simulator feeding it) reconnect, and no
+// window is lost.
+func TestRunSurvivesBrokerRestart(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	done := make(chan struct{})
+	var code int
+	var errOut string
+	go func() {
+		defer close(done)
+		code, _, errOut = runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+			"--database", "e2e_restart", "--group", "e2e-restart", "--topics", "restart-metrics,restart-samples",
+			"--dead-letter-topic", "restart-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
+			"--speed", "20", "--duration", "50s", "--quiet", "--log-format", "json")
+	}()
+	time.Sleep(10 * time.Second)
+	kafkatest.Restart(t)
+	<-done
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
+	}
+	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var first, last int64
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT min(window_start), max(window_start), uniqExact(window_start) FROM e2e_restart.hot_keys FINAL WHERE job_name = 'hot_key'").
+		Scan(&first, &last, &n); err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64((last-first)/10000 + 1); n != want || n < 30 {
+		t.Fatalf("hot key found in %d windows between %d and %d, want %d (and at least 30)\n%s", n, first, last, want, tail([]byte(errOut)))
+	}
+	t.Logf("hot key in all %d windows across the broker restart", n)
+}
