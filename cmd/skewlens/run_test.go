@@ -207,24 +207,7 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "clickhouse sink: retrying") {
 		t.Errorf("the outage left no trace in the log:\n%s", tail([]byte(errOut)))
 	}
-	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var first, last int64
-	var n uint64
-	if err := conn.QueryRow(ctx, "SELECT min(window_start), max(window_start), uniqExact(window_start) FROM e2e_outage.hot_keys FINAL WHERE job_name = 'hot_key'").
-		Scan(&first, &last, &n); err != nil {
-		t.Fatal(err)
-	}
-	// Every window from the first to the last has its hot key: none was
-	// lost while ClickHouse was away.
-	if want := uint64((last-first)/10000 + 1); n != want || n < 30 {
-		t.Fatalf("hot key found in %d windows between %d and %d, want %d (and at least 30)", n, first, last, want)
-	}
+	n := assertNoLostWindow(t, chAddr, "e2e_outage", errOut)
 	t.Logf("hot key in all %d windows across the outage", n)
 }
 
@@ -260,6 +243,15 @@ func TestRunSurvivesBrokerRestart(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
 	}
+	n := assertNoLostWindow(t, chAddr, "e2e_restart", errOut)
+	t.Logf("hot key in all %d windows across the broker restart", n)
+}
+
+// assertNoLostWindow checks that the hot_key job's hot key is in database
+// db for every window from the first to the last (at least 30 of them), as
+// a run that lost nothing gives, and returns the number of windows.
+func assertNoLostWindow(t *testing.T, chAddr, db, log string) uint64 {
+	t.Helper()
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
 	if err != nil {
 		t.Fatal(err)
@@ -269,12 +261,12 @@ func TestRunSurvivesBrokerRestart(t *testing.T) {
 	defer cancel()
 	var first, last int64
 	var n uint64
-	if err := conn.QueryRow(ctx, "SELECT min(window_start), max(window_start), uniqExact(window_start) FROM e2e_restart.hot_keys FINAL WHERE job_name = 'hot_key'").
-		Scan(&first, &last, &n); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT min(window_start), max(window_start), uniqExact(window_start) FROM "+db+
+		".hot_keys FINAL WHERE job_name = 'hot_key'").Scan(&first, &last, &n); err != nil {
 		t.Fatal(err)
 	}
 	if want := uint64((last-first)/10000 + 1); n != want || n < 30 {
-		t.Fatalf("hot key found in %d windows between %d and %d, want %d (and at least 30)\n%s", n, first, last, want, tail([]byte(errOut)))
+		t.Fatalf("hot key found in %d windows between %d and %d, want %d (and at least 30)\n%s", n, first, last, want, tail([]byte(log)))
 	}
-	t.Logf("hot key in all %d windows across the broker restart", n)
+	return n
 }
