@@ -126,7 +126,9 @@ func New(cfg Config) (*Engine, error) {
 // Config returns the engine's configuration with defaults filled in.
 func (e *Engine) Config() Config { return e.cfg }
 
-func (e *Engine) windowStart(ts int64) int64 {
+// WindowStart returns the start of the tumbling window that holds event
+// time ts (epoch ms).
+func (e *Engine) WindowStart(ts int64) int64 {
 	w := e.cfg.WindowMs
 	s := ts / w * w
 	if ts < 0 && s != ts {
@@ -196,7 +198,7 @@ func (e *Engine) openWindow(ws int64) bool {
 
 // AddSample adds one key sample. It never blocks and does not keep s.
 func (e *Engine) AddSample(s *KeySample) Verdict {
-	ws := e.windowStart(s.TS)
+	ws := e.WindowStart(s.TS)
 	if ws+e.cfg.WindowMs <= e.closedUpTo {
 		return Late
 	}
@@ -241,7 +243,7 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 
 // AddMetric adds one metric observation. It never blocks and does not keep m.
 func (e *Engine) AddMetric(m *Metric) Verdict {
-	ws := e.windowStart(m.TS)
+	ws := e.WindowStart(m.TS)
 	if ws+e.cfg.WindowMs <= e.closedUpTo {
 		return Late
 	}
@@ -343,7 +345,7 @@ func (e *Engine) Advance(watermark int64, dst []Finding) []Finding {
 		e.open = e.open[1:]
 		dst = e.closeWindow(ws, dst)
 	}
-	if end := e.windowStart(watermark); end > e.closedUpTo {
+	if end := e.WindowStart(watermark); end > e.closedUpTo {
 		e.closedUpTo = end
 	}
 	return dst

@@ -132,7 +132,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	runner, err := stream.New(stream.Config{}, src, stage, eng.Config().WindowMs, sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{}, src, stage, sink, dead, log, reg)
 	if err != nil {
 		return err
 	}

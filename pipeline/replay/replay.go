@@ -116,9 +116,9 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 		}
 		switch cur.kind {
 		case decode.KindKeySample:
-			findings = stage.Sample(&cur.dec.Sample, findings)
+			findings, _ = stage.Sample(&cur.dec.Sample, findings)
 		case decode.KindMetric:
-			findings = stage.Metric(&cur.dec.Metric, findings)
+			findings, _ = stage.Metric(&cur.dec.Metric, findings)
 		}
 		if len(findings) > 0 {
 			if err := flush(); err != nil {

@@ -89,15 +89,14 @@ func (c *Config) Validate() error {
 // Runner is the pipeline actor. Run it once; Stop is safe to call any
 // number of times, from any goroutine.
 type Runner struct {
-	cfg      Config
-	src      Source
-	sink     Sink
-	dead     DeadLetters
-	stage    *window.Stage
-	windowMs int64
-	log      *slog.Logger
-	m        *metrics
-	now      func() time.Time
+	cfg   Config
+	src   Source
+	sink  Sink
+	dead  DeadLetters
+	stage *window.Stage
+	log   *slog.Logger
+	m     *metrics
+	now   func() time.Time
 
 	dec    *decode.Decoder
 	ledger *ledger
@@ -155,17 +154,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// New returns a Runner. windowMs must be the engine's window length, so
-// that offsets are held by the right windows.
-func New(cfg Config, src Source, stage *window.Stage, windowMs int64, sink Sink, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+// New returns a Runner that feeds stage. Offsets are held by the stage's
+// windows, so the window length comes from there.
+func New(cfg Config, src Source, stage *window.Stage, sink Sink, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if windowMs <= 0 {
-		return nil, fmt.Errorf("window %d ms: must be positive", windowMs)
-	}
 	return &Runner{
-		cfg: cfg, src: src, sink: sink, dead: dead, stage: stage, windowMs: windowMs, log: log,
+		cfg: cfg, src: src, sink: sink, dead: dead, stage: stage, log: log,
 		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
 		wms:  map[partKey]*partWatermark{},
 		stop: make(chan struct{}),
@@ -323,33 +319,32 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 			}
 			continue
 		}
-		before := r.stage.Counts()
 		var ts int64
+		var v skew.Verdict
 		switch kind {
 		case decode.KindKeySample:
 			ts = r.dec.Sample.TS
-			r.pending = r.stage.Sample(&r.dec.Sample, r.pending)
+			r.pending, v = r.stage.Sample(&r.dec.Sample, r.pending)
 		case decode.KindMetric:
 			ts = r.dec.Metric.TS
-			r.pending = r.stage.Metric(&r.dec.Metric, r.pending)
+			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
 		default:
 			r.m.lines.WithLabelValues("skipped").Inc()
 			continue
 		}
-		after := r.stage.Counts()
 		switch {
-		case after.Samples > before.Samples:
-			r.m.lines.WithLabelValues("sample").Inc()
-		case after.Metrics > before.Metrics:
-			r.m.lines.WithLabelValues("metric").Inc()
-		case after.Late > before.Late:
+		case v == skew.Late:
 			r.m.lines.WithLabelValues("late").Inc()
 			continue
-		default:
+		case v != skew.Accepted:
 			r.m.lines.WithLabelValues("rejected").Inc()
 			continue
+		case kind == decode.KindKeySample:
+			r.m.lines.WithLabelValues("sample").Inc()
+		default:
+			r.m.lines.WithLabelValues("metric").Inc()
 		}
-		r.ledger.hold(k, floorDiv(ts, r.windowMs)*r.windowMs, msg.Offset)
+		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
 		p := r.wms[k]
 		if p == nil {
 			p = &partWatermark{maxTS: ts}
@@ -388,14 +383,6 @@ func (r *Runner) advance() {
 	}
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 // flush writes pending findings, then commits every offset that no open
 // window holds any more.
 func (r *Runner) flush(ctx context.Context) error {
@@ -420,7 +407,7 @@ func (r *Runner) flush(ctx context.Context) error {
 	// Windows before the watermark's window are closed and now written.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
-	r.ledger.release(floorDiv(wm, r.windowMs) * r.windowMs)
+	r.ledger.release(r.stage.WindowStart(wm))
 	cps := r.ledger.pending()
 	if len(cps) > 0 {
 		msgs := make([]kafka.Message, len(cps))

@@ -98,7 +98,7 @@ func newRunner(t *testing.T, src Source, sink Sink, dead DeadLetters) *Runner {
 		t.Fatal(err)
 	}
 	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
-	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, eng.Config().WindowMs, sink, dead, nil, prometheus.NewRegistry())
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, dead, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,9 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 		case err != nil:
 			t.Fatal(err)
 		case k == decode.KindKeySample:
-			want = stage.Sample(&d.Sample, want)
+			want, _ = stage.Sample(&d.Sample, want)
 		case k == decode.KindMetric:
-			want = stage.Metric(&d.Metric, want)
+			want, _ = stage.Metric(&d.Metric, want)
 		}
 	}
 	if len(got) == 0 || len(got) != len(want) {
@@ -167,7 +167,7 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 		last[c.Partition] = c.Offset
 	}
 	wm := stage.Watermark()
-	closedUpTo := floorDiv(wm, 10000) * 10000
+	closedUpTo := stage.WindowStart(wm)
 	for _, m := range src.msgs {
 		if _, err := d.Decode(m.Value); err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func (s *Stage) Counts() Counts { return s.counts }
 // Watermark returns the current watermark (math.MinInt64 before any event).
 func (s *Stage) Watermark() int64 { return s.wm }
 
-func (s *Stage) count(v skew.Verdict, accepted *uint64) {
+func (s *Stage) count(v skew.Verdict, accepted *uint64) skew.Verdict {
 	switch v {
 	case skew.Accepted:
 		*accepted++
@@ -80,20 +80,26 @@ func (s *Stage) count(v skew.Verdict, accepted *uint64) {
 	default:
 		s.counts.Rejected++
 	}
+	return v
 }
 
 // Sample adds a key sample and advances the watermark; findings of
-// windows it closes are appended to dst.
-func (s *Stage) Sample(k *skew.KeySample, dst []skew.Finding) []skew.Finding {
-	s.count(s.eng.AddSample(k), &s.counts.Samples)
-	return s.observe(k.TS, dst)
+// windows it closes are appended to dst. The verdict says whether the
+// sample was accepted, late or rejected.
+func (s *Stage) Sample(k *skew.KeySample, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
+	v := s.count(s.eng.AddSample(k), &s.counts.Samples)
+	return s.observe(k.TS, dst), v
 }
 
-// Metric adds a metric and advances the watermark.
-func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) []skew.Finding {
-	s.count(s.eng.AddMetric(m), &s.counts.Metrics)
-	return s.observe(m.TS, dst)
+// Metric adds a metric and advances the watermark, like Sample.
+func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
+	v := s.count(s.eng.AddMetric(m), &s.counts.Metrics)
+	return s.observe(m.TS, dst), v
 }
+
+// WindowStart returns the start of the engine's window that holds event
+// time ts.
+func (s *Stage) WindowStart(ts int64) int64 { return s.eng.WindowStart(ts) }
 
 // observe advances the watermark after an event. The event is added first,
 // so an event that itself moves the watermark is never late.

@@ -35,10 +35,16 @@ func TestWatermarkAndLateness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var late uint64
 			for _, ts := range tt.ts {
-				s.Metric(metric(ts, 100), nil)
+				if _, v := s.Metric(metric(ts, 100), nil); v == skew.Late {
+					late++
+				}
 			}
 			c := s.Counts()
+			if late != c.Late {
+				t.Errorf("%d Late verdicts returned, %d counted", late, c.Late)
+			}
 			if c.Late != tt.wantLate || c.Metrics+c.Late != uint64(len(tt.ts)) {
 				t.Errorf("counts %+v, want %d late", c, tt.wantLate)
 			}
