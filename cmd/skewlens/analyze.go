@@ -70,6 +70,17 @@ type engineFlags struct {
 	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine"`
 }
 
+// windowFlags are the watermark settings of every command that windows
+// events.
+type windowFlags struct {
+	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
+	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
+}
+
+func (f *windowFlags) windowConfig() window.Config {
+	return window.Config{OutOfOrderMs: max(f.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: f.AllowedLateness.Milliseconds()}
+}
+
 func (f *engineFlags) config() skew.Config {
 	return skew.Config{
 		WindowMs:                 f.Window.Milliseconds(),
@@ -94,15 +105,14 @@ func (f *engineFlags) config() skew.Config {
 }
 
 type analyzeCmd struct {
-	Input           []string      `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
-	Format          string        `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
-	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
-	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
-	Output          string        `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
-	Kind            []string      `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
-	Stats           bool          `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
-	ShowBad         int           `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
-	Progress        string        `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
+	Input    []string `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
+	Format   string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
+	Output   string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
+	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
+	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
+	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
+	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
+	windowFlags
 	engineFlags
 }
 
@@ -113,7 +123,7 @@ func (c *analyzeCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds()}, eng)
+	stage, err := window.New(c.windowConfig(), eng)
 	if err != nil {
 		return err
 	}

@@ -46,9 +46,8 @@ type runCmd struct {
 	Duration        time.Duration   `env:"SKEWLENS_DURATION" help:"Stop after this long (default: run until interrupted)."`
 	Simulate        []string        `env:"SKEWLENS_SIMULATE" placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
 	Speed           float64         `default:"1" help:"Speed-up of the simulated incidents over real time."`
-	OutOfOrderness  time.Duration   `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
-	AllowedLateness time.Duration   `default:"0s" help:"Extra time a window stays open for late events."`
 	Quiet           bool            `help:"Do not print findings to the terminal."`
+	windowFlags
 	engineFlags
 }
 
@@ -127,8 +126,9 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	stage, err := window.New(window.Config{OutOfOrderMs: max(c.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: c.AllowedLateness.Milliseconds(),
-		ExternalWatermark: true}, eng)
+	wcfg := c.windowConfig()
+	wcfg.ExternalWatermark = true // the runner takes the minimum over partitions
+	stage, err := window.New(wcfg, eng)
 	if err != nil {
 		return err
 	}
