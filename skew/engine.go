@@ -20,6 +20,10 @@ const (
 	// Rejected: the event cannot be placed (subtask or parallelism out of
 	// Flink's range, or too many windows open at once).
 	Rejected
+	// Replayed: the event's window was closed and written before the
+	// engine was restored from a snapshot (see Restore); the event is read
+	// again because Kafka offsets are committed only up to open windows.
+	Replayed
 )
 
 // maxSubtasks is Flink's upper bound on parallelism; larger subtask indexes
@@ -53,6 +57,11 @@ type jobState struct {
 	lastFailed    float64
 	hasLastFailed bool
 	lastSeen      int64
+	// resumeFrom is the restored ClosedUpTo: events of earlier windows are
+	// Replayed. restoredOnly is set until the job's first event after a
+	// Restore, and keeps it out of snapshots.
+	resumeFrom   int64
+	restoredOnly bool
 }
 
 // jobWindow holds job-scoped metrics of one window.
@@ -146,7 +155,7 @@ func (e *Engine) task(jobID, jobName, taskName string) *taskState {
 	}
 	j := e.jobs[jobID]
 	if j == nil {
-		j = &jobState{id: strings.Clone(jobID), tasks: map[string]*taskState{}}
+		j = &jobState{id: strings.Clone(jobID), tasks: map[string]*taskState{}, resumeFrom: math.MinInt64}
 		e.jobs[j.id] = j
 	}
 	if jobName != "" && j.name != jobName {
@@ -207,6 +216,10 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		return Rejected
 	}
 	t := e.task(s.JobID, s.JobName, s.TaskName)
+	if ws < t.job.resumeFrom {
+		return Replayed
+	}
+	t.job.restoredOnly = false
 	sub := int(s.Subtask)
 	if s.Parallelism > 0 {
 		if !t.hasRouter || t.parallelism != int(s.Parallelism) || t.maxParallelism != int(s.MaxParallelism) {
@@ -264,6 +277,10 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		}
 	}
 	t := e.task(m.JobID, m.JobName, m.TaskName)
+	if ws < t.job.resumeFrom {
+		return Replayed
+	}
+	t.job.restoredOnly = false
 	w := e.window(t, ws)
 	if w == nil {
 		return Rejected
@@ -303,14 +320,18 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 }
 
 func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
+	j := e.jobs[m.JobID]
+	if j != nil && ws < j.resumeFrom {
+		return Replayed
+	}
 	if !e.openWindow(ws) {
 		return Rejected
 	}
-	j := e.jobs[m.JobID]
 	if j == nil {
-		j = &jobState{id: strings.Clone(m.JobID), tasks: map[string]*taskState{}}
+		j = &jobState{id: strings.Clone(m.JobID), tasks: map[string]*taskState{}, resumeFrom: math.MinInt64}
 		e.jobs[j.id] = j
 	}
+	j.restoredOnly = false
 	if m.JobName != "" && j.name != m.JobName {
 		j.name = strings.Clone(m.JobName)
 	}

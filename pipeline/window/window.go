@@ -46,6 +46,10 @@ type Counts struct {
 	Metrics  uint64 // metrics accepted
 	Late     uint64 // events for windows already closed
 	Rejected uint64 // events the engine could not place
+	// Replayed counts events of windows closed and written before the
+	// engine was restored: read again after a restart, and not counted
+	// twice.
+	Replayed uint64
 }
 
 // Stage feeds one engine. It is not safe for concurrent use.
@@ -77,6 +81,8 @@ func (s *Stage) count(v skew.Verdict, accepted *uint64) skew.Verdict {
 		*accepted++
 	case skew.Late:
 		s.counts.Late++
+	case skew.Replayed:
+		s.counts.Replayed++
 	default:
 		s.counts.Rejected++
 	}
@@ -129,6 +135,9 @@ func (s *Stage) AdvanceTo(wm int64, dst []skew.Finding) []skew.Finding {
 // Delay is how far the watermark trails the event time it is derived
 // from: the out-of-orderness plus the allowed lateness.
 func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenessMs }
+
+// Snapshot appends the engine's cross-window state (see skew.Engine.Snapshot).
+func (s *Stage) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Snapshot(dst) }
 
 // Flush closes every open window.
 func (s *Stage) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }
