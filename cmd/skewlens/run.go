@@ -126,13 +126,29 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
+	// Resume the engine's cross-window history where the group left it, so
+	// a restart gives the findings an uninterrupted run gives.
+	states, err := sink.LoadState(ctx, c.Group)
+	if err != nil {
+		return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
+	}
+	if err := eng.Restore(states); err != nil {
+		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)
+	}
+	if len(states) > 0 {
+		log.Info("resumed engine state", "group", c.Group, "jobs", len(states))
+	}
+	backlog, err := kafkasrc.Backlog(ctx, brokers, c.Group, c.Topics, false)
+	if err != nil {
+		return err
+	}
 	wcfg := c.windowConfig()
 	wcfg.ExternalWatermark = true // the runner takes the minimum over partitions
 	stage, err := window.New(wcfg, eng)
 	if err != nil {
 		return err
 	}
-	runner, err := stream.New(stream.Config{}, src, stage, sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{Backlog: backlog, Group: c.Group}, src, stage, sink, sink, dead, log, reg)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			dead, _ := kafkasrc.NewDeadLetters(kafkasrc.Config{Brokers: brokers, Topics: []string{"samples"}, DeadLetterTopic: "dead"}, quiet, nil)
 			eng, _ := skew.New(skew.Config{})
 			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
-			r, err := New(Config{}, &limited{Source: src, n: len(msgs)}, stage, sink, dead, nil, prometheus.NewRegistry())
+			r, err := New(Config{}, &limited{Source: src, n: len(msgs)}, stage, sink, nil, dead, nil, prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,13 @@ type DeadLetters interface {
 	Send(ctx context.Context, msg kafka.Message, reason, detail string) error
 }
 
+// StateStore keeps the engine's cross-window state (see
+// skew.Engine.Snapshot). SaveState returns nil only once the state is
+// durably stored; later versions replace earlier ones.
+type StateStore interface {
+	SaveState(ctx context.Context, group string, version uint64, states []skew.JobState) error
+}
+
 // Config configures a Runner.
 type Config struct {
 	// QueueCapacity bounds the messages fetched but not yet processed
@@ -57,6 +65,16 @@ type Config struct {
 	// lowest event time over the partitions that delivered recently, minus
 	// the stage's delay, as in Flink.
 	IdleTimeout time.Duration
+	// Backlog lists the partitions that hold unread records when the runner
+	// starts (kafkasrc.Backlog). Each holds the watermark back until it
+	// delivers, or for IdleTimeout if it never does (another instance of
+	// the group reads it). Without it, a partition that delivers its
+	// backlog first would move the watermark past the records of the
+	// partitions still waiting, and make them late.
+	Backlog []kafka.Partition
+	// Group names the consumer group whose engine state is saved (with a
+	// StateStore; default "skewlens").
+	Group string
 }
 
 // Validate fills defaults and checks values.
@@ -72,6 +90,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 15 * time.Second
+	}
+	if c.Group == "" {
+		c.Group = "skewlens"
 	}
 	var errs []error
 	if c.QueueCapacity < 1 {
@@ -92,6 +113,7 @@ type Runner struct {
 	cfg   Config
 	src   Source
 	sink  Sink
+	state StateStore // nil: the engine's state is not saved
 	dead  DeadLetters
 	stage *window.Stage
 	log   *slog.Logger
@@ -105,6 +127,9 @@ type Runner struct {
 	wms     map[partKey]*partWatermark
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
+	// savedUpTo is the watermark window whose engine state was last saved.
+	savedUpTo int64
+	states    []skew.JobState
 
 	lastWrite time.Time // when pending findings were last written
 
@@ -131,6 +156,7 @@ type metrics struct {
 	watermark    prometheus.Gauge
 	pending      prometheus.Gauge
 	writeRetries prometheus.Counter
+	stateSaves   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -146,25 +172,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
 		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
 		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_write_retries_total",
-			Help: "Retried writes of findings (the sink was unavailable; consumption pauses meanwhile)."}),
+			Help: "Retried writes of findings or engine state (the sink was unavailable; consumption pauses meanwhile)."}),
+		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
+			Help: "Saves of the engine's cross-window state, each after the findings of the windows that changed it."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries)
+		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves)
 	}
 	return m
 }
 
 // New returns a Runner that feeds stage. Offsets are held by the stage's
-// windows, so the window length comes from there.
-func New(cfg Config, src Source, stage *window.Stage, sink Sink, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+// windows, so the window length comes from there. state may be nil: then
+// a restarted runner starts the engine's cross-window history afresh.
+func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Runner{
-		cfg: cfg, src: src, sink: sink, dead: dead, stage: stage, log: log,
+		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
 		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
-		wms:  map[partKey]*partWatermark{},
-		stop: make(chan struct{}),
+		wms:       map[partKey]*partWatermark{},
+		stop:      make(chan struct{}),
+		savedUpTo: math.MinInt64,
 	}, nil
 }
 
@@ -183,6 +213,13 @@ func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	start := r.now()
+	for _, p := range r.cfg.Backlog {
+		k := partKey{p.Topic, p.ID}
+		if r.wms[k] == nil {
+			r.wms[k] = &partWatermark{seen: start, waiting: true}
+		}
+	}
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
 	// QueueCapacity messages in all.
@@ -336,6 +373,11 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 		case v == skew.Late:
 			r.m.lines.WithLabelValues("late").Inc()
 			continue
+		case v == skew.Replayed:
+			// Written before a restart; holds no window, so its offset may
+			// be committed.
+			r.m.lines.WithLabelValues("replayed").Inc()
+			continue
 		case v != skew.Accepted:
 			r.m.lines.WithLabelValues("rejected").Inc()
 			continue
@@ -350,6 +392,9 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 			p = &partWatermark{maxTS: ts}
 			r.wms[k] = p
 		}
+		if p.waiting {
+			p.maxTS, p.waiting = ts, false
+		}
 		p.maxTS = max(p.maxTS, ts)
 	}
 	if p := r.wms[k]; p != nil {
@@ -363,16 +408,22 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 type partWatermark struct {
 	maxTS int64
 	seen  time.Time
+	// waiting: a backlog partition that has not delivered an event yet.
+	waiting bool
 }
 
 // advance moves the watermark to the lowest event time over the partitions
-// that delivered within IdleTimeout, minus the stage's delay.
+// that delivered within IdleTimeout, minus the stage's delay. A backlog
+// partition still waiting for its first event holds it where it is.
 func (r *Runner) advance() {
 	now := r.now()
 	low, any := int64(0), false
 	for _, p := range r.wms {
 		if now.Sub(p.seen) > r.cfg.IdleTimeout {
 			continue
+		}
+		if p.waiting {
+			return
 		}
 		if !any || p.maxTS < low {
 			low, any = p.maxTS, true
@@ -388,7 +439,10 @@ func (r *Runner) advance() {
 func (r *Runner) flush(ctx context.Context) error {
 	start := r.now()
 	if len(r.pending) > 0 {
-		if err := r.write(ctx); err != nil {
+		write := func(ctx context.Context) error {
+			return r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
+		}
+		if err := r.retry(ctx, fmt.Sprintf("write %d findings", len(r.pending)), write); err != nil {
 			return err
 		}
 		r.lastWrite = r.now()
@@ -407,7 +461,28 @@ func (r *Runner) flush(ctx context.Context) error {
 	// Windows before the watermark's window are closed and now written.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
-	r.ledger.release(r.stage.WindowStart(wm))
+	closedUpTo := r.stage.WindowStart(wm)
+	if wm == math.MinInt64 {
+		closedUpTo = wm
+	}
+	// The engine's state changes only when windows close. Save it after
+	// their findings and before the offsets they free are committed:
+	// a restart then resumes from a state that matches the committed
+	// offsets (see skew.Engine.Snapshot).
+	if r.state != nil && closedUpTo > r.savedUpTo {
+		r.states = r.stage.Snapshot(r.states[:0])
+		if len(r.states) > 0 {
+			save := func(ctx context.Context) error {
+				return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
+			}
+			if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
+				return err
+			}
+			r.m.stateSaves.Inc()
+		}
+		r.savedUpTo = closedUpTo
+	}
+	r.ledger.release(closedUpTo)
 	cps := r.ledger.pending()
 	if len(cps) > 0 {
 		msgs := make([]kafka.Message, len(cps))
@@ -428,33 +503,34 @@ func (r *Runner) flush(ctx context.Context) error {
 // fatal is implemented by sink errors that a retry cannot fix.
 type fatal interface{ Fatal() bool }
 
-// write writes the pending findings, retrying errors that are not fatal
-// with exponential backoff (100 ms doubling to 30 s) for as long as it
-// takes: while it waits, nothing is consumed (the fetch queue fills and the
-// fetcher blocks), so memory stays bounded and nothing is lost. A fatal
-// error, ctx ending, or Stop ends the wait with an error; the findings'
-// offsets are then not committed and are read again after a restart.
-func (r *Runner) write(ctx context.Context) error {
+// retry runs one write to the sink (findings or engine state), retrying
+// errors that are not fatal with exponential backoff (100 ms doubling to
+// 30 s) for as long as it takes: while it waits, nothing is consumed (the
+// fetch queue fills and the fetcher blocks), so memory stays bounded and
+// nothing is lost. A fatal error, ctx ending, or Stop ends the wait with an
+// error; the offsets are then not committed and are read again after a
+// restart. Each attempt writes a new version: a later write replaces.
+func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
+		err := fn(ctx)
 		if err == nil {
 			return nil
 		}
 		var f fatal
 		if errors.As(err, &f) && f.Fatal() {
-			return fmt.Errorf("write %d findings: %w", len(r.pending), err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		r.m.writeRetries.Inc()
 		if r.log != nil {
-			r.log.Warn("writing findings failed; consumption paused, retrying", "findings", len(r.pending), "attempt", attempt, "in", wait, "err", err)
+			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fmt.Errorf("write %d findings: %w (gave up: %v)", len(r.pending), err, ctx.Err())
+			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		case <-r.stop:
-			return fmt.Errorf("write %d findings: %w (gave up: stopping)", len(r.pending), err)
+			return fmt.Errorf("%s: %w (gave up: stopping)", what, err)
 		}
 		wait = min(2*wait, 30*time.Second)
 	}

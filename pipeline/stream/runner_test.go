@@ -98,7 +98,7 @@ func newRunner(t *testing.T, src Source, sink Sink, dead DeadLetters) *Runner {
 		t.Fatal(err)
 	}
 	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
-	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, dead, nil, prometheus.NewRegistry())
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, dead, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

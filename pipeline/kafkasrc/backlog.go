@@ -1,0 +1,92 @@
+package kafkasrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Backlog returns the partitions of the topics that hold records the
+// consumer group has not read yet: its committed offset (or, without one,
+// the start of the partition, or its end when startFromLatest) is below
+// the partition's end. The pipeline lets each of them hold its watermark
+// back until it delivers, so that draining a backlog partition by
+// partition does not make the slower partitions' records late. It blocks
+// for two broker round trips and bounds them by ctx.
+func Backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) ([]kafka.Partition, error) {
+	tr := &kafka.Transport{DialTimeout: 5 * time.Second}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, fmt.Errorf("kafkasrc: backlog: metadata: %w", err)
+	}
+	ids := map[string][]int{}
+	req := map[string][]kafka.OffsetRequest{}
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return nil, fmt.Errorf("kafkasrc: backlog: topic %s: %w", t.Name, t.Error)
+		}
+		for _, p := range t.Partitions {
+			ids[t.Name] = append(ids[t.Name], p.ID)
+			req[t.Name] = append(req[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		}
+	}
+	offs, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
+	if err != nil {
+		return nil, fmt.Errorf("kafkasrc: backlog: list offsets: %w", err)
+	}
+	committed, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: ids})
+	if err != nil {
+		return nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, err)
+	}
+	// A group that never committed is "not found" on some brokers (kfake)
+	// and has offset -1 everywhere on others: both mean no position yet.
+	if committed.Error != nil && !errors.Is(committed.Error, kafka.GroupIdNotFound) {
+		return nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, committed.Error)
+	}
+	type tp struct {
+		topic string
+		id    int
+	}
+	pos := map[tp]int64{}
+	for topic, ps := range committed.Topics {
+		for _, p := range ps {
+			if p.Error == nil && p.CommittedOffset >= 0 {
+				pos[tp{topic, p.Partition}] = p.CommittedOffset
+			}
+		}
+	}
+	var out []kafka.Partition
+	for topic, ps := range offs.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return nil, fmt.Errorf("kafkasrc: backlog: offsets of %s/%d: %w", topic, p.Partition, p.Error)
+			}
+			at, ok := pos[tp{topic, p.Partition}]
+			if !ok {
+				at = p.FirstOffset
+				if startFromLatest {
+					at = p.LastOffset
+				}
+			}
+			if at < p.LastOffset {
+				out = append(out, kafka.Partition{Topic: topic, ID: p.Partition})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b kafka.Partition) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return a.ID - b.ID
+	})
+	return out, nil
+}

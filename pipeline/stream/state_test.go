@@ -1,0 +1,148 @@
+package stream
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// opLog records the order of writes, state saves and commits.
+type opLog struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *opLog) add(op string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops = append(l.ops, op)
+}
+
+type loggedSource struct {
+	*fakeSource
+	log *opLog
+}
+
+func (s loggedSource) Commit(ctx context.Context, msgs ...kafka.Message) error {
+	s.log.add("commit")
+	return s.fakeSource.Commit(ctx, msgs...)
+}
+
+type loggedSink struct {
+	fakeSink
+	log *opLog
+}
+
+func (s *loggedSink) Write(ctx context.Context, v uint64, fs []skew.Finding) error {
+	s.log.add("write")
+	return s.fakeSink.Write(ctx, v, fs)
+}
+
+type fakeStore struct {
+	log    *opLog
+	group  string
+	saves  [][]skew.JobState
+	failed int // the first saves fail with a retryable error
+}
+
+func (s *fakeStore) SaveState(_ context.Context, group string, _ uint64, states []skew.JobState) error {
+	s.log.add("state")
+	if s.failed > 0 {
+		s.failed--
+		return context.DeadlineExceeded
+	}
+	s.group = group
+	s.saves = append(s.saves, append([]skew.JobState(nil), states...))
+	return nil
+}
+
+// TestRunnerSavesStateBetweenWriteAndCommit: each flush writes findings,
+// then saves the engine state, then commits; the last saved state covers
+// the windows written.
+func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
+	lines := incident(t)
+	ops := &opLog{}
+	src := loggedSource{&fakeSource{}, ops}
+	for i, l := range lines {
+		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l})
+	}
+	store := &fakeStore{log: ops, failed: 2}
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	sink := &loggedSink{log: ops}
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond, Group: "g1"}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.saves) == 0 || store.group != "g1" {
+		t.Fatalf("%d state saves for group %q", len(store.saves), store.group)
+	}
+	// Between a write and the next commit there must be a save (when the
+	// write closed windows, which every write here does).
+	seq := strings.Join(ops.ops, " ")
+	for _, bad := range []string{"write commit", "write write"} {
+		if strings.Contains(seq, bad) {
+			t.Fatalf("operations in the wrong order (%q): %s", bad, seq)
+		}
+	}
+	if !strings.Contains(seq, "write state state state commit") {
+		t.Errorf("retried state saves not seen before the commit: %s", seq)
+	}
+	last := store.saves[len(store.saves)-1]
+	if want := stage.WindowStart(stage.Watermark()); len(last) != 1 || last[0].ClosedUpTo != want {
+		t.Fatalf("last saved state %+v, want one job closed up to %d", last, want)
+	}
+}
+
+// TestRunnerBacklogHoldsWatermark: partition 1's backlog arrives after all
+// of partition 0's. Listed as backlog, it holds the watermark until it
+// delivers, and none of its records is late; unlisted, they are.
+func TestRunnerBacklogHoldsWatermark(t *testing.T) {
+	lines := incident(t)
+	var msgs []kafka.Message
+	for part := range 2 {
+		for i, l := range lines {
+			if i%2 == part {
+				msgs = append(msgs, kafka.Message{Topic: "flink", Partition: part, Offset: int64(i / 2), Value: l})
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		backlog  []kafka.Partition
+		wantLate bool
+	}{
+		{"unlisted", nil, true},
+		{"listed", []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng, _ := skew.New(skew.Config{})
+			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+			r, err := New(Config{FlushInterval: 5 * time.Millisecond, Backlog: tc.backlog}, &fakeSource{msgs: msgs},
+				stage, &fakeSink{}, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runToEnd(t, r); err != nil {
+				t.Fatal(err)
+			}
+			if late := stage.Counts().Late; (late > 0) != tc.wantLate {
+				t.Fatalf("%d late records", late)
+			}
+		})
+	}
+}
