@@ -1,0 +1,458 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Defaults of TopQuery, named for its field comments and the tests.
+const (
+	DefaultTopLookback       = time.Hour
+	DefaultTopWindows        = 3
+	DefaultTopLimit          = 10
+	DefaultTopMaxStringBytes = 256
+	// maxTopWindows, maxTopLimit and maxTopStringBytes bound what one
+	// TopView call may ask the server for.
+	maxTopWindows     = 1000
+	maxTopLimit       = 10000
+	maxTopStringBytes = 1 << 20
+)
+
+// TopQuery selects what TopView reads. The zero value of every field means
+// its default, given in the field's comment.
+type TopQuery struct {
+	// Jobs restricts the view to these job ids. Default: every job.
+	Jobs []string
+	// Since is the oldest window start looked at. Default: one hour
+	// (DefaultTopLookback) before the call.
+	Since time.Time
+	// Windows is how many of each job's newest windows (with any finding)
+	// the view covers. Default 3.
+	Windows int
+	// Limit is the most rows of each section (tasks, hot keys, saturated
+	// subtasks) per job. Default 10.
+	Limit int
+	// MaxStringBytes is how many bytes of each key and summary are read;
+	// longer ones are cut (keys may be 64 KB). Default 256.
+	MaxStringBytes int
+}
+
+// withDefaults returns q with the defaults filled in, or an error when a
+// field is out of range.
+func (q TopQuery) withDefaults(now time.Time) (TopQuery, error) {
+	if q.Since.IsZero() {
+		q.Since = now.Add(-DefaultTopLookback)
+	}
+	q.Since = q.Since.UTC()
+	if q.Since.UnixMilli() < 0 {
+		q.Since = time.UnixMilli(0).UTC()
+	}
+	for _, set := range []struct {
+		name     string
+		v        *int
+		def, max int
+	}{
+		{"windows", &q.Windows, DefaultTopWindows, maxTopWindows},
+		{"limit", &q.Limit, DefaultTopLimit, maxTopLimit},
+		{"max string bytes", &q.MaxStringBytes, DefaultTopMaxStringBytes, maxTopStringBytes},
+	} {
+		switch {
+		case *set.v == 0:
+			*set.v = set.def
+		case *set.v < 0 || *set.v > set.max:
+			return q, fmt.Errorf("top query: %s %d outside 1..%d", set.name, *set.v, set.max)
+		}
+	}
+	q.Jobs = append([]string(nil), q.Jobs...)
+	return q, nil
+}
+
+// TopSnapshot is what TopView read: per job, its newest windows and what
+// was wrong in them.
+type TopSnapshot struct {
+	// Query is the query as run, with the defaults filled in.
+	Query TopQuery
+	// Jobs are sorted by job name, then job id. A job appears when it has
+	// any finding since Query.Since.
+	Jobs []TopJob
+}
+
+// TopJob is one job's part of a TopSnapshot. Each section holds at most
+// Query.Limit rows; the Total fields count the rows there would be without
+// the limit.
+type TopJob struct {
+	JobID   string
+	JobName string
+	// Windows are the windows covered, newest first (at most
+	// Query.Windows).
+	Windows []TopWindow
+	// Tasks holds the latest skew score of each task, highest first.
+	Tasks      []TopTask
+	TasksTotal int
+	// HotKeys are the job's hot keys in those windows, by their latest
+	// share, highest first.
+	HotKeys      []TopHotKey
+	HotKeysTotal int
+	// Saturated are the saturation findings in those windows, per task,
+	// subtask and cause; the most recent first, then the busiest.
+	Saturated      []TopSaturated
+	SaturatedTotal int
+}
+
+// TopWindow is one window, in epoch milliseconds as in the findings
+// contract.
+type TopWindow struct {
+	Start, End int64
+}
+
+// TopTask is the latest skew score of one task (Flink's data-skew score of
+// the whole task, from subtask_stats and saturation findings).
+type TopTask struct {
+	TaskName       string
+	SkewScore      float64
+	MaxMedianRatio float64
+	// Window is the newest window the score is from.
+	Window TopWindow
+}
+
+// TopHotKey is one hot key of one subtask, over the covered windows.
+type TopHotKey struct {
+	TaskName string
+	// SubtaskIndex is -1 when the finding named no subtask.
+	SubtaskIndex int
+	// Key holds at most Query.MaxStringBytes bytes of the key (possibly
+	// cut inside a UTF-8 sequence); KeyBytes is the key's full length.
+	Key      string
+	KeyBytes int
+	// Share and EstimatedRecords are those of the newest window the key
+	// was hot in, which is Window.
+	Share            float64
+	EstimatedRecords float64
+	Window           TopWindow
+	// Windows is in how many of the covered windows the key was hot.
+	Windows int
+}
+
+// TopSaturated is one saturation cause of one subtask (SubtaskIndex -1:
+// the whole task) over the covered windows. The numbers and texts are
+// those of Window, the newest window it was found in.
+type TopSaturated struct {
+	TaskName                 string
+	SubtaskIndex             int
+	Cause                    string
+	BusyMsPerSecond          float64
+	BackPressuredMsPerSecond float64
+	Host                     string
+	// Summary holds at most Query.MaxStringBytes bytes of the summary;
+	// SummaryBytes is its full length.
+	Summary      string
+	SummaryBytes int
+	Window       TopWindow
+	// Windows is in how many of the covered windows it was found.
+	Windows int
+}
+
+// TopView reads, for the newest windows of each job since q.Since, the
+// current hot keys, the saturated subtasks and the latest skew score per
+// task. Windows are taken from the findings table, which Write inserts
+// last, so a window's rows in the other tables are complete when it shows.
+// Replayed rows are deduplicated with argMax(..., version).
+//
+// TopView makes one attempt (no retries: a view refreshing every few
+// seconds is its own retry loop) and blocks until the server answered or
+// ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
+// yet) are *FatalError; the caller may still try again later, for example
+// after a migration. It is safe for concurrent use, also with Write.
+func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
+	q, err := q.withDefaults(time.Now())
+	if err != nil {
+		return TopSnapshot{}, &FatalError{Op: "top view", Err: err}
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return TopSnapshot{}, &FatalError{Op: "top view", Err: ErrClosed}
+	}
+	snap := TopSnapshot{Query: q}
+	jobs, err := s.topWindows(ctx, q)
+	if err != nil {
+		return TopSnapshot{}, s.topError(ctx, "read newest windows", err)
+	}
+	if len(jobs) == 0 {
+		return snap, nil
+	}
+	f := newTopFilter(s, q, jobs)
+	for _, step := range []struct {
+		op  string
+		run func(context.Context, topFilter, map[string]*TopJob) error
+	}{
+		{"read task skew scores", s.topTasks},
+		{"read hot keys", s.topHotKeys},
+		{"read saturated subtasks", s.topSaturated},
+		{"count hot keys", s.topHotKeyTotals},
+		{"count findings", s.topFindingTotals},
+	} {
+		if err := step.run(ctx, f, jobs); err != nil {
+			return TopSnapshot{}, s.topError(ctx, step.op, err)
+		}
+	}
+	for _, j := range jobs {
+		snap.Jobs = append(snap.Jobs, *j)
+	}
+	sort.Slice(snap.Jobs, func(a, b int) bool {
+		ja, jb := snap.Jobs[a], snap.Jobs[b]
+		if ja.JobName != jb.JobName {
+			return ja.JobName < jb.JobName
+		}
+		return ja.JobID < jb.JobID
+	})
+	return snap, nil
+}
+
+// topError wraps a read error: fatal ones as *FatalError, others with
+// context so the caller can show and retry them.
+func (s *Sink) topError(ctx context.Context, op string, err error) error {
+	if classify(ctx, err) == classFatal {
+		var fe *FatalError
+		if errors.As(err, &fe) {
+			return err
+		}
+		return &FatalError{Op: "top view: " + op, Err: err}
+	}
+	return fmt.Errorf("clickhouse sink: top view: %s: %w", op, err)
+}
+
+// topJobFilter returns " AND job_id IN (?, ...)" for n jobs, or "" for
+// none. The ids themselves are bound, never spliced.
+func topJobFilter(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " AND job_id IN (" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
+
+// topWindowsSQL selects each job's q.Windows newest windows that have any
+// finding with a start in [lower, upper]. Its arguments are those of
+// topWindowArgs. LIMIT BY (no window functions on 18.16) keeps the first
+// rows per job in ORDER BY order.
+func (s *Sink) topWindowsSQL(columns string, jobs int) string {
+	return "SELECT " + columns + " FROM " + s.table(tableFindings) +
+		" WHERE window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" + topJobFilter(jobs) +
+		" GROUP BY job_id, window_start ORDER BY job_id, window_start DESC LIMIT ? BY job_id"
+}
+
+// topWindowArgs are the arguments of topWindowsSQL.
+func topWindowArgs(q TopQuery, lower, upper int64) []any {
+	args := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
+	for _, j := range q.Jobs {
+		args = append(args, j)
+	}
+	return append(args, int64(q.Windows))
+}
+
+// topWindows reads the newest windows per job and returns the jobs found.
+func (s *Sink) topWindows(ctx context.Context, q TopQuery) (map[string]*TopJob, error) {
+	query := s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs))
+	rows, err := s.conn.Query(ctx, query, topWindowArgs(q, q.Since.UnixMilli(), math.MaxInt64)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	jobs := map[string]*TopJob{}
+	for rows.Next() {
+		var id, name string
+		var w TopWindow
+		if err := rows.Scan(&id, &name, &w.Start, &w.End); err != nil {
+			return nil, err
+		}
+		j := jobs[id]
+		if j == nil {
+			// Rows come newest first: the name is the newest window's.
+			j = &TopJob{JobID: id, JobName: name}
+			jobs[id] = j
+		}
+		j.Windows = append(j.Windows, w)
+	}
+	return jobs, rows.Err()
+}
+
+// topFilter is the WHERE clause every detail query shares: the rows of the
+// windows topWindows found. The window set is recomputed by the server as
+// a subquery (a list of every job's windows could exceed max_query_size
+// with many jobs), bounded by the oldest and newest window found, so it is
+// the same set even when newer windows arrived in between.
+type topFilter struct {
+	sql  string
+	args []any
+	// limit and maxBytes are the query's Limit and MaxStringBytes.
+	limit, maxBytes int64
+}
+
+func newTopFilter(s *Sink, q TopQuery, jobs map[string]*TopJob) topFilter {
+	lower, upper := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, j := range jobs {
+		for _, w := range j.Windows {
+			lower, upper = min(lower, w.Start), max(upper, w.Start)
+		}
+	}
+	sql := "window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" +
+		" AND (job_id, window_start) IN (" + s.topWindowsSQL("job_id, window_start", len(q.Jobs)) + ")"
+	args := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
+	args = append(args, topWindowArgs(q, lower, upper)...)
+	return topFilter{sql: sql, args: args, limit: int64(q.Limit), maxBytes: int64(q.MaxStringBytes)}
+}
+
+// topQuery runs query with f's arguments after pre and before post and
+// calls scan for every row.
+func (s *Sink) topQuery(ctx context.Context, query string, pre []any, f topFilter, post []any, scan func(scan func(dest ...any) error) error) error {
+	args := append(append(append([]any{}, pre...), f.args...), post...)
+	rows, err := s.conn.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// topTasks reads the latest skew score per task. Only subtask_stats and
+// saturation rows carry the score.
+func (s *Sink) topTasks(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
+	query := "SELECT job_id, task_name," +
+		" argMax(skew_score, window_start) AS skew, argMax(max_median_ratio, window_start) AS ratio," +
+		" max(window_start) AS last_start, max(window_end) AS last_end" +
+		" FROM " + s.table(tableFindings) +
+		" WHERE kind IN (?, ?) AND " + f.sql +
+		" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id"
+	pre := []any{skew.KindSubtaskStats, skew.KindSaturation}
+	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
+		var id string
+		var t TopTask
+		if err := scan(&id, &t.TaskName, &t.SkewScore, &t.MaxMedianRatio, &t.Window.Start, &t.Window.End); err != nil {
+			return err
+		}
+		if j := jobs[id]; j != nil {
+			j.Tasks = append(j.Tasks, t)
+		}
+		return nil
+	})
+}
+
+// topHotKeys reads the hot keys: the inner query deduplicates replayed
+// rows per window, the outer one folds the windows per key and subtask.
+func (s *Sink) topHotKeys(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
+	query := "SELECT job_id, task_name, subtask_index," +
+		" substring(key, 1, ?) AS key_head, length(key) AS key_bytes," +
+		" argMax(sh, window_start) AS share_latest, argMax(est, window_start) AS est_latest," +
+		" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
+		" FROM (SELECT job_id, task_name, subtask_index, key, window_start," +
+		" argMax(window_end, version) AS we, argMax(share, version) AS sh," +
+		" argMax(estimated_records, version) AS est" +
+		" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql +
+		" GROUP BY job_id, task_name, window_start, subtask_index, key)" +
+		" GROUP BY job_id, task_name, subtask_index, key" +
+		" ORDER BY job_id, share_latest DESC, last_start DESC, task_name, subtask_index, key" +
+		" LIMIT ? BY job_id"
+	pre := []any{f.maxBytes}
+	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
+		var id string
+		var sub int32
+		var keyBytes, windows uint64
+		var h TopHotKey
+		if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
+			&h.Window.Start, &h.Window.End, &windows); err != nil {
+			return err
+		}
+		h.SubtaskIndex, h.KeyBytes, h.Windows = int(sub), int(keyBytes), int(windows)
+		if j := jobs[id]; j != nil {
+			j.HotKeys = append(j.HotKeys, h)
+		}
+		return nil
+	})
+}
+
+// topSaturated reads the saturation findings, folded per task, subtask
+// and cause like topHotKeys.
+func (s *Sink) topSaturated(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
+	query := "SELECT job_id, task_name, subtask_index, cause," +
+		" argMax(busy, window_start) AS busy_latest, argMax(bp, window_start) AS bp_latest," +
+		" argMax(h, window_start) AS host_latest," +
+		" substring(argMax(sm, window_start), 1, ?) AS summary_head," +
+		" length(argMax(sm, window_start)) AS summary_bytes," +
+		" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
+		" FROM (SELECT job_id, task_name, subtask_index, cause, window_start," +
+		" argMax(window_end, version) AS we, argMax(busy_ms_per_s, version) AS busy," +
+		" argMax(backpressured_ms_per_s, version) AS bp, argMax(host, version) AS h," +
+		" argMax(summary, version) AS sm" +
+		" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql +
+		" GROUP BY job_id, task_name, window_start, subtask_index, cause)" +
+		" GROUP BY job_id, task_name, subtask_index, cause" +
+		" ORDER BY job_id, last_start DESC, busy_latest DESC, task_name, subtask_index, cause" +
+		" LIMIT ? BY job_id"
+	pre := []any{f.maxBytes, skew.KindSaturation}
+	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
+		var id string
+		var sub int32
+		var summaryBytes, windows uint64
+		var st TopSaturated
+		if err := scan(&id, &st.TaskName, &sub, &st.Cause, &st.BusyMsPerSecond, &st.BackPressuredMsPerSecond,
+			&st.Host, &st.Summary, &summaryBytes, &st.Window.Start, &st.Window.End, &windows); err != nil {
+			return err
+		}
+		st.SubtaskIndex, st.SummaryBytes, st.Windows = int(sub), int(summaryBytes), int(windows)
+		if j := jobs[id]; j != nil {
+			j.Saturated = append(j.Saturated, st)
+		}
+		return nil
+	})
+}
+
+// topHotKeyTotals counts the distinct hot keys per job, limit aside.
+func (s *Sink) topHotKeyTotals(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
+	query := "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
+		" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id"
+	return s.topQuery(ctx, query, nil, f, nil, func(scan func(...any) error) error {
+		var id string
+		var n uint64
+		if err := scan(&id, &n); err != nil {
+			return err
+		}
+		if j := jobs[id]; j != nil {
+			j.HotKeysTotal = int(n)
+		}
+		return nil
+	})
+}
+
+// topFindingTotals counts the distinct saturated subtasks and the tasks
+// with a skew score per job, limit aside.
+func (s *Sink) topFindingTotals(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
+	query := "SELECT job_id," +
+		" uniqExactIf(task_name, subtask_index, cause, kind = ?) AS saturated," +
+		" uniqExactIf(task_name, kind IN (?, ?)) AS tasks" +
+		" FROM " + s.table(tableFindings) + " WHERE " + f.sql + " GROUP BY job_id"
+	pre := []any{skew.KindSaturation, skew.KindSubtaskStats, skew.KindSaturation}
+	return s.topQuery(ctx, query, pre, f, nil, func(scan func(...any) error) error {
+		var id string
+		var saturated, tasks uint64
+		if err := scan(&id, &saturated, &tasks); err != nil {
+			return err
+		}
+		if j := jobs[id]; j != nil {
+			j.SaturatedTotal, j.TasksTotal = int(saturated), int(tasks)
+		}
+		return nil
+	})
+}

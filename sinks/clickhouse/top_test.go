@@ -1,0 +1,328 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// topFixtureJobs returns what TopView should read from fixtures(now) with
+// the default query: for each fixture job, the job as TopView returns it.
+func topFixtureJobs(now time.Time) map[string]TopJob {
+	base := fixtureBase(now)
+	win := func(w int) TopWindow {
+		s := base + int64(w)*windowMs
+		return TopWindow{Start: s, End: s + windowMs}
+	}
+	newest := []TopWindow{win(5), win(4), win(3)}
+	jobs := map[string]TopJob{
+		jobA: {
+			JobID: jobA, JobName: jobAName, Windows: newest,
+			Tasks: []TopTask{
+				{TaskName: taskA, SkewScore: 62, MaxMedianRatio: 5, Window: win(5)},
+				{TaskName: taskADedup, SkewScore: 40, MaxMedianRatio: 3, Window: win(5)},
+			},
+			TasksTotal: 2,
+			HotKeys: []TopHotKey{
+				{TaskName: taskA, SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.4, EstimatedRecords: 120000, Window: win(5), Windows: 3},
+				{TaskName: taskA, SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30000, Window: win(5), Windows: 3},
+			},
+			HotKeysTotal: 2,
+			Saturated: []TopSaturated{
+				{TaskName: taskA, SubtaskIndex: 3, Cause: skew.CauseDataSkew, BusyMsPerSecond: 950,
+					Host: "tm-3.flink.internal", Summary: "Subtask 3 of SessionWindow is saturated by hot key user-42.",
+					SummaryBytes: 59, Window: win(5), Windows: 3},
+				{TaskName: taskADedup, SubtaskIndex: 1, Cause: skew.CauseRotatingHotKey, BusyMsPerSecond: 920,
+					Host: "tm-1.flink.internal", Summary: "The hot key of Dedup moves every 5 minutes.",
+					SummaryBytes: 43, Window: win(5), Windows: 1},
+			},
+			SaturatedTotal: 2,
+		},
+		jobB: {
+			JobID: jobB, JobName: jobBName, Windows: newest,
+			Tasks: []TopTask{
+				{TaskName: taskBUnder, SkewScore: 4, MaxMedianRatio: 1.05, Window: win(5)},
+				{TaskName: taskBSlow, SkewScore: 3, MaxMedianRatio: 1.1, Window: win(5)},
+			},
+			TasksTotal: 2,
+			Saturated: []TopSaturated{
+				{TaskName: taskBSlow, SubtaskIndex: 5, Cause: skew.CauseSlowSubtask, BusyMsPerSecond: 990,
+					Host:    "tm-9.flink.internal",
+					Summary: "Subtask 5 of FraudScore on tm-9.flink.internal is slow; look at its sink client.",
+					Window:  win(5), Windows: 3},
+				{TaskName: taskBUnder, SubtaskIndex: -1, Cause: skew.CauseUnderProvisioned, BusyMsPerSecond: 900,
+					Summary: "Enrich needs parallelism 8 instead of 4.", Window: win(5), Windows: 3},
+			},
+			SaturatedTotal: 2,
+		},
+	}
+	for i := range jobs[jobB].Saturated {
+		s := &jobs[jobB].Saturated[i]
+		s.SummaryBytes = len(s.Summary)
+	}
+	// The hostile job: one window, ten hot keys of equal share, ordered by
+	// task name, subtask and key; keys cut to DefaultTopMaxStringBytes.
+	h := TopJob{JobID: jobHostile, Windows: []TopWindow{win(0)}}
+	for i, k := range hostileStrings() {
+		h.HotKeys = append(h.HotKeys, TopHotKey{TaskName: "task\t" + k[:min(len(k), 20)], SubtaskIndex: i,
+			Key: k[:min(len(k), DefaultTopMaxStringBytes)], KeyBytes: len(k), Share: 0.05,
+			EstimatedRecords: float64(i), Window: win(0), Windows: 1})
+	}
+	sort.Slice(h.HotKeys, func(a, b int) bool {
+		ka, kb := h.HotKeys[a], h.HotKeys[b]
+		if ka.TaskName != kb.TaskName {
+			return ka.TaskName < kb.TaskName
+		}
+		return ka.SubtaskIndex < kb.SubtaskIndex
+	})
+	h.HotKeysTotal = len(h.HotKeys)
+	jobs[jobHostile] = h
+	return jobs
+}
+
+// checkTopJobs compares the jobs of snap with want by job id; the hostile
+// job's name is not compared (its findings carry ten different names).
+func checkTopJobs(t *testing.T, snap TopSnapshot, want map[string]TopJob) {
+	t.Helper()
+	got := map[string]TopJob{}
+	for _, j := range snap.Jobs {
+		if j.JobID == jobHostile {
+			j.JobName = ""
+		}
+		got[j.JobID] = j
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			t.Errorf("job %q missing", id)
+			continue
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("job %q:\n got %s\nwant %s", id, topJobString(g), topJobString(w))
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("unexpected job %q", id)
+		}
+	}
+}
+
+// topJobString prints a job with long keys shortened, for test failures.
+func topJobString(j TopJob) string {
+	for i := range j.HotKeys {
+		if k := j.HotKeys[i].Key; len(k) > 40 {
+			j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+			j.HotKeys[i].Key = k[:40] + "..."
+		}
+	}
+	return fmt.Sprintf("%+v", j)
+}
+
+func TestTopView(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("top")})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before any finding: no jobs, and the defaults are filled in.
+	before := time.Now()
+	snap, err := s.TopView(ctx, TopQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	if len(snap.Jobs) != 0 {
+		t.Errorf("empty tables: %d jobs", len(snap.Jobs))
+	}
+	q := snap.Query
+	if q.Windows != DefaultTopWindows || q.Limit != DefaultTopLimit || q.MaxStringBytes != DefaultTopMaxStringBytes {
+		t.Errorf("defaults not filled in: %+v", q)
+	}
+	if q.Since.Before(before.Add(-DefaultTopLookback).Truncate(time.Millisecond)) || q.Since.After(after.Add(-DefaultTopLookback)) {
+		t.Errorf("default Since %v, want %v before the call (%v..%v)", q.Since, DefaultTopLookback, before, after)
+	}
+
+	// The fixtures, twice (a replay): TopView sees each finding once.
+	now := time.Now()
+	fs := fixtures(now)
+	for i := 0; i < 2; i++ {
+		if err := s.Write(ctx, 100, fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := topFixtureJobs(now)
+
+	t.Run("default", func(t *testing.T) {
+		snap, err := s.TopView(ctx, TopQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTopJobs(t, snap, want)
+		// jobA ("clickstream-sessions") sorts before jobB ("payments-fraud").
+		var order []string
+		for _, j := range snap.Jobs {
+			if j.JobID != jobHostile {
+				order = append(order, j.JobID)
+			}
+		}
+		if !reflect.DeepEqual(order, []string{jobA, jobB}) {
+			t.Errorf("job order %v, want [%s %s]", order, jobA, jobB)
+		}
+	})
+
+	tests := []struct {
+		name string
+		q    TopQuery
+		want func() map[string]TopJob
+	}{
+		{
+			name: "jobs filter with a hostile id",
+			q:    TopQuery{Jobs: []string{jobB, jobHostile, "no-such-job"}},
+			want: func() map[string]TopJob {
+				return map[string]TopJob{jobB: want[jobB], jobHostile: want[jobHostile]}
+			},
+		},
+		{
+			name: "newest window only",
+			q:    TopQuery{Jobs: []string{jobA}, Windows: 1},
+			want: func() map[string]TopJob {
+				j := want[jobA]
+				j.Windows = j.Windows[:1]
+				j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+				for i := range j.HotKeys {
+					j.HotKeys[i].Windows = 1
+				}
+				j.Saturated = append([]TopSaturated(nil), j.Saturated...)
+				j.Saturated[0].Windows = 1
+				return map[string]TopJob{jobA: j}
+			},
+		},
+		{
+			name: "limit one row per section",
+			q:    TopQuery{Jobs: []string{jobA, jobB}, Limit: 1},
+			want: func() map[string]TopJob {
+				out := map[string]TopJob{}
+				for _, id := range []string{jobA, jobB} {
+					j := want[id]
+					j.Tasks = j.Tasks[:1]
+					if len(j.HotKeys) > 0 {
+						j.HotKeys = j.HotKeys[:1]
+					}
+					j.Saturated = j.Saturated[:1]
+					out[id] = j
+				}
+				return out
+			},
+		},
+		{
+			name: "short strings",
+			q:    TopQuery{Jobs: []string{jobA}, MaxStringBytes: 4},
+			want: func() map[string]TopJob {
+				j := want[jobA]
+				j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+				for i := range j.HotKeys {
+					j.HotKeys[i].Key = j.HotKeys[i].Key[:4]
+				}
+				j.Saturated = append([]TopSaturated(nil), j.Saturated...)
+				for i := range j.Saturated {
+					j.Saturated[i].Summary = j.Saturated[i].Summary[:4]
+				}
+				return map[string]TopJob{jobA: j}
+			},
+		},
+		{
+			name: "since after every window",
+			q:    TopQuery{Since: now.Add(time.Hour)},
+			want: func() map[string]TopJob { return map[string]TopJob{} },
+		},
+		{
+			name: "since between windows",
+			q:    TopQuery{Jobs: []string{jobHostile}, Since: time.UnixMilli(fixtureBase(now) + 1)},
+			want: func() map[string]TopJob { return map[string]TopJob{} },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := s.TopView(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTopJobs(t, snap, tc.want())
+		})
+	}
+
+	t.Run("a higher version replaces", func(t *testing.T) {
+		var newest []skew.Finding
+		for _, f := range fs {
+			if f.JobID == jobA && f.Kind == skew.KindHotKey && f.Key == "user-42" && f.WindowStart == want[jobA].Windows[0].Start {
+				hk := *f.HotKey
+				hk.Share = 0.5
+				f.HotKey = &hk
+				newest = append(newest, f)
+			}
+		}
+		if len(newest) != 1 {
+			t.Fatalf("%d fixture findings for user-42 in the newest window, want 1", len(newest))
+		}
+		if err := s.Write(ctx, 101, newest); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := s.TopView(ctx, TopQuery{Jobs: []string{jobA}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := want[jobA]
+		j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+		j.HotKeys[0].Share = 0.5
+		checkTopJobs(t, snap, map[string]TopJob{jobA: j})
+	})
+}
+
+func TestTopViewErrors(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// No Migrate: the tables do not exist.
+	s, _ := newTestSink(t, Config{Database: testDatabase("top_errors")})
+
+	tests := []struct {
+		name  string
+		q     TopQuery
+		close bool
+		want  string
+	}{
+		{name: "missing tables", want: "read newest windows"},
+		{name: "negative windows", q: TopQuery{Windows: -1}, want: "windows -1"},
+		{name: "limit too large", q: TopQuery{Limit: maxTopLimit + 1}, want: "limit"},
+		{name: "negative max string bytes", q: TopQuery{MaxStringBytes: -5}, want: "max string bytes"},
+		{name: "closed", close: true, want: ErrClosed.Error()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.close {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := s.TopView(ctx, tc.q)
+			var fe *FatalError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a *FatalError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
