@@ -13,4 +13,38 @@
 //
 // Plan is the one JSON contract used by the HTTP API (skewlens serve), the
 // compacted Kafka plans topic and the plans table in ClickHouse.
+//
+// # Rules
+//
+//   - A key of a salting_plan finding with at least two salted keys is hot
+//     in that window (a key the engine gives one bucket is not salted and
+//     does not count). It joins its task's plan and stays in it until
+//     Config.Cooldown after the last window in which it was hot.
+//   - A key keeps its salted keys while the engine's proposed bucket
+//     count changes by less than Config.BucketChange of the current count;
+//     a larger change takes the engine's new salted keys.
+//   - A change of the task's parallelism or max parallelism drops every
+//     key: their salted keys route elsewhere now.
+//   - The version grows by one each time the served plan changes
+//     materially: its keys, their salted keys, its parallelism pair, its
+//     source or its pin. Shares, predicted loads and times alone do not
+//     make a version. Versions never go back, across retirement
+//     (Config.RetainRetired) and restarts (Manager.Restore).
+//   - A plan is retired (a tombstone on the topic) when its last key has
+//     cooled down, or when no salting_plan finding confirmed it for
+//     Config.TTL. Pinned and overridden plans do not expire.
+//   - Overrides (Apply): an override plan replaces the engine's; a pin
+//     freezes the plan served when it was set; an exclude keeps a key out.
+//
+// Job ids must not contain "/", so that Key(job, task) is unambiguous.
+//
+// # Blocking and safety
+//
+// A Manager is safe for concurrent use: its methods serialise on one
+// mutex and never block on anything else. It holds at most
+// Config.MaxPlans tasks of at most Config.MaxKeys keys each; findings
+// beyond that are dropped and counted (Manager.Stats). Apply and the
+// Override methods are pure functions, safe for concurrent use. Nothing
+// here panics on bad input: invalid findings are counted and ignored,
+// invalid overrides and plans are rejected with an error.
 package plans

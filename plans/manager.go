@@ -1,0 +1,522 @@
+package plans
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/keygroup"
+)
+
+// Manager turns the engine's salting_plan findings and the operators'
+// overrides into the plans to serve and the changes to publish. See the
+// package documentation for the rules; docs/salting-plans.md has them in
+// full. Create it with NewManager. A Manager is safe for concurrent use;
+// its methods never block on anything but each other.
+type Manager struct {
+	cfg Config
+
+	mu    sync.Mutex
+	tasks map[string]*taskState // by Key(job, task)
+	// now is the latest event time seen (window ends, Advance, restored
+	// plans); overrides take effect at it.
+	now   time.Time
+	stats Stats
+}
+
+// Stats counts what the Manager left out, for the caller's metrics.
+type Stats struct {
+	// Plans is the number of plans currently served.
+	Plans int
+	// Tasks is the number of tasks tracked (served, cooling down,
+	// overridden, or retired and remembered).
+	Tasks int
+	// Invalid counts salting_plan findings ignored because their job,
+	// task or parallelism is invalid.
+	Invalid uint64
+	// Stale counts findings older than the last one of their task.
+	Stale uint64
+	// BadKeys counts keys of findings left out because their salted keys
+	// are invalid (see Config.Separator).
+	BadKeys uint64
+	// Overflow counts findings of new tasks dropped at Config.MaxPlans.
+	Overflow uint64
+	// KeysCapped counts keys dropped at Config.MaxKeys.
+	KeysCapped uint64
+}
+
+// taskState is what the Manager knows about one task.
+type taskState struct {
+	job, task, jobName string
+	// The engine's plan: the parallelism pair and the keys, including
+	// those cooling down.
+	par, maxPar   int
+	keys          map[string]*keyState
+	updated       time.Time // last confirming finding; zero when none
+	before, after float64   // the engine's max/mean predictions
+	// served is the plan served now (nil: none); version the last one
+	// published, kept after retirement so versions never go back.
+	served    *Plan
+	version   uint64
+	retiredAt time.Time
+	// pinned with frozen: the plan as it was pinned (nil when there was
+	// none). ovs: the task's valid overrides, sorted by At.
+	pinned bool
+	frozen *Plan
+	ovs    []Override
+}
+
+// keyState is one key of the engine's plan.
+type keyState struct {
+	share   float64
+	subtask int
+	buckets int
+	salted  []skew.SaltTarget
+	lastHot time.Time
+}
+
+// NewManager returns a Manager with no plans. It fails only when cfg is
+// invalid.
+func NewManager(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Manager{cfg: cfg, tasks: map[string]*taskState{}}, nil
+}
+
+// Config returns the Manager's configuration with its defaults filled in.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Observe merges one finding into its task's plan and returns the
+// changes to publish: none, or one new version of the task's plan. Other
+// kinds than salting_plan, and findings older than the task's last one,
+// are ignored, so replaying findings after a restart changes nothing.
+//
+// The finding's window end is the event time. Keys of the finding with at
+// least two valid salted keys are hot in this window: a new key joins the
+// plan; a key already in it keeps its salted keys unless its bucket count
+// changed materially (Config.BucketChange), and its share and LastHotAt
+// are refreshed. A change of the parallelism pair drops every key first,
+// since their salted keys route elsewhere now. Keys whose cooldown has
+// passed leave the plan. A new version is made only when the served plan
+// changes materially: its keys, their salted keys, its parallelism, its
+// source or its pin.
+func (m *Manager) Observe(f *skew.Finding) []Change {
+	if f == nil || f.Kind != skew.KindSaltingPlan || f.Plan == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := f.Plan
+	r, err := keygroup.NewRouter(p.Parallelism, p.MaxParallelism)
+	if err != nil || p.MaxParallelism == 0 || checkJobID(f.JobID) != nil ||
+		checkName("task name", f.TaskName, MaxNameBytes) != nil {
+		m.stats.Invalid++
+		return nil
+	}
+	now := time.UnixMilli(f.WindowEnd).UTC()
+	id := Key(f.JobID, f.TaskName)
+	st := m.tasks[id]
+	if st != nil && now.Before(st.updated) {
+		m.stats.Stale++
+		return nil
+	}
+	// The finding's usable keys, checked before any state is made.
+	hot := make([]*skew.SaltedKey, 0, len(p.Keys))
+	for i := range p.Keys {
+		k := &p.Keys[i]
+		if k.Buckets < 2 && len(k.Salted) == 0 {
+			continue // hot, but the engine does not salt it this window
+		}
+		if !saltTargetsOK(r, m.cfg.Separator, k) {
+			m.stats.BadKeys++
+			continue
+		}
+		hot = append(hot, k)
+	}
+	if st == nil {
+		if len(hot) == 0 || !m.makeRoom() {
+			return nil
+		}
+		st = &taskState{job: f.JobID, task: f.TaskName, keys: map[string]*keyState{}}
+		m.tasks[id] = st
+	}
+	if now.After(m.now) {
+		m.now = now
+	}
+	if checkName("job name", f.JobName, MaxNameBytes) == nil {
+		st.jobName = f.JobName
+	}
+	if st.par != p.Parallelism || st.maxPar != p.MaxParallelism {
+		clear(st.keys)
+		st.par, st.maxPar = p.Parallelism, p.MaxParallelism
+	}
+	st.updated = now
+	st.before, st.after = p.MaxOverMeanBefore, p.MaxOverMeanAfter
+	for _, k := range hot {
+		ks := st.keys[k.Key]
+		if ks == nil {
+			ks = &keyState{}
+			st.keys[k.Key] = ks
+		}
+		if ks.buckets == 0 || m.cfg.material(ks.buckets, k.Buckets) {
+			ks.buckets, ks.salted = k.Buckets, slices.Clone(k.Salted)
+		}
+		ks.share, ks.subtask, ks.lastHot = k.Share, k.Subtask, now
+	}
+	m.cool(st, now)
+	m.capKeys(st, now)
+	return m.publish(st, now, nil)
+}
+
+// Advance moves the Manager's event time to now (it never goes back) and
+// returns the changes that time alone makes: keys whose cooldown has
+// passed leave their plans (a new version, or a retirement when no key is
+// left), plans not confirmed for the TTL are retired, and tasks retired
+// for longer than Config.RetainRetired are forgotten. Pinned and
+// overridden plans are not retired by time. Changes are sorted by job and
+// task.
+func (m *Manager) Advance(now time.Time) []Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now = now.UTC()
+	if now.Before(m.now) {
+		now = m.now
+	}
+	m.now = now
+	var out []Change
+	for _, id := range m.ids() {
+		st := m.tasks[id]
+		m.cool(st, now)
+		if len(st.keys) > 0 && !now.Before(st.updated.Add(m.cfg.TTL)) {
+			clear(st.keys)
+		}
+		out = m.publish(st, now, out)
+		if st.served == nil && len(st.keys) == 0 && len(st.ovs) == 0 && !st.pinned &&
+			!now.Before(st.retiredAt.Add(m.cfg.RetainRetired)) {
+			delete(m.tasks, id)
+		}
+	}
+	return out
+}
+
+// Current returns the plans served now, sorted by job and task. The
+// plans are copies: their shares, LastHotAt, UpdatedAt and ExpiresAt are
+// the latest, while Version and GeneratedAt are those of the version last
+// published.
+func (m *Manager) Current() []Plan {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Plan
+	for _, id := range m.ids() {
+		if p := m.tasks[id].served; p != nil {
+			out = append(out, *clonePlan(p))
+		}
+	}
+	return out
+}
+
+// Plan returns the plan served now for one task, or nil.
+func (m *Manager) Plan(jobID, taskName string) *Plan {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st := m.tasks[Key(jobID, taskName)]; st != nil {
+		return clonePlan(st.served)
+	}
+	return nil
+}
+
+// Stats returns the Manager's counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Tasks = len(m.tasks)
+	for _, st := range m.tasks {
+		if st.served != nil {
+			s.Plans++
+		}
+	}
+	return s
+}
+
+// Restore loads plans that were served before a restart (for example the
+// latest row per task of the plans table), so that versions continue from
+// them and replayed findings do not make new versions. A plan whose
+// version is not above the one the Manager already has for its task is
+// skipped. An engine plan brings back its keys, with their LastHotAt, so
+// that cooldowns and the TTL go on; a pinned plan is frozen again until
+// SetOverrides says whether the pin still exists. Call Restore before the
+// first Observe and then SetOverrides. Invalid plans are skipped and
+// reported in the error; the others are restored all the same.
+func (m *Manager) Restore(ps []Plan) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for i := range ps {
+		p := clonePlan(&ps[i])
+		if err := m.restorable(p); err != nil {
+			errs = append(errs, fmt.Errorf("plan %d (%s): %w", i, Key(p.JobID, p.TaskName), err))
+			continue
+		}
+		id := Key(p.JobID, p.TaskName)
+		st := m.tasks[id]
+		if st != nil && p.Version <= st.version {
+			continue
+		}
+		if st == nil {
+			if !m.makeRoom() {
+				errs = append(errs, fmt.Errorf("plan %d (%s): more than %d tasks", i, id, m.cfg.MaxPlans))
+				continue
+			}
+			st = &taskState{job: p.JobID, task: p.TaskName, keys: map[string]*keyState{}}
+			m.tasks[id] = st
+		}
+		normalize(p)
+		st.served, st.version, st.jobName = p, p.Version, p.JobName
+		clear(st.keys)
+		st.par, st.maxPar, st.updated = 0, 0, time.Time{}
+		st.pinned, st.frozen = p.Pinned, nil
+		if p.Pinned {
+			st.frozen = clonePlan(p)
+		}
+		if p.Source == SourceEngine && !p.Pinned {
+			st.par, st.maxPar, st.updated = p.Parallelism, p.MaxParallelism, p.UpdatedAt
+			st.before, st.after = p.MaxOverMeanBefore, p.MaxOverMeanAfter
+			for _, k := range p.HotKeys {
+				st.keys[k.Key] = &keyState{share: k.Share, subtask: k.Subtask, buckets: k.Buckets,
+					salted: slices.Clone(k.Salted), lastHot: k.LastHotAt}
+			}
+		}
+		if p.UpdatedAt.After(m.now) {
+			m.now = p.UpdatedAt
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// restorable checks a plan read back from storage.
+func (m *Manager) restorable(p *Plan) error {
+	if err := checkJobID(p.JobID); err != nil {
+		return err
+	}
+	if err := checkName("task name", p.TaskName, MaxNameBytes); err != nil {
+		return err
+	}
+	if p.Version == 0 {
+		return errors.New("version 0")
+	}
+	if p.Source != SourceEngine && p.Source != SourceOverride {
+		return fmt.Errorf("source %q", p.Source)
+	}
+	return validatePlan(p, p.JobID, p.TaskName)
+}
+
+// SetOverrides replaces all overrides by ovs and returns the changes of
+// the served plans, sorted by job and task. A task that gains a pin
+// freezes the engine's plan as it is now; one that loses it serves the
+// engine's plan again. Overrides take effect at the latest event time the
+// Manager has seen. Overrides that fail Validate are left out and
+// reported in the error; the others take effect all the same.
+func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byTask := map[string][]Override{}
+	var errs []error
+	for i, o := range ovs {
+		if err := o.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("override %d: %w", i, err))
+			continue
+		}
+		o.At = o.At.UTC()
+		o.Plan = clonePlan(o.Plan)
+		id := Key(o.JobID, o.TaskName)
+		byTask[id] = append(byTask[id], o)
+	}
+	for id := range byTask {
+		if m.tasks[id] == nil {
+			o := byTask[id][0]
+			// Overrides are few and made by people, so they are never
+			// refused for MaxPlans; makeRoom still evicts retired tasks.
+			m.makeRoom()
+			m.tasks[id] = &taskState{job: o.JobID, task: o.TaskName, keys: map[string]*keyState{}}
+		}
+	}
+	at := m.now
+	if at.IsZero() {
+		// Nothing observed yet: the overrides' own time.
+		for _, o := range byTask {
+			for _, o := range o {
+				if o.At.After(at) {
+					at = o.At
+				}
+			}
+		}
+	}
+	var out []Change
+	for _, id := range m.ids() {
+		st := m.tasks[id]
+		nov := byTask[id]
+		if len(nov) == 0 && len(st.ovs) == 0 && !st.pinned {
+			continue
+		}
+		slices.SortStableFunc(nov, func(a, b Override) int { return a.At.Compare(b.At) })
+		pin := slices.ContainsFunc(nov, func(o Override) bool { return o.Action == ActionPin })
+		switch {
+		case pin && !st.pinned:
+			st.pinned, st.frozen = true, m.enginePlan(st)
+		case !pin:
+			st.pinned, st.frozen = false, nil
+		}
+		st.ovs = nov
+		out = m.publish(st, at, out)
+	}
+	return out, errors.Join(errs...)
+}
+
+// ids returns the tracked task ids sorted by job, then task. (Sorting the
+// ids would not do: job "a" comes before job "a-b", but "a/t" sorts after
+// "a-b/t".)
+func (m *Manager) ids() []string {
+	ids := make([]string, 0, len(m.tasks))
+	for id := range m.tasks {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		x, y := m.tasks[a], m.tasks[b]
+		return cmp.Or(cmp.Compare(x.job, y.job), cmp.Compare(x.task, y.task))
+	})
+	return ids
+}
+
+// makeRoom makes room for one more task, forgetting the retired task
+// retired longest ago if MaxPlans tasks are tracked; it reports false,
+// counting an overflow, when all of them are live.
+func (m *Manager) makeRoom() bool {
+	if len(m.tasks) < m.cfg.MaxPlans {
+		return true
+	}
+	victim := ""
+	var vt *taskState
+	for id, st := range m.tasks {
+		if st.served != nil || len(st.keys) > 0 || len(st.ovs) > 0 || st.pinned {
+			continue
+		}
+		if vt == nil || st.retiredAt.Before(vt.retiredAt) || st.retiredAt.Equal(vt.retiredAt) && id < victim {
+			victim, vt = id, st
+		}
+	}
+	if vt == nil {
+		m.stats.Overflow++
+		return false
+	}
+	delete(m.tasks, victim)
+	return true
+}
+
+// cool drops the keys whose cooldown has passed at now.
+func (m *Manager) cool(st *taskState, now time.Time) {
+	for k, ks := range st.keys {
+		if !now.Before(ks.lastHot.Add(m.cfg.Cooldown)) {
+			delete(st.keys, k)
+		}
+	}
+}
+
+// capKeys keeps at most MaxKeys keys: those hot at now first, then the
+// most recently hot, then the largest shares, then by key.
+func (m *Manager) capKeys(st *taskState, now time.Time) {
+	if len(st.keys) <= m.cfg.MaxKeys {
+		return
+	}
+	names := make([]string, 0, len(st.keys))
+	for k := range st.keys {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		x, y := st.keys[a], st.keys[b]
+		return cmp.Or(
+			-x.lastHot.Compare(y.lastHot),
+			-cmp.Compare(x.share, y.share),
+			cmp.Compare(a, b))
+	})
+	for _, k := range names[m.cfg.MaxKeys:] {
+		delete(st.keys, k)
+		m.stats.KeysCapped++
+	}
+}
+
+// enginePlan returns the engine's plan of a task as it stands (nil when
+// it has no key), without version and GeneratedAt.
+func (m *Manager) enginePlan(st *taskState) *Plan {
+	if len(st.keys) == 0 {
+		return nil
+	}
+	p := &Plan{
+		JobID: st.job, JobName: st.jobName, TaskName: st.task,
+		Parallelism: st.par, MaxParallelism: st.maxPar,
+		UpdatedAt: st.updated,
+		Separator: m.cfg.Separator, Source: SourceEngine,
+		MaxOverMeanBefore: st.before, MaxOverMeanAfter: st.after,
+		HotKeys: make([]HotKey, 0, len(st.keys)),
+	}
+	for k, ks := range st.keys {
+		p.HotKeys = append(p.HotKeys, HotKey{
+			Key: k, Share: ks.share, Subtask: ks.subtask, Buckets: ks.buckets,
+			Salted: slices.Clone(ks.salted), LastHotAt: ks.lastHot,
+		})
+	}
+	normalize(p)
+	return p
+}
+
+// publish recomputes the served plan of st at now and appends the change
+// to out, if there is one: a new version when the served plan changed
+// materially, a retirement when there is none any more.
+func (m *Manager) publish(st *taskState, now time.Time, out []Change) []Change {
+	base := st.frozen
+	if !st.pinned {
+		base = m.enginePlan(st)
+	}
+	cand := apply(base, st.ovs, false)
+	if cand == nil {
+		if st.served == nil {
+			return out
+		}
+		st.served, st.retiredAt = nil, now
+		return append(out, Change{JobID: st.job, TaskName: st.task, Retired: true})
+	}
+	if cand.Source == SourceEngine && !cand.Pinned {
+		cand.ExpiresAt = m.expiry(cand)
+	}
+	if st.served != nil && sameMaterial(cand, st.served) {
+		cand.Version, cand.GeneratedAt = st.served.Version, st.served.GeneratedAt
+		st.served = cand
+		return out
+	}
+	st.version++
+	cand.Version, cand.GeneratedAt = st.version, now
+	st.served = cand
+	return append(out, Change{JobID: st.job, TaskName: st.task, Plan: clonePlan(cand)})
+}
+
+// expiry is when an engine plan is retired unless confirmed: at the TTL
+// after its last confirmation, or when its last key has cooled down,
+// whichever comes first.
+func (m *Manager) expiry(p *Plan) time.Time {
+	var last time.Time
+	for _, k := range p.HotKeys {
+		if k.LastHotAt.After(last) {
+			last = k.LastHotAt
+		}
+	}
+	e := p.UpdatedAt.Add(m.cfg.TTL)
+	if c := last.Add(m.cfg.Cooldown); c.Before(e) {
+		e = c
+	}
+	return e.UTC()
+}
