@@ -1,0 +1,407 @@
+package clickhouse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/keygroup"
+)
+
+// testPlan returns a valid plan for job and task with two buckets per
+// key, routed as Flink routes them at parallelism 4 / max parallelism 128.
+func testPlan(job, task string, version uint64, updated time.Time, keys ...string) *plans.Plan {
+	r := keygroup.Router{Parallelism: 4, MaxParallelism: 128}
+	p := &plans.Plan{
+		JobID: job, TaskName: task, Parallelism: 4, MaxParallelism: 128, Version: version,
+		GeneratedAt: updated.UTC(), UpdatedAt: updated.UTC(), ExpiresAt: updated.Add(10 * time.Minute).UTC(),
+		Separator: "#", Source: plans.SourceEngine, MaxOverMeanBefore: 2, MaxOverMeanAfter: 1.1,
+	}
+	for _, k := range keys {
+		hk := plans.HotKey{Key: k, Share: 0.3, Subtask: r.Subtask(k), Buckets: 2, LastHotAt: updated.UTC()}
+		for b := 0; b < 2; b++ {
+			sk := fmt.Sprintf("%s#%d", k, b)
+			kg, st := r.Route(keygroup.StringHash(sk))
+			hk.Salted = append(hk.Salted, skew.SaltTarget{Key: sk, KeyGroup: kg, Subtask: st})
+		}
+		p.HotKeys = append(p.HotKeys, hk)
+	}
+	return p
+}
+
+func planSummaries(ps []plans.Plan) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s v%d %s", plans.Key(p.JobID, p.TaskName), p.Version, p.UpdatedAt.Format(time.TimeOnly)))
+	}
+	return out
+}
+
+func TestPlansLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("plans")})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Minute)
+	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
+
+	pinned := testPlan(job, "Pinned", 4, t0, "p")
+	pinned.Pinned, pinned.ExpiresAt = true, time.Time{}
+	expired := testPlan(job, "Expired", 1, t0.Add(-time.Hour), "e")
+	steps := []struct {
+		name    string
+		changes []plans.Change
+		now     time.Time
+		want    []string
+	}{
+		{
+			name: "first versions",
+			changes: []plans.Change{
+				{JobID: job, TaskName: "A", Plan: testPlan(job, "A", 1, t0, "k1")},
+				{JobID: job, TaskName: "Expired", Plan: expired},
+				{JobID: job, TaskName: "Pinned", Plan: pinned},
+			},
+			now:  now,
+			want: []string{job + "/A v1 12:00:00", job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name:    "new version and a confirmation of it",
+			changes: []plans.Change{{JobID: job, TaskName: "A", Plan: testPlan(job, "A", 2, t0.Add(time.Second), "k1", "k2")}, {JobID: job, TaskName: "A", Plan: testPlan(job, "A", 2, t0.Add(2*time.Second), "k1", "k2")}},
+			now:     now,
+			want:    []string{job + "/A v2 12:00:02", job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name:    "replay of older states changes nothing",
+			changes: []plans.Change{{JobID: job, TaskName: "A", Plan: testPlan(job, "A", 1, t0, "k1")}, {JobID: job, TaskName: "A", Plan: testPlan(job, "A", 2, t0.Add(time.Second), "k1", "k2")}},
+			now:     now,
+			want:    []string{job + "/A v2 12:00:02", job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name:    "pinned plans do not expire, others do",
+			now:     t0.Add(24 * time.Hour),
+			want:    []string{job + "/Pinned v4 12:00:00"},
+			changes: nil,
+		},
+		{
+			name:    "retirement, twice, and of a task without plan",
+			changes: []plans.Change{{JobID: job, TaskName: "A", Retired: true}, {JobID: job, TaskName: "A", Retired: true}, {JobID: job, TaskName: "None", Retired: true}},
+			now:     now,
+			want:    []string{job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name:    "a replayed older state does not undo the retirement",
+			changes: []plans.Change{{JobID: job, TaskName: "A", Plan: testPlan(job, "A", 2, t0.Add(2*time.Second), "k1", "k2")}},
+			now:     now,
+			want:    []string{job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name:    "a new version after the retirement",
+			changes: []plans.Change{{JobID: job, TaskName: "A", Plan: testPlan(job, "A", 3, t0.Add(time.Minute), "k3")}},
+			now:     now,
+			want:    []string{job + "/A v3 12:01:00", job + "/Pinned v4 12:00:00"},
+		},
+		{
+			name: "changes apply in order within one call",
+			changes: []plans.Change{
+				{JobID: job, TaskName: "B", Plan: testPlan(job, "B", 1, t0, "b")},
+				{JobID: job, TaskName: "B", Retired: true},
+				{JobID: job, TaskName: "C", Plan: testPlan(job, "C", 1, t0, "c")},
+				{JobID: job, TaskName: "C", Retired: true},
+				{JobID: job, TaskName: "C", Plan: testPlan(job, "C", 2, t0.Add(time.Second), "c", "d")},
+			},
+			now:  now,
+			want: []string{job + "/A v3 12:01:00", job + "/C v2 12:00:01", job + "/Pinned v4 12:00:00"},
+		},
+	}
+	for _, st := range steps {
+		if err := s.WritePlans(ctx, st.changes); err != nil {
+			t.Fatalf("%s: WritePlans: %v", st.name, err)
+		}
+		got, err := s.CurrentPlans(ctx, st.now)
+		if err != nil {
+			t.Fatalf("%s: CurrentPlans: %v", st.name, err)
+		}
+		if sum := planSummaries(got); !reflect.DeepEqual(sum, st.want) {
+			t.Errorf("%s: CurrentPlans = %q, want %q", st.name, sum, st.want)
+		}
+	}
+	// Exactly one retirement row was written for the two retirements.
+	rows, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(tablePlans)+" WHERE job_id = ? AND task_name = 'A' AND retired = 1", job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0][0] != "1" {
+		t.Errorf("retirement rows = %s, want 1", rows[0][0])
+	}
+
+	// Plan reads one task and round-trips the plan exactly.
+	want := testPlan(job, "A", 3, t0.Add(time.Minute), "k3")
+	got, err := s.Plan(ctx, job, "A", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Plan = %+v\nwant %+v", got, want)
+	}
+	for _, tc := range []struct{ job, task string }{{job, "Expired"}, {job, "None"}, {"", "A"}, {job, "'; DROP TABLE plans; --"}} {
+		got, err := s.Plan(ctx, tc.job, tc.task, now)
+		if err != nil || got != nil {
+			t.Errorf("Plan(%q, %q) = %v, %v; want nil, nil", tc.job, tc.task, got, err)
+		}
+	}
+
+	// Bad changes are fatal and insert nothing.
+	var fe *FatalError
+	for _, bad := range [][]plans.Change{
+		{{JobID: "", TaskName: "A", Plan: want}},
+		{{JobID: job, TaskName: "A"}},
+		{{JobID: job, TaskName: "B", Plan: want}},
+	} {
+		if err := s.WritePlans(ctx, bad); !errors.As(err, &fe) {
+			t.Errorf("WritePlans(%+v): err = %v, want *FatalError", bad, err)
+		}
+	}
+}
+
+func TestOverridesAndAudit(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("overrides")})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
+	audit := func(method string, o plans.Override, result string) AuditEntry {
+		what, _ := json.Marshal(o)
+		return AuditEntry{At: o.At, By: "alice", Method: method, Action: o.Action, JobID: o.JobID,
+			TaskName: o.TaskName, Key: o.Key, What: what, RemoteAddr: "192.0.2.1:5555", Result: result}
+	}
+	put := func(o plans.Override, result string) {
+		t.Helper()
+		o.At, o.By = tick(), "alice"
+		if err := s.PutOverride(ctx, o, audit("POST", o, result)); err != nil {
+			t.Fatalf("PutOverride(%s %s %.20q): %v", o.TaskName, o.Action, o.Key, err)
+		}
+	}
+	var hostile []string
+	for _, k := range hostileStrings() {
+		// Keys must be valid UTF-8 of at most 64 KiB.
+		if !strings.ContainsRune(strings.ToValidUTF8(k, "\uFFFD"), '\uFFFD') && len(k) <= plans.MaxKeyBytes {
+			hostile = append(hostile, k)
+		}
+	}
+	hostile = append(hostile, "'); DROP TABLE plans; --", "k", strings.Repeat("\\'\n", plans.MaxKeyBytes/3))
+	for _, k := range hostile {
+		put(plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: k, Reason: "noisy"}, "created")
+	}
+	put(plans.Override{JobID: job, TaskName: "T", Action: plans.ActionPin}, "created")
+	put(plans.Override{JobID: job, TaskName: "Source: clicks -> \"Map\"", Action: plans.ActionOverride,
+		Plan: testPlan(job, "Source: clicks -> \"Map\"", 1, at, "user-42")}, "created")
+	// Replacing an override keeps one.
+	put(plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "k", Reason: "again"}, "replaced")
+
+	ovs, err := s.Overrides(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]plans.Override{}
+	for _, o := range ovs {
+		byID[o.TaskName+"|"+o.Action+"|"+o.Key] = o
+	}
+	if len(ovs) != len(hostile)+2 || len(byID) != len(ovs) {
+		t.Fatalf("Overrides: %d (%d distinct), want %d", len(ovs), len(byID), len(hostile)+2)
+	}
+	for _, k := range hostile {
+		o, ok := byID["T|exclude|"+k]
+		if !ok {
+			t.Errorf("exclude %.40q: not read back verbatim", k)
+			continue
+		}
+		if o.By != "alice" || o.At.IsZero() || o.Reason == "" {
+			t.Errorf("exclude %.40q: %+v", k, o)
+		}
+	}
+	if o := byID["T|exclude|k"]; o.Reason != "again" {
+		t.Errorf("replaced override has reason %q, want again", o.Reason)
+	}
+	if o := byID["Source: clicks -> \"Map\"|override|"]; o.Plan == nil || len(o.Plan.HotKeys) != 1 || o.Plan.HotKeys[0].Key != "user-42" {
+		t.Errorf("override plan not read back: %+v", o)
+	}
+
+	// Delete: the override is gone, the others stay.
+	del := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "'); DROP TABLE plans; --", At: tick()}
+	if err := s.DeleteOverride(ctx, del.JobID, del.TaskName, del.Action, del.Key, audit("DELETE", del, "deleted")); err != nil {
+		t.Fatal(err)
+	}
+	ovs, err = s.Overrides(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ovs) != len(hostile)+1 {
+		t.Errorf("after delete: %d overrides, want %d", len(ovs), len(hostile)+1)
+	}
+	for _, o := range ovs {
+		if o.Key == del.Key {
+			t.Errorf("deleted override still there: %+v", o)
+		}
+	}
+	// The tables survived the injection attempts.
+	for _, table := range []string{tablePlans, tablePlanOverrides, tablePlanAudit} {
+		if _, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(table)); err != nil {
+			t.Errorf("table %s: %v", table, err)
+		}
+	}
+
+	// Audit: newest first, per job, limited.
+	entries, err := s.Audit(ctx, job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(hostile) + 4; len(entries) != want {
+		t.Fatalf("Audit: %d entries, want %d", len(entries), want)
+	}
+	first := entries[0]
+	if first.Method != "DELETE" || first.Key != del.Key || first.Result != "deleted" || first.By != "alice" ||
+		first.RemoteAddr != "192.0.2.1:5555" || !first.At.Equal(del.At.Truncate(time.Millisecond)) {
+		t.Errorf("newest audit entry = %+v", first)
+	}
+	var back plans.Override
+	if err := json.Unmarshal(first.What, &back); err != nil || back.Key != del.Key {
+		t.Errorf("audit what = %s (%v)", first.What, err)
+	}
+	for i := 1; i < len(entries); i++ {
+		if entries[i].At.After(entries[i-1].At) {
+			t.Errorf("audit not newest first at %d", i)
+		}
+	}
+	if entries, err := s.Audit(ctx, job, 2); err != nil || len(entries) != 2 {
+		t.Errorf("Audit limit 2: %d entries, %v", len(entries), err)
+	}
+	if entries, err := s.Audit(ctx, "other'job", 0); err != nil || len(entries) != 0 {
+		t.Errorf("Audit of another job: %d entries, %v", len(entries), err)
+	}
+
+	// Invalid overrides are fatal and write nothing, not even an audit row.
+	var fe *FatalError
+	for _, bad := range []plans.Override{
+		{JobID: job, TaskName: "T", Action: "drop", At: tick()},
+		{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "\xff", At: tick()},
+		{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: strings.Repeat("k", plans.MaxKeyBytes+1), At: tick()},
+		{JobID: job, TaskName: "T\n", Action: plans.ActionPin, At: tick()},
+		{JobID: job, TaskName: "T", Action: plans.ActionPin},
+	} {
+		if err := s.PutOverride(ctx, bad, audit("POST", bad, "created")); !errors.As(err, &fe) {
+			t.Errorf("PutOverride(%.60q): err = %v, want *FatalError", fmt.Sprint(bad), err)
+		}
+	}
+	if entries, err := s.Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {
+		t.Errorf("Audit after rejected overrides: %d entries, %v", len(entries), err)
+	}
+
+	// A closed Sink refuses.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Overrides(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Overrides after Close: %v", err)
+	}
+	o := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionPin, At: tick()}
+	if err := s.PutOverride(ctx, o, audit("POST", o, "created")); !errors.Is(err, ErrClosed) {
+		t.Errorf("PutOverride after Close: %v", err)
+	}
+}
+
+func TestFindingsQuery(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("findq")})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	fs := fixtures(now)
+	// Written twice, the second time with other summaries at a higher
+	// version: each finding is returned once, as last written.
+	if err := s.Write(ctx, 1, fs); err != nil {
+		t.Fatal(err)
+	}
+	changed := make([]skew.Finding, len(fs))
+	copy(changed, fs)
+	for i := range changed {
+		changed[i].Summary = "v2"
+	}
+	if err := s.Write(ctx, 2, changed); err != nil {
+		t.Fatal(err)
+	}
+	base := fixtureBase(now)
+	count := func(pred func(f *skew.Finding) bool) int {
+		n := 0
+		for i := range fs {
+			if pred(&fs[i]) {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name string
+		q    FindingsQuery
+		want int
+	}{
+		{"all", FindingsQuery{Limit: MaxFindingsLimit}, len(fs)},
+		{"default limit", FindingsQuery{}, min(len(fs), DefaultFindingsLimit)},
+		{"limit", FindingsQuery{Limit: 3}, 3},
+		{"job", FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
+		{"hostile job", FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
+		{"kind", FindingsQuery{Kind: skew.KindHotKey, Limit: 1000}, count(func(f *skew.Finding) bool { return f.Kind == skew.KindHotKey })},
+		{"since", FindingsQuery{Since: time.UnixMilli(base + 3*windowMs), Limit: 1000}, count(func(f *skew.Finding) bool { return f.WindowStart >= base+3*windowMs })},
+		{"since the future", FindingsQuery{Since: now.Add(time.Hour)}, 0},
+		{"injection", FindingsQuery{JobID: "x' OR 1=1 --", Kind: "'; DROP TABLE findings; --"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Findings(ctx, tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.want {
+				t.Fatalf("%d findings, want %d", len(got), tt.want)
+			}
+			prev := int64(1 << 62)
+			for _, raw := range got {
+				var f skew.Finding
+				if err := json.Unmarshal(raw, &f); err != nil {
+					t.Fatalf("body %s: %v", raw, err)
+				}
+				if f.Summary != "v2" {
+					t.Errorf("finding %s/%s %d: summary %q, want the last version's", f.JobID, f.TaskName, f.WindowStart, f.Summary)
+				}
+				if f.WindowStart > prev {
+					t.Errorf("not newest first: %d after %d", f.WindowStart, prev)
+				}
+				prev = f.WindowStart
+				if tt.q.JobID != "" && f.JobID != tt.q.JobID || tt.q.Kind != "" && f.Kind != tt.q.Kind {
+					t.Errorf("finding %s %s does not match the query", f.JobID, f.Kind)
+				}
+			}
+		})
+	}
+	if _, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table("findings")); err != nil {
+		t.Errorf("findings table after the injection attempt: %v", err)
+	}
+}
