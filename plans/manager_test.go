@@ -217,33 +217,34 @@ func TestBadFindings(t *testing.T) {
 		f       func() *skew.Finding
 		invalid uint64
 		badKeys uint64
+		sep     string // the Manager's separator (default "#")
 	}{
-		{"nil", func() *skew.Finding { return nil }, 0, 0},
-		{"hot_key kind", func() *skew.Finding { f := good(); f.Kind = skew.KindHotKey; return f }, 0, 0},
-		{"no plan", func() *skew.Finding { f := good(); f.Plan = nil; return f }, 0, 0},
-		{"empty job", func() *skew.Finding { f := good(); f.JobID = ""; return f }, 1, 0},
-		{"slash in job", func() *skew.Finding { f := good(); f.JobID = "a/b"; return f }, 1, 0},
-		{"control char in task", func() *skew.Finding { f := good(); f.TaskName = "a\nb"; return f }, 1, 0},
-		{"long task", func() *skew.Finding { f := good(); f.TaskName = strings.Repeat("x", 257); return f }, 1, 0},
-		{"zero parallelism", func() *skew.Finding { f := good(); f.Plan.Parallelism = 0; return f }, 1, 0},
-		{"max parallelism 0", func() *skew.Finding { f := good(); f.Plan.MaxParallelism = 0; return f }, 1, 0},
-		{"max below parallelism", func() *skew.Finding { f := good(); f.Plan.MaxParallelism = 4; return f }, 1, 0},
-		{"subtask out of range", func() *skew.Finding { f := good(); f.Plan.Keys[0].Salted[1].Subtask = 8; return f }, 0, 1},
+		{"nil", func() *skew.Finding { return nil }, 0, 0, ""},
+		{"hot_key kind", func() *skew.Finding { f := good(); f.Kind = skew.KindHotKey; return f }, 0, 0, ""},
+		{"no plan", func() *skew.Finding { f := good(); f.Plan = nil; return f }, 0, 0, ""},
+		{"empty job", func() *skew.Finding { f := good(); f.JobID = ""; return f }, 1, 0, ""},
+		{"slash in job", func() *skew.Finding { f := good(); f.JobID = "a/b"; return f }, 1, 0, ""},
+		{"control char in task", func() *skew.Finding { f := good(); f.TaskName = "a\nb"; return f }, 1, 0, ""},
+		{"long task", func() *skew.Finding { f := good(); f.TaskName = strings.Repeat("x", 257); return f }, 1, 0, ""},
+		{"zero parallelism", func() *skew.Finding { f := good(); f.Plan.Parallelism = 0; return f }, 1, 0, ""},
+		{"max parallelism 0", func() *skew.Finding { f := good(); f.Plan.MaxParallelism = 0; return f }, 1, 0, ""},
+		{"max below parallelism", func() *skew.Finding { f := good(); f.Plan.MaxParallelism = 4; return f }, 1, 0, ""},
+		{"subtask out of range", func() *skew.Finding { f := good(); f.Plan.Keys[0].Salted[1].Subtask = 8; return f }, 0, 1, ""},
 		{"subtask not where Flink routes", func() *skew.Finding {
 			f := good()
 			s := &f.Plan.Keys[0].Salted[1]
 			s.Subtask = (s.Subtask + 1) % 8
 			return f
-		}, 0, 1},
-		{"buckets and salted disagree", func() *skew.Finding { f := good(); f.Plan.Keys[0].Buckets = 5; return f }, 0, 1},
-		{"other separator", func() *skew.Finding { f := finding(t, 10, 8, hk{key: "a", buckets: 4}); s := f.Plan.Keys[0].Salted; s[0].Key = "a_" + s[0].Key[2:]; return f }, 0, 1},
-		{"duplicate salted key", func() *skew.Finding { f := good(); s := f.Plan.Keys[0].Salted; s[1] = s[0]; return f }, 0, 1},
-		{"invalid UTF-8 key", func() *skew.Finding { return finding(t, 10, 8, hk{key: "\xff", buckets: 2}) }, 0, 1},
-		{"NaN share", func() *skew.Finding { return finding(t, 10, 8, hk{key: "a", buckets: 2, share: nanShare()}) }, 0, 1},
+		}, 0, 1, ""},
+		{"buckets and salted disagree", func() *skew.Finding { f := good(); f.Plan.Keys[0].Buckets = 5; return f }, 0, 1, ""},
+		{"duplicate salted key", func() *skew.Finding { f := good(); s := f.Plan.Keys[0].Salted; s[1] = s[0]; return f }, 0, 1, ""},
+		{"invalid UTF-8 key", func() *skew.Finding { return finding(t, 10, 8, hk{key: "\xff", buckets: 2}) }, 0, 1, ""},
+		{"NaN share", func() *skew.Finding { return finding(t, 10, 8, hk{key: "a", buckets: 2, share: nanShare()}) }, 0, 1, ""},
+		{"engine with another separator", good, 0, 1, "|"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newManager(t, Config{})
+			m := newManager(t, Config{Separator: tt.sep})
 			if got := m.Observe(tt.f()); len(got) != 0 {
 				t.Fatalf("changes %q from a bad finding", describe(got))
 			}
