@@ -1,0 +1,118 @@
+package alert
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Config configures an Alerter: its state machine and its fan-out.
+type Config struct {
+	Tracker TrackerConfig
+	Fanout  FanoutConfig
+}
+
+// Validate fills in the defaults and checks both parts.
+func (c *Config) Validate() error {
+	if err := c.Tracker.Validate(); err != nil {
+		return err
+	}
+	return c.Fanout.Validate()
+}
+
+// Alerter is what the pipeline wires in: a Tracker fed with findings and
+// watermarks, whose notifications go to a Fanout, with metrics. It is safe
+// for concurrent use, and Observe and Advance never wait for a notifier.
+type Alerter struct {
+	mu      sync.Mutex
+	t       *Tracker
+	out     *Fanout
+	m       *alerterMetrics
+	log     *slog.Logger
+	refused uint64 // Tracker.Refused already counted in the metric
+}
+
+// New returns an Alerter delivering to targets (it owns them: Stop closes
+// them). With no targets it still tracks alerts and keeps the metrics.
+func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Registerer) (*Alerter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t, err := NewTracker(cfg.Tracker)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newAlerterMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	out, err := NewFanout(cfg.Fanout, targets, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("alerter: %w", err)
+	}
+	return &Alerter{t: t, out: out, m: m, log: log}, nil
+}
+
+// Observe feeds the findings of closed windows (call it once they are
+// written) and queues the resulting notifications.
+func (a *Alerter) Observe(fs []skew.Finding) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handle(a.t.Observe(fs))
+}
+
+// Advance moves event time to the watermark (epoch ms) that closed the
+// windows observed so far, resolving alerts whose condition is gone.
+func (a *Alerter) Advance(watermark int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handle(a.t.Advance(watermark))
+}
+
+// JobsReported is Tracker.JobsReported (for TrackerConfig.RequireReports).
+func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.t.JobsReported(windowEnd, jobIDs...)
+}
+
+// Active returns the firing alerts.
+func (a *Alerter) Active() []Alert {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.t.Active()
+}
+
+// Stop drains and stops the delivery (Fanout.Stop). Safe to call twice.
+func (a *Alerter) Stop() { a.out.Stop() }
+
+// handle counts the events and sends the notifications. Called with mu
+// held, so notifications reach the queues in event order.
+func (a *Alerter) handle(events []Event) {
+	var out []Alert
+	for i := range events {
+		e := &events[i]
+		a.m.transitions.WithLabelValues(string(e.Kind)).Inc()
+		if e.Notify() {
+			out = append(out, e.Alert)
+		}
+		switch e.Kind {
+		case EventFiring, EventResolved:
+			a.log.Info("alert "+string(e.Kind), "alert", e.Alert.Labels["alertname"], "id", e.Alert.ID, "summary", e.Alert.Annotations["summary"])
+		}
+	}
+	a.m.firing.Set(float64(a.t.Firing()))
+	a.m.pending.Set(float64(a.t.Pending()))
+	if r := a.t.Refused(); r > a.refused {
+		a.m.refused.Add(float64(r - a.refused))
+		a.refused = r
+	}
+	a.out.Send(out)
+}

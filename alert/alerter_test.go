@@ -1,0 +1,128 @@
+package alert
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// TestAlerter drives the whole component: findings in, notifications out
+// (only firing and resolved), metrics counted.
+func TestAlerter(t *testing.T) {
+	r := newRecorder()
+	reg := prometheus.NewRegistry()
+	a, err := New(Config{Fanout: FanoutConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}, []Target{{"rec", r}}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	for ws := int64(0); ws <= 20_000; ws += win {
+		a.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, ws), hot("j1", "agg", 1, "k", 0.2, ws)})
+		a.Advance(ws + win)
+	}
+	// A blip that never fires.
+	a.Observe([]skew.Finding{sat("j1", "agg", 5, skew.CauseDataSkew, 40_000)})
+	if n := len(a.Active()); n != 2 {
+		t.Fatalf("%d active alerts, want 2", n)
+	}
+	if g := testutil.ToFloat64(a.m.firing); g != 2 {
+		t.Errorf("firing gauge = %v, want 2", g)
+	}
+	if g := testutil.ToFloat64(a.m.pending); g != 1 {
+		t.Errorf("pending gauge = %v, want 1", g)
+	}
+	a.Advance(200_000)
+	want := []string{
+		"j1/agg/1/hot_key:firing", "j1/agg/3/slow_subtask:firing",
+		"j1/agg/1/hot_key:resolved", "j1/agg/3/slow_subtask:resolved",
+	}
+	waitFor(t, "4 notifications", func() bool { return len(r.ids()) >= 4 })
+	if got := r.ids(); !slices.Equal(got, want) {
+		t.Errorf("notified %v, want %v", got, want)
+	}
+	for kind, want := range map[EventKind]float64{EventPending: 3, EventFiring: 2, EventResolved: 2, EventDiscarded: 1, EventRenotify: 0} {
+		if got := testutil.ToFloat64(a.m.transitions.WithLabelValues(string(kind))); got != want {
+			t.Errorf("transitions{to=%s} = %v, want %v", kind, got, want)
+		}
+	}
+	if g := testutil.ToFloat64(a.m.firing); g != 0 {
+		t.Errorf("firing gauge = %v after resolving, want 0", g)
+	}
+	a.Stop()
+	a.Stop()
+	if r.closed != 1 {
+		t.Errorf("notifier closed %d times, want 1", r.closed)
+	}
+}
+
+func TestAlerterRefusedMetric(t *testing.T) {
+	a, err := New(Config{Tracker: TrackerConfig{MaxTracked: 1}}, nil, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	a.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, 0), sat("j", "a", 2, skew.CauseDataSkew, 0), sat("j", "a", 3, skew.CauseDataSkew, 0)})
+	if n := testutil.ToFloat64(a.m.refused); n != 2 {
+		t.Errorf("refused = %v, want 2", n)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	retryable := &NotifyError{Notifier: "n", Op: "op", Err: errTest}
+	fatal := &NotifyError{Notifier: "n", Op: "op", Permanent: true, Err: errTest}
+	tests := []struct {
+		name      string
+		policy    RetryPolicy
+		errs      []error // returned by the attempts in order; nil after
+		wantCalls int
+		wantErr   bool
+		wantFatal bool
+	}{
+		{name: "success after retries", policy: RetryPolicy{MaxRetries: 3}, errs: []error{retryable, retryable}, wantCalls: 3},
+		{name: "gives up after MaxRetries", policy: RetryPolicy{MaxRetries: 2}, errs: []error{retryable, retryable, retryable, retryable}, wantCalls: 3, wantErr: true},
+		{name: "fatal stops at once", policy: RetryPolicy{MaxRetries: 5}, errs: []error{fatal}, wantCalls: 1, wantErr: true, wantFatal: true},
+		{name: "negative MaxRetries: one attempt", policy: RetryPolicy{MaxRetries: -1}, errs: []error{retryable}, wantCalls: 1, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy
+			p.MinBackoff, p.MaxBackoff = time.Millisecond, 2*time.Millisecond
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			calls, retries := 0, 0
+			err := Retry(t.Context(), p, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
+				calls++
+				if calls <= len(tt.errs) {
+					return tt.errs[calls-1]
+				}
+				return nil
+			})
+			if calls != tt.wantCalls || (err != nil) != tt.wantErr || IsFatal(err) != tt.wantFatal {
+				t.Errorf("calls %d, err %v (fatal %v); want %d calls, error %v, fatal %v", calls, err, IsFatal(err), tt.wantCalls, tt.wantErr, tt.wantFatal)
+			}
+			if retries != calls-1 {
+				t.Errorf("onRetry called %d times for %d calls", retries, calls)
+			}
+		})
+	}
+	t.Run("context ends the wait", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := Retry(ctx, RetryPolicy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}, nil,
+			func(context.Context) error { return retryable })
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 500*time.Millisecond {
+			t.Errorf("err %v after %s; want the deadline, promptly", err, time.Since(start))
+		}
+	})
+}
+
+var errTest = errors.New("test")

@@ -1,0 +1,304 @@
+package alert
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Alert names, by cause.
+const (
+	NameHotKey           = "FlinkHotKey"
+	NameSubtaskSkew      = "FlinkSubtaskSkew"
+	NameRotatingHotKey   = "FlinkRotatingHotKey"
+	NameSlowSubtask      = "FlinkSlowSubtask"
+	NameUnderProvisioned = "FlinkUnderProvisioned"
+)
+
+// AlertName returns the alertname label of a cause.
+func AlertName(cause string) string {
+	switch cause {
+	case CauseHotKey:
+		return NameHotKey
+	case skew.CauseDataSkew:
+		return NameSubtaskSkew
+	case skew.CauseRotatingHotKey:
+		return NameRotatingHotKey
+	case skew.CauseSlowSubtask:
+		return NameSlowSubtask
+	case skew.CauseUnderProvisioned:
+		return NameUnderProvisioned
+	}
+	return "FlinkSkew"
+}
+
+// clean makes s valid UTF-8: Alertmanager refuses label and annotation
+// values that are not, and task names come from the input.
+func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// labels returns the labels of a state's alert, fixed when it fires. Only
+// values that cannot change while the condition lasts are labels: the
+// identity, the job name, the severity, and the host of a per-subtask
+// saturation (a subtask that moves to another host is a new attempt).
+func (t *Tracker) labels(st *state) map[string]string {
+	f := &st.latest
+	l := map[string]string{
+		"alertname": AlertName(st.id.Cause),
+		"severity":  t.cfg.severity(st.id.Cause),
+		"job_id":    clean(st.id.JobID),
+		"task_name": clean(st.id.TaskName),
+		"cause":     st.id.Cause,
+	}
+	if f.JobName != "" {
+		l["job_name"] = clean(f.JobName)
+	}
+	if st.id.Subtask >= 0 {
+		l["subtask"] = strconv.Itoa(st.id.Subtask)
+		if f.Saturation != nil && f.Host != "" {
+			l["host"] = clean(f.Host)
+		}
+	}
+	return l
+}
+
+// alert builds the Alert of a state at event time at.
+func (t *Tracker) alert(st *state, status string, at int64, reason string) Alert {
+	a := Alert{
+		ID:          st.id.String(),
+		Status:      status,
+		Labels:      st.labels,
+		Annotations: t.annotations(st),
+		StartsAt:    msTime(st.start),
+		LastSeenAt:  msTime(st.lastSeen),
+		UpdatedAt:   msTime(at),
+		Reason:      reason,
+		id:          st.id,
+	}
+	if a.Labels == nil { // pending: labels as they would be if it fired now
+		a.Labels = t.labels(st)
+	}
+	a.Labels = copyMap(a.Labels)
+	f := cloneFinding(&st.latest)
+	a.Finding = &f
+	if status == StatusResolved {
+		a.EndsAt = msTime(st.lastSeen)
+		if reason != "" {
+			a.Annotations["resolved_reason"] = reason
+		}
+	}
+	return a
+}
+
+func copyMap(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// annotations describe the latest finding of a state.
+func (t *Tracker) annotations(st *state) map[string]string {
+	f := &st.latest
+	a := map[string]string{
+		"summary":      clean(t.summary(st)),
+		"runbook":      clean(t.runbook(st)),
+		"window_start": msTime(f.WindowStart).Format(timeLayout),
+		"window_end":   msTime(f.WindowEnd).Format(timeLayout),
+	}
+	if f.SubtaskIndex != nil {
+		a["subtask"] = strconv.Itoa(*f.SubtaskIndex)
+	}
+	if ev := evidenceJSON(st); ev != "" {
+		a["evidence"] = clean(ev)
+	}
+	if ks := hotKeysText(st); ks != "" {
+		a["hot_keys"] = clean(ks)
+	}
+	if s := f.Saturation; s != nil {
+		if s.Host != "" {
+			a["host"] = clean(s.Host)
+		}
+		if s.TaskAttemptID != "" {
+			a["task_attempt_id"] = clean(s.TaskAttemptID)
+		}
+		if ev := s.Evidence; ev != nil {
+			if ev.TimeBucketKey != "" {
+				a["time_bucket_key"] = clean(ev.TimeBucketKey)
+			}
+			if ev.RecommendedParallelism > 0 {
+				a["parallelism"] = strconv.Itoa(ev.Parallelism)
+				a["recommended_parallelism"] = strconv.Itoa(ev.RecommendedParallelism)
+			}
+		}
+	}
+	if salting(st.id.Cause) {
+		a["salting_plan"] = clean(t.planURL(st.id))
+		if v, ok := t.planVersion(st.id); ok {
+			a["salting_plan_version"] = strconv.FormatUint(v, 10)
+		}
+	}
+	return a
+}
+
+// timeLayout is RFC 3339 with milliseconds, as window bounds are.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// salting reports whether a salting plan helps with the cause.
+func salting(cause string) bool {
+	return cause == CauseHotKey || cause == skew.CauseDataSkew || cause == skew.CauseRotatingHotKey
+}
+
+func (t *Tracker) planVersion(id Identity) (uint64, bool) {
+	if t.cfg.PlanVersion == nil {
+		return 0, false
+	}
+	return t.cfg.PlanVersion(id.JobID, id.TaskName)
+}
+
+// planURL is where the task's current salting plan is served.
+func (t *Tracker) planURL(id Identity) string {
+	return strings.TrimRight(t.cfg.SaltingURL, "/") + "/v1/salting/" + url.PathEscape(id.JobID) + "/" + url.PathEscape(id.TaskName)
+}
+
+// summary is the engine's sentence for saturation findings; hot_key
+// findings have none, so one is made here.
+func (t *Tracker) summary(st *state) string {
+	f := &st.latest
+	if f.Summary != "" {
+		return f.Summary
+	}
+	if f.Kind == skew.KindHotKey && len(st.keys) > 0 {
+		where := ""
+		if st.id.Subtask >= 0 {
+			where = fmt.Sprintf(" and is routed to subtask %d", st.id.Subtask)
+		}
+		if len(st.keys) == 1 {
+			k := st.keys[0]
+			return fmt.Sprintf("Key %q carries %s of the sampled input of %q (about %.0f records in the window)%s.",
+				k.Key, pct(k.Share), f.TaskName, k.EstimatedRecords, where)
+		}
+		on := ""
+		if st.id.Subtask >= 0 {
+			on = fmt.Sprintf(" on subtask %d", st.id.Subtask)
+		}
+		return fmt.Sprintf("%d hot keys%s of %q: %s.", len(st.keys), on, f.TaskName, hotKeysText(st))
+	}
+	if f.Saturation != nil {
+		sub := "task"
+		if f.SubtaskIndex != nil {
+			sub = "subtask " + strconv.Itoa(*f.SubtaskIndex) + " of"
+		}
+		return fmt.Sprintf("The %s %q is saturated: %s.", sub, f.TaskName, strings.ReplaceAll(f.Cause, "_", " "))
+	}
+	return fmt.Sprintf("%s on %q.", AlertName(st.id.Cause), f.TaskName)
+}
+
+// pct formats a share as a percentage with one decimal.
+func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 1, 64) + "%" }
+
+// hotKeysText lists the hot keys of the latest window with their shares.
+func hotKeysText(st *state) string {
+	var parts []string
+	switch {
+	case len(st.keys) > 0:
+		for _, k := range st.keys {
+			parts = append(parts, strconv.Quote(k.Key)+" "+pct(k.Share))
+		}
+	case st.latest.Saturation != nil && st.latest.Evidence != nil:
+		for _, k := range st.latest.Evidence.HotKeys {
+			parts = append(parts, strconv.Quote(k.Key)+" "+pct(k.Share))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hotKeyEvidence is the evidence annotation of a hot_key alert.
+type hotKeyEvidence struct {
+	Subtask *int          `json:"subtask_index"`
+	Keys    []skew.HotKey `json:"keys"`
+}
+
+// evidenceJSON is the evidence of the latest finding as compact JSON: the
+// engine's Evidence object for saturation, the keys for hot keys.
+func evidenceJSON(st *state) string {
+	var v any
+	switch f := &st.latest; {
+	case f.Saturation != nil && f.Evidence != nil:
+		v = f.Evidence
+	case f.Kind == skew.KindHotKey:
+		v = hotKeyEvidence{Subtask: f.SubtaskIndex, Keys: st.keys}
+	default:
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // NaN or Inf in the evidence: say so rather than fail
+		return fmt.Sprintf(`{"error":%q}`, err.Error())
+	}
+	return string(b)
+}
+
+// runbook says what to do, by cause.
+func (t *Tracker) runbook(st *state) string {
+	f := &st.latest
+	var ev *skew.Evidence
+	if f.Saturation != nil {
+		ev = f.Evidence
+	}
+	switch st.id.Cause {
+	case skew.CauseSlowSubtask:
+		where := "the TaskManager running the subtask"
+		if f.Saturation != nil && f.Host != "" {
+			where = "the TaskManager on host " + f.Host
+			if f.TaskAttemptID != "" {
+				where += " (task attempt " + f.TaskAttemptID + ")"
+			}
+		}
+		return "jstack " + where + " and check the sink client for blocked requests; look at GC. Its input is no larger than its peers', so more parallelism or salting will not help."
+	case CauseHotKey, skew.CauseDataSkew:
+		return t.applyPlan(st.id) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
+	case skew.CauseRotatingHotKey:
+		what := "The hot subtask moves over time"
+		if ev != nil && ev.TimeBucketKey != "" {
+			what = fmt.Sprintf("The key %q embeds a time bucket, so its hot spot moves to another subtask with every bucket", ev.TimeBucketKey)
+		} else if ev != nil && ev.PreviousHotSubtask != nil {
+			what = fmt.Sprintf("The hot subtask moves over time (it was subtask %d before)", *ev.PreviousHotSubtask)
+		}
+		return what + ": key by the entity and keep the time bucket in the window (or salt the time-bucketed key), so that no single subtask owns a whole bucket; a salting plan for one bucket goes stale with the next. Meanwhile " +
+			strings.ToLower(t.applyPlan(st.id)[:1]) + t.applyPlan(st.id)[1:] + " or enable TWO_PHASE aggregation."
+	case skew.CauseUnderProvisioned:
+		if ev != nil && ev.RecommendedParallelism > 0 {
+			s := fmt.Sprintf("Raise the parallelism of %q from %d to %d", st.id.TaskName, ev.Parallelism, ev.RecommendedParallelism)
+			if ev.MaxParallelism > 0 {
+				s += fmt.Sprintf(" (a divisor of its max parallelism %d)", ev.MaxParallelism)
+			}
+			s += "; the input is balanced, so salting will not help."
+			if len(ev.ChainableWith) > 0 {
+				s += " At that parallelism it can be chained with " + strings.Join(quoteAll(ev.ChainableWith), ", ") + "."
+			}
+			return s
+		}
+		return fmt.Sprintf("Raise the parallelism of %q to the recommended value; the input is balanced, so salting will not help.", st.id.TaskName)
+	}
+	return ""
+}
+
+// applyPlan is the salting half of a skew runbook.
+func (t *Tracker) applyPlan(id Identity) string {
+	if v, ok := t.planVersion(id); ok {
+		return fmt.Sprintf("Apply salting plan v%d (GET %s)", v, t.planURL(id))
+	}
+	return fmt.Sprintf("Apply the current salting plan (GET %s)", t.planURL(id))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}

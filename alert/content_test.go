@@ -1,0 +1,242 @@
+package alert
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func firingOf(t *testing.T, cfg TrackerConfig, fs ...skew.Finding) Alert {
+	t.Helper()
+	cfg.For = -1
+	tr, err := NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firing []Alert
+	for _, e := range tr.Observe(fs) {
+		if e.Kind == EventFiring {
+			firing = append(firing, e.Alert)
+		}
+	}
+	if len(firing) != 1 {
+		t.Fatalf("%d firing alerts, want 1", len(firing))
+	}
+	return firing[0]
+}
+
+func TestAlertContent(t *testing.T) {
+	up := sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
+	up.Evidence.Parallelism, up.Evidence.MaxParallelism, up.Evidence.RecommendedParallelism = 4, 128, 8
+	up.Evidence.ChainableWith = []string{"Sink: es"}
+	up.Host = ""
+	rot := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
+	rot.Evidence.TimeBucketKey = "u42|1593004200000"
+	rotMoved := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
+	rotMoved.Evidence.PreviousHotSubtask = intp(2)
+	ds := sat("j1", "Window agg", 3, skew.CauseDataSkew, 0)
+	ds.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31}}
+	version := func(job, task string) (uint64, bool) { return 7, job == "j1" && task == "Window agg" }
+	tests := []struct {
+		name       string
+		cfg        TrackerConfig
+		fs         []skew.Finding
+		labels     map[string]string
+		annotation map[string]string // substrings
+		absent     []string          // annotations that must not be there
+	}{
+		{
+			name: "slow subtask",
+			fs:   []skew.Finding{sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0)},
+			labels: map[string]string{"alertname": "FlinkSlowSubtask", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Sink: es", "subtask": "2", "cause": "slow_subtask", "host": "10.0.0.2"},
+			annotation: map[string]string{
+				"summary": `Subtask 2 of "Sink: es" is saturated (slow_subtask).`,
+				"runbook": "jstack the TaskManager on host 10.0.0.2 (task attempt 14fc6da2) and check the sink client",
+				"evidence": `"busy_ms_per_s":990`, "host": "10.0.0.2", "task_attempt_id": "14fc6da2", "subtask": "2",
+				"window_start": "1970-01-01T00:00:00.000Z", "window_end": "1970-01-01T00:00:10.000Z",
+			},
+			absent: []string{"salting_plan", "hot_keys"},
+		},
+		{
+			name: "data skew with a known plan version",
+			cfg:  TrackerConfig{PlanVersion: version, SaltingURL: "http://skewlens:8080/", Severities: map[string]string{skew.CauseDataSkew: "page"}},
+			fs:   []skew.Finding{ds},
+			labels: map[string]string{"alertname": "FlinkSubtaskSkew", "severity": "page", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Window agg", "subtask": "3", "cause": "data_skew", "host": "10.0.0.2"},
+			annotation: map[string]string{
+				"runbook":              "Apply salting plan v7 (GET http://skewlens:8080/v1/salting/j1/Window%20agg) or enable TWO_PHASE aggregation",
+				"salting_plan":         "http://skewlens:8080/v1/salting/j1/Window%20agg",
+				"salting_plan_version": "7",
+				"hot_keys":             `"u42" 31.0%`,
+			},
+		},
+		{
+			name: "data skew without a plan version",
+			fs:   []skew.Finding{sat("j2", "agg", 3, skew.CauseDataSkew, 0)},
+			labels: map[string]string{"alertname": "FlinkSubtaskSkew", "severity": "warning", "job_id": "j2", "job_name": "name-j2",
+				"task_name": "agg", "subtask": "3", "cause": "data_skew", "host": "10.0.0.2"},
+			annotation: map[string]string{"runbook": "Apply the current salting plan (GET /v1/salting/j2/agg) or enable TWO_PHASE"},
+			absent:     []string{"salting_plan_version"},
+		},
+		{
+			name: "hot keys",
+			fs:   []skew.Finding{hot("j1", "agg", 4, "b", 0.12, 0), hot("j1", "agg", 4, "a", 0.3, 0)},
+			labels: map[string]string{"alertname": "FlinkHotKey", "severity": "info", "job_id": "j1",
+				"task_name": "agg", "subtask": "4", "cause": "hot_key"},
+			annotation: map[string]string{
+				"summary":  `2 hot keys on subtask 4 of "agg": "a" 30.0%, "b" 12.0%.`,
+				"hot_keys": `"a" 30.0%, "b" 12.0%`,
+				"evidence": `{"subtask_index":4,"keys":[{"key":"a","share":0.3,"estimated_records":30000},{"key":"b","share":0.12,"estimated_records":12000}]}`,
+				"runbook":  "Apply the current salting plan (GET /v1/salting/j1/agg)",
+			},
+			absent: []string{"host"},
+		},
+		{
+			name: "one hot key of unknown subtask",
+			fs:   []skew.Finding{hot("j1", "agg", -1, "a", 0.3, 0)},
+			labels: map[string]string{"alertname": "FlinkHotKey", "severity": "info", "job_id": "j1",
+				"task_name": "agg", "cause": "hot_key"},
+			annotation: map[string]string{"summary": `Key "a" carries 30.0% of the sampled input of "agg" (about 30000 records in the window).`},
+			absent:     []string{"subtask"},
+		},
+		{
+			name: "rotating hot key with a time bucket",
+			fs:   []skew.Finding{rot},
+			labels: map[string]string{"alertname": "FlinkRotatingHotKey", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "agg", "cause": "rotating_hot_key"},
+			annotation: map[string]string{
+				"runbook":         `The key "u42|1593004200000" embeds a time bucket, so its hot spot moves to another subtask with every bucket`,
+				"time_bucket_key": "u42|1593004200000", "subtask": "5",
+			},
+		},
+		{
+			name: "rotating hot key that moved",
+			fs:   []skew.Finding{rotMoved},
+			labels: map[string]string{"alertname": "FlinkRotatingHotKey", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "agg", "cause": "rotating_hot_key"},
+			annotation: map[string]string{"runbook": "(it was subtask 2 before)"},
+		},
+		{
+			name: "under provisioned",
+			fs:   []skew.Finding{up},
+			labels: map[string]string{"alertname": "FlinkUnderProvisioned", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "agg", "cause": "under_provisioned"},
+			annotation: map[string]string{
+				"runbook":                 `Raise the parallelism of "agg" from 4 to 8 (a divisor of its max parallelism 128); the input is balanced, so salting will not help. At that parallelism it can be chained with "Sink: es".`,
+				"recommended_parallelism": "8", "parallelism": "4",
+			},
+			absent: []string{"salting_plan", "host"},
+		},
+		{
+			name: "invalid UTF-8 is cleaned",
+			fs: []skew.Finding{func() skew.Finding {
+				f := sat("j1", "bad\xff", 1, skew.CauseSlowSubtask, 0)
+				f.Summary = "bad\xff summary"
+				return f
+			}()},
+			labels: map[string]string{"alertname": "FlinkSlowSubtask", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "bad\uFFFD", "subtask": "1", "cause": "slow_subtask", "host": "10.0.0.2"},
+			annotation: map[string]string{"summary": "bad\uFFFD summary"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := firingOf(t, tt.cfg, tt.fs...)
+			if !maps.Equal(a.Labels, tt.labels) {
+				t.Errorf("labels = %v\nwant     %v", a.Labels, tt.labels)
+			}
+			for k, want := range tt.annotation {
+				if got, ok := a.Annotations[k]; !ok || !strings.Contains(got, want) {
+					t.Errorf("annotation %s = %q, want it to contain %q", k, got, want)
+				}
+			}
+			for _, k := range tt.absent {
+				if v, ok := a.Annotations[k]; ok {
+					t.Errorf("annotation %s = %q, want none", k, v)
+				}
+			}
+			if a.Status != StatusFiring || a.ID != a.Identity().String() || !a.EndsAt.IsZero() {
+				t.Errorf("status %q id %q ends %v", a.Status, a.ID, a.EndsAt)
+			}
+		})
+	}
+}
+
+// TestLabelsFixedWhileFiring checks that a label value that changes in a
+// later finding (the host) does not change the alert's labels (which
+// would make it another alert in Alertmanager), while the annotations
+// follow the latest finding.
+func TestLabelsFixedWhileFiring(t *testing.T) {
+	tr, err := NewTracker(TrackerConfig{For: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, 0)})
+	f := sat("j1", "agg", 3, skew.CauseSlowSubtask, win)
+	f.Host = "10.0.0.9"
+	tr.Observe([]skew.Finding{f})
+	var resolved Alert
+	for _, e := range tr.Advance(10 * win) {
+		resolved = e.Alert
+	}
+	if resolved.Labels["host"] != "10.0.0.2" || resolved.Annotations["host"] != "10.0.0.9" {
+		t.Errorf("label host %q (want the first, 10.0.0.2), annotation host %q (want the latest, 10.0.0.9)", resolved.Labels["host"], resolved.Annotations["host"])
+	}
+	if resolved.Status != StatusResolved || resolved.EndsAt.UnixMilli() != 2*win || resolved.Annotations["resolved_reason"] != ReasonAbsent {
+		t.Errorf("resolved alert: status %q ends %v reason %q", resolved.Status, resolved.EndsAt, resolved.Annotations["resolved_reason"])
+	}
+}
+
+// TestAlertJSONGolden pins the JSON of a firing and a resolved alert of
+// every cause (the webhook and Kafka contract). Run with -update to
+// rewrite testdata/alerts.golden after a deliberate change.
+func TestAlertJSONGolden(t *testing.T) {
+	up := sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
+	up.Evidence.Parallelism, up.Evidence.MaxParallelism, up.Evidence.RecommendedParallelism = 4, 128, 8
+	rot := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
+	rot.Evidence.TimeBucketKey = "u42|1593004200000"
+	ds := sat("j1", "agg", 3, skew.CauseDataSkew, 0)
+	ds.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31}}
+	tr, err := NewTracker(TrackerConfig{For: -1, PlanVersion: func(string, string) (uint64, bool) { return 3, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	events := tr.Observe([]skew.Finding{ds, hot("j1", "agg", 3, "u42", 0.31, 0), rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0)})
+	events = append(events, tr.Advance(100_000)...)
+	for _, e := range events {
+		if e.Notify() {
+			if err := enc.Encode(e.Alert); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	path := filepath.Join("testdata", "alerts.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("alert JSON differs from %s (go test -update rewrites it):\n%s", path, buf.String())
+	}
+}

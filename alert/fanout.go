@@ -1,0 +1,301 @@
+package alert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// FanoutConfig configures a Fanout. The zero value of every field means
+// its default, given in the field's comment; Validate (NewFanout calls
+// it) fills them in.
+type FanoutConfig struct {
+	// QueueCapacity bounds the alerts waiting for one notifier. Overflow
+	// policy: the oldest waiting alert is dropped
+	// (skewlens_alert_queue_dropped_total{reason="overflow"}); a newer
+	// state of an alert already waiting replaces it and takes no room.
+	// Default 1024.
+	QueueCapacity int
+	// MaxBatch is the most alerts one Notify call carries. Default 100.
+	MaxBatch int
+	// NotifyTimeout bounds one Notify call, its own retries included.
+	// Default 30s.
+	NotifyTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failed Notify call
+	// before the queue is tried again (exponential, jittered). The failed
+	// alerts stay queued, so an outage of a notifier loses nothing but what
+	// overflows. Defaults 1s and 30s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// DrainTimeout is how long Stop lets the queues drain. Default 5s.
+	DrainTimeout time.Duration
+}
+
+// Fanout defaults.
+const (
+	DefaultQueueCapacity = 1024
+	DefaultMaxBatch      = 100
+	DefaultNotifyTimeout = 30 * time.Second
+	DefaultFanoutMinWait = time.Second
+	DefaultFanoutMaxWait = 30 * time.Second
+	DefaultDrainTimeout  = 5 * time.Second
+)
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *FanoutConfig) Validate() error {
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.NotifyTimeout == 0 {
+		c.NotifyTimeout = DefaultNotifyTimeout
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultFanoutMinWait
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultFanoutMaxWait
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	var errs []error
+	if c.QueueCapacity < 0 {
+		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
+	}
+	if c.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
+	}
+	if c.NotifyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("notify timeout %s: must be positive", c.NotifyTimeout))
+	}
+	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
+	} else if c.MinBackoff > c.MaxBackoff {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %s: must be positive", c.DrainTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("alert fanout config: %w", err)
+	}
+	return nil
+}
+
+// Fanout delivers alerts to several notifiers, each from its own bounded
+// queue and goroutine. Send never blocks on a notifier. A Fanout is safe
+// for concurrent use.
+type Fanout struct {
+	cfg     FanoutConfig
+	log     *slog.Logger
+	m       *fanoutMetrics
+	workers []*worker
+
+	stopOnce sync.Once
+	stopping chan struct{}      // closed by Stop: drain, then exit
+	ctx      context.Context    // cancelled DrainTimeout after Stop
+	cancel   context.CancelFunc //
+	wg       sync.WaitGroup
+}
+
+// worker is one notifier's queue and goroutine.
+type worker struct {
+	name   string
+	n      Notifier
+	mu     sync.Mutex
+	q      *queue
+	wake   chan struct{} // capacity 1: "the queue has something"
+	closed bool          // no more Sends (Stop)
+}
+
+// NewFanout starts one delivery goroutine per target. It takes ownership
+// of the notifiers: Stop closes those that implement io.Closer.
+func NewFanout(cfg FanoutConfig, targets []Target, log *slog.Logger, reg prometheus.Registerer) (*Fanout, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	seen := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		if t.Name == "" || t.Notifier == nil {
+			return nil, fmt.Errorf("alert fanout: target %q: needs a name and a notifier", t.Name)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("alert fanout: target %q: duplicate name", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	m, err := newFanoutMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Fanout{cfg: cfg, log: log, m: m, stopping: make(chan struct{}), ctx: ctx, cancel: cancel}
+	for _, t := range targets {
+		w := &worker{name: t.Name, n: t.Notifier, q: newQueue(cfg.QueueCapacity), wake: make(chan struct{}, 1)}
+		m.init(t.Name)
+		f.workers = append(f.workers, w)
+	}
+	for _, w := range f.workers {
+		f.wg.Add(1)
+		go f.run(w)
+	}
+	return f, nil
+}
+
+// Send queues alerts for every notifier and returns at once. After Stop,
+// alerts are dropped (reason "stopped").
+func (f *Fanout) Send(alerts []Alert) {
+	if len(alerts) == 0 {
+		return
+	}
+	for _, w := range f.workers {
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			f.m.dropped.WithLabelValues(w.name, "stopped").Add(float64(len(alerts)))
+			continue
+		}
+		dropped := 0
+		for _, a := range alerts {
+			dropped += w.q.push(a)
+		}
+		n := w.q.len()
+		w.mu.Unlock()
+		f.m.queued.WithLabelValues(w.name).Set(float64(n))
+		if dropped > 0 {
+			f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
+			f.log.Warn("alert queue full; dropped the oldest alerts", "notifier", w.name, "dropped", dropped)
+		}
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// QueueLen returns the number of alerts waiting for the named notifier.
+func (f *Fanout) QueueLen(name string) int {
+	for _, w := range f.workers {
+		if w.name == name {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.q.len()
+		}
+	}
+	return 0
+}
+
+// Stop stops accepting alerts, lets the queues drain for DrainTimeout,
+// drops what is left, and closes the notifiers. It blocks until the
+// delivery goroutines have exited and is safe to call more than once.
+func (f *Fanout) Stop() {
+	f.stopOnce.Do(func() {
+		for _, w := range f.workers {
+			w.mu.Lock()
+			w.closed = true
+			w.mu.Unlock()
+		}
+		close(f.stopping)
+		t := time.AfterFunc(f.cfg.DrainTimeout, f.cancel)
+		f.wg.Wait()
+		t.Stop()
+		f.cancel()
+		for _, w := range f.workers {
+			if c, ok := w.n.(io.Closer); ok {
+				if err := c.Close(); err != nil {
+					f.log.Warn("closing alert notifier", "notifier", w.name, "err", err)
+				}
+			}
+		}
+	})
+}
+
+// run delivers one notifier's queue until Stop.
+func (f *Fanout) run(w *worker) {
+	defer f.wg.Done()
+	backoff := f.cfg.MinBackoff
+	for {
+		w.mu.Lock()
+		batch := w.q.take(f.cfg.MaxBatch)
+		n := w.q.len()
+		w.mu.Unlock()
+		f.m.queued.WithLabelValues(w.name).Set(float64(n))
+		if len(batch) == 0 {
+			select {
+			case <-w.wake:
+				continue
+			case <-f.stopping:
+				// Stop closed the queue before closing stopping, so
+				// an empty queue now stays empty.
+				w.mu.Lock()
+				empty := w.q.len() == 0
+				w.mu.Unlock()
+				if empty {
+					return
+				}
+				continue
+			}
+		}
+		err := f.deliver(w, batch)
+		if err == nil {
+			backoff = f.cfg.MinBackoff
+			continue
+		}
+		if IsFatal(err) {
+			f.m.dropped.WithLabelValues(w.name, "fatal").Add(float64(len(batch)))
+			f.log.Error("alert notifier refused alerts; dropped", "notifier", w.name, "alerts", len(batch), "err", err)
+			continue
+		}
+		if f.ctx.Err() != nil { // draining is over
+			w.mu.Lock()
+			left := w.q.clear() + len(batch)
+			w.mu.Unlock()
+			f.m.queued.WithLabelValues(w.name).Set(0)
+			f.m.dropped.WithLabelValues(w.name, "stopped").Add(float64(left))
+			f.log.Warn("alert notifier: stopped with undelivered alerts", "notifier", w.name, "dropped", left, "err", err)
+			return
+		}
+		w.mu.Lock()
+		dropped := w.q.requeue(batch)
+		w.mu.Unlock()
+		if dropped > 0 {
+			f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
+		}
+		wait := jitter(backoff)
+		f.log.Warn("alert notifier failed; will retry", "notifier", w.name, "alerts", len(batch), "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-f.ctx.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, f.cfg.MaxBackoff)
+	}
+}
+
+// deliver makes one Notify call and counts its outcome.
+func (f *Fanout) deliver(w *worker, batch []Alert) error {
+	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.NotifyTimeout)
+	defer cancel()
+	start := time.Now()
+	err := w.n.Notify(ctx, batch)
+	f.m.latency.WithLabelValues(w.name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		f.m.notifications.WithLabelValues(w.name, "failed").Add(float64(len(batch)))
+		return err
+	}
+	f.m.notifications.WithLabelValues(w.name, "sent").Add(float64(len(batch)))
+	return nil
+}

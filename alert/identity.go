@@ -1,0 +1,100 @@
+package alert
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// CauseHotKey is the cause of alerts made from hot_key findings, beside
+// the engine's saturation causes (skew.CauseDataSkew and the others).
+const CauseHotKey = "hot_key"
+
+// Causes returns every cause an alert can have, in a fixed order.
+func Causes() []string {
+	return []string{CauseHotKey, skew.CauseDataSkew, skew.CauseRotatingHotKey, skew.CauseSlowSubtask, skew.CauseUnderProvisioned}
+}
+
+// Identity is what makes two findings the same alert.
+type Identity struct {
+	JobID    string
+	TaskName string
+	// Subtask is the subtask index, or -1 for a task-wide condition
+	// (under_provisioned, rotating_hot_key, and hot keys whose subtask is
+	// unknown).
+	Subtask int
+	// Cause is a saturation cause or CauseHotKey.
+	Cause string
+}
+
+// String returns "job_id/task_name/subtask/cause" (subtask "-1" for
+// task-wide alerts): the alert's id in JSON and its Kafka message key.
+// Task names may contain "/", so parse it from both ends.
+func (id Identity) String() string {
+	var b strings.Builder
+	b.Grow(len(id.JobID) + len(id.TaskName) + len(id.Cause) + 8)
+	b.WriteString(id.JobID)
+	b.WriteByte('/')
+	b.WriteString(id.TaskName)
+	b.WriteByte('/')
+	b.WriteString(strconv.Itoa(id.Subtask))
+	b.WriteByte('/')
+	b.WriteString(id.Cause)
+	return b.String()
+}
+
+// compare orders identities, for deterministic output.
+func (id Identity) compare(o Identity) int {
+	if c := strings.Compare(id.JobID, o.JobID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(id.TaskName, o.TaskName); c != 0 {
+		return c
+	}
+	if id.Subtask != o.Subtask {
+		if id.Subtask < o.Subtask {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(id.Cause, o.Cause)
+}
+
+// identityOf returns the identity of an alertable finding, and false for
+// findings that make no alert (other kinds, malformed findings).
+//
+// A rotating hot key is task-wide: its hot spot moves from subtask to
+// subtask by design (a time-bucketed key), and an identity per subtask
+// would resolve and re-fire at every move.
+func identityOf(f *skew.Finding) (Identity, bool) {
+	if f.JobID == "" || f.TaskName == "" {
+		return Identity{}, false
+	}
+	id := Identity{JobID: f.JobID, TaskName: f.TaskName, Subtask: -1}
+	if f.SubtaskIndex != nil && *f.SubtaskIndex >= 0 {
+		id.Subtask = *f.SubtaskIndex
+	}
+	switch f.Kind {
+	case skew.KindHotKey:
+		if f.HotKey == nil {
+			return Identity{}, false
+		}
+		id.Cause = CauseHotKey
+	case skew.KindSaturation:
+		if f.Saturation == nil {
+			return Identity{}, false
+		}
+		id.Cause = f.Cause
+		switch f.Cause {
+		case skew.CauseDataSkew, skew.CauseSlowSubtask:
+		case skew.CauseUnderProvisioned, skew.CauseRotatingHotKey:
+			id.Subtask = -1
+		default:
+			return Identity{}, false
+		}
+	default:
+		return Identity{}, false
+	}
+	return id, true
+}

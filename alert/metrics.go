@@ -1,0 +1,102 @@
+package alert
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fanoutMetrics are a Fanout's metrics, by notifier.
+type fanoutMetrics struct {
+	notifications *prometheus.CounterVec   // notifier, result: sent, failed
+	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal, stopped
+	queued        *prometheus.GaugeVec     // notifier
+	latency       *prometheus.HistogramVec // notifier
+}
+
+func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
+	m := &fanoutMetrics{
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_alert_notifications_total",
+			Help: "Alerts handed to a notifier, by notifier and result (sent, failed; a failed alert stays queued unless the error is fatal).",
+		}, []string{"notifier", "result"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_alert_queue_dropped_total",
+			Help: "Alerts dropped undelivered, by notifier and reason (overflow: the queue was full and this was the oldest; fatal: the notifier refused it; stopped: still queued at shutdown).",
+		}, []string{"notifier", "reason"}),
+		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "skewlens_alert_queue_length",
+			Help: "Alerts waiting for a notifier.",
+		}, []string{"notifier"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "skewlens_alert_notify_seconds",
+			Help:    "Time of one Notify call, its retries included, by notifier.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. 262 s
+		}, []string{"notifier"}),
+	}
+	if err := register(reg, "alert fanout", m.notifications, m.dropped, m.queued, m.latency); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// init makes a notifier's series exist from the start, so that rate()
+// and absent() work before the first alert.
+func (m *fanoutMetrics) init(name string) {
+	for _, r := range []string{"sent", "failed"} {
+		m.notifications.WithLabelValues(name, r)
+	}
+	for _, r := range []string{"overflow", "fatal", "stopped"} {
+		m.dropped.WithLabelValues(name, r)
+	}
+	m.queued.WithLabelValues(name)
+}
+
+// alerterMetrics are an Alerter's metrics.
+type alerterMetrics struct {
+	firing      prometheus.Gauge
+	pending     prometheus.Gauge
+	transitions *prometheus.CounterVec // to: pending, firing, renotify, resolved, discarded
+	refused     prometheus.Counter
+}
+
+func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
+	m := &alerterMetrics{
+		firing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skewlens_alerts_firing",
+			Help: "Alerts firing now.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skewlens_alerts_pending",
+			Help: "Conditions seen but not lasting long enough to fire yet.",
+		}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_alert_transitions_total",
+			Help: "Alert state transitions, by the state entered (pending, firing, renotify, resolved, discarded: a pending condition that ended before firing).",
+		}, []string{"to"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_alerts_refused_total",
+			Help: "Findings of new conditions ignored because the tracker held its maximum number of alerts.",
+		}),
+	}
+	for _, k := range []EventKind{EventPending, EventFiring, EventRenotify, EventResolved, EventDiscarded} {
+		m.transitions.WithLabelValues(string(k))
+	}
+	if err := register(reg, "alerter", m.firing, m.pending, m.transitions, m.refused); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers collectors; a nil registry registers nothing.
+func register(reg prometheus.Registerer, what string, cs ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register %s metrics: %w (one per registry)", what, err)
+		}
+	}
+	return nil
+}

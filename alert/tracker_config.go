@@ -1,0 +1,143 @@
+package alert
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// TrackerConfig configures a Tracker. The zero value of every field means
+// its default, given in the field's comment; Validate (NewTracker calls
+// it) fills the defaults in and checks the values. Durations are event
+// time.
+type TrackerConfig struct {
+	// For is how long a condition must be ongoing before its alert fires:
+	// from the start of its first window to the end of its latest one.
+	// Default 20s (two 10 s windows); a negative value fires on the first
+	// finding.
+	For time.Duration
+	// ResolveAfter is the hysteresis: a condition is over once no finding
+	// of it has arrived for this long. Shorter gaps neither resolve a
+	// firing alert nor reset a pending one, so a flapping condition gives
+	// one alert, not one per flap. It must exceed the interval at which
+	// the engine reports a lasting condition (the metric reporting
+	// interval when that is longer than the window). Default 30s.
+	ResolveAfter time.Duration
+	// RenotifyInterval repeats the Firing notification of an alert whose
+	// findings keep arriving, this long after the previous one, for
+	// receivers without reminders of their own (Alertmanager has
+	// repeat_interval). Default 0: never.
+	RenotifyInterval time.Duration
+	// RequireReports makes absence count only while the job keeps
+	// reporting: a job's report is any finding of it (subtask_stats
+	// included, so run the engine with EmitStats) or a JobsReported call.
+	// Alerts of a job silent for SilentAfter then resolve with reason
+	// job_silent. Default false: absence is measured against the
+	// watermarks given to Advance, which assumes that a job without
+	// findings is healthy.
+	RequireReports bool
+	// SilentAfter is how long a job may send nothing before its alerts
+	// resolve (RequireReports only). Default 5m.
+	SilentAfter time.Duration
+	// MaxTracked bounds the alerts tracked at once (pending and firing).
+	// Overflow policy: a finding of a new identity is ignored while the
+	// bound is reached (Tracker.Refused counts them; alerts already
+	// tracked keep updating). Default 10000.
+	MaxTracked int
+	// Causes lists the causes that make alerts (CauseHotKey and the
+	// skew.Cause* constants). Default all of them (Causes()).
+	Causes []string
+	// Severities maps a cause to the severity label of its alerts;
+	// missing causes get the defaults: hot_key "info", every other cause
+	// "warning".
+	Severities map[string]string
+	// PlanVersion, when set, returns the current salting plan version of a
+	// task for the runbook annotation ("apply salting plan v3"). It is
+	// called by the goroutine that owns the Tracker, for each notification
+	// of a hot_key, data_skew or rotating_hot_key alert, so it must be
+	// fast, never block, and be safe for that goroutine. Default nil:
+	// "apply the current salting plan".
+	PlanVersion func(jobID, taskName string) (version uint64, ok bool)
+	// SaltingURL is the base URL of the salting plan service for the
+	// runbook (e.g. "http://skewlens:8080"); the runbook then reads "GET
+	// http://skewlens:8080/v1/salting/<job>/<task>". Default "": the path
+	// alone.
+	SaltingURL string
+}
+
+// Tracker defaults.
+const (
+	DefaultFor          = 20 * time.Second
+	DefaultResolveAfter = 30 * time.Second
+	DefaultSilentAfter  = 5 * time.Minute
+	DefaultMaxTracked   = 10000
+)
+
+// DefaultSeverity returns the default severity of a cause.
+func DefaultSeverity(cause string) string {
+	if cause == CauseHotKey {
+		return "info"
+	}
+	return "warning"
+}
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *TrackerConfig) Validate() error {
+	if c.For == 0 {
+		c.For = DefaultFor
+	}
+	if c.ResolveAfter == 0 {
+		c.ResolveAfter = DefaultResolveAfter
+	}
+	if c.SilentAfter == 0 {
+		c.SilentAfter = DefaultSilentAfter
+	}
+	if c.MaxTracked == 0 {
+		c.MaxTracked = DefaultMaxTracked
+	}
+	if len(c.Causes) == 0 {
+		c.Causes = Causes()
+	}
+	var errs []error
+	if c.ResolveAfter < 0 {
+		errs = append(errs, fmt.Errorf("resolve after %s: must be positive", c.ResolveAfter))
+	}
+	if c.RenotifyInterval < 0 {
+		errs = append(errs, fmt.Errorf("renotify interval %s: must be positive or 0 (off)", c.RenotifyInterval))
+	}
+	if c.SilentAfter < 0 {
+		errs = append(errs, fmt.Errorf("silent after %s: must be positive", c.SilentAfter))
+	} else if c.RequireReports && c.SilentAfter < c.ResolveAfter {
+		errs = append(errs, fmt.Errorf("silent after %s: must not be shorter than resolve after %s", c.SilentAfter, c.ResolveAfter))
+	}
+	if c.MaxTracked < 0 {
+		errs = append(errs, fmt.Errorf("max tracked %d: must be positive", c.MaxTracked))
+	}
+	known := Causes()
+	for _, cause := range c.Causes {
+		if !slices.Contains(known, cause) {
+			errs = append(errs, fmt.Errorf("cause %q: unknown (known: %v)", cause, known))
+		}
+	}
+	for cause, sev := range c.Severities {
+		if !slices.Contains(known, cause) {
+			errs = append(errs, fmt.Errorf("severity of cause %q: unknown cause", cause))
+		}
+		if sev == "" {
+			errs = append(errs, fmt.Errorf("severity of cause %q: empty", cause))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("alert tracker config: %w", err)
+	}
+	return nil
+}
+
+// severity returns the severity label of a cause.
+func (c *TrackerConfig) severity(cause string) string {
+	if s, ok := c.Severities[cause]; ok {
+		return s
+	}
+	return DefaultSeverity(cause)
+}

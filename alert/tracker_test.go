@@ -1,0 +1,434 @@
+package alert
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// step is one call: Observe(obs) when obs is not nil, then Advance(adv)
+// when adv is not 0, then JobsReported(rep...) at repAt when rep is set
+// (before the Observe).
+type step struct {
+	rep   []string
+	repAt int64
+	obs   []skew.Finding
+	adv   int64
+}
+
+// windows returns one step per window start: the findings made by mk
+// (nil for none) observed, then the watermark advanced to the window end.
+func windows(starts []int64, mk func(ws int64) []skew.Finding) []step {
+	var out []step
+	for _, ws := range starts {
+		out = append(out, step{obs: mk(ws), adv: ws + win})
+	}
+	return out
+}
+
+func seq(from, to, every int64) []int64 {
+	var out []int64
+	for t := from; t <= to; t += every {
+		out = append(out, t)
+	}
+	return out
+}
+
+func TestTrackerTransitions(t *testing.T) {
+	const ds = "j1/agg/3/data_skew"
+	skewAt := func(present ...int64) func(int64) []skew.Finding {
+		return func(ws int64) []skew.Finding {
+			if slices.Contains(present, ws) {
+				return []skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, ws)}
+			}
+			return nil
+		}
+	}
+	tests := []struct {
+		name  string
+		cfg   TrackerConfig
+		steps []step
+		want  []string
+	}{
+		{
+			name:  "fires once the condition has lasted For (two windows)",
+			steps: windows(seq(0, 20_000, win), skewAt(0, 10_000, 20_000)),
+			want:  []string{"pending " + ds + " @10000", "firing " + ds + " @20000"},
+		},
+		{
+			name:  "negative For fires on the first finding",
+			cfg:   TrackerConfig{For: -1},
+			steps: windows([]int64{0}, skewAt(0)),
+			want:  []string{"pending " + ds + " @10000", "firing " + ds + " @10000"},
+		},
+		{
+			name:  "a one-window blip is discarded after ResolveAfter, never fires",
+			steps: windows(seq(0, 40_000, win), skewAt(0)),
+			want:  []string{"pending " + ds + " @10000", "discarded " + ds + " @40000 absent"},
+		},
+		{
+			name: "resolves exactly ResolveAfter after the last finding",
+			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
+				step{adv: 49_999}, step{adv: 50_000}, step{adv: 90_000}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
+		},
+		{
+			name: "flapping input (every other window) gives one firing and one resolved",
+			steps: windows(seq(0, 150_000, win), skewAt(0, 20_000, 40_000, 60_000, 80_000)),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @30000", "resolved " + ds + " @120000 absent"},
+		},
+		{
+			name: "flapping with two-window gaps does not flap either",
+			steps: windows(seq(0, 200_000, win), skewAt(0, 30_000, 60_000, 90_000, 120_000)),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @40000", "resolved " + ds + " @160000 absent"},
+		},
+		{
+			name: "a gap of ResolveAfter inside one Observe call resolves, then a new episode starts",
+			steps: []step{{obs: []skew.Finding{
+				sat("j1", "agg", 3, skew.CauseDataSkew, 60_000),
+				sat("j1", "agg", 3, skew.CauseDataSkew, 0),
+				sat("j1", "agg", 3, skew.CauseDataSkew, 10_000),
+			}, adv: 70_000}},
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent", "pending " + ds + " @70000"},
+		},
+		{
+			name:  "renotifies a lasting alert every RenotifyInterval",
+			cfg:   TrackerConfig{RenotifyInterval: 30 * time.Second},
+			steps: windows(seq(0, 80_000, win), skewAt(seq(0, 80_000, win)...)),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000",
+				"renotify " + ds + " @50000", "renotify " + ds + " @80000"},
+		},
+		{
+			name: "with RequireReports a silent job's alert waits, then resolves as job_silent",
+			cfg:  TrackerConfig{RequireReports: true, SilentAfter: time.Minute},
+			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
+				step{adv: 60_000}, step{adv: 79_999}, step{adv: 80_000}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @80000 job_silent"},
+		},
+		{
+			name: "with RequireReports a reporting job's alert resolves as absent",
+			cfg:  TrackerConfig{RequireReports: true},
+			steps: windows(seq(0, 60_000, win), func(ws int64) []skew.Finding {
+				fs := []skew.Finding{statsOf("j1", ws)}
+				if ws <= 10_000 {
+					fs = append(fs, sat("j1", "agg", 3, skew.CauseDataSkew, ws))
+				}
+				return fs
+			}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
+		},
+		{
+			name: "with RequireReports JobsReported counts as a report",
+			cfg:  TrackerConfig{RequireReports: true},
+			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
+				step{adv: 40_000},
+				step{rep: []string{"j1"}, repAt: 30_000, adv: 40_000},
+				step{rep: []string{"j1"}, repAt: 50_000, adv: 50_000}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
+		},
+		{
+			name: "an out-of-order older finding changes nothing",
+			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
+				step{adv: 45_000},
+				step{obs: []skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0)}, adv: 50_000}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
+		},
+		{
+			name: "rotating hot key is one task-wide alert while its subtask moves",
+			steps: windows(seq(0, 40_000, win), func(ws int64) []skew.Finding {
+				return []skew.Finding{sat("j1", "agg", int(ws/win), skew.CauseRotatingHotKey, ws)}
+			}),
+			want: []string{"pending j1/agg/-1/rotating_hot_key @10000", "firing j1/agg/-1/rotating_hot_key @20000"},
+		},
+		{
+			name: "under_provisioned is task-wide; causes are separate alerts",
+			cfg:  TrackerConfig{For: -1},
+			steps: []step{{obs: []skew.Finding{
+				sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0),
+				sat("j1", "agg", 2, skew.CauseSlowSubtask, 0),
+				hot("j1", "agg", 2, "k", 0.3, 0),
+			}}},
+			want: []string{
+				"pending j1/agg/-1/under_provisioned @10000", "pending j1/agg/2/hot_key @10000", "pending j1/agg/2/slow_subtask @10000",
+				"firing j1/agg/-1/under_provisioned @10000", "firing j1/agg/2/hot_key @10000", "firing j1/agg/2/slow_subtask @10000",
+			},
+		},
+		{
+			name: "several hot keys on one subtask make one alert",
+			cfg:  TrackerConfig{For: -1},
+			steps: []step{{obs: []skew.Finding{
+				hot("j1", "agg", 2, "a", 0.1, 0), hot("j1", "agg", 2, "b", 0.3, 0), hot("j1", "agg", -1, "c", 0.2, 0),
+			}}},
+			want: []string{"pending j1/agg/-1/hot_key @10000", "pending j1/agg/2/hot_key @10000",
+				"firing j1/agg/-1/hot_key @10000", "firing j1/agg/2/hot_key @10000"},
+		},
+		{
+			name: "MaxTracked refuses new conditions, keeps the tracked ones",
+			cfg:  TrackerConfig{For: -1, MaxTracked: 1},
+			steps: []step{{obs: []skew.Finding{
+				sat("j1", "agg", 1, skew.CauseDataSkew, 0), sat("j1", "agg", 2, skew.CauseDataSkew, 0),
+			}}},
+			want: []string{"pending j1/agg/1/data_skew @10000", "firing j1/agg/1/data_skew @10000"},
+		},
+		{
+			name: "Causes filters what alerts",
+			cfg:  TrackerConfig{For: -1, Causes: []string{skew.CauseSlowSubtask}},
+			steps: []step{{obs: []skew.Finding{
+				sat("j1", "agg", 1, skew.CauseDataSkew, 0), hot("j1", "agg", 1, "k", 0.5, 0), sat("j1", "agg", 2, skew.CauseSlowSubtask, 0),
+			}}},
+			want: []string{"pending j1/agg/2/slow_subtask @10000", "firing j1/agg/2/slow_subtask @10000"},
+		},
+		{
+			name: "malformed and other findings make no alert and do not panic",
+			cfg:  TrackerConfig{For: -1},
+			steps: []step{{obs: []skew.Finding{
+				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},                  // no body
+				{Kind: skew.KindHotKey, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},                      // no body
+				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowEnd: win, Saturation: &skew.Saturation{Cause: "bogus"}},
+				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowEnd: win, Saturation: &skew.Saturation{Cause: skew.CauseSlowSubtask}}, // nil evidence is fine
+				func() skew.Finding { f := sat("", "agg", 1, skew.CauseDataSkew, 0); return f }(),                    // no job
+				func() skew.Finding { f := sat("j1", "", 1, skew.CauseDataSkew, 0); return f }(),                     // no task
+				func() skew.Finding { f := sat("j1", "agg", 1, skew.CauseDataSkew, 0); f.WindowStart = 2 * win; return f }(), // start after end
+				func() skew.Finding { f := sat("j1", "agg", 1, skew.CauseDataSkew, 0); f.WindowEnd = -5; return f }(),
+				{Kind: skew.KindSaltingPlan, JobID: "j1", TaskName: "agg", WindowEnd: win, Plan: &skew.Plan{}},
+				statsOf("j1", 0),
+				{Kind: "bogus", JobID: "j1", TaskName: "agg", WindowEnd: win},
+			}}},
+			want: []string{"pending j1/a/-1/slow_subtask @10000", "firing j1/a/-1/slow_subtask @10000"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := NewTracker(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Event
+			for _, s := range tt.steps {
+				if s.rep != nil {
+					tr.JobsReported(s.repAt, s.rep...)
+				}
+				if s.obs != nil {
+					got = append(got, tr.Observe(s.obs)...)
+				}
+				if s.adv != 0 {
+					got = append(got, tr.Advance(s.adv)...)
+				}
+			}
+			if g := evs(got); !slices.Equal(g, tt.want) {
+				t.Errorf("events:\n%s\nwant:\n%s", joinLines(g), joinLines(tt.want))
+			}
+		})
+	}
+}
+
+// TestTrackerNoFlapping feeds random on/off conditions and checks the
+// alert invariants: firing and resolved alternate, starting with firing;
+// no two firings of one alert are closer than the hysteresis allows; and
+// every resolved alert really had no finding for ResolveAfter.
+func TestTrackerNoFlapping(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tr, err := NewTracker(TrackerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onProb := []float64{0.1, 0.5, 0.9}[seed%3]
+		lastSeen := map[string]int64{}
+		state := map[string]string{}
+		for ws := int64(0); ws < 3_600_000; ws += win {
+			var fs []skew.Finding
+			for sub := range 3 {
+				if rng.Float64() < onProb {
+					fs = append(fs, sat("j", "t", sub, skew.CauseDataSkew, ws))
+				}
+			}
+			events := append(tr.Observe(fs), tr.Advance(ws+win)...)
+			for _, f := range fs {
+				lastSeen[identityMust(t, &f).String()] = f.WindowEnd
+			}
+			for _, e := range events {
+				id := e.Alert.ID
+				switch e.Kind {
+				case EventFiring:
+					if state[id] == "firing" {
+						t.Fatalf("seed %d: %s fired twice without resolving", seed, id)
+					}
+					state[id] = "firing"
+				case EventResolved:
+					if state[id] != "firing" {
+						t.Fatalf("seed %d: %s resolved while not firing", seed, id)
+					}
+					state[id] = "resolved"
+					if gap := e.Alert.UpdatedAt.UnixMilli() - lastSeen[id]; gap < 30_000 {
+						t.Fatalf("seed %d: %s resolved %d ms after its last finding", seed, id, gap)
+					}
+				}
+			}
+		}
+	}
+}
+
+func identityMust(t *testing.T, f *skew.Finding) Identity {
+	t.Helper()
+	id, ok := identityOf(f)
+	if !ok {
+		t.Fatalf("no identity for %+v", f)
+	}
+	return id
+}
+
+// TestTrackerDeterministic checks that the order of findings within one
+// Observe call does not change the events, alerts included.
+func TestTrackerDeterministic(t *testing.T) {
+	var fs []skew.Finding
+	for ws := int64(0); ws < 60_000; ws += win {
+		fs = append(fs,
+			sat("j2", "sink", 1, skew.CauseSlowSubtask, ws),
+			sat("j1", "agg", 3, skew.CauseDataSkew, ws),
+			hot("j1", "agg", 3, "k1", 0.4, ws), hot("j1", "agg", 3, "k2", 0.2, ws),
+			sat("j1", "win", -1, skew.CauseUnderProvisioned, ws),
+			statsOf("j3", ws))
+	}
+	run := func(in []skew.Finding) []Event {
+		tr, err := NewTracker(TrackerConfig{RenotifyInterval: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(tr.Observe(in), tr.Advance(200_000)...)
+	}
+	want := run(fs)
+	if len(want) < 12 {
+		t.Fatalf("only %d events: %v", len(want), evs(want))
+	}
+	for seed := range uint64(10) {
+		in := slices.Clone(fs)
+		rand.New(rand.NewPCG(seed, 1)).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		if got := run(in); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shuffle %d: events differ:\n%s\nwant:\n%s", seed, joinLines(evs(got)), joinLines(evs(want)))
+		}
+	}
+}
+
+// TestTrackerKeepsNoReferences checks that alerts do not change when the
+// caller reuses its findings (the pipeline clears its slice).
+func TestTrackerKeepsNoReferences(t *testing.T) {
+	tr, err := NewTracker(TrackerConfig{For: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := []skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0)}
+	fs[0].Evidence.HotKeys = []skew.KeyShare{{Key: "k", Share: 0.5}}
+	tr.Observe(fs)
+	fs[0].Evidence.BusyMsPerSecond = -1
+	fs[0].Evidence.HotKeys[0].Key = "changed"
+	*fs[0].SubtaskIndex = 99
+	a := tr.Active()
+	if len(a) != 1 {
+		t.Fatalf("active = %d alerts, want 1", len(a))
+	}
+	if ev := a[0].Finding.Evidence; ev.BusyMsPerSecond != 990 || ev.HotKeys[0].Key != "k" || *a[0].Finding.SubtaskIndex != 3 {
+		t.Errorf("alert changed with the caller's finding: %+v", a[0].Finding)
+	}
+	if !strings.Contains(a[0].Annotations["evidence"], `"busy_ms_per_s":990`) {
+		t.Errorf("evidence = %s", a[0].Annotations["evidence"])
+	}
+}
+
+func TestTrackerCounts(t *testing.T) {
+	tr, err := NewTracker(TrackerConfig{MaxTracked: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, 0), sat("j", "a", 2, skew.CauseDataSkew, 0), sat("j", "a", 3, skew.CauseDataSkew, 0)})
+	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, win)})
+	if p, f, r := tr.Pending(), tr.Firing(), tr.Refused(); p != 1 || f != 1 || r != 1 {
+		t.Errorf("pending, firing, refused = %d, %d, %d; want 1, 1, 1", p, f, r)
+	}
+	if n := tr.Now(); n != 2*win {
+		t.Errorf("now = %d, want %d", n, 2*win)
+	}
+	tr.Advance(10 * win)
+	if p, f := tr.Pending(), tr.Firing(); p != 0 || f != 0 {
+		t.Errorf("after advance: pending, firing = %d, %d; want 0, 0", p, f)
+	}
+}
+
+func TestTrackerConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     TrackerConfig
+		wantErr string
+	}{
+		{name: "defaults", cfg: TrackerConfig{}},
+		{name: "negative resolve", cfg: TrackerConfig{ResolveAfter: -time.Second}, wantErr: "resolve after"},
+		{name: "negative renotify", cfg: TrackerConfig{RenotifyInterval: -time.Second}, wantErr: "renotify"},
+		{name: "silent shorter than resolve", cfg: TrackerConfig{RequireReports: true, SilentAfter: time.Second}, wantErr: "silent after"},
+		{name: "unknown cause", cfg: TrackerConfig{Causes: []string{"nope"}}, wantErr: `cause "nope"`},
+		{name: "severity of unknown cause", cfg: TrackerConfig{Severities: map[string]string{"nope": "page"}}, wantErr: "unknown cause"},
+		{name: "empty severity", cfg: TrackerConfig{Severities: map[string]string{CauseHotKey: ""}}, wantErr: "empty"},
+		{name: "negative max", cfg: TrackerConfig{MaxTracked: -1}, wantErr: "max tracked"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.cfg.For != DefaultFor || tt.cfg.ResolveAfter != DefaultResolveAfter || tt.cfg.MaxTracked != DefaultMaxTracked || len(tt.cfg.Causes) != 5 {
+					t.Errorf("defaults not filled: %+v", tt.cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestTrackerBatchingIndependent checks that observing window by window
+// and observing everything in one call give the same notifications.
+func TestTrackerBatchingIndependent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var perWindow [][]skew.Finding
+	for ws := int64(0); ws < 600_000; ws += win {
+		var fs []skew.Finding
+		for sub := range 4 {
+			if rng.Float64() < 0.4 {
+				fs = append(fs, sat("j", "t", sub, skew.CauseSlowSubtask, ws))
+			}
+		}
+		perWindow = append(perWindow, fs)
+	}
+	notified := func(events []Event) []string {
+		var out []string
+		for _, e := range events {
+			if e.Notify() {
+				out = append(out, evs([]Event{e})[0])
+			}
+		}
+		return out
+	}
+	one, err := NewTracker(TrackerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a []Event
+	for i, fs := range perWindow {
+		a = append(a, one.Observe(fs)...)
+		a = append(a, one.Advance(int64(i+1)*win)...)
+	}
+	all, _ := NewTracker(TrackerConfig{})
+	b := all.Observe(slices.Concat(perWindow...))
+	b = append(b, all.Advance(int64(len(perWindow))*win)...)
+	if ga, gb := notified(a), notified(b); len(ga) < 4 || !slices.Equal(ga, gb) {
+		t.Errorf("window by window:\n%s\nall at once:\n%s", joinLines(ga), joinLines(gb))
+	}
+}
