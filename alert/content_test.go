@@ -60,8 +60,8 @@ func TestAlertContent(t *testing.T) {
 			labels: map[string]string{"alertname": "FlinkSlowSubtask", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
 				"task_name": "Sink: es", "subtask": "2", "cause": "slow_subtask", "host": "10.0.0.2"},
 			annotation: map[string]string{
-				"summary": `Subtask 2 of "Sink: es" is saturated (slow_subtask).`,
-				"runbook": "jstack the TaskManager on host 10.0.0.2 (task attempt 14fc6da2) and check the sink client",
+				"summary":  `Subtask 2 of "Sink: es" is saturated (slow_subtask).`,
+				"runbook":  "jstack the TaskManager on host 10.0.0.2 (task attempt 14fc6da2) and check the sink client",
 				"evidence": `"busy_ms_per_s":990`, "host": "10.0.0.2", "task_attempt_id": "14fc6da2", "subtask": "2",
 				"window_start": "1970-01-01T00:00:00.000Z", "window_end": "1970-01-01T00:00:10.000Z",
 			},

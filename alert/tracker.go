@@ -37,9 +37,9 @@ type state struct {
 	lastSeen   int64 // end of the latest window with a finding (ms)
 	lastNotify int64 // event time of the latest Firing or Renotify (ms)
 	labels     map[string]string
-	latest     skew.Finding   // the latest finding (for hot keys: the hottest key's)
-	keys       []skew.HotKey  // hot_key alerts: the keys of the latest window, hottest first
-	touched    int64          // window end of the latest Observe group that touched it
+	latest     skew.Finding  // the latest finding (for hot keys: the hottest key's)
+	keys       []skew.HotKey // hot_key alerts: the keys of the latest window, hottest first
+	touched    int64         // window end of the latest Observe group that touched it
 }
 
 // NewTracker returns a Tracker with no alerts. It validates cfg.

@@ -78,14 +78,14 @@ func TestTrackerTransitions(t *testing.T) {
 			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
 		},
 		{
-			name: "flapping input (every other window) gives one firing and one resolved",
+			name:  "flapping input (every other window) gives one firing and one resolved",
 			steps: windows(seq(0, 150_000, win), skewAt(0, 20_000, 40_000, 60_000, 80_000)),
-			want: []string{"pending " + ds + " @10000", "firing " + ds + " @30000", "resolved " + ds + " @120000 absent"},
+			want:  []string{"pending " + ds + " @10000", "firing " + ds + " @30000", "resolved " + ds + " @120000 absent"},
 		},
 		{
-			name: "flapping with two-window gaps does not flap either",
+			name:  "flapping with two-window gaps does not flap either",
 			steps: windows(seq(0, 200_000, win), skewAt(0, 30_000, 60_000, 90_000, 120_000)),
-			want: []string{"pending " + ds + " @10000", "firing " + ds + " @40000", "resolved " + ds + " @160000 absent"},
+			want:  []string{"pending " + ds + " @10000", "firing " + ds + " @40000", "resolved " + ds + " @160000 absent"},
 		},
 		{
 			name: "a gap of ResolveAfter inside one Observe call resolves, then a new episode starts",
@@ -187,13 +187,17 @@ func TestTrackerTransitions(t *testing.T) {
 			name: "malformed and other findings make no alert and do not panic",
 			cfg:  TrackerConfig{For: -1},
 			steps: []step{{obs: []skew.Finding{
-				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},                  // no body
-				{Kind: skew.KindHotKey, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},                      // no body
+				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win}, // no body
+				{Kind: skew.KindHotKey, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},     // no body
 				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowEnd: win, Saturation: &skew.Saturation{Cause: "bogus"}},
 				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowEnd: win, Saturation: &skew.Saturation{Cause: skew.CauseSlowSubtask}}, // nil evidence is fine
-				func() skew.Finding { f := sat("", "agg", 1, skew.CauseDataSkew, 0); return f }(),                    // no job
-				func() skew.Finding { f := sat("j1", "", 1, skew.CauseDataSkew, 0); return f }(),                     // no task
-				func() skew.Finding { f := sat("j1", "agg", 1, skew.CauseDataSkew, 0); f.WindowStart = 2 * win; return f }(), // start after end
+				func() skew.Finding { f := sat("", "agg", 1, skew.CauseDataSkew, 0); return f }(),                                                   // no job
+				func() skew.Finding { f := sat("j1", "", 1, skew.CauseDataSkew, 0); return f }(),                                                    // no task
+				func() skew.Finding {
+					f := sat("j1", "agg", 1, skew.CauseDataSkew, 0)
+					f.WindowStart = 2 * win
+					return f
+				}(), // start after end
 				func() skew.Finding { f := sat("j1", "agg", 1, skew.CauseDataSkew, 0); f.WindowEnd = -5; return f }(),
 				{Kind: skew.KindSaltingPlan, JobID: "j1", TaskName: "agg", WindowEnd: win, Plan: &skew.Plan{}},
 				statsOf("j1", 0),

@@ -1,0 +1,185 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// server answers with the statuses in order (200 after them) and keeps
+// the bodies it got.
+type server struct {
+	mu       sync.Mutex
+	statuses []int
+	delay    time.Duration
+	bodies   []Message
+	calls    int
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls++
+	status := 200
+	if len(s.statuses) > 0 {
+		status, s.statuses = s.statuses[0], s.statuses[1:]
+	}
+	delay := s.delay
+	s.mu.Unlock()
+	// Read the body first: the server notices a client that gave up only
+	// once the body is read.
+	var m Message
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if r.Method != http.MethodPost || r.Header.Get("X-Token") != "t" {
+		http.Error(w, "bad request", 400)
+		return
+	}
+	if status == 200 {
+		s.mu.Lock()
+		s.bodies = append(s.bodies, m)
+		s.mu.Unlock()
+	}
+	w.WriteHeader(status)
+}
+
+func testAlerts(n int) []alert.Alert {
+	tr, err := alert.NewTracker(alert.TrackerConfig{For: -1})
+	if err != nil {
+		panic(err)
+	}
+	var fs []skew.Finding
+	for i := range n {
+		sub := i
+		fs = append(fs, skew.Finding{Kind: skew.KindSaturation, JobID: "j1", TaskName: "sink", SubtaskIndex: &sub,
+			WindowStart: 0, WindowEnd: 10_000, Summary: "slow",
+			Saturation: &skew.Saturation{Cause: skew.CauseSlowSubtask, Host: "h", Evidence: &skew.Evidence{BusyMsPerSecond: 990}}})
+	}
+	var out []alert.Alert
+	for _, e := range tr.Observe(fs) {
+		if e.Notify() {
+			out = append(out, e.Alert)
+		}
+	}
+	return out
+}
+
+func TestNotify(t *testing.T) {
+	tests := []struct {
+		name       string
+		statuses   []int
+		delay      time.Duration
+		alerts     int
+		maxBatch   int
+		wantErr    bool
+		wantFatal  bool
+		wantCalls  int
+		wantBodies []int // alerts per accepted body
+		wantRetry  float64
+	}{
+		{name: "one request", alerts: 3, wantCalls: 1, wantBodies: []int{3}},
+		{name: "split into batches", alerts: 5, maxBatch: 2, wantCalls: 3, wantBodies: []int{2, 2, 1}},
+		{name: "retries 500 then succeeds", statuses: []int{500, 503}, alerts: 1, wantCalls: 3, wantBodies: []int{1}, wantRetry: 2},
+		{name: "gives up on 400 at once as fatal", statuses: []int{400}, alerts: 1, wantErr: true, wantFatal: true, wantCalls: 1},
+		{name: "gives up after the retries on 500", statuses: []int{500, 500, 500, 500}, alerts: 1, wantErr: true, wantCalls: 3, wantRetry: 2},
+		{name: "timeout is retryable", delay: 300 * time.Millisecond, alerts: 1, wantErr: true, wantCalls: 3, wantRetry: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &server{statuses: tt.statuses, delay: tt.delay}
+			srv := httptest.NewServer(s)
+			defer srv.Close()
+			reg := prometheus.NewRegistry()
+			n, err := New(Config{
+				URL: srv.URL + "/hook", Headers: map[string]string{"X-Token": "t"}, Timeout: 100 * time.Millisecond, MaxBatch: tt.maxBatch,
+				Retry: alert.RetryPolicy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+			}, nil, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			err = n.Notify(context.Background(), testAlerts(tt.alerts))
+			if (err != nil) != tt.wantErr || alert.IsFatal(err) != tt.wantFatal {
+				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, alert.IsFatal(err), tt.wantErr, tt.wantFatal)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.calls != tt.wantCalls {
+				t.Errorf("%d requests, want %d", s.calls, tt.wantCalls)
+			}
+			if len(s.bodies) != len(tt.wantBodies) {
+				t.Fatalf("%d accepted bodies, want %d", len(s.bodies), len(tt.wantBodies))
+			}
+			for i, b := range s.bodies {
+				if len(b.Alerts) != tt.wantBodies[i] || b.Version != "1" || b.Sender != "skewlens" {
+					t.Errorf("body %d: version %q sender %q with %d alerts, want %d", i, b.Version, b.Sender, len(b.Alerts), tt.wantBodies[i])
+				}
+				for _, a := range b.Alerts {
+					if a.Status != alert.StatusFiring || a.Labels["alertname"] != alert.NameSlowSubtask || a.Annotations["summary"] != "slow" || a.Finding == nil {
+						t.Errorf("alert in body: %+v", a)
+					}
+				}
+			}
+			if r := testutil.ToFloat64(n.retries); r != tt.wantRetry {
+				t.Errorf("retries = %v, want %v", r, tt.wantRetry)
+			}
+		})
+	}
+}
+
+func TestNotifyContextCanceled(t *testing.T) {
+	srv := httptest.NewServer(&server{statuses: []int{500, 500, 500, 500, 500, 500}})
+	defer srv.Close()
+	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"},
+		Retry: alert.RetryPolicy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = n.Notify(ctx, testAlerts(1))
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Errorf("err = %v after %s, want the context's deadline promptly", err, time.Since(start))
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		cfg     Config
+		wantErr string
+	}{
+		{Config{URL: "http://x/hook"}, ""},
+		{Config{}, "url"},
+		{Config{URL: "x/hook"}, "scheme"},
+		{Config{URL: "http://x", Timeout: -1}, "timeout"},
+		{Config{URL: "http://x", Retry: alert.RetryPolicy{MinBackoff: time.Second, MaxBackoff: time.Millisecond}}, "min exceeds max"},
+	} {
+		err := tt.cfg.Validate()
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.wantErr)
+		}
+	}
+}
