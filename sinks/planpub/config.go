@@ -1,0 +1,157 @@
+package planpub
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config configures a Publisher. The zero value of every field means its
+// default, given in the field's comment; Validate (New calls it) fills
+// the defaults in and checks the values.
+type Config struct {
+	// Brokers are the bootstrap brokers, host:port. Required.
+	Brokers []string
+	// Topic is the compacted plans topic (default
+	// "skewlens.salting-plans").
+	Topic string
+	// Partitions is the partition count EnsureTopic creates the topic
+	// with (default 1: plans are few, and one partition keeps them in one
+	// total order). An existing topic is left as it is.
+	Partitions int
+	// ReplicationFactor is the replication EnsureTopic creates the topic
+	// with (default -1: the broker's default.replication.factor).
+	ReplicationFactor int
+	// TopicConfigs are further topic configurations EnsureTopic creates
+	// the topic with, e.g. min.cleanable.dirty.ratio or segment.ms to
+	// compact sooner (default none). cleanup.policy is always compact and
+	// may not be set here.
+	TopicConfigs map[string]string
+	// DialTimeout bounds connecting to a broker (default 5s).
+	DialTimeout time.Duration
+	// WriteTimeout bounds one produce or admin request (default 10s).
+	WriteTimeout time.Duration
+	// MaxRetries is how often a failed Publish or EnsureTopic attempt is
+	// retried when the error is retryable (default 10; negative: never).
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// retries; each wait is jittered between half and all of the current
+	// step (defaults 100ms and 5s).
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// MaxMessageBytes is the largest message (key, value and headers)
+	// Publish sends, and the largest batch (default 1000000, just under
+	// the broker's default message.max.bytes of 1048588). A larger plan
+	// is a *FatalError.
+	MaxMessageBytes int
+}
+
+// Defaults, named for the comments above and the tests.
+const (
+	DefaultTopic           = "skewlens.salting-plans"
+	DefaultPartitions      = 1
+	DefaultDialTimeout     = 5 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultMaxRetries      = 10
+	DefaultMinBackoff      = 100 * time.Millisecond
+	DefaultMaxBackoff      = 5 * time.Second
+	DefaultMaxMessageBytes = 1000000
+)
+
+// validTopic reports whether s is a legal Kafka topic name: 1 to 249
+// characters of [a-zA-Z0-9._-], not "." or "..".
+func validTopic(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *Config) Validate() error {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("brokers: none given"))
+	}
+	for _, b := range c.Brokers {
+		host, port, err := net.SplitHostPort(b)
+		p, perr := strconv.Atoi(port)
+		if err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("broker %q: must be host:port", b))
+		}
+	}
+	if !validTopic(c.Topic) {
+		errs = append(errs, fmt.Errorf("topic %q: must be 1 to 249 characters of [a-zA-Z0-9._-]", c.Topic))
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("partitions %d: must be positive", c.Partitions))
+	}
+	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
+		errs = append(errs, fmt.Errorf("replication factor %d: must be positive or -1 (broker default)", c.ReplicationFactor))
+	}
+	names := make([]string, 0, len(c.TopicConfigs))
+	for k := range c.TopicConfigs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		switch {
+		case k == "cleanup.policy":
+			errs = append(errs, errors.New("topic configs: cleanup.policy is always compact"))
+		case k == "" || strings.ContainsAny(k, " \t\r\n="):
+			errs = append(errs, fmt.Errorf("topic configs: bad name %q", k))
+		}
+	}
+	if c.DialTimeout < 0 || c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.DialTimeout, c.WriteTimeout))
+	}
+	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
+	} else if c.MinBackoff > c.MaxBackoff {
+		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	}
+	if c.MaxMessageBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max message bytes %d: must be at least 1024", c.MaxMessageBytes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("planpub config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+// Package planpub publishes salting-plan changes (plans.Change) to a
+// compacted Kafka topic, the one a Flink job reads its plans from.
+//
+// # Messages
+//
+// One message per change, keyed by plans.Key(job, task) ("job_id/
+// task_name"). A new or changed plan has the plan's JSON (plans.Plan) as
+// value and the headers skewlens-plan-version (the version, decimal) and
+// skewlens-plan-source ("engine" or "override"); a retirement is a
+// tombstone: a nil value and the header skewlens-plan-retired: true. The
+// topic is compacted (cleanup.policy=compact), so a reader that starts
+// from the beginning sees the latest plan of each task, and no message
+// for tasks whose plan was retired once compaction has removed the
+// tombstone (after the topic's delete.retention.ms). Partitions are
+// chosen with Kafka's Java default partitioner (murmur2 of the key), so
+// that a Java producer writing the same keys lands on the same partition
+// and compaction keeps one value per key.
+//
+// # Blocking and safety
+//
+// A Publisher is safe for concurrent use; Publish calls are serialised so
+// that the changes of one call reach the topic in order. Publish blocks
+// until the broker acknowledged every message of the call (all in-sync
+// replicas), retrying retryable errors (broker restarts, a topic whose
+// metadata has not propagated yet, timeouts) with jittered exponential
+// backoff, at most Config.MaxRetries times. A retry resends the messages
+// from the first one that failed, so every key's last message is its last
+// change; a message may be written twice, which compaction makes
+// harmless. Every blocking call returns promptly when its context ends.
+// Publish holds no queue of its own: the caller's slice is the batch.
+//
+// Errors that retrying cannot fix are *FatalError (errors.As, or any
+// error with a Fatal() bool method): a change that cannot be encoded or is
+// larger than Config.MaxMessageBytes, a topic that exists but is not
+// compacted, authorization or configuration errors, a closed Publisher.
+// Other errors are returned when the context ends or the retries are used
+// up, and may succeed when the caller tries again.
+//
+// # Metrics
+//
+// Registered on the injected prometheus.Registerer by New and
+// unregistered by Close: plans and tombstones published, failures by
+// class (retryable, fatal, canceled), retries, and the duration of
+// successful Publish calls.
+package planpub

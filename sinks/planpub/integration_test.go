@@ -1,0 +1,384 @@
+package planpub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/plans"
+)
+
+func testLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// readAll returns every message on partition 0 of topic, from the first
+// offset the broker still has to the end.
+func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := conn.ReadLastOffset()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	if err := r.SetOffset(kafka.FirstOffset); err != nil {
+		t.Fatal(err)
+	}
+	var out []kafka.Message
+	for len(out) == 0 || out[len(out)-1].Offset < last-1 {
+		if last == 0 {
+			return nil
+		}
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read %s after %d messages (end %d): %v", topic, len(out), last, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func newPublisher(t *testing.T, cfg Config, reg prometheus.Registerer) *Publisher {
+	t.Helper()
+	p, err := New(cfg, testLog(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestPublishReadBack publishes plan versions and a retirement to the
+// real broker and reads them back in order.
+func TestPublishReadBack(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	reg := prometheus.NewRegistry()
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-readback"}, reg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for range 2 { // idempotent
+		if err := p.EnsureTopic(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg := enginePlans(t, "0a1b", "agg")
+	join := enginePlans(t, "0a1b", "join")
+	calls := [][]plans.Change{
+		{agg[0]},          // v1
+		{agg[1], join[0]}, // v2 of agg and v1 of join in one call
+		{agg[2]},          // agg retired
+	}
+	for i, cs := range calls {
+		if err := p.Publish(ctx, cs); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	ms := readAll(t, brokers, "planpub-readback")
+	want := []struct {
+		key     string
+		plan    *plans.Plan // nil: tombstone
+		version string
+	}{
+		{"0a1b/agg", agg[0].Plan, "1"},
+		{"0a1b/agg", agg[1].Plan, "2"},
+		{"0a1b/join", join[0].Plan, "1"},
+		{"0a1b/agg", nil, ""},
+	}
+	if len(ms) != len(want) {
+		t.Fatalf("%d messages on the topic, want %d", len(ms), len(want))
+	}
+	for i, w := range want {
+		m := ms[i]
+		if string(m.Key) != w.key {
+			t.Fatalf("message %d: key %q, want %q", i, m.Key, w.key)
+		}
+		if w.plan == nil {
+			if m.Value != nil {
+				t.Fatalf("message %d: tombstone has value %q", i, m.Value)
+			}
+			if v, _ := header(m, HeaderRetired); v != "true" {
+				t.Fatalf("message %d: tombstone without %s header", i, HeaderRetired)
+			}
+			continue
+		}
+		var got plans.Plan
+		if err := json.Unmarshal(m.Value, &got); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		wantJSON, _ := json.Marshal(w.plan)
+		gotJSON, _ := json.Marshal(&got)
+		if string(gotJSON) != string(wantJSON) || string(m.Value) != string(wantJSON) {
+			t.Fatalf("message %d: value\n%s\nwant\n%s", i, m.Value, wantJSON)
+		}
+		if v, _ := header(m, HeaderVersion); v != w.version {
+			t.Fatalf("message %d: version header %q, want %q", i, v, w.version)
+		}
+		if v, _ := header(m, HeaderSource); v != "engine" {
+			t.Fatalf("message %d: source header %q", i, v)
+		}
+		if time.Since(m.Time) > time.Minute {
+			t.Fatalf("message %d: timestamp %v is not the wall clock", i, m.Time)
+		}
+	}
+	pol, err := describePolicy(ctx, brokers, "planpub-readback")
+	if err != nil || pol != "compact" {
+		t.Fatalf("cleanup.policy %q, %v; want compact", pol, err)
+	}
+	if got := testutil.ToFloat64(p.m.plans); got != 3 {
+		t.Fatalf("plans published metric %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(p.m.tombstones); got != 1 {
+		t.Fatalf("tombstones metric %v, want 1", got)
+	}
+}
+
+// adminClient returns a kafka.Client with a transport of its own: the
+// default transport's pooled connections may be stale after the restart
+// test. done closes its connections.
+func adminClient(brokers []string) (*kafka.Client, func()) {
+	tr := &kafka.Transport{DialTimeout: 5 * time.Second}
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}, tr.CloseIdleConnections
+}
+
+// describePolicy asks the broker for a topic's cleanup.policy with a
+// client of its own (not the Publisher's).
+func describePolicy(ctx context.Context, brokers []string, topic string) (string, error) {
+	cl, done := adminClient(brokers)
+	defer done()
+	res, err := cl.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy"},
+	}}})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range res.Resources {
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == "cleanup.policy" {
+				return e.ConfigValue, r.Error
+			}
+		}
+	}
+	return "", errors.New("no cleanup.policy")
+}
+
+// TestEnsureTopicRefusesDeletePolicy: a plans topic that exists but is
+// not compacted is a fatal error, not silently used.
+func TestEnsureTopicRefusesDeletePolicy(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	kafkatest.CreateTopics(t, brokers, "planpub-delete")
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-delete"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.EnsureTopic(ctx)
+	if !isFatal(err) {
+		t.Fatalf("EnsureTopic on a delete-policy topic: %v, want a fatal error", err)
+	}
+	t.Log(err)
+}
+
+// TestPublishWaitsForTopic: a Publish that starts before its topic exists
+// retries UnknownTopicOrPartition until the topic is created elsewhere.
+func TestPublishWaitsForTopic(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-late", MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetries: 100}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Publish(ctx, enginePlans(t, "j", "late")[:1]) }()
+	time.Sleep(700 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Publish returned %v before the topic existed", err)
+	default:
+	}
+	kafkatest.CreateTopicConfigs(t, brokers, kafka.TopicConfig{Topic: "planpub-late", NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}})
+	if err := <-done; err != nil {
+		t.Fatalf("Publish after the topic was created: %v", err)
+	}
+	if got := testutil.ToFloat64(p.m.retries); got < 1 {
+		t.Fatalf("%v retries: the topic was missing at first", got)
+	}
+	if ms := readAll(t, brokers, "planpub-late"); len(ms) != 1 || string(ms[0].Key) != "j/late" {
+		t.Fatalf("topic holds %d messages", len(ms))
+	}
+}
+
+// TestPublishAcrossBrokerRestart: the first request after a broker restart
+// fails on a pooled connection (EOF); Publish retries it.
+func TestPublishAcrossBrokerRestart(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-restart", MaxBackoff: time.Second, MaxRetries: 60}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := p.EnsureTopic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs := enginePlans(t, "j", "restart")
+	if err := p.Publish(ctx, cs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Restart(t)
+	if err := p.Publish(ctx, cs[1:]); err != nil {
+		t.Fatalf("publish after the restart: %v", err)
+	}
+	ms := readAll(t, brokers, "planpub-restart")
+	var got []string
+	for _, m := range ms {
+		v, _ := header(m, HeaderVersion)
+		got = append(got, fmt.Sprintf("%s v%s retired=%v", m.Key, v, m.Value == nil))
+	}
+	// A retry may resend a message whose acknowledgement was lost, so the
+	// topic holds each change at least once, in order, ending with the
+	// tombstone.
+	want := []string{"j/restart v1 retired=false", "j/restart v2 retired=false", "j/restart v retired=true"}
+	j := 0
+	for _, g := range got {
+		if j < len(want) && g == want[j] {
+			j++
+		} else if j == 0 || g != want[j-1] {
+			t.Fatalf("topic holds %q, want %q in order", got, want)
+		}
+	}
+	if j != len(want) {
+		t.Fatalf("topic holds %q, want %q", got, want)
+	}
+}
+
+// TestCompaction shows that the real broker compacts the plans topic to
+// the latest plan per task plus the tombstones. The broker only compacts
+// closed segments, and its cleaner looks for work every
+// log.cleaner.backoff.ms (15 s by default), so the test rolls segments
+// quickly (segment.ms) and sets the backoff to 200 ms on the broker (a
+// dynamic broker config, removed again afterwards).
+func TestCompaction(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	setCleanerBackoff(t, ctx, brokers, "200")
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-compact", TopicConfigs: map[string]string{
+		"segment.ms":                "100",
+		"min.cleanable.dirty.ratio": "0.01",
+		"min.compaction.lag.ms":     "0",
+		"delete.retention.ms":       "3600000", // keep the tombstone for the assertion
+	}}, nil)
+	if err := p.EnsureTopic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	agg := enginePlans(t, "j", "agg")   // v1, v2, retired
+	join := enginePlans(t, "j", "join") // v1, v2 stays
+	steps := [][]plans.Change{{agg[0], join[0]}, {agg[1], join[1]}, {agg[2]}}
+	for _, cs := range steps {
+		if err := p.Publish(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // one segment per step
+	}
+	// Messages for a third task roll the segment holding the others, so
+	// that the cleaner may compact them.
+	tick := enginePlans(t, "j", "tick")
+	start := time.Now()
+	var last []string
+	for i := 0; ; i++ {
+		if err := p.Publish(ctx, tick[i%2:i%2+1]); err != nil {
+			t.Fatal(err)
+		}
+		ms := readAll(t, brokers, "planpub-compact")
+		last = last[:0]
+		var rest []kafka.Message
+		for _, m := range ms {
+			if string(m.Key) != "j/tick" {
+				rest = append(rest, m)
+				v, _ := header(m, HeaderVersion)
+				last = append(last, fmt.Sprintf("%s v%s tombstone=%v", m.Key, v, m.Value == nil))
+			}
+		}
+		if len(rest) == 2 {
+			want := []string{"j/join v2 tombstone=false", "j/agg v tombstone=true"}
+			if !eq(last, want) {
+				t.Fatalf("after compaction the topic holds %q, want %q", last, want)
+			}
+			var plan plans.Plan
+			if err := json.Unmarshal(rest[0].Value, &plan); err != nil || plan.Version != 2 || plan.TaskName != "join" {
+				t.Fatalf("surviving plan %s: %v", rest[0].Value, err)
+			}
+			t.Logf("compacted from 5 to 2 messages in %s", time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("not compacted after 20 s: %q", last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func eq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// setCleanerBackoff sets log.cleaner.backoff.ms on every broker and
+// removes the setting when the test ends.
+func setCleanerBackoff(t *testing.T, ctx context.Context, brokers []string, ms string) {
+	t.Helper()
+	cl, done := adminClient(brokers)
+	t.Cleanup(done)
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alter := func(ctx context.Context, op kafka.ConfigOperation) error {
+		var rs []kafka.IncrementalAlterConfigsRequestResource
+		for _, b := range md.Brokers {
+			rs = append(rs, kafka.IncrementalAlterConfigsRequestResource{
+				ResourceType: kafka.ResourceTypeBroker, ResourceName: fmt.Sprint(b.ID),
+				Configs: []kafka.IncrementalAlterConfigsRequestConfig{{Name: "log.cleaner.backoff.ms", Value: ms, ConfigOperation: op}},
+			})
+		}
+		res, err := cl.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: rs})
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Resources {
+			if r.Error != nil {
+				return r.Error
+			}
+		}
+		return nil
+	}
+	if err := alter(ctx, kafka.ConfigOperationSet); err != nil {
+		t.Fatalf("set log.cleaner.backoff.ms: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := alter(ctx, kafka.ConfigOperationDelete); err != nil {
+			t.Errorf("reset log.cleaner.backoff.ms: %v", err)
+		}
+	})
+}

@@ -1,0 +1,73 @@
+package planpub
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the Publisher's Prometheus metrics.
+type metrics struct {
+	plans      prometheus.Counter
+	tombstones prometheus.Counter
+	failures   *prometheus.CounterVec // by class: retryable, fatal, canceled
+	retries    prometheus.Counter
+	seconds    prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		plans: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "plans_published_total",
+			Help: "Plan versions acknowledged by the plans topic.",
+		}),
+		tombstones: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "tombstones_published_total",
+			Help: "Retirements (tombstones) acknowledged by the plans topic.",
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "failures_total",
+			Help: "Failed publish and ensure-topic attempts, by class (retryable, fatal, canceled).",
+		}, []string{"class"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "retries_total",
+			Help: "Retries after retryable errors.",
+		}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "publish_duration_seconds",
+			Help:    "Time of one successful Publish call, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.plans, m.tombstones, m.failures, m.retries, m.seconds}
+}
+
+// register registers cs on reg (nil: nowhere) and returns the function
+// that unregisters them again.
+func register(reg prometheus.Registerer, cs []prometheus.Collector) (func(), error) {
+	if reg == nil {
+		return func() {}, nil
+	}
+	var done []prometheus.Collector
+	undo := func() {
+		for _, c := range done {
+			reg.Unregister(c)
+		}
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			undo()
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, fmt.Errorf("register planpub metrics: %w (one Publisher per registry at a time)", err)
+			}
+			return nil, fmt.Errorf("register planpub metrics: %w", err)
+		}
+		done = append(done, c)
+	}
+	return undo, nil
+}

@@ -1,0 +1,330 @@
+package planpub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/plans"
+)
+
+// Header names of the messages on the plans topic.
+const (
+	HeaderVersion = "skewlens-plan-version"
+	HeaderSource  = "skewlens-plan-source"
+	HeaderRetired = "skewlens-plan-retired"
+)
+
+// Publisher writes plan changes to the plans topic. Create it with New;
+// see the package documentation for its blocking and safety rules.
+type Publisher struct {
+	cfg   Config
+	log   *slog.Logger
+	m     *metrics
+	unreg func()
+	tr    *kafka.Transport
+	cl    *kafka.Client
+	w     *kafka.Writer
+
+	// mu serialises Publish and EnsureTopic and guards closed.
+	mu        sync.Mutex
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates cfg and returns a Publisher for cfg.Topic, registering
+// its metrics on reg (nil: not registered) until Close. It does not
+// connect; call EnsureTopic before the first Publish (the brokers do not
+// create topics on their own, and the topic must be compacted). log may
+// be nil to discard the Publisher's log records. Errors are *FatalError.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, &FatalError{Op: "new", Err: err}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "planpub", "topic", cfg.Topic)
+	m := newMetrics()
+	unreg, err := register(reg, m.collectors())
+	if err != nil {
+		return nil, &FatalError{Op: "new", Err: err}
+	}
+	// One transport for the admin client and the writer: a topic created
+	// through it refreshes the metadata the writer uses, and a short TTL
+	// bounds how long the writer can miss a topic created elsewhere
+	// (kafka-go's default is 6 s).
+	tr := &kafka.Transport{DialTimeout: cfg.DialTimeout, MetadataTTL: time.Second}
+	w := &kafka.Writer{
+		Addr:  kafka.TCP(cfg.Brokers...),
+		Topic: cfg.Topic,
+		// Kafka's Java default partitioner, so that any producer of these
+		// keys picks the same partition and compaction sees one key once.
+		Balancer:     kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		// Publish is synchronous and retries itself (resending in order):
+		// no waiting for batches to fill, no retries inside kafka-go.
+		BatchSize:              10000,
+		BatchBytes:             int64(cfg.MaxMessageBytes),
+		BatchTimeout:           time.Millisecond,
+		MaxAttempts:            1,
+		WriteTimeout:           cfg.WriteTimeout,
+		ReadTimeout:            cfg.WriteTimeout,
+		AllowAutoTopicCreation: false,
+		Transport:              tr,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
+		}),
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.WriteTimeout, Transport: tr}
+	return &Publisher{cfg: cfg, log: log, m: m, unreg: unreg, tr: tr, cl: cl, w: w}, nil
+}
+
+// Topic returns the plans topic.
+func (p *Publisher) Topic() string { return p.cfg.Topic }
+
+// EnsureTopic creates the plans topic with cleanup.policy=compact (plus
+// Config.TopicConfigs, Partitions and ReplicationFactor) if it does not
+// exist, and waits until every partition has a leader. It is idempotent.
+// A topic that exists is left as it is, but must be compacted: one with
+// another cleanup.policy is a *FatalError, since its plans would be
+// deleted by age and a reader starting from the beginning could miss a
+// task's plan. Retryable errors (a broker still starting) are retried.
+func (p *Publisher) EnsureTopic(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return &FatalError{Op: "ensure topic", Err: ErrClosed}
+	}
+	entries := []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+	for k, v := range p.cfg.TopicConfigs {
+		entries = append(entries, kafka.ConfigEntry{ConfigName: k, ConfigValue: v})
+	}
+	slices.SortFunc(entries[1:], func(a, b kafka.ConfigEntry) int { return strings.Compare(a.ConfigName, b.ConfigName) })
+	tc := kafka.TopicConfig{
+		Topic: p.cfg.Topic, NumPartitions: p.cfg.Partitions, ReplicationFactor: p.cfg.ReplicationFactor,
+		ConfigEntries: entries,
+	}
+	op := "ensure topic " + p.cfg.Topic
+	return p.retry(ctx, op, func(ctx context.Context) error {
+		res, err := p.cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		switch err := res.Errors[p.cfg.Topic]; {
+		case err == nil:
+			p.log.Info("plans topic created", "partitions", p.cfg.Partitions)
+		case errors.Is(err, kafka.TopicAlreadyExists):
+			if err := p.checkCompacted(ctx); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("create: %w", err)
+		}
+		return p.ready(ctx)
+	})
+}
+
+// CleanupPolicy returns the plans topic's cleanup.policy as the broker
+// reports it.
+func (p *Publisher) CleanupPolicy(ctx context.Context) (string, error) {
+	res, err := p.cl.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
+		Resources: []kafka.DescribeConfigRequestResource{{
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: p.cfg.Topic,
+			ConfigNames: []string{"cleanup.policy"},
+		}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("describe configs: %w", err)
+	}
+	for _, r := range res.Resources {
+		if r.Error != nil {
+			return "", fmt.Errorf("describe configs: %w", r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == "cleanup.policy" {
+				return e.ConfigValue, nil
+			}
+		}
+	}
+	return "", errors.New("describe configs: no cleanup.policy")
+}
+
+// checkCompacted fails fatally when the existing topic is not compacted.
+func (p *Publisher) checkCompacted(ctx context.Context) error {
+	pol, err := p.CleanupPolicy(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(strings.Split(pol, ","), "compact") {
+		return &FatalError{Op: "ensure topic " + p.cfg.Topic,
+			Err: fmt.Errorf("the topic exists with cleanup.policy=%s; a plans topic must be compacted", pol)}
+	}
+	return nil
+}
+
+// ready checks that the topic has a leader for every partition.
+func (p *Publisher) ready(ctx context.Context) error {
+	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != p.cfg.Topic {
+			continue
+		}
+		if t.Error != nil {
+			return fmt.Errorf("metadata: %w", t.Error)
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("metadata: no partitions: %w", kafka.LeaderNotAvailable)
+		}
+		for _, pt := range t.Partitions {
+			if pt.Error != nil {
+				return fmt.Errorf("metadata: partition %d: %w", pt.ID, pt.Error)
+			}
+			if pt.Leader.Host == "" {
+				return fmt.Errorf("metadata: partition %d: %w", pt.ID, kafka.LeaderNotAvailable)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("metadata: %w", kafka.UnknownTopicOrPartition)
+}
+
+// Message returns the Kafka message of one change: key job_id/task_name,
+// the plan's JSON and version and source headers, or a tombstone (nil
+// value, header skewlens-plan-retired: true) for a retirement.
+func Message(c plans.Change) (kafka.Message, error) {
+	if c.JobID == "" || c.TaskName == "" {
+		return kafka.Message{}, errors.New("change without job id or task name")
+	}
+	key := []byte(plans.Key(c.JobID, c.TaskName))
+	if c.Retired {
+		if c.Plan != nil {
+			return kafka.Message{}, fmt.Errorf("change of %s: retired with a plan", key)
+		}
+		return kafka.Message{Key: key, Headers: []kafka.Header{{Key: HeaderRetired, Value: []byte("true")}}}, nil
+	}
+	if c.Plan == nil {
+		return kafka.Message{}, fmt.Errorf("change of %s: neither a plan nor retired", key)
+	}
+	if c.Plan.JobID != c.JobID || c.Plan.TaskName != c.TaskName {
+		return kafka.Message{}, fmt.Errorf("change of %s: plan of %s", key, plans.Key(c.Plan.JobID, c.Plan.TaskName))
+	}
+	v, err := json.Marshal(c.Plan)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("change of %s: encode plan: %w", key, err)
+	}
+	return kafka.Message{Key: key, Value: v, Headers: []kafka.Header{
+		{Key: HeaderVersion, Value: strconv.AppendUint(nil, c.Plan.Version, 10)},
+		{Key: HeaderSource, Value: []byte(c.Plan.Source)},
+	}}, nil
+}
+
+// size is the bytes a message takes in a record batch, roughly (kafka-go
+// adds the same few bytes of framing to each).
+func size(m *kafka.Message) int {
+	n := len(m.Key) + len(m.Value) + 64
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return n
+}
+
+// Publish writes changes to the plans topic, in order, and returns once
+// the broker has acknowledged all of them. See the package documentation
+// for retries and errors. A change that cannot be encoded, or whose
+// message is larger than Config.MaxMessageBytes, fails the whole call
+// with a *FatalError before anything is sent.
+func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("publish %d changes", len(changes))
+	msgs := make([]kafka.Message, len(changes))
+	for i, c := range changes {
+		m, err := Message(c)
+		if err == nil && size(&m) > p.cfg.MaxMessageBytes {
+			err = fmt.Errorf("change of %s: message of %d bytes, more than %d", m.Key, size(&m), p.cfg.MaxMessageBytes)
+		}
+		if err != nil {
+			p.m.failures.WithLabelValues(string(classFatal)).Inc()
+			return &FatalError{Op: fmt.Sprintf("%s: change %d", op, i), Err: err}
+		}
+		msgs[i] = m
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return &FatalError{Op: op, Err: ErrClosed}
+	}
+	start := time.Now()
+	pending := msgs
+	err := p.retry(ctx, op, func(ctx context.Context) error {
+		// kafka-go fills in fields of the messages it writes; send copies
+		// so a resend starts clean. The timestamp is the wall clock: a zero
+		// one is sent as 1970, which would keep segments from ever rolling
+		// by segment.ms, and so from being compacted.
+		now := time.Now()
+		batch := slices.Clone(pending)
+		for i := range batch {
+			batch[i].Time = now
+		}
+		err := p.w.WriteMessages(ctx, batch...)
+		sent := len(pending)
+		var werrs kafka.WriteErrors
+		if errors.As(err, &werrs) && len(werrs) == len(pending) {
+			sent = slices.IndexFunc(werrs, func(e error) bool { return e != nil })
+		} else if err != nil {
+			sent = 0
+		}
+		p.count(pending[:max(sent, 0)])
+		pending = pending[max(sent, 0):]
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.m.seconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// count counts messages acknowledged by the broker.
+func (p *Publisher) count(ms []kafka.Message) {
+	for i := range ms {
+		if ms[i].Value == nil {
+			p.m.tombstones.Inc()
+		} else {
+			p.m.plans.Inc()
+		}
+	}
+}
+
+// Close closes the writer and its connections and unregisters the
+// metrics. It waits for a running Publish or EnsureTopic, and is safe to
+// call more than once; later calls fail with ErrClosed.
+func (p *Publisher) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		if err := p.w.Close(); err != nil {
+			p.closeErr = fmt.Errorf("planpub: close: %w", err)
+		}
+		p.tr.CloseIdleConnections()
+		p.unreg()
+	})
+	return p.closeErr
+}
