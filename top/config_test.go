@@ -1,0 +1,66 @@
+package top
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	defaults := Config{Refresh: DefaultRefresh, MaxRows: DefaultMaxRows, Windows: DefaultWindows,
+		Lookback: DefaultLookback, Timeout: DefaultTimeout, Color: ColorAuto,
+		KeyWidth: DefaultKeyWidth, NameWidth: DefaultNameWidth, SummaryWidth: DefaultSummaryWidth}
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    *Config // the config after Validate, when valid
+		wantErr []string
+	}{
+		{name: "zero value gets the defaults", want: &defaults},
+		{
+			name: "explicit values kept",
+			cfg: Config{Refresh: 5 * time.Second, Jobs: []string{"a"}, MaxRows: 3, Windows: 1, Lookback: time.Minute,
+				Timeout: time.Second, Color: ColorNever, Once: true, KeyWidth: 8, NameWidth: 9, SummaryWidth: 200},
+			want: &Config{Refresh: 5 * time.Second, Jobs: []string{"a"}, MaxRows: 3, Windows: 1, Lookback: time.Minute,
+				Timeout: time.Second, Color: ColorNever, Once: true, KeyWidth: 8, NameWidth: 9, SummaryWidth: 200},
+		},
+		{name: "refresh too short", cfg: Config{Refresh: time.Millisecond}, wantErr: []string{"refresh 1ms"}},
+		{name: "negative refresh", cfg: Config{Refresh: -time.Second}, wantErr: []string{"refresh -1s"}},
+		{name: "rows out of range", cfg: Config{MaxRows: maxRows + 1}, wantErr: []string{"max rows 1001"}},
+		{name: "negative windows", cfg: Config{Windows: -1}, wantErr: []string{"windows -1"}},
+		{name: "negative lookback and timeout", cfg: Config{Lookback: -1, Timeout: -1}, wantErr: []string{"lookback", "timeout"}},
+		{name: "unknown color", cfg: Config{Color: "yes"}, wantErr: []string{`color "yes"`}},
+		{name: "widths out of range", cfg: Config{KeyWidth: 3, NameWidth: -1, SummaryWidth: maxWidth + 1},
+			wantErr: []string{"key width 3", "name width -1", "summary width 10001"}},
+		{name: "empty job id", cfg: Config{Jobs: []string{"a", ""}}, wantErr: []string{"jobs[1]: empty job id"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			err := cfg.Validate()
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatal("Validate accepted the config")
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg, *tc.want) {
+				t.Errorf("after Validate: %+v, want %+v", cfg, *tc.want)
+			}
+			// Validate is idempotent.
+			again := cfg
+			if err := again.Validate(); err != nil || !reflect.DeepEqual(again, cfg) {
+				t.Errorf("second Validate: %v, %+v", err, again)
+			}
+		})
+	}
+}

@@ -1,0 +1,26 @@
+// Package top is the terminal view of `skewlens top`: per Flink job, the
+// hot keys, the saturated subtasks and the skew score of each task in the
+// job's newest windows, read from ClickHouse (clickhouse.Sink.TopView) and
+// redrawn every few seconds.
+//
+// Render draws one frame as text; it is pure (the same arguments give the
+// same bytes), so golden files test it. Every string that comes from the
+// data (keys of up to 64 KB, job, task and host names, summaries, errors)
+// is escaped Go-style and cut to its column with an ellipsis, so it cannot
+// inject terminal escape sequences, break lines or misalign the table.
+//
+// Run refreshes until its context ends. On a terminal it clears the screen
+// and redraws each frame in place; on anything else (a pipe, a file) it
+// prints the frames one after the other, separated by a line. A failed
+// refresh shows its error in the footer under the last good data, and the
+// next refresh simply tries again. Config.Once draws one frame and returns.
+//
+// # Blocking and safety
+//
+// Run blocks until its context ends (or, with Once, until the frame is
+// drawn); each refresh is bounded by Config.Timeout, and waiting between
+// refreshes returns as soon as the context ends. A Top holds no state
+// between Run calls; do not call Run concurrently on one Top, because the
+// frames would interleave on the output. Render is safe for concurrent use.
+// Each frame is written with one Write call.
+package top
