@@ -1,0 +1,366 @@
+package alertmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/internal/httpjson"
+)
+
+// Name is the notifier's name in errors and the default Target name.
+const Name = "alertmanager"
+
+// Config configures a Notifier. The zero value of every field except URL
+// means its default, given in the field's comment; Validate (New calls
+// it) fills them in.
+type Config struct {
+	// URL is Alertmanager's base URL, e.g. "http://127.0.0.1:9093" (with
+	// its route prefix, if any). Required.
+	URL string
+	// Headers are added to every request (e.g. Authorization).
+	Headers map[string]string
+	// Timeout bounds one request. Default 10s.
+	Timeout time.Duration
+	// ResendInterval is how often firing alerts are posted again.
+	// Default 1m (Prometheus' --rules.alert.resend-delay).
+	ResendInterval time.Duration
+	// EndsAfter is how far in the future a firing alert's endsAt is set.
+	// Default 4 × ResendInterval, as Prometheus does, so that three lost
+	// re-posts do not resolve an alert.
+	EndsAfter time.Duration
+	// GeneratorURL, when set, is every alert's generatorURL (a link back
+	// to skewlens, e.g. its findings dashboard).
+	GeneratorURL string
+	// MaxBatch is the most alerts one POST carries. Default 500.
+	MaxBatch int
+	// MaxActive bounds the firing alerts kept for re-posting. Overflow
+	// policy: a new firing alert beyond it is posted but not re-posted (it
+	// then resolves in Alertmanager after EndsAfter unless notified
+	// again), counted by skewlens_alertmanager_untracked_total.
+	// Default 10000.
+	MaxActive int
+	// Retry bounds the retries of one Notify POST (alert.RetryPolicy
+	// defaults). Re-posts are not retried: the next one comes soon.
+	Retry alert.RetryPolicy
+}
+
+// Defaults.
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultResendInterval = time.Minute
+	DefaultMaxBatch       = 500
+	DefaultMaxActive      = 10000
+)
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *Config) Validate() error {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.ResendInterval == 0 {
+		c.ResendInterval = DefaultResendInterval
+	}
+	if c.EndsAfter == 0 {
+		c.EndsAfter = 4 * c.ResendInterval
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxActive == 0 {
+		c.MaxActive = DefaultMaxActive
+	}
+	var errs []error
+	if err := httpjson.CheckURL(c.URL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %s: must be positive", c.Timeout))
+	}
+	if c.ResendInterval < 0 {
+		errs = append(errs, fmt.Errorf("resend interval %s: must be positive", c.ResendInterval))
+	}
+	if c.EndsAfter < c.ResendInterval {
+		errs = append(errs, fmt.Errorf("ends after %s: must be at least the resend interval %s", c.EndsAfter, c.ResendInterval))
+	}
+	if c.MaxBatch < 0 || c.MaxActive < 0 {
+		errs = append(errs, fmt.Errorf("max batch %d, max active %d: must be positive", c.MaxBatch, c.MaxActive))
+	}
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("alertmanager notifier config: %w", err)
+	}
+	return nil
+}
+
+// PostableAlert is one alert in Alertmanager's v2 API.
+type PostableAlert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// Postable maps an alert to Alertmanager's form at wall time now: startsAt
+// is the alert's start, but not after now; a firing alert ends endsAfter
+// after now; a resolved one at its end, but not after now nor before its
+// start.
+func Postable(a *alert.Alert, now time.Time, endsAfter time.Duration, generatorURL string) PostableAlert {
+	p := PostableAlert{Labels: a.Labels, Annotations: a.Annotations, GeneratorURL: generatorURL}
+	p.StartsAt = a.StartsAt
+	if p.StartsAt.IsZero() || p.StartsAt.After(now) {
+		p.StartsAt = now
+	}
+	if a.Status == alert.StatusResolved {
+		end := a.EndsAt
+		if end.IsZero() || end.After(now) {
+			end = now
+		}
+		if end.Before(p.StartsAt) {
+			end = p.StartsAt
+		}
+		p.EndsAt = end
+	} else {
+		p.EndsAt = now.Add(endsAfter)
+	}
+	return p
+}
+
+// Notifier posts alerts to Alertmanager and re-posts the firing ones.
+type Notifier struct {
+	cfg    Config
+	url    string
+	client *http.Client
+	header http.Header
+	log    *slog.Logger
+	m      *metrics
+
+	sem    chan struct{} // capacity 1: serialises posts
+	mu     sync.Mutex    // guards active
+	active map[string]alert.Alert
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// New returns a Notifier and starts its re-posting goroutine. It does no
+// I/O until the first Notify.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	n := &Notifier{
+		cfg:    cfg,
+		url:    strings.TrimRight(cfg.URL, "/") + "/api/v2/alerts",
+		client: &http.Client{},
+		header: make(http.Header, len(cfg.Headers)),
+		log:    log,
+		m:      m,
+		sem:    make(chan struct{}, 1),
+		active: make(map[string]alert.Alert),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	for k, v := range cfg.Headers {
+		n.header.Set(k, v)
+	}
+	go n.resendLoop()
+	return n, nil
+}
+
+// Notify posts the alerts and remembers the firing ones for re-posting.
+func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
+	if err := n.lock(ctx); err != nil {
+		return fmt.Errorf("alertmanager: %w", err)
+	}
+	defer n.unlock()
+	n.mu.Lock()
+	for _, a := range alerts {
+		if a.Status == alert.StatusResolved {
+			delete(n.active, a.ID)
+			continue
+		}
+		if _, ok := n.active[a.ID]; !ok && len(n.active) >= n.cfg.MaxActive {
+			n.m.untracked.Inc()
+			continue
+		}
+		n.active[a.ID] = a
+	}
+	n.m.active.Set(float64(len(n.active)))
+	n.mu.Unlock()
+	return n.post(ctx, alerts, true)
+}
+
+// post sends alerts in batches, with retries when retry is set.
+func (n *Notifier) post(ctx context.Context, alerts []alert.Alert, retry bool) error {
+	policy := n.cfg.Retry
+	if !retry {
+		policy.MaxRetries = -1
+	}
+	for len(alerts) > 0 {
+		batch := alerts[:min(len(alerts), n.cfg.MaxBatch)]
+		alerts = alerts[len(batch):]
+		now := time.Now()
+		ps := make([]PostableAlert, len(batch))
+		for i := range batch {
+			ps[i] = Postable(&batch[i], now, n.cfg.EndsAfter, n.cfg.GeneratorURL)
+		}
+		body, err := json.Marshal(ps)
+		if err != nil {
+			return &alert.NotifyError{Notifier: Name, Op: "encode", Permanent: true, Err: err}
+		}
+		err = alert.Retry(ctx, policy, func(attempt int, wait time.Duration, err error) {
+			n.m.retries.Inc()
+			n.log.Warn("alertmanager notifier: retrying", "attempt", attempt, "in", wait, "err", err)
+		}, func(ctx context.Context) error {
+			return httpjson.Post(ctx, n.client, Name, n.url, body, n.header, n.cfg.Timeout)
+		})
+		if err != nil {
+			return fmt.Errorf("alertmanager: %d alerts: %w", len(batch), err)
+		}
+	}
+	return nil
+}
+
+// resendLoop re-posts the firing alerts every ResendInterval until Close.
+func (n *Notifier) resendLoop() {
+	defer close(n.done)
+	t := time.NewTicker(n.cfg.ResendInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.resend()
+	}
+}
+
+// resend posts the firing alerts once, without retries.
+func (n *Notifier) resend() {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ResendInterval)
+	defer cancel()
+	go func() { // Close interrupts a resend in flight
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := n.lock(ctx); err != nil {
+		return
+	}
+	defer n.unlock()
+	n.mu.Lock()
+	alerts := make([]alert.Alert, 0, len(n.active))
+	for _, a := range n.active {
+		alerts = append(alerts, a)
+	}
+	n.mu.Unlock()
+	if len(alerts) == 0 {
+		return
+	}
+	slices.SortFunc(alerts, func(a, b alert.Alert) int { return strings.Compare(a.ID, b.ID) })
+	if err := n.post(ctx, alerts, false); err != nil {
+		n.m.resends.WithLabelValues("error").Inc()
+		n.log.Warn("alertmanager notifier: re-posting firing alerts failed; next try in the resend interval", "alerts", len(alerts), "err", err)
+		return
+	}
+	n.m.resends.WithLabelValues("ok").Inc()
+}
+
+func (n *Notifier) lock(ctx context.Context) error {
+	select {
+	case n.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (n *Notifier) unlock() { <-n.sem }
+
+// Active returns the ids of the firing alerts being re-posted, sorted.
+func (n *Notifier) Active() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ids := make([]string, 0, len(n.active))
+	for id := range n.active {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Close stops re-posting and waits for the goroutine. The alerts stay
+// firing in Alertmanager until their endsAt. Safe to call twice.
+func (n *Notifier) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		<-n.done
+		n.client.CloseIdleConnections()
+	})
+	return nil
+}
+
+// metrics are a Notifier's metrics.
+type metrics struct {
+	retries   prometheus.Counter
+	resends   *prometheus.CounterVec // result: ok, error
+	active    prometheus.Gauge
+	untracked prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_alertmanager_retries_total",
+			Help: "Alertmanager POSTs retried after a retryable failure.",
+		}),
+		resends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_alertmanager_resends_total",
+			Help: "Periodic re-posts of the firing alerts, by result (ok, error).",
+		}, []string{"result"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skewlens_alertmanager_active_alerts",
+			Help: "Firing alerts re-posted to Alertmanager every resend interval.",
+		}),
+		untracked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_alertmanager_untracked_total",
+			Help: "Firing alerts posted but not kept for re-posting because MaxActive alerts were kept.",
+		}),
+	}
+	m.resends.WithLabelValues("ok")
+	m.resends.WithLabelValues("error")
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.retries, m.resends, m.active, m.untracked} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register alertmanager notifier metrics: %w", err)
+		}
+	}
+	return m, nil
+}
