@@ -1,0 +1,188 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/skewlens/skewlens/plans"
+)
+
+// Config configures a Server. The zero value of every field means its
+// default, given in the field's comment; call Validate (New does) to fill
+// in the defaults and check the values.
+type Config struct {
+	// Addr is the host:port to listen on. Default "127.0.0.1:8080":
+	// loopback only, so exposing the API is a deliberate choice (e.g.
+	// ":8080" behind TLS). A port of 0 picks a free one (see Addr).
+	Addr string
+	// Tokens maps a token's name, which the audit log records as who made
+	// a change, to its bearer token. Writes and GET /v1/audit need one;
+	// with none configured they answer 403 and the API is read-only.
+	// Names are 1 to 256 bytes of UTF-8 without control characters;
+	// tokens at least 16 bytes of printable ASCII without spaces, each
+	// used once.
+	Tokens map[string]string
+	// MaxBodyBytes caps a request body (default 1 MiB); larger bodies get
+	// 413.
+	MaxBodyBytes int64
+	// MaxHeaderBytes caps the request line and headers (default 1 MiB,
+	// which fits a 64 KiB key percent-encoded in a DELETE's query).
+	MaxHeaderBytes int
+	// CacheTTL is how long one snapshot of the plans and overrides
+	// answers GET /v1/salting* before it is read again (default 1s; a
+	// negative value reads on every request, still one read at a time).
+	CacheTTL time.Duration
+	// StoreTimeout bounds each store call made for a request (default 5s).
+	StoreTimeout time.Duration
+	// MaxConcurrentQueries bounds the store calls in flight for requests
+	// not answered from the snapshot (findings, audit, writes); more are
+	// refused with 503 (default 8).
+	MaxConcurrentQueries int
+	// MaxOverridesPerTask bounds the active overrides of one task (in
+	// practice its excluded keys); a POST that would add one more gets
+	// 409 (default 1000).
+	MaxOverridesPerTask int
+	// TLSCertFile and TLSKeyFile, both or neither, are PEM files of the
+	// server's certificate (chain) and key; with them the server speaks
+	// HTTPS only (TLS 1.2 or later). They are read once, by New.
+	TLSCertFile string
+	TLSKeyFile  string
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// those of http.Server (defaults 5s, 30s, 30s, 120s).
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds the graceful shutdown: requests still
+	// running after it are cut (default 10s).
+	ShutdownTimeout time.Duration
+}
+
+// Defaults, named for the comments above and the tests.
+const (
+	DefaultAddr                 = "127.0.0.1:8080"
+	DefaultMaxBodyBytes         = 1 << 20
+	DefaultMaxHeaderBytes       = 1 << 20
+	DefaultCacheTTL             = time.Second
+	DefaultStoreTimeout         = 5 * time.Second
+	DefaultMaxConcurrentQueries = 8
+	DefaultMaxOverridesPerTask  = 1000
+	DefaultReadHeaderTimeout    = 5 * time.Second
+	DefaultReadTimeout          = 30 * time.Second
+	DefaultWriteTimeout         = 30 * time.Second
+	DefaultIdleTimeout          = 120 * time.Second
+	DefaultShutdownTimeout      = 10 * time.Second
+	// MinTokenBytes is the shortest token accepted.
+	MinTokenBytes = 16
+)
+
+// Validate fills in the defaults of c and reports every invalid field.
+func (c *Config) Validate() error {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&c.CacheTTL, DefaultCacheTTL)
+	setDefault(&c.StoreTimeout, DefaultStoreTimeout)
+	setDefault(&c.MaxConcurrentQueries, DefaultMaxConcurrentQueries)
+	setDefault(&c.MaxOverridesPerTask, DefaultMaxOverridesPerTask)
+	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&c.ReadTimeout, DefaultReadTimeout)
+	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+
+	var errs []error
+	// An empty host listens on every interface, which is allowed.
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("addr %q: bad port", c.Addr))
+	}
+	seen := map[string]string{}
+	for name, tok := range c.Tokens {
+		if err := checkTokenName(name); err != nil {
+			errs = append(errs, err)
+		}
+		if err := checkToken(tok); err != nil {
+			errs = append(errs, fmt.Errorf("token %q: %w", name, err))
+		} else if other, dup := seen[tok]; dup {
+			errs = append(errs, fmt.Errorf("tokens %q and %q: same token", min(name, other), max(name, other)))
+		}
+		seen[tok] = name
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls: set both the certificate and the key file, or neither"))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"store timeout", c.StoreTimeout}, {"read header timeout", c.ReadHeaderTimeout},
+		{"read timeout", c.ReadTimeout}, {"write timeout", c.WriteTimeout},
+		{"idle timeout", c.IdleTimeout}, {"shutdown timeout", c.ShutdownTimeout},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %s: must be positive", d.name, d.v))
+		}
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("max body bytes %d: must be positive", c.MaxBodyBytes))
+	}
+	if c.MaxHeaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("max header bytes %d: must be positive", c.MaxHeaderBytes))
+	}
+	if c.MaxConcurrentQueries < 0 {
+		errs = append(errs, fmt.Errorf("max concurrent queries %d: must be positive", c.MaxConcurrentQueries))
+	}
+	if c.MaxOverridesPerTask < 0 {
+		errs = append(errs, fmt.Errorf("max overrides per task %d: must be positive", c.MaxOverridesPerTask))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("serve config: %w", err)
+	}
+	return nil
+}
+
+// setDefault sets *v to def when it is zero.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// checkTokenName checks a token's name, which becomes Override.By.
+func checkTokenName(name string) error {
+	if name == "" || len(name) > plans.MaxNameBytes || !utf8.ValidString(name) {
+		return fmt.Errorf("token name %q: must be 1 to %d bytes of UTF-8", name, plans.MaxNameBytes)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("token name %q: contains a control character", name)
+		}
+	}
+	return nil
+}
+
+// checkToken checks a token: it must fit in an Authorization header as is.
+func checkToken(tok string) error {
+	if len(tok) < MinTokenBytes {
+		return fmt.Errorf("shorter than %d bytes", MinTokenBytes)
+	}
+	if len(tok) > 4096 {
+		return errors.New("longer than 4096 bytes")
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] <= ' ' || tok[i] > '~' {
+			return errors.New("must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}

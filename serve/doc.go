@@ -1,0 +1,45 @@
+// Package serve is the HTTP service of skewlens serve: it serves the
+// current salting plans (with the operators' overrides applied), recent
+// findings and the audit log from ClickHouse, and lets operators pin,
+// override or exclude keys from a plan. docs/api.md shows how to use it;
+// docs/openapi.yaml describes every endpoint.
+//
+// # State
+//
+// The Server keeps no state of its own beyond a short-lived cache: every
+// answer comes from the Store (a *clickhouse.Sink in production), so any
+// number of servers can run side by side. GET /v1/salting and GET
+// /v1/salting/{job_id}/{task_name} are built from one snapshot (current
+// plans plus overrides) that is reused for Config.CacheTTL, so many
+// pollers cost one pair of queries per TTL; one refresh runs at a time
+// and concurrent requests wait for it. A write through this server drops
+// the snapshot, so its own next read sees the change. Every JSON answer
+// carries a strong ETag over its exact bytes; a client that sends it back
+// in If-None-Match gets 304 Not Modified.
+//
+// # Writes and authentication
+//
+// Writes (POST, DELETE) and GET /v1/audit need `Authorization: Bearer
+// <token>` with one of Config.Tokens; the token's name is recorded as who
+// made the change. Without any configured token they answer 403. Tokens
+// are compared in constant time. Each change is recorded in the audit log
+// before it is stored. Writes through one Server are serialised.
+//
+// # Bounds
+//
+// Request bodies are capped at Config.MaxBodyBytes, headers at
+// Config.MaxHeaderBytes, and store queries not served from the snapshot
+// at Config.MaxConcurrentQueries in flight: a request beyond that is
+// refused at once with 503 and Retry-After (counted in
+// skewlens_serve_rejected_total{reason="busy"}), so nothing queues behind
+// a slow ClickHouse. Each store call is bounded by Config.StoreTimeout.
+//
+// # Blocking and concurrency
+//
+// A Server is safe for concurrent use. New listens at once (so Addr is
+// known) but serves nothing until Run, which blocks until its context
+// ends or Stop is called, then shuts down gracefully within
+// Config.ShutdownTimeout. Stop is safe to call more than once, before Run
+// and concurrently with it; it returns when Run has finished. Handler
+// returns the routes for use without Run (tests, another server).
+package serve

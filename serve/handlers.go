@@ -1,0 +1,509 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+)
+
+// Results recorded in the audit log.
+const (
+	resultCreated  = "created"
+	resultReplaced = "replaced"
+	resultDeleted  = "deleted"
+)
+
+// cacheControl is the Cache-Control of the plan answers: as long as the
+// server itself reuses them.
+func (s *Server) cacheControl() string {
+	if secs := int(s.cfg.CacheTTL / time.Second); secs > 0 {
+		return fmt.Sprintf("max-age=%d", secs)
+	}
+	return "no-cache"
+}
+
+// GET /v1/salting
+func (s *Server) getPlans(w http.ResponseWriter, r *http.Request) {
+	snap, err := s.snaps.get(r.Context())
+	if err != nil {
+		s.storeError(w, "snapshot", err)
+		return
+	}
+	writeBody(w, r, snap.all, s.cacheControl())
+}
+
+// GET /v1/salting/{job_id}/{task_name}
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
+	t, ok := pathTask(w, r)
+	if !ok {
+		return
+	}
+	snap, err := s.snaps.get(r.Context())
+	if err != nil {
+		s.storeError(w, "snapshot", err)
+		return
+	}
+	body, ok := snap.tasks[t]
+	if !ok {
+		writeError(w, http.StatusNotFound, "no current plan for this job and task")
+		return
+	}
+	writeBody(w, r, body, s.cacheControl())
+}
+
+// GET /v1/findings?job_id=&kind=&since=&limit=
+func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r.URL.RawQuery, "job_id", "kind", "since", "limit")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	fq := clickhouse.FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
+	if v, ok := q["job_id"]; ok {
+		err = errors.Join(err, checkJobID(v))
+	}
+	if v, ok := q["kind"]; ok {
+		err = errors.Join(err, checkKind(v))
+	}
+	if v, ok := q["since"]; ok {
+		since, e := parseSince(v)
+		err = errors.Join(err, e)
+		fq.Since = since
+	}
+	limit, e := parseLimit(q["limit"])
+	fq.Limit = limit
+	if err = errors.Join(err, e); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	release, ok := s.acquire(w)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	fs, err := s.store.Findings(ctx, fq)
+	if err != nil {
+		s.storeError(w, "findings", err)
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"findings":[`)
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(f)
+	}
+	b.WriteString("]}\n")
+	writeBody(w, r, b.Bytes(), "no-cache")
+}
+
+// GET /v1/audit?job_id=&limit= (authenticated)
+func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authorize(w, r); !ok {
+		return
+	}
+	q, err := queryParams(r.URL.RawQuery, "job_id", "limit")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if v, ok := q["job_id"]; ok {
+		err = checkJobID(v)
+	}
+	limit, e := parseLimit(q["limit"])
+	if err = errors.Join(err, e); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	release, ok := s.acquire(w)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	entries, err := s.store.Audit(ctx, q["job_id"], limit)
+	if err != nil {
+		s.storeError(w, "audit", err)
+		return
+	}
+	if entries == nil {
+		entries = []clickhouse.AuditEntry{}
+	}
+	body, err := encodeJSON(struct {
+		Entries []clickhouse.AuditEntry `json:"entries"`
+	}{entries})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal error: encoding the answer failed")
+		return
+	}
+	writeBody(w, r, body, "no-store")
+}
+
+// Request bodies of the POST endpoints. Unknown fields are refused.
+type (
+	pinRequest struct {
+		Reason string `json:"reason"`
+	}
+	overrideRequest struct {
+		Plan   *plans.Plan `json:"plan"`
+		Reason string      `json:"reason"`
+	}
+	excludeRequest struct {
+		Key    string `json:"key"`
+		Reason string `json:"reason"`
+	}
+)
+
+// POST /v1/salting/{job_id}/{task_name}/{pin|override|exclude}
+func (s *Server) postOverride(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		t, ok := pathTask(w, r)
+		if !ok {
+			return
+		}
+		o := plans.Override{JobID: t.job, TaskName: t.task, Action: action, By: who}
+		switch action {
+		case plans.ActionPin:
+			var req pinRequest
+			if !s.decodeBody(w, r, &req, true) {
+				return
+			}
+			o.Reason = req.Reason
+		case plans.ActionOverride:
+			var req overrideRequest
+			if !s.decodeBody(w, r, &req, false) {
+				return
+			}
+			if req.Plan == nil {
+				writeError(w, http.StatusBadRequest, "override: plan required")
+				return
+			}
+			// The plan belongs to the task of the path; it may leave
+			// job_id and task_name out.
+			if req.Plan.JobID == "" {
+				req.Plan.JobID = t.job
+			}
+			if req.Plan.TaskName == "" {
+				req.Plan.TaskName = t.task
+			}
+			o.Plan, o.Reason = req.Plan, req.Reason
+		case plans.ActionExclude:
+			var req excludeRequest
+			if !s.decodeBody(w, r, &req, false) {
+				return
+			}
+			if err := checkKey(req.Key); err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			o.Key, o.Reason = req.Key, req.Reason
+		}
+		o.At = time.Now().UTC()
+		if err := o.Validate(); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		release, ok := s.acquire(w)
+		if !ok {
+			return
+		}
+		defer release()
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+		defer cancel()
+		unlock, err := s.lockWrites(ctx)
+		if err != nil {
+			s.storeError(w, "lock writes", err)
+			return
+		}
+		defer unlock()
+
+		ovs, err := s.store.Overrides(ctx)
+		if err != nil {
+			s.storeError(w, "overrides", err)
+			return
+		}
+		existing, taskOvs := findOverride(ovs, t, action, o.Key)
+		if existing == nil && len(taskOvs) >= s.cfg.MaxOverridesPerTask {
+			writeError(w, http.StatusConflict, fmt.Sprintf("the task has %d overrides, the most allowed; delete some first", len(taskOvs)))
+			return
+		}
+		if action == plans.ActionPin && existing == nil {
+			// A pin freezes the plan served now; without one there is
+			// nothing to freeze.
+			stored, err := s.store.Plan(ctx, t.job, t.task, time.Now())
+			if err != nil {
+				s.storeError(w, "plan", err)
+				return
+			}
+			if servedPlan(stored, taskOvs) == nil {
+				writeError(w, http.StatusNotFound, "no current plan for this job and task to pin")
+				return
+			}
+		}
+		result := resultCreated
+		var after time.Time
+		if existing != nil {
+			result, after = resultReplaced, existing.At
+		}
+		o.At = s.clock.next(after)
+		what, err := encodeJSON(o)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal error: encoding the override failed")
+			return
+		}
+		audit := clickhouse.AuditEntry{
+			At: o.At, By: who, Method: r.Method, Action: action, JobID: t.job, TaskName: t.task,
+			Key: o.Key, What: bytes.TrimSuffix(what, []byte("\n")), RemoteAddr: r.RemoteAddr, Result: result,
+		}
+		if err := s.store.PutOverride(ctx, o, audit); err != nil {
+			s.storeError(w, "put override", err)
+			return
+		}
+		s.snaps.invalidate()
+		s.m.changes.WithLabelValues(r.Method, action).Inc()
+		s.log.Info("skewlens API: override stored", "by", who, "action", action, "job_id", t.job,
+			"task_name", t.task, "key_bytes", len(o.Key), "result", result, "remote_addr", r.RemoteAddr)
+		status := http.StatusCreated
+		if result == resultReplaced {
+			status = http.StatusOK
+		}
+		writeJSON(w, status, o)
+	}
+}
+
+// DELETE /v1/salting/{job_id}/{task_name}/overrides/{action}[?key=]
+func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
+	who, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	t, ok := pathTask(w, r)
+	if !ok {
+		return
+	}
+	action := r.PathValue("action")
+	switch action {
+	case plans.ActionPin, plans.ActionOverride, plans.ActionExclude:
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %.64q: must be pin, override or exclude", action))
+		return
+	}
+	q, err := queryParams(r.URL.RawQuery, "key")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	key, hasKey := q["key"]
+	switch {
+	case action == plans.ActionExclude:
+		if err := checkKey(key); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	case hasKey:
+		writeError(w, http.StatusBadRequest, "key: only for exclude")
+		return
+	}
+	release, ok := s.acquire(w)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		s.storeError(w, "lock writes", err)
+		return
+	}
+	defer unlock()
+	ovs, err := s.store.Overrides(ctx)
+	if err != nil {
+		s.storeError(w, "overrides", err)
+		return
+	}
+	existing, _ := findOverride(ovs, t, action, key)
+	if existing == nil {
+		writeError(w, http.StatusNotFound, "no such override")
+		return
+	}
+	what, err := encodeJSON(struct {
+		JobID    string `json:"job_id"`
+		TaskName string `json:"task_name"`
+		Action   string `json:"action"`
+		Key      string `json:"key,omitempty"`
+	}{t.job, t.task, action, key})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal error: encoding the audit entry failed")
+		return
+	}
+	audit := clickhouse.AuditEntry{
+		At: s.clock.next(existing.At), By: who, Method: r.Method, Action: action, JobID: t.job,
+		TaskName: t.task, Key: key, What: bytes.TrimSuffix(what, []byte("\n")),
+		RemoteAddr: r.RemoteAddr, Result: resultDeleted,
+	}
+	if err := s.store.DeleteOverride(ctx, t.job, t.task, action, key, audit); err != nil {
+		s.storeError(w, "delete override", err)
+		return
+	}
+	s.snaps.invalidate()
+	s.m.changes.WithLabelValues(r.Method, action).Inc()
+	s.log.Info("skewlens API: override deleted", "by", who, "action", action, "job_id", t.job,
+		"task_name", t.task, "key_bytes", len(key), "remote_addr", r.RemoteAddr)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// GET /healthz: the process answers.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// GET /readyz: the store answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.m.storeErrors.WithLabelValues("ping").Inc()
+		s.log.Warn("skewlens API: store not ready", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the store does not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// findOverride returns the active override of task t with action and key
+// (nil when there is none) and all overrides of t.
+func findOverride(ovs []plans.Override, t planTask, action, key string) (*plans.Override, []plans.Override) {
+	var (
+		found   *plans.Override
+		taskOvs []plans.Override
+	)
+	for i := range ovs {
+		o := &ovs[i]
+		if o.JobID != t.job || o.TaskName != t.task {
+			continue
+		}
+		taskOvs = append(taskOvs, *o)
+		if o.Action == action && o.Key == key {
+			found = o
+		}
+	}
+	return found, taskOvs
+}
+
+// pathTask reads and checks {job_id} and {task_name}; on failure it
+// answers 400.
+func pathTask(w http.ResponseWriter, r *http.Request) (planTask, bool) {
+	t := planTask{job: r.PathValue("job_id"), task: r.PathValue("task_name")}
+	if err := errors.Join(checkJobID(t.job), checkTaskName(t.task)); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return planTask{}, false
+	}
+	return t, true
+}
+
+// decodeBody reads the request body, at most MaxBodyBytes of valid UTF-8
+// holding one JSON object without unknown fields, into v. An empty body
+// leaves v as it is when optional. On failure it answers 400 or 413.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes))
+		} else {
+			writeError(w, http.StatusBadRequest, "reading the request body failed")
+		}
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if optional {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, "request body required (JSON)")
+		return false
+	}
+	// JSON decoding would replace invalid UTF-8 silently, storing another
+	// key than the one sent.
+	if !utf8.Valid(b) {
+		writeError(w, http.StatusBadRequest, "request body: not valid UTF-8")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, "request body: more than one JSON value")
+		return false
+	}
+	return true
+}
+
+// acquire takes one of the MaxConcurrentQueries slots, or answers 503
+// with Retry-After and returns false when all are taken.
+func (s *Server) acquire(w http.ResponseWriter) (func(), bool) {
+	select {
+	case s.queries <- struct{}{}:
+		s.m.queriesActive.Inc()
+		return func() {
+			<-s.queries
+			s.m.queriesActive.Dec()
+		}, true
+	default:
+		s.m.rejected.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "too many requests in flight; retry later")
+		return nil, false
+	}
+}
+
+// lockWrites waits for the write lock or ctx.
+func (s *Server) lockWrites(ctx context.Context) (func(), error) {
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// storeError answers a failed store call: 504 when it timed out, 500 when
+// retrying cannot help (a *clickhouse.FatalError: schema mismatch, bad
+// data), else 503 with Retry-After. Details go to the log, not the client.
+func (s *Server) storeError(w http.ResponseWriter, op string, err error) {
+	s.m.storeErrors.WithLabelValues(op).Inc()
+	var fatal interface{ Fatal() bool }
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		s.log.Warn("skewlens API: store call timed out", "op", op, "err", err)
+		writeError(w, http.StatusGatewayTimeout, "the store did not answer in time")
+	case errors.As(err, &fatal) && fatal.Fatal():
+		s.log.Error("skewlens API: store call failed", "op", op, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error (see the server log)")
+	default:
+		s.log.Warn("skewlens API: store call failed", "op", op, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "the store is unavailable; retry later")
+	}
+}
