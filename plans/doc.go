@@ -30,9 +30,13 @@
 //     source or its pin. Shares, predicted loads and times alone do not
 //     make a version. Versions never go back, across retirement
 //     (Config.RetainRetired) and restarts (Manager.Restore).
+//   - A hot_key finding of a key already in the plan keeps the key hot and
+//     confirms the plan (it never adds a key): a plan that works balances
+//     the load, so the engine stops proposing it while the key is still
+//     hot, and the plan must not be retired for that.
 //   - A plan is retired (a tombstone on the topic) when its last key has
-//     cooled down, or when no salting_plan finding confirmed it for
-//     Config.TTL. Pinned and overridden plans do not expire.
+//     cooled down, or when no finding confirmed it for Config.TTL. Pinned
+//     and overridden plans do not expire.
 //   - Overrides (Apply): an override plan replaces the engine's; a pin
 //     freezes the plan served when it was set; an exclude keeps a key out.
 //

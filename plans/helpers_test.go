@@ -129,3 +129,12 @@ func newManager(t testing.TB, cfg Config) *Manager {
 }
 
 func eq(a, b []string) bool { return slices.Equal(a, b) }
+
+// hotKeyFinding builds a hot_key finding of key for j/agg for the window
+// ending sec seconds after t0.
+func hotKeyFinding(sec int, key string) *skew.Finding {
+	end := at(sec).UnixMilli()
+	sub := 3
+	return &skew.Finding{Kind: skew.KindHotKey, JobID: "j", TaskName: "agg", SubtaskIndex: &sub,
+		WindowStart: end - 10000, WindowEnd: end, HotKey: &skew.HotKey{Key: key, Share: 0.3, EstimatedRecords: 1000}}
+}

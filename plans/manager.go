@@ -93,8 +93,9 @@ func (m *Manager) Config() Config { return m.cfg }
 
 // Observe merges one finding into its task's plan and returns the
 // changes to publish: none, or one new version of the task's plan. Other
-// kinds than salting_plan, and findings older than the task's last one,
-// are ignored, so replaying findings after a restart changes nothing.
+// kinds than salting_plan and hot_key, and findings older than the task's
+// last one, are ignored, so replaying findings after a restart changes
+// nothing.
 //
 // The finding's window end is the event time. Keys of the finding with at
 // least two valid salted keys are hot in this window: a new key joins the
@@ -105,8 +106,24 @@ func (m *Manager) Config() Config { return m.cfg }
 // passed leave the plan. A new version is made only when the served plan
 // changes materially: its keys, their salted keys, its parallelism, its
 // source or its pin.
+//
+// A hot_key finding of a key already in its task's plan keeps that key hot
+// and confirms the plan, like a salting_plan finding listing the key
+// would, but never adds a key or changes salted keys. Once a plan works,
+// the task's subtask loads are balanced and the engine stops proposing
+// plans, while the key itself is still hot; without this the plan would
+// be retired after the cooldown, the skew would come back, and the plan
+// would flap with a period of about the cooldown. (The key samples must
+// carry the original key for this, not the salted one.)
 func (m *Manager) Observe(f *skew.Finding) []Change {
-	if f == nil || f.Kind != skew.KindSaltingPlan || f.Plan == nil {
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.Kind == skew.KindSaltingPlan && f.Plan != nil:
+	case f.Kind == skew.KindHotKey && f.HotKey != nil:
+		return m.observeHotKey(f)
+	default:
 		return nil
 	}
 	m.mu.Lock()
@@ -170,6 +187,35 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 	}
 	m.cool(st, now)
 	m.capKeys(st, now)
+	return m.publish(st, now, nil)
+}
+
+// observeHotKey refreshes a key of a plan from a hot_key finding (see
+// Observe).
+func (m *Manager) observeHotKey(f *skew.Finding) []Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.tasks[Key(f.JobID, f.TaskName)]
+	if st == nil {
+		return nil
+	}
+	ks := st.keys[f.HotKey.Key]
+	if ks == nil {
+		return nil
+	}
+	now := time.UnixMilli(f.WindowEnd).UTC()
+	if now.Before(st.updated) {
+		m.stats.Stale++
+		return nil
+	}
+	if sh := f.HotKey.Share; sh >= 0 && sh <= 1 {
+		ks.share = sh
+	}
+	ks.lastHot, st.updated = now, now
+	if now.After(m.now) {
+		m.now = now
+	}
+	m.cool(st, now)
 	return m.publish(st, now, nil)
 }
 
@@ -341,8 +387,8 @@ func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
 		if m.tasks[id] == nil {
 			o := byTask[id][0]
 			// Overrides are few and made by people, so they are never
-			// refused for MaxPlans; makeRoom still evicts retired tasks.
-			m.makeRoom()
+			// refused for MaxPlans; a retired task still makes room.
+			m.evict()
 			m.tasks[id] = &taskState{job: o.JobID, task: o.TaskName, keys: map[string]*keyState{}}
 		}
 	}
@@ -393,10 +439,20 @@ func (m *Manager) ids() []string {
 	return ids
 }
 
-// makeRoom makes room for one more task, forgetting the retired task
-// retired longest ago if MaxPlans tasks are tracked; it reports false,
-// counting an overflow, when all of them are live.
+// makeRoom makes room for one more task (see evict); it reports false,
+// counting an overflow, when there is none.
 func (m *Manager) makeRoom() bool {
+	if m.evict() {
+		return true
+	}
+	m.stats.Overflow++
+	return false
+}
+
+// evict makes room for one more task, forgetting the task retired longest
+// ago if MaxPlans tasks are tracked; it reports false when all of them are
+// live.
+func (m *Manager) evict() bool {
 	if len(m.tasks) < m.cfg.MaxPlans {
 		return true
 	}
@@ -411,7 +467,6 @@ func (m *Manager) makeRoom() bool {
 		}
 	}
 	if vt == nil {
-		m.stats.Overflow++
 		return false
 	}
 	delete(m.tasks, victim)

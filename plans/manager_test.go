@@ -19,6 +19,7 @@ type step struct {
 	advance bool // Advance instead of Observe
 	par     int  // parallelism of the finding (default 8)
 	keys    []hk
+	hot     string   // Observe a hot_key finding of this key instead
 	want    []string // describe(changes)
 	current string   // describePlan of the served plan; "" skips the check
 }
@@ -127,6 +128,28 @@ func TestLifecycle(t *testing.T) {
 			{sec: 4210, advance: true},
 			{sec: 4220, keys: []hk{{key: "a", buckets: 4}}, want: []string{"v1 p8 a:4"}},
 		}},
+		{"hot_key findings keep a working plan", Config{}, []step{
+			{sec: 10, keys: []hk{{key: "a", buckets: 4}, {key: "b", buckets: 2}}, want: []string{"v1 p8 a:4,b:2"}},
+			// Salting balanced the load: no more salting_plan findings,
+			// but a is still hot.
+			{sec: 600, hot: "a"},
+			{sec: 610, hot: "a", want: []string{"v2 p8 a:4"}},
+			{sec: 1200, hot: "a"},
+			{sec: 1799, advance: true, current: "v2 p8 a:4"},
+			{sec: 1800, advance: true, want: []string{"retired"}},
+		}},
+		{"hot_key findings confirm against the TTL", long, []step{
+			{sec: 10, keys: []hk{{key: "a", buckets: 4}}, want: []string{"v1 p8 a:4"}},
+			{sec: 1000, hot: "a"},
+			{sec: 1810, advance: true, current: "v1 p8 a:4"},
+			{sec: 2800, advance: true, want: []string{"retired"}},
+		}},
+		{"a hot_key finding adds no key", Config{}, []step{
+			{sec: 5, hot: "a", current: "none"},
+			{sec: 10, keys: []hk{{key: "a", buckets: 4}}, want: []string{"v1 p8 a:4"}},
+			{sec: 20, hot: "b", current: "v1 p8 a:4"},
+			{sec: 610, advance: true, want: []string{"retired"}},
+		}},
 		{"time does not go back", Config{}, []step{
 			{sec: 10, keys: []hk{{key: "a", buckets: 4}}, want: []string{"v1 p8 a:4"}},
 			{sec: 610, advance: true, want: []string{"retired"}},
@@ -138,9 +161,12 @@ func TestLifecycle(t *testing.T) {
 			m := newManager(t, tt.cfg)
 			for i, s := range tt.steps {
 				var got []Change
-				if s.advance {
+				switch {
+				case s.advance:
 					got = m.Advance(at(s.sec))
-				} else {
+				case s.hot != "":
+					got = m.Observe(hotKeyFinding(s.sec, s.hot))
+				default:
 					p := s.par
 					if p == 0 {
 						p = 8
