@@ -181,29 +181,23 @@ func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
 	if closed {
 		return TopSnapshot{}, &FatalError{Op: "top view", Err: ErrClosed}
 	}
-	snap := TopSnapshot{Query: q}
-	jobs, err := s.topWindows(ctx, q)
-	if err != nil {
-		return TopSnapshot{}, s.topError(ctx, "read newest windows", err)
+	jobs := map[string]*TopJob{}
+	if err := s.topRun(ctx, s.topWindowsRead(q), jobs); err != nil {
+		return TopSnapshot{}, err
 	}
-	if len(jobs) == 0 {
-		return snap, nil
-	}
-	f := newTopFilter(s, q, jobs)
-	for _, step := range []struct {
-		op  string
-		run func(context.Context, topFilter, map[string]*TopJob) error
-	}{
-		{"read task skew scores", s.topTasks},
-		{"read hot keys", s.topHotKeys},
-		{"read saturated subtasks", s.topSaturated},
-		{"count hot keys", s.topHotKeyTotals},
-		{"count findings", s.topFindingTotals},
-	} {
-		if err := step.run(ctx, f, jobs); err != nil {
-			return TopSnapshot{}, s.topError(ctx, step.op, err)
+	if len(jobs) > 0 {
+		for _, r := range s.topDetailReads(newTopFilter(s, q, jobs)) {
+			if err := s.topRun(ctx, r, jobs); err != nil {
+				return TopSnapshot{}, err
+			}
 		}
 	}
+	return topSnapshot(q, jobs), nil
+}
+
+// topSnapshot returns the jobs sorted by name, then id.
+func topSnapshot(q TopQuery, jobs map[string]*TopJob) TopSnapshot {
+	snap := TopSnapshot{Query: q}
 	for _, j := range jobs {
 		snap.Jobs = append(snap.Jobs, *j)
 	}
@@ -214,20 +208,48 @@ func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
 		}
 		return ja.JobID < jb.JobID
 	})
-	return snap, nil
+	return snap
 }
 
-// topError wraps a read error: fatal ones as *FatalError, others with
-// context so the caller can show and retry them.
-func (s *Sink) topError(ctx context.Context, op string, err error) error {
+// topRead is one query of TopView: its SQL with ? placeholders, the
+// arguments bound to them (client-side, as 18.16 has no query
+// parameters), and what to do with each row.
+type topRead struct {
+	op   string
+	sql  string
+	args []any
+	// row scans one row with scan and stores it in jobs.
+	row func(jobs map[string]*TopJob, scan func(dest ...any) error) error
+}
+
+// topRun runs r and stores its rows in jobs.
+func (s *Sink) topRun(ctx context.Context, r topRead, jobs map[string]*TopJob) error {
+	err := func() error {
+		rows, err := s.conn.Query(ctx, r.sql, r.args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := r.row(jobs, rows.Scan); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}()
+	if err == nil {
+		return nil
+	}
+	// Fatal errors (e.g. the tables do not exist) become *FatalError;
+	// others keep their context so the caller can show and retry them.
 	if classify(ctx, err) == classFatal {
 		var fe *FatalError
 		if errors.As(err, &fe) {
 			return err
 		}
-		return &FatalError{Op: "top view: " + op, Err: err}
+		return &FatalError{Op: "top view: " + r.op, Err: err}
 	}
-	return fmt.Errorf("clickhouse sink: top view: %s: %w", op, err)
+	return fmt.Errorf("clickhouse sink: top view: %s: %w", r.op, err)
 }
 
 // topJobFilter returns " AND job_id IN (?, ...)" for n jobs, or "" for
@@ -258,35 +280,34 @@ func topWindowArgs(q TopQuery, lower, upper int64) []any {
 	return append(args, int64(q.Windows))
 }
 
-// topWindows reads the newest windows per job and returns the jobs found.
-func (s *Sink) topWindows(ctx context.Context, q TopQuery) (map[string]*TopJob, error) {
-	query := s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs))
-	rows, err := s.conn.Query(ctx, query, topWindowArgs(q, q.Since.UnixMilli(), math.MaxInt64)...)
-	if err != nil {
-		return nil, err
+// topWindowsRead reads the newest windows per job; its rows create the
+// jobs.
+func (s *Sink) topWindowsRead(q TopQuery) topRead {
+	return topRead{
+		op:   "read newest windows",
+		sql:  s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs)),
+		args: topWindowArgs(q, q.Since.UnixMilli(), math.MaxInt64),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id, name string
+			var w TopWindow
+			if err := scan(&id, &name, &w.Start, &w.End); err != nil {
+				return err
+			}
+			j := jobs[id]
+			if j == nil {
+				// Rows come newest first: the name is the newest window's.
+				j = &TopJob{JobID: id, JobName: name}
+				jobs[id] = j
+			}
+			j.Windows = append(j.Windows, w)
+			return nil
+		},
 	}
-	defer rows.Close()
-	jobs := map[string]*TopJob{}
-	for rows.Next() {
-		var id, name string
-		var w TopWindow
-		if err := rows.Scan(&id, &name, &w.Start, &w.End); err != nil {
-			return nil, err
-		}
-		j := jobs[id]
-		if j == nil {
-			// Rows come newest first: the name is the newest window's.
-			j = &TopJob{JobID: id, JobName: name}
-			jobs[id] = j
-		}
-		j.Windows = append(j.Windows, w)
-	}
-	return jobs, rows.Err()
 }
 
 // topFilter is the WHERE clause every detail query shares: the rows of the
-// windows topWindows found. The window set is recomputed by the server as
-// a subquery (a list of every job's windows could exceed max_query_size
+// windows topWindowsRead found. The window set is recomputed by the server
+// as a subquery (a list of every job's windows could exceed max_query_size
 // with many jobs), bounded by the oldest and newest window found, so it is
 // the same set even when newer windows arrived in between.
 type topFilter struct {
@@ -310,149 +331,161 @@ func newTopFilter(s *Sink, q TopQuery, jobs map[string]*TopJob) topFilter {
 	return topFilter{sql: sql, args: args, limit: int64(q.Limit), maxBytes: int64(q.MaxStringBytes)}
 }
 
-// topQuery runs query with f's arguments after pre and before post and
-// calls scan for every row.
-func (s *Sink) topQuery(ctx context.Context, query string, pre []any, f topFilter, post []any, scan func(scan func(dest ...any) error) error) error {
-	args := append(append(append([]any{}, pre...), f.args...), post...)
-	rows, err := s.conn.Query(ctx, query, args...)
-	if err != nil {
-		return err
+// with returns the arguments of a detail query: pre, the filter's, post.
+func (f topFilter) with(pre []any, post ...any) []any {
+	return append(append(append([]any{}, pre...), f.args...), post...)
+}
+
+// topDetailReads are the queries that fill in the jobs topWindowsRead
+// found.
+func (s *Sink) topDetailReads(f topFilter) []topRead {
+	return []topRead{s.topTasksRead(f), s.topHotKeysRead(f), s.topSaturatedRead(f),
+		s.topHotKeyTotalsRead(f), s.topFindingTotalsRead(f)}
+}
+
+// topTasksRead reads the latest skew score per task. Only subtask_stats
+// and saturation rows carry the score.
+func (s *Sink) topTasksRead(f topFilter) topRead {
+	return topRead{
+		op: "read task skew scores",
+		sql: "SELECT job_id, task_name," +
+			" argMax(skew_score, window_start) AS skew, argMax(max_median_ratio, window_start) AS ratio," +
+			" max(window_start) AS last_start, max(window_end) AS last_end" +
+			" FROM " + s.table(tableFindings) +
+			" WHERE kind IN (?, ?) AND " + f.sql +
+			" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id",
+		args: f.with([]any{skew.KindSubtaskStats, skew.KindSaturation}, f.limit),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id string
+			var t TopTask
+			if err := scan(&id, &t.TaskName, &t.SkewScore, &t.MaxMedianRatio, &t.Window.Start, &t.Window.End); err != nil {
+				return err
+			}
+			if j := jobs[id]; j != nil {
+				j.Tasks = append(j.Tasks, t)
+			}
+			return nil
+		},
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows.Scan); err != nil {
-			return err
-		}
+}
+
+// topHotKeysRead reads the hot keys: the inner query deduplicates
+// replayed rows per window, the outer one folds the windows per key and
+// subtask. Only a prefix of each key is sent.
+func (s *Sink) topHotKeysRead(f topFilter) topRead {
+	return topRead{
+		op: "read hot keys",
+		sql: "SELECT job_id, task_name, subtask_index," +
+			" substring(key, 1, ?) AS key_head, length(key) AS key_bytes," +
+			" argMax(sh, window_start) AS share_latest, argMax(est, window_start) AS est_latest," +
+			" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
+			" FROM (SELECT job_id, task_name, subtask_index, key, window_start," +
+			" argMax(window_end, version) AS we, argMax(share, version) AS sh," +
+			" argMax(estimated_records, version) AS est" +
+			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql +
+			" GROUP BY job_id, task_name, window_start, subtask_index, key)" +
+			" GROUP BY job_id, task_name, subtask_index, key" +
+			" ORDER BY job_id, share_latest DESC, last_start DESC, task_name, subtask_index, key" +
+			" LIMIT ? BY job_id",
+		args: f.with([]any{f.maxBytes}, f.limit),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id string
+			var sub int32
+			var keyBytes, windows uint64
+			var h TopHotKey
+			if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
+				&h.Window.Start, &h.Window.End, &windows); err != nil {
+				return err
+			}
+			h.SubtaskIndex, h.KeyBytes, h.Windows = int(sub), int(keyBytes), int(windows)
+			if j := jobs[id]; j != nil {
+				j.HotKeys = append(j.HotKeys, h)
+			}
+			return nil
+		},
 	}
-	return rows.Err()
 }
 
-// topTasks reads the latest skew score per task. Only subtask_stats and
-// saturation rows carry the score.
-func (s *Sink) topTasks(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
-	query := "SELECT job_id, task_name," +
-		" argMax(skew_score, window_start) AS skew, argMax(max_median_ratio, window_start) AS ratio," +
-		" max(window_start) AS last_start, max(window_end) AS last_end" +
-		" FROM " + s.table(tableFindings) +
-		" WHERE kind IN (?, ?) AND " + f.sql +
-		" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id"
-	pre := []any{skew.KindSubtaskStats, skew.KindSaturation}
-	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
-		var id string
-		var t TopTask
-		if err := scan(&id, &t.TaskName, &t.SkewScore, &t.MaxMedianRatio, &t.Window.Start, &t.Window.End); err != nil {
-			return err
-		}
-		if j := jobs[id]; j != nil {
-			j.Tasks = append(j.Tasks, t)
-		}
-		return nil
-	})
+// topSaturatedRead reads the saturation findings, folded per task,
+// subtask and cause like topHotKeysRead.
+func (s *Sink) topSaturatedRead(f topFilter) topRead {
+	return topRead{
+		op: "read saturated subtasks",
+		sql: "SELECT job_id, task_name, subtask_index, cause," +
+			" argMax(busy, window_start) AS busy_latest, argMax(bp, window_start) AS bp_latest," +
+			" argMax(h, window_start) AS host_latest," +
+			" substring(argMax(sm, window_start), 1, ?) AS summary_head," +
+			" length(argMax(sm, window_start)) AS summary_bytes," +
+			" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
+			" FROM (SELECT job_id, task_name, subtask_index, cause, window_start," +
+			" argMax(window_end, version) AS we, argMax(busy_ms_per_s, version) AS busy," +
+			" argMax(backpressured_ms_per_s, version) AS bp, argMax(host, version) AS h," +
+			" argMax(summary, version) AS sm" +
+			" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql +
+			" GROUP BY job_id, task_name, window_start, subtask_index, cause)" +
+			" GROUP BY job_id, task_name, subtask_index, cause" +
+			" ORDER BY job_id, last_start DESC, busy_latest DESC, task_name, subtask_index, cause" +
+			" LIMIT ? BY job_id",
+		args: f.with([]any{f.maxBytes, skew.KindSaturation}, f.limit),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id string
+			var sub int32
+			var summaryBytes, windows uint64
+			var st TopSaturated
+			if err := scan(&id, &st.TaskName, &sub, &st.Cause, &st.BusyMsPerSecond, &st.BackPressuredMsPerSecond,
+				&st.Host, &st.Summary, &summaryBytes, &st.Window.Start, &st.Window.End, &windows); err != nil {
+				return err
+			}
+			st.SubtaskIndex, st.SummaryBytes, st.Windows = int(sub), int(summaryBytes), int(windows)
+			if j := jobs[id]; j != nil {
+				j.Saturated = append(j.Saturated, st)
+			}
+			return nil
+		},
+	}
 }
 
-// topHotKeys reads the hot keys: the inner query deduplicates replayed
-// rows per window, the outer one folds the windows per key and subtask.
-func (s *Sink) topHotKeys(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
-	query := "SELECT job_id, task_name, subtask_index," +
-		" substring(key, 1, ?) AS key_head, length(key) AS key_bytes," +
-		" argMax(sh, window_start) AS share_latest, argMax(est, window_start) AS est_latest," +
-		" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
-		" FROM (SELECT job_id, task_name, subtask_index, key, window_start," +
-		" argMax(window_end, version) AS we, argMax(share, version) AS sh," +
-		" argMax(estimated_records, version) AS est" +
-		" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql +
-		" GROUP BY job_id, task_name, window_start, subtask_index, key)" +
-		" GROUP BY job_id, task_name, subtask_index, key" +
-		" ORDER BY job_id, share_latest DESC, last_start DESC, task_name, subtask_index, key" +
-		" LIMIT ? BY job_id"
-	pre := []any{f.maxBytes}
-	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
-		var id string
-		var sub int32
-		var keyBytes, windows uint64
-		var h TopHotKey
-		if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
-			&h.Window.Start, &h.Window.End, &windows); err != nil {
-			return err
-		}
-		h.SubtaskIndex, h.KeyBytes, h.Windows = int(sub), int(keyBytes), int(windows)
-		if j := jobs[id]; j != nil {
-			j.HotKeys = append(j.HotKeys, h)
-		}
-		return nil
-	})
+// topHotKeyTotalsRead counts the distinct hot keys per job, limit aside.
+func (s *Sink) topHotKeyTotalsRead(f topFilter) topRead {
+	return topRead{
+		op: "count hot keys",
+		sql: "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
+			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id",
+		args: f.with(nil),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id string
+			var n uint64
+			if err := scan(&id, &n); err != nil {
+				return err
+			}
+			if j := jobs[id]; j != nil {
+				j.HotKeysTotal = int(n)
+			}
+			return nil
+		},
+	}
 }
 
-// topSaturated reads the saturation findings, folded per task, subtask
-// and cause like topHotKeys.
-func (s *Sink) topSaturated(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
-	query := "SELECT job_id, task_name, subtask_index, cause," +
-		" argMax(busy, window_start) AS busy_latest, argMax(bp, window_start) AS bp_latest," +
-		" argMax(h, window_start) AS host_latest," +
-		" substring(argMax(sm, window_start), 1, ?) AS summary_head," +
-		" length(argMax(sm, window_start)) AS summary_bytes," +
-		" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
-		" FROM (SELECT job_id, task_name, subtask_index, cause, window_start," +
-		" argMax(window_end, version) AS we, argMax(busy_ms_per_s, version) AS busy," +
-		" argMax(backpressured_ms_per_s, version) AS bp, argMax(host, version) AS h," +
-		" argMax(summary, version) AS sm" +
-		" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql +
-		" GROUP BY job_id, task_name, window_start, subtask_index, cause)" +
-		" GROUP BY job_id, task_name, subtask_index, cause" +
-		" ORDER BY job_id, last_start DESC, busy_latest DESC, task_name, subtask_index, cause" +
-		" LIMIT ? BY job_id"
-	pre := []any{f.maxBytes, skew.KindSaturation}
-	return s.topQuery(ctx, query, pre, f, []any{f.limit}, func(scan func(...any) error) error {
-		var id string
-		var sub int32
-		var summaryBytes, windows uint64
-		var st TopSaturated
-		if err := scan(&id, &st.TaskName, &sub, &st.Cause, &st.BusyMsPerSecond, &st.BackPressuredMsPerSecond,
-			&st.Host, &st.Summary, &summaryBytes, &st.Window.Start, &st.Window.End, &windows); err != nil {
-			return err
-		}
-		st.SubtaskIndex, st.SummaryBytes, st.Windows = int(sub), int(summaryBytes), int(windows)
-		if j := jobs[id]; j != nil {
-			j.Saturated = append(j.Saturated, st)
-		}
-		return nil
-	})
-}
-
-// topHotKeyTotals counts the distinct hot keys per job, limit aside.
-func (s *Sink) topHotKeyTotals(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
-	query := "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
-		" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id"
-	return s.topQuery(ctx, query, nil, f, nil, func(scan func(...any) error) error {
-		var id string
-		var n uint64
-		if err := scan(&id, &n); err != nil {
-			return err
-		}
-		if j := jobs[id]; j != nil {
-			j.HotKeysTotal = int(n)
-		}
-		return nil
-	})
-}
-
-// topFindingTotals counts the distinct saturated subtasks and the tasks
-// with a skew score per job, limit aside.
-func (s *Sink) topFindingTotals(ctx context.Context, f topFilter, jobs map[string]*TopJob) error {
-	query := "SELECT job_id," +
-		" uniqExactIf(task_name, subtask_index, cause, kind = ?) AS saturated," +
-		" uniqExactIf(task_name, kind IN (?, ?)) AS tasks" +
-		" FROM " + s.table(tableFindings) + " WHERE " + f.sql + " GROUP BY job_id"
-	pre := []any{skew.KindSaturation, skew.KindSubtaskStats, skew.KindSaturation}
-	return s.topQuery(ctx, query, pre, f, nil, func(scan func(...any) error) error {
-		var id string
-		var saturated, tasks uint64
-		if err := scan(&id, &saturated, &tasks); err != nil {
-			return err
-		}
-		if j := jobs[id]; j != nil {
-			j.SaturatedTotal, j.TasksTotal = int(saturated), int(tasks)
-		}
-		return nil
-	})
+// topFindingTotalsRead counts the distinct saturated subtasks and the
+// tasks with a skew score per job, limit aside.
+func (s *Sink) topFindingTotalsRead(f topFilter) topRead {
+	return topRead{
+		op: "count findings",
+		sql: "SELECT job_id," +
+			" uniqExactIf(task_name, subtask_index, cause, kind = ?) AS saturated," +
+			" uniqExactIf(task_name, kind IN (?, ?)) AS tasks" +
+			" FROM " + s.table(tableFindings) + " WHERE " + f.sql + " GROUP BY job_id",
+		args: f.with([]any{skew.KindSaturation, skew.KindSubtaskStats, skew.KindSaturation}),
+		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+			var id string
+			var saturated, tasks uint64
+			if err := scan(&id, &saturated, &tasks); err != nil {
+				return err
+			}
+			if j := jobs[id]; j != nil {
+				j.SaturatedTotal, j.TasksTotal = int(saturated), int(tasks)
+			}
+			return nil
+		},
+	}
 }
