@@ -464,6 +464,16 @@ func TestWritesAndAudit(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.changes.WithLabelValues("POST", "exclude")); n != 2 {
 		t.Errorf("override_changes_total{POST,exclude} = %v", n)
 	}
+
+	// docs/api.md: a served plan, posted back as an override, is valid.
+	served := do(t, h, request{method: "GET", target: base})
+	body = []byte(`{"plan":` + strings.TrimSpace(served.body) + `,"reason":"hand-tuned"}`)
+	if r := do(t, h, request{method: "POST", target: base + "/override", token: aliceToken, body: string(body)}); r.code != 201 {
+		t.Errorf("served plan as an override: %d %s", r.code, r.body)
+	}
+	if p := get(); keys(p) != "b" || p.Source != plans.SourceOverride || p.Version != 7 {
+		t.Errorf("after overriding with the served plan: %s %s v%d", keys(p), p.Source, p.Version)
+	}
 }
 
 func TestSnapshotCache(t *testing.T) {

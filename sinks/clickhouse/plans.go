@@ -261,9 +261,8 @@ func (r *planRow) values(insertedAt time.Time) row {
 func (s *Sink) lastPlanRow(ctx context.Context, job, task string) (planRow, bool, error) {
 	r := planRow{job: job, task: task}
 	found := false
-	q := "SELECT version, generated_at, updated_at, expires_at, retired, body, revision FROM " +
-		s.table(tablePlans) + " WHERE job_id = ? AND task_name = ? ORDER BY version DESC, revision DESC LIMIT 1"
-	err := s.query(ctx, "read last plan of "+plans.Key(job, task), tablePlans, q, []any{job, task},
+	q, args := lastPlanQuery(s.table(tablePlans), job, task)
+	err := s.query(ctx, "read last plan of "+plans.Key(job, task), tablePlans, q, args,
 		func(rows rowScanner) error {
 			found = false
 			for rows.Next() {
@@ -302,21 +301,7 @@ func (s *Sink) Plan(ctx context.Context, jobID, taskName string, now time.Time) 
 }
 
 func (s *Sink) currentPlans(ctx context.Context, jobID, taskName string, now time.Time) ([]plans.Plan, error) {
-	// The newest state per task, by (version, revision); GROUP BY with
-	// argMax instead of FINAL, which 18.16 applies per partition only and
-	// which would also need a second step to pick the highest version.
-	where, args := "", []any{}
-	if jobID != "" {
-		where = " WHERE job_id = ? AND task_name = ?"
-		args = append(args, jobID, taskName)
-	}
-	args = append(args, now.UnixMilli())
-	q := "SELECT job_id, task_name, argMax(body, (version, revision)) AS cur_body," +
-		" argMax(retired, (version, revision)) AS cur_retired," +
-		" argMax(expires_at, (version, revision)) AS cur_expires" +
-		" FROM " + s.table(tablePlans) + where +
-		" GROUP BY job_id, task_name HAVING cur_retired = 0 AND (cur_expires = 0 OR cur_expires > ?)" +
-		" ORDER BY job_id, task_name"
+	q, args := currentPlansQuery(s.table(tablePlans), jobID, taskName, now)
 	var out []plans.Plan
 	err := s.query(ctx, "read current plans", tablePlans, q, args, func(rows rowScanner) error {
 		out = out[:0]
@@ -349,10 +334,7 @@ func (s *Sink) currentPlans(ctx context.Context, jobID, taskName string, now tim
 // Overrides returns every active override (not deleted), ordered by job,
 // task, action and key.
 func (s *Sink) Overrides(ctx context.Context) ([]plans.Override, error) {
-	q := "SELECT job_id, task_name, action, key, argMax(body, revision) AS cur_body," +
-		" argMax(deleted, revision) AS cur_deleted FROM " + s.table(tablePlanOverrides) +
-		" GROUP BY job_id, task_name, action, key HAVING cur_deleted = 0" +
-		" ORDER BY job_id, task_name, action, key"
+	q := overridesQuery(s.table(tablePlanOverrides))
 	var out []plans.Override
 	err := s.query(ctx, "read overrides", tablePlanOverrides, q, nil, func(rows rowScanner) error {
 		out = out[:0]
@@ -459,15 +441,7 @@ func auditRow(a AuditEntry) (row, error) {
 // job, or of all when jobID is "". limit 0 means DefaultAuditLimit; it is
 // at most MaxAuditLimit.
 func (s *Sink) Audit(ctx context.Context, jobID string, limit int) ([]AuditEntry, error) {
-	limit = clampLimit(limit, DefaultAuditLimit, MaxAuditLimit)
-	where, args := "", []any{}
-	if jobID != "" {
-		where = " WHERE job_id = ?"
-		args = append(args, jobID)
-	}
-	args = append(args, limit)
-	q := "SELECT at, changed_by, method, action, job_id, task_name, key, what, remote_addr, result FROM " +
-		s.table(tablePlanAudit) + where + " ORDER BY at DESC, job_id, task_name, action LIMIT ?"
+	q, args := auditQuery(s.table(tablePlanAudit), jobID, limit)
 	var out []AuditEntry
 	err := s.query(ctx, "read audit log", tablePlanAudit, q, args, func(rows rowScanner) error {
 		out = out[:0]
@@ -504,33 +478,7 @@ func (s *Sink) Audit(ctx context.Context, jobID string, limit int) ([]AuditEntry
 // newest window first: the latest version of each finding (argMax by
 // version over the table's sort key, so replays count once).
 func (s *Sink) Findings(ctx context.Context, fq FindingsQuery) ([]json.RawMessage, error) {
-	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
-	var (
-		conds []string
-		args  []any
-	)
-	if !fq.Since.IsZero() {
-		since := fq.Since.UTC()
-		// window_date prunes whole partitions; window_start is exact.
-		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
-		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
-	}
-	if fq.JobID != "" {
-		conds = append(conds, "job_id = ?")
-		args = append(args, fq.JobID)
-	}
-	if fq.Kind != "" {
-		conds = append(conds, "kind = ?")
-		args = append(args, fq.Kind)
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	args = append(args, limit)
-	q := "SELECT argMax(body, version) AS cur_body FROM " + s.table(tableFindings) + where +
-		" GROUP BY job_id, task_name, window_start, kind, subtask_index, cause, key" +
-		" ORDER BY window_start DESC, job_id, task_name, kind, subtask_index, cause, key LIMIT ?"
+	q, args := findingsQuery(s.table(tableFindings), fq)
 	var out []json.RawMessage
 	err := s.query(ctx, "read findings", tableFindings, q, args, func(rows rowScanner) error {
 		out = out[:0]
@@ -565,4 +513,88 @@ func clampLimit(n, def, hi int) int {
 		return hi
 	}
 	return n
+}
+
+// The SQL of the readers, as functions of the quoted table name and the
+// caller's values so that the chDB test runs the same text. Every value
+// is a bound ? argument.
+
+// lastPlanQuery reads the newest row of one task's plan.
+func lastPlanQuery(table, job, task string) (string, []any) {
+	return "SELECT version, generated_at, updated_at, expires_at, retired, body, revision FROM " + table +
+		" WHERE job_id = ? AND task_name = ? ORDER BY version DESC, revision DESC LIMIT 1", []any{job, task}
+}
+
+// currentPlansQuery reads the newest state per task, by (version,
+// revision), of every task or of one (jobID not ""), unless retired or
+// expired at now. GROUP BY with argMax rather than FINAL: FINAL would
+// still leave every version of a task, and 18.16 merges per partition
+// only.
+func currentPlansQuery(table, jobID, taskName string, now time.Time) (string, []any) {
+	where, args := "", []any{}
+	if jobID != "" {
+		where = " WHERE job_id = ? AND task_name = ?"
+		args = append(args, jobID, taskName)
+	}
+	args = append(args, now.UnixMilli())
+	return "SELECT job_id, task_name, argMax(body, (version, revision)) AS cur_body," +
+		" argMax(retired, (version, revision)) AS cur_retired," +
+		" argMax(expires_at, (version, revision)) AS cur_expires" +
+		" FROM " + table + where +
+		" GROUP BY job_id, task_name HAVING cur_retired = 0 AND (cur_expires = 0 OR cur_expires > ?)" +
+		" ORDER BY job_id, task_name", args
+}
+
+// overridesQuery reads the newest state of every override that is not
+// deleted.
+func overridesQuery(table string) string {
+	return "SELECT job_id, task_name, action, key, argMax(body, revision) AS cur_body," +
+		" argMax(deleted, revision) AS cur_deleted FROM " + table +
+		" GROUP BY job_id, task_name, action, key HAVING cur_deleted = 0" +
+		" ORDER BY job_id, task_name, action, key"
+}
+
+// auditQuery reads the newest audit entries, of one job or all.
+func auditQuery(table, jobID string, limit int) (string, []any) {
+	limit = clampLimit(limit, DefaultAuditLimit, MaxAuditLimit)
+	where, args := "", []any{}
+	if jobID != "" {
+		where = " WHERE job_id = ?"
+		args = append(args, jobID)
+	}
+	args = append(args, limit)
+	return "SELECT at, changed_by, method, action, job_id, task_name, key, what, remote_addr, result FROM " +
+		table + where + " ORDER BY at DESC, job_id, task_name, action LIMIT ?", args
+}
+
+// findingsQuery reads the latest version of each finding matching fq,
+// newest window first.
+func findingsQuery(table string, fq FindingsQuery) (string, []any) {
+	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
+	var (
+		conds []string
+		args  []any
+	)
+	if !fq.Since.IsZero() {
+		since := fq.Since.UTC()
+		// window_date prunes whole partitions; window_start is exact.
+		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
+		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
+	}
+	if fq.JobID != "" {
+		conds = append(conds, "job_id = ?")
+		args = append(args, fq.JobID)
+	}
+	if fq.Kind != "" {
+		conds = append(conds, "kind = ?")
+		args = append(args, fq.Kind)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	args = append(args, limit)
+	return "SELECT argMax(body, version) AS cur_body FROM " + table + where +
+		" GROUP BY job_id, task_name, window_start, kind, subtask_index, cause, key" +
+		" ORDER BY window_start DESC, job_id, task_name, kind, subtask_index, cause, key LIMIT ?", args
 }

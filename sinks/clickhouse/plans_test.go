@@ -405,3 +405,181 @@ func TestFindingsQuery(t *testing.T) {
 		t.Errorf("findings table after the injection attempt: %v", err)
 	}
 }
+
+// inlineArgs replaces each ? of a query with its argument as a SQL
+// literal, for chDB, which has no binding. The test's values are plain.
+func inlineArgs(t *testing.T, q string, args []any) string {
+	t.Helper()
+	quote := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	var b strings.Builder
+	for _, part := range strings.Split(q, "?") {
+		b.WriteString(part)
+		if len(args) == 0 {
+			continue
+		}
+		switch v := args[0].(type) {
+		case string:
+			b.WriteString("'" + quote.Replace(v) + "'")
+		case int, int64, uint64:
+			fmt.Fprint(&b, v)
+		default:
+			t.Fatalf("inlineArgs: %T", v)
+		}
+		args = args[1:]
+	}
+	return b.String()
+}
+
+// jsonLines encodes rows for INSERT ... FORMAT JSONEachRow: times as
+// epoch seconds, dates (columns named *_date) as YYYY-MM-DD.
+func jsonLines(t *testing.T, cols []string, rows []row) string {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range rows {
+		obj := map[string]any{}
+		for i, c := range cols {
+			v := r[i]
+			if tm, ok := v.(time.Time); ok {
+				if strings.HasSuffix(c, "_date") {
+					v = tm.UTC().Format(time.DateOnly)
+				} else {
+					v = tm.Unix()
+				}
+			}
+			obj[c] = v
+		}
+		line, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestPlanQueriesChDB runs the readers' SQL in the modern dialect, in
+// chDB, on rows shaped as the writers make them.
+func TestPlanQueriesChDB(t *testing.T) {
+	t.Parallel()
+	lib := installChDB(t)
+	bin := buildChdbExec(t)
+	const db = "skewlens"
+	table := func(name string) string { return "`" + db + "`.`" + name + "`" }
+
+	var reqs []chdbRequest
+	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
+	add("create database", "CREATE DATABASE IF NOT EXISTS `"+db+"`")
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		stmts, err := m.Render(DialectModern, db, DefaultTTLDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range stmts {
+			add(fmt.Sprintf("migration %04d statement %d", m.Version, i+1), s)
+		}
+	}
+	insert := func(name, tbl string, cols []string, rows []row) {
+		add("insert "+name, "INSERT INTO "+table(tbl)+" ("+strings.Join(cols, ", ")+") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+jsonLines(t, cols, rows))
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ins := now.Truncate(time.Second)
+	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
+	ms0 := now.UnixMilli()
+	insert("plans", tablePlans, planColumns(), []row{
+		{job, "A", uint64(1), ms0, ms0, ms0 + 1000, uint8(0), `{"v":"A1"}`, uint64(10), ins},
+		{job, "A", uint64(2), ms0, ms0, ms0 + 1000, uint8(0), `{"v":"A2"}`, uint64(20), ins},
+		{job, "A", uint64(2), ms0, ms0, ms0 + 1000, uint8(1), `{"v":"A2"}`, uint64(21), ins},
+		{job, "B", uint64(1), ms0, ms0, int64(0), uint8(0), `{"v":"B1"}`, uint64(10), ins},
+		{job, "C", uint64(3), ms0, ms0, ms0 - 1, uint8(0), `{"v":"C3"}`, uint64(10), ins},
+		{job, "D", uint64(1), ms0, ms0, ms0 + 1000, uint8(0), `{"v":"D1"}`, uint64(10), ins},
+		{job, "D", uint64(1), ms0, ms0 + 500, ms0 + 2000, uint8(0), `{"v":"D1b"}`, uint64(11), ins},
+	})
+	insert("overrides", tablePlanOverrides, overrideColumns(), []row{
+		{job, "T", "exclude", "k1", `{"key":"k1"}`, "alice", ms0, uint8(0), uint64(1), ins},
+		{job, "T", "exclude", "k1", "", "bob", ms0, uint8(1), uint64(2), ins},
+		{job, "T", "exclude", "k2", `{"key":"k2"}`, "alice", ms0, uint8(0), uint64(3), ins},
+		{job, "T", "pin", "", `{"action":"pin"}`, "alice", ms0, uint8(0), uint64(4), ins},
+	})
+	a1, err := auditRow(AuditEntry{At: now, By: "alice", Method: "POST", Action: "pin", JobID: job, TaskName: "T", Result: "created", What: json.RawMessage(`{"a":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := auditRow(AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
+	a3, _ := auditRow(AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
+	insert("audit", tablePlanAudit, auditColumns(), []row{a1, a2, a3})
+	fs := fixtures(time.Now())
+	for v := uint64(1); v <= 2; v++ {
+		rows := tableRows{}
+		for i := range fs {
+			if err := mapFinding(rows, &fs[i], v, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		insert(fmt.Sprintf("findings %d", v), tableFindings, insertColumns(tableFindings), rows[tableFindings])
+	}
+
+	queries := map[string]func() (string, []any){
+		"current plans": func() (string, []any) { return currentPlansQuery(table(tablePlans), "", "", now) },
+		"plan D":        func() (string, []any) { return currentPlansQuery(table(tablePlans), job, "D", now) },
+		"last plan A":   func() (string, []any) { return lastPlanQuery(table(tablePlans), job, "A") },
+		"overrides":     func() (string, []any) { return overridesQuery(table(tablePlanOverrides)), nil },
+		"audit":         func() (string, []any) { return auditQuery(table(tablePlanAudit), job, 10) },
+		"findings": func() (string, []any) {
+			return findingsQuery(table(tableFindings), FindingsQuery{Limit: MaxFindingsLimit})
+		},
+		"findings of a job since": func() (string, []any) {
+			return findingsQuery(table(tableFindings), FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(fixtureBase(time.Now())), Limit: 3})
+		},
+	}
+	for name, q := range queries {
+		sql, args := q()
+		add(name, inlineArgs(t, sql, args))
+	}
+	res := runChDB(t, lib, bin, reqs)
+	for _, r := range reqs {
+		if got := res[r.Name]; !got.OK {
+			t.Errorf("%s: %s\n%s", r.Name, got.Error, firstLines(r.SQL, 10))
+		}
+	}
+	column := func(name string, i int) []string {
+		var out []string
+		for _, line := range strings.Split(strings.TrimRight(res[name].Output, "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			out = append(out, strings.Split(line, "\t")[i])
+		}
+		return out
+	}
+	checks := []struct {
+		name string
+		col  int
+		want []string
+	}{
+		{"current plans", 2, []string{`{"v":"B1"}`, `{"v":"D1b"}`}},
+		{"plan D", 2, []string{`{"v":"D1b"}`}},
+		{"last plan A", 4, []string{"1"}},
+		{"overrides", 3, []string{"k2", ""}},
+		{"audit", 1, []string{"bob", "alice"}},
+		{"findings of a job since", 0, nil}, // checked below
+	}
+	for _, c := range checks {
+		if c.want == nil {
+			continue
+		}
+		if got := column(c.name, c.col); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: column %d = %q, want %q", c.name, c.col, got, c.want)
+		}
+	}
+	if got, want := len(column("findings", 0)), fixtureCounts(fs)[tableFindings]; got != want {
+		t.Errorf("findings: %d rows, want %d (one per finding)", got, want)
+	}
+	if got := column("findings of a job since", 0); len(got) != 3 {
+		t.Errorf("findings of a job since: %d rows, want 3", len(got))
+	}
+}
