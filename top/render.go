@@ -254,13 +254,14 @@ func (r *renderer) footer(f Frame) {
 	}
 	msg += ": " + cleanText(f.Err.Error(), errorWidth, false)
 	r.line(r.paint(sgrRedB, msg))
-	switch {
-	case f.Updated.IsZero():
-		r.line("no data read yet; retrying every refresh")
-	default:
-		r.line(fmt.Sprintf("showing data read at %s (%s ago); retrying every refresh",
-			r.clock(f.Updated), r.now.Sub(f.Updated).Round(time.Second)))
+	status := "no data read yet"
+	if !f.Updated.IsZero() {
+		status = fmt.Sprintf("showing data read at %s (%s ago)", r.clock(f.Updated), r.now.Sub(f.Updated).Round(time.Second))
 	}
+	if f.Refresh > 0 {
+		status += "; retrying in " + f.Refresh.String()
+	}
+	r.line(status)
 }
 
 // clock formats t in now's location: the time of day, with the date when

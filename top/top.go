@@ -91,13 +91,13 @@ func (t *Top) Run(ctx context.Context) error {
 	if t.cfg.Once {
 		fr := t.refresh(ctx, Frame{})
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("top: %w", err)
+			return fmt.Errorf("refresh: %w", err)
 		}
 		if err := t.draw(fr, 0); err != nil {
 			return err
 		}
 		if fr.Err != nil {
-			return fmt.Errorf("top: %w", fr.Err)
+			return fmt.Errorf("refresh: %w", fr.Err)
 		}
 		return nil
 	}

@@ -192,8 +192,8 @@ func TestRunOnce(t *testing.T) {
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("frame lacks %q:\n%s", tc.want, got)
 			}
-			if strings.Contains(got, "refresh ") {
-				t.Errorf("once: header names a refresh interval:\n%s", got)
+			if strings.Contains(got, "refresh ") || strings.Contains(got, "retrying") {
+				t.Errorf("once: the frame speaks of refreshes:\n%s", got)
 			}
 			if len(src.queries) != 1 {
 				t.Errorf("%d refreshes, want 1", len(src.queries))
