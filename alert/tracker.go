@@ -306,13 +306,19 @@ func (t *Tracker) Active() []Alert {
 	return out
 }
 
-// Pending returns the number of pending alerts; Firing the number of
-// firing ones; Refused the findings ignored because MaxTracked alerts were
-// tracked; Now the event time in epoch ms.
-func (t *Tracker) Pending() int    { return len(t.states) - t.firing }
-func (t *Tracker) Firing() int     { return t.firing }
+// Pending returns the number of pending alerts.
+func (t *Tracker) Pending() int { return len(t.states) - t.firing }
+
+// Firing returns the number of firing alerts.
+func (t *Tracker) Firing() int { return t.firing }
+
+// Refused returns how many findings were ignored because MaxTracked
+// alerts were tracked.
 func (t *Tracker) Refused() uint64 { return t.refused }
-func (t *Tracker) Now() int64      { return t.now }
+
+// Now returns the event time (epoch ms): the latest window end or
+// watermark seen.
+func (t *Tracker) Now() int64 { return t.now }
 
 // event builds one transition.
 func (t *Tracker) event(kind EventKind, st *state, at int64, reason string) Event {
