@@ -47,6 +47,7 @@ type runCmd struct {
 	Simulate        []string        `env:"SKEWLENS_SIMULATE" placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
 	Speed           float64         `default:"1" help:"Speed-up of the simulated incidents over real time."`
 	Quiet           bool            `help:"Do not print findings to the terminal."`
+	Stats           bool            `env:"SKEWLENS_STATS" default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	windowFlags
 	engineFlags
 }
@@ -122,6 +123,7 @@ func (c *runCmd) Run(e *env) error {
 	defer dead.Close()
 
 	cfg := c.config()
+	cfg.EmitStats = c.Stats
 	eng, err := skew.New(cfg)
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)

@@ -16,8 +16,28 @@ import (
 // the partition's end. The pipeline lets each of them hold its watermark
 // back until it delivers, so that draining a backlog partition by
 // partition does not make the slower partitions' records late. It blocks
-// for two broker round trips and bounds them by ctx.
+// for three broker round trips, retrying transient errors (a coordinator
+// still loading on a fresh broker) with backoff until ctx ends; a ctx
+// without deadline gets 30 s.
 func Backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) ([]kafka.Partition, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	var b backoff
+	for {
+		out, err := backlog(ctx, brokers, group, topics, startFromLatest)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return out, err
+		}
+		if serr := sleep(ctx, b.delay()); serr != nil {
+			return nil, fmt.Errorf("%w (last error: %v)", serr, err)
+		}
+	}
+}
+
+func backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) ([]kafka.Partition, error) {
 	tr := &kafka.Transport{DialTimeout: 5 * time.Second}
 	defer tr.CloseIdleConnections()
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
