@@ -16,6 +16,13 @@
 // that a Java producer writing the same keys lands on the same partition
 // and compaction keeps one value per key.
 //
+// # Wiring
+//
+// Sink wraps the pipeline's findings sink: after each successful write of
+// findings it feeds them to a plans.Manager and publishes the changes.
+// Load reads the topic back after a restart, for plans.Manager.Restore, so
+// that versions continue. EnsureTopic creates the topic.
+//
 // # Blocking and safety
 //
 // A Publisher is safe for concurrent use; Publish calls are serialised so
@@ -27,7 +34,11 @@
 // from the first one that failed, so every key's last message is its last
 // change; a message may be written twice, which compaction makes
 // harmless. Every blocking call returns promptly when its context ends.
-// Publish holds no queue of its own: the caller's slice is the batch.
+// Publish holds no queue of its own: the caller's slice is the batch. A
+// Sink keeps the changes it could not publish, at most one per task (a
+// later change of a task replaces it), and publishes them with the next
+// ones; metric skewlens_planpub_pending_changes. Load blocks until it has
+// read the topic to the end it had when called.
 //
 // Errors that retrying cannot fix are *FatalError (errors.As, or any
 // error with a Fatal() bool method): a change that cannot be encoded or is
@@ -41,5 +52,7 @@
 // Registered on the injected prometheus.Registerer by New and
 // unregistered by Close: plans and tombstones published, failures by
 // class (retryable, fatal, canceled), retries, and the duration of
-// successful Publish calls.
+// successful Publish calls. NewSink adds the pending changes and the
+// Manager's statistics (skewlens_plans_*: plans served, tasks, findings
+// and keys left out), unregistered by Sink.Close.
 package planpub

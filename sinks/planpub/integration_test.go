@@ -16,6 +16,7 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew"
 )
 
 func testLog() *slog.Logger {
@@ -381,4 +382,78 @@ func setCleanerBackoff(t *testing.T, ctx context.Context, brokers []string, ms s
 			t.Errorf("reset log.cleaner.backoff.ms: %v", err)
 		}
 	})
+}
+
+// TestLoadResumesVersions: after a restart, the plans read back from the
+// topic restore a Manager whose versions continue where they were, and
+// replayed findings publish nothing.
+func TestLoadResumesVersions(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "planpub-load"
+	cfg := Config{Brokers: brokers, Topic: topic}
+	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), planFinding("j", "join", 10, salted("k", 2))}
+	w2 := []skew.Finding{planFinding("j", "agg", 20, salted("hot", 4), salted("cold", 2))}
+	w3 := []skew.Finding{planFinding("j", "agg", 700, salted("hot", 4), salted("cold", 2))}
+	w4 := []skew.Finding{planFinding("j", "agg", 710, salted("hot", 4), salted("cold", 2), salted("new", 2))}
+
+	run := func(restore bool, windows ...[]skew.Finding) {
+		t.Helper()
+		p := newPublisher(t, cfg, nil)
+		if err := p.EnsureTopic(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := plans.NewManager(plans.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if restore {
+			loaded, err := p.Load(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(loaded) != 1 || loaded[0].TaskName != "agg" || loaded[0].Version != 2 {
+				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded)
+			}
+			if err := mgr.Restore(loaded); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := NewSink(&fakeWriter{}, mgr, p, testLog(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for i, fs := range windows {
+			if err := s.Write(ctx, uint64(i), fs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(false, w1, w2, w3)
+	// A message that is not a plan (someone else's producer) is skipped.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	junk := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: kafka.Murmur2Balancer{}, Transport: tr}
+	if err := junk.WriteMessages(ctx, kafka.Message{Key: []byte("x/y"), Value: []byte("not json")}); err != nil {
+		t.Fatal(err)
+	}
+	junk.Close()
+	before := len(readAll(t, brokers, topic))
+	run(true, w3) // replayed after the restart
+	if after := len(readAll(t, brokers, topic)); after != before {
+		t.Fatalf("replaying findings after the restart published %d messages", after-before)
+	}
+	run(true, w3, w4)
+	ms := readAll(t, brokers, topic)
+	var got []string
+	for _, m := range ms {
+		v, _ := header(m, HeaderVersion)
+		got = append(got, fmt.Sprintf("%s v%s", m.Key, v))
+	}
+	want := []string{"j/agg v1", "j/join v1", "j/agg v2", "j/join v", "x/y v", "j/agg v3"}
+	if !eq(got, want) {
+		t.Fatalf("topic holds %q, want %q", got, want)
+	}
 }

@@ -19,6 +19,34 @@ import (
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
 
+// salted returns the plan of key at parallelism 8/128 in n buckets, the
+// salted keys chosen through Flink's routing as the engine does.
+func salted(key string, n int) skew.SaltedKey {
+	r, _ := keygroup.NewRouter(8, 128)
+	sk := skew.SaltedKey{Key: key, Share: 0.3, Subtask: r.Subtask(key), Buckets: n}
+	used := map[int]bool{}
+	for s := 0; len(sk.Salted) < n; s++ {
+		k := fmt.Sprintf("%s#%d", key, s)
+		kg, st := r.Route(keygroup.StringHash(k))
+		if !used[st] {
+			used[st] = true
+			sk.Salted = append(sk.Salted, skew.SaltTarget{Key: k, KeyGroup: kg, Subtask: st})
+		}
+	}
+	return sk
+}
+
+// t0ms is the event time the tests start at, in epoch ms.
+const t0ms = 1_700_000_000_000
+
+// planFinding returns the salting_plan finding of job/task for the window
+// ending sec seconds after t0ms.
+func planFinding(job, task string, sec int64, keys ...skew.SaltedKey) skew.Finding {
+	end := t0ms + sec*1000
+	return skew.Finding{Kind: skew.KindSaltingPlan, JobID: job, TaskName: task, WindowStart: end - 10000, WindowEnd: end,
+		Plan: &skew.Plan{Parallelism: 8, MaxParallelism: 128, MaxOverMeanBefore: 3.1, MaxOverMeanAfter: 1.4, Keys: keys}}
+}
+
 // enginePlans runs a plans.Manager over salting_plan findings for task
 // job/task and returns its changes: version 1 salting "hot", version 2
 // adding "用户42", then the retirement once both have cooled down.
@@ -28,29 +56,12 @@ func enginePlans(t testing.TB, job, task string) []plans.Change {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := keygroup.NewRouter(8, 128)
-	saltKey := func(key string, n int) skew.SaltedKey {
-		sk := skew.SaltedKey{Key: key, Share: 0.3, Subtask: r.Subtask(key), Buckets: n}
-		used := map[int]bool{}
-		for s := 0; len(sk.Salted) < n; s++ {
-			k := fmt.Sprintf("%s#%d", key, s)
-			kg, st := r.Route(keygroup.StringHash(k))
-			if !used[st] {
-				used[st] = true
-				sk.Salted = append(sk.Salted, skew.SaltTarget{Key: k, KeyGroup: kg, Subtask: st})
-			}
-		}
-		return sk
-	}
-	finding := func(sec int64, keys ...skew.SaltedKey) *skew.Finding {
-		end := 1_700_000_000_000 + sec*1000
-		return &skew.Finding{Kind: skew.KindSaltingPlan, JobID: job, TaskName: task, WindowStart: end - 10000, WindowEnd: end,
-			Plan: &skew.Plan{Parallelism: 8, MaxParallelism: 128, MaxOverMeanBefore: 3.1, MaxOverMeanAfter: 1.4, Keys: keys}}
-	}
+	f1 := planFinding(job, task, 10, salted("hot", 4))
+	f2 := planFinding(job, task, 20, salted("hot", 4), salted("用户42", 2))
 	var out []plans.Change
-	out = append(out, m.Observe(finding(10, saltKey("hot", 4)))...)
-	out = append(out, m.Observe(finding(20, saltKey("hot", 4), saltKey("用户42", 2)))...)
-	out = append(out, m.Advance(time.UnixMilli(1_700_000_000_000+3600_000))...)
+	out = append(out, m.Observe(&f1)...)
+	out = append(out, m.Observe(&f2)...)
+	out = append(out, m.Advance(time.UnixMilli(t0ms+3600_000))...)
 	if len(out) != 3 || out[0].Plan == nil || out[1].Plan == nil || !out[2].Retired {
 		t.Fatalf("manager changes: %+v", out)
 	}

@@ -1,0 +1,157 @@
+package planpub
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/plans"
+)
+
+// maxFetchBytes bounds one fetch of Load.
+const maxFetchBytes = 16 << 20
+
+// Load reads the plans topic from its first offset to the end it has when
+// Load starts, and returns the latest plan of every task that has one (a
+// tombstone removes the task's plan), sorted by job and task: what the
+// topic serves, for plans.Manager.Restore after a restart. Messages whose
+// value is not a plan of the task in their key are skipped and logged.
+// Retryable errors are retried like Publish's; Load blocks until it is
+// done or ctx ends.
+func (p *Publisher) Load(ctx context.Context) ([]plans.Plan, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, &FatalError{Op: "load", Err: ErrClosed}
+	}
+	latest := map[string]*plans.Plan{}
+	op := "load " + p.cfg.Topic
+	err := p.retry(ctx, op, func(ctx context.Context) error {
+		clear(latest)
+		return p.load(ctx, latest)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]plans.Plan, 0, len(latest))
+	for _, pl := range latest {
+		if pl != nil {
+			out = append(out, *pl)
+		}
+	}
+	slices.SortFunc(out, func(a, b plans.Plan) int {
+		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskName, b.TaskName))
+	})
+	return out, nil
+}
+
+// load reads every partition into latest, by message key.
+func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan) error {
+	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, t := range md.Topics {
+		if t.Name != p.cfg.Topic {
+			continue
+		}
+		if t.Error != nil {
+			return fmt.Errorf("metadata: %w", t.Error)
+		}
+		for _, pt := range t.Partitions {
+			reqs = append(reqs, kafka.FirstOffsetOf(pt.ID), kafka.LastOffsetOf(pt.ID))
+		}
+	}
+	if len(reqs) == 0 {
+		return fmt.Errorf("metadata: %w", kafka.UnknownTopicOrPartition)
+	}
+	offs, err := p.cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{p.cfg.Topic: reqs}})
+	if err != nil {
+		return fmt.Errorf("list offsets: %w", err)
+	}
+	parts := offs.Topics[p.cfg.Topic]
+	slices.SortFunc(parts, func(a, b kafka.PartitionOffsets) int { return a.Partition - b.Partition })
+	for _, po := range parts {
+		if po.Error != nil {
+			return fmt.Errorf("list offsets of partition %d: %w", po.Partition, po.Error)
+		}
+		if err := p.loadPartition(ctx, po.Partition, po.FirstOffset, po.LastOffset, latest); err != nil {
+			return fmt.Errorf("partition %d: %w", po.Partition, err)
+		}
+	}
+	return nil
+}
+
+// loadPartition reads offsets [first, end) of one partition into latest.
+func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*plans.Plan) error {
+	for off := first; off < end; {
+		res, err := p.cl.Fetch(ctx, &kafka.FetchRequest{Topic: p.cfg.Topic, Partition: partition, Offset: off,
+			MinBytes: 1, MaxBytes: maxFetchBytes, MaxWait: p.cfg.WriteTimeout / 2})
+		if err != nil {
+			return fmt.Errorf("fetch at %d: %w", off, err)
+		}
+		if res.Error != nil {
+			return fmt.Errorf("fetch at %d: %w", off, res.Error)
+		}
+		next := off
+		for res.Records != nil {
+			r, err := res.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read at %d: %w", next, err)
+			}
+			if r.Offset < off || r.Offset >= end {
+				continue // batches may start before the offset asked for
+			}
+			next = r.Offset + 1
+			if err := p.loadRecord(r, latest); err != nil {
+				p.log.Warn("planpub: skipping a message that is not a plan", "partition", partition, "offset", r.Offset, "err", err)
+			}
+		}
+		if next == off {
+			if res.HighWatermark <= off {
+				return nil // compaction removed the rest
+			}
+			return fmt.Errorf("fetch at %d: no record below the high watermark %d", off, res.HighWatermark)
+		}
+		off = next
+	}
+	return nil
+}
+
+// loadRecord applies one message to latest.
+func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*plans.Plan) error {
+	if r.Key == nil {
+		return errors.New("no key")
+	}
+	key, err := io.ReadAll(r.Key)
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	if r.Value == nil {
+		latest[string(key)] = nil
+		return nil
+	}
+	v, err := io.ReadAll(r.Value)
+	if err != nil {
+		return fmt.Errorf("value: %w", err)
+	}
+	var pl plans.Plan
+	if err := json.Unmarshal(v, &pl); err != nil {
+		return fmt.Errorf("value of %s: %w", key, err)
+	}
+	if plans.Key(pl.JobID, pl.TaskName) != string(key) {
+		return fmt.Errorf("value of %s: plan of %s", key, plans.Key(pl.JobID, pl.TaskName))
+	}
+	latest[string(key)] = &pl
+	return nil
+}

@@ -1,0 +1,227 @@
+package planpub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Writer stores findings; the ClickHouse sink is one. Its Write returns
+// nil only once every finding is stored.
+type Writer interface {
+	Write(ctx context.Context, version uint64, fs []skew.Finding) error
+}
+
+// publisher is what a Sink needs of a Publisher (a fake in unit tests).
+type publisher interface {
+	Publish(ctx context.Context, changes []plans.Change) error
+}
+
+// Sink is a findings sink for the pipeline runner that keeps the plans
+// topic up to date: it writes findings to the next sink, then feeds them
+// to a plans.Manager and publishes the plan changes. Create it with
+// NewSink. It is safe for concurrent use; its methods serialise, so the
+// changes reach the topic in the order the Manager made them.
+//
+// Changes not yet published (Publish failed) are kept, at most one per
+// task: a later change of a task replaces the pending one, which the
+// compacted topic would drop anyway. So the pending changes are bounded by
+// the Manager's tasks (plans.Config.MaxPlans plus overridden tasks);
+// metric skewlens_planpub_pending_changes.
+type Sink struct {
+	next Writer
+	mgr  *plans.Manager
+	pub  publisher
+	log  *slog.Logger
+	m    *sinkMetrics
+
+	unreg     func()
+	closeOnce sync.Once
+
+	mu      sync.Mutex
+	pending []plans.Change
+	index   map[string]int // position in pending, by plans.Key
+}
+
+// NewSink returns a Sink writing findings to next and plan changes
+// through pub, and registers the Manager's statistics and the pending
+// changes on reg (nil: not registered). log may be nil.
+func NewSink(next Writer, mgr *plans.Manager, pub *Publisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if next == nil || mgr == nil || pub == nil {
+		return nil, &FatalError{Op: "new sink", Err: errors.New("nil writer, manager or publisher")}
+	}
+	return newSink(next, mgr, pub, log, reg)
+}
+
+func newSink(next Writer, mgr *plans.Manager, pub publisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := newSinkMetrics(mgr)
+	unreg, err := register(reg, []prometheus.Collector{m.pending, m})
+	if err != nil {
+		return nil, &FatalError{Op: "new sink", Err: err}
+	}
+	return &Sink{next: next, mgr: mgr, pub: pub, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
+		index: map[string]int{}}, nil
+}
+
+// Close unregisters the Sink's metrics. It closes neither the next sink
+// nor the Publisher, which the caller owns, and is safe to call twice.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(s.unreg)
+	return nil
+}
+
+// Write writes fs to the next sink and, once that succeeded, observes
+// every finding, advances the Manager to the latest window end in fs and
+// publishes the changes, with any left from an earlier call. An error of
+// the next sink is returned as it is, and nothing is observed. A publish
+// error is returned too, and the changes are kept: the runner retries the
+// whole Write, the next sink's write is idempotent, the Manager ignores
+// findings it has seen, and the kept changes are published then. Write
+// blocks like the next sink's Write and Publisher.Publish.
+func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
+	if err := s.next.Write(ctx, version, fs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var end int64
+	for i := range fs {
+		s.add(s.mgr.Observe(&fs[i]))
+		end = max(end, fs[i].WindowEnd)
+	}
+	if end > 0 {
+		s.add(s.mgr.Advance(time.UnixMilli(end)))
+	}
+	return s.flush(ctx)
+}
+
+// Advance advances the Manager to now (event time, e.g. the end of the
+// last closed window) and publishes the changes: cooled-down keys and
+// expired plans go even when no findings come. Call it when windows close
+// without findings.
+func (s *Sink) Advance(ctx context.Context, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.add(s.mgr.Advance(now))
+	return s.flush(ctx)
+}
+
+// SetOverrides replaces the Manager's overrides and publishes the
+// changes. Invalid overrides are left out and reported, as by
+// plans.Manager.SetOverrides; the valid ones take effect all the same.
+func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, verr := s.mgr.SetOverrides(ovs)
+	s.add(cs)
+	if err := s.flush(ctx); err != nil {
+		return errors.Join(err, verr)
+	}
+	if verr != nil {
+		return fmt.Errorf("planpub: set overrides: %w", verr)
+	}
+	return nil
+}
+
+// Pending returns the changes not published yet.
+func (s *Sink) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+// add queues changes, replacing a pending change of the same task.
+func (s *Sink) add(cs []plans.Change) {
+	for _, c := range cs {
+		k := plans.Key(c.JobID, c.TaskName)
+		if i, ok := s.index[k]; ok {
+			s.pending[i] = c
+			continue
+		}
+		s.index[k] = len(s.pending)
+		s.pending = append(s.pending, c)
+	}
+	s.m.pending.Set(float64(len(s.pending)))
+}
+
+// flush publishes the pending changes; they are dropped once published.
+func (s *Sink) flush(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if err := s.pub.Publish(ctx, s.pending); err != nil {
+		s.log.Warn("plan changes not published; kept for the next try", "changes", len(s.pending), "err", err)
+		return err
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	clear(s.index)
+	s.m.pending.Set(0)
+	return nil
+}
+
+// sinkMetrics are the Sink's metrics: the pending changes, and the
+// Manager's statistics, read at each scrape.
+type sinkMetrics struct {
+	mgr     *plans.Manager
+	pending prometheus.Gauge
+	descs   map[string]*prometheus.Desc
+}
+
+func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("skewlens_plans_"+name, help, nil, nil)
+	}
+	return &sinkMetrics{
+		mgr: mgr,
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "skewlens", Subsystem: "planpub", Name: "pending_changes",
+			Help: "Plan changes waiting to be published (at most one per task).",
+		}),
+		descs: map[string]*prometheus.Desc{
+			"served":      d("served", "Salting plans served now."),
+			"tasks":       d("tasks", "Tasks the plan manager tracks (served, cooling down, overridden or recently retired)."),
+			"invalid":     d("invalid_findings_total", "salting_plan findings ignored as invalid."),
+			"stale":       d("stale_findings_total", "Findings older than their task's last one, ignored."),
+			"bad_keys":    d("bad_keys_total", "Keys of findings left out because their salted keys were invalid."),
+			"overflow":    d("overflow_total", "Findings of new tasks dropped because the plan manager tracks its maximum of tasks."),
+			"keys_capped": d("keys_capped_total", "Keys dropped because a plan reached its maximum of keys."),
+		},
+	}
+}
+
+// Describe implements prometheus.Collector for the Manager's statistics.
+func (m *sinkMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range m.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector for the Manager's statistics.
+func (m *sinkMetrics) Collect(ch chan<- prometheus.Metric) {
+	st := m.mgr.Stats()
+	gauge := func(k string, v int) {
+		ch <- prometheus.MustNewConstMetric(m.descs[k], prometheus.GaugeValue, float64(v))
+	}
+	counter := func(k string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(m.descs[k], prometheus.CounterValue, float64(v))
+	}
+	gauge("served", st.Plans)
+	gauge("tasks", st.Tasks)
+	counter("invalid", st.Invalid)
+	counter("stale", st.Stale)
+	counter("bad_keys", st.BadKeys)
+	counter("overflow", st.Overflow)
+	counter("keys_capped", st.KeysCapped)
+}

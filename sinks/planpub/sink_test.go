@@ -1,0 +1,176 @@
+package planpub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// fakeWriter is the next sink: it fails while err is set.
+type fakeWriter struct {
+	err    error
+	writes int
+}
+
+func (w *fakeWriter) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.writes++
+	return nil
+}
+
+// fakePublisher records what it publishes; it fails while err is set.
+type fakePublisher struct {
+	err       error
+	published []string
+	calls     int
+}
+
+func (p *fakePublisher) Publish(_ context.Context, cs []plans.Change) error {
+	p.calls++
+	if p.err != nil {
+		return p.err
+	}
+	for _, c := range cs {
+		if c.Retired {
+			p.published = append(p.published, plans.Key(c.JobID, c.TaskName)+" retired")
+			continue
+		}
+		var ks []string
+		for _, k := range c.Plan.HotKeys {
+			ks = append(ks, k.Key)
+		}
+		p.published = append(p.published, fmt.Sprintf("%s v%d %s", plans.Key(c.JobID, c.TaskName), c.Plan.Version, strings.Join(ks, ",")))
+	}
+	return nil
+}
+
+func TestSink(t *testing.T) {
+	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), planFinding("j", "join", 10, salted("k", 2))}
+	w2 := []skew.Finding{planFinding("j", "agg", 20, salted("hot", 4), salted("cold", 2))}
+	down := errors.New("broker down")
+	type op struct {
+		fs       []skew.Finding // Write
+		advance  int64          // Advance to this second, when set
+		ovs      []plans.Override
+		writeErr error // of the next sink
+		pubErr   error // of the publisher
+		wantErr  bool
+		pending  int
+	}
+	tests := []struct {
+		name string
+		ops  []op
+		want []string // published, in order
+	}{
+		{"findings become published plans", []op{
+			{fs: w1},
+			{fs: w2},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg v2 cold,hot"}},
+		{"a failed write observes nothing", []op{
+			{fs: w1, writeErr: down, wantErr: true},
+			{fs: w2},
+		}, []string{"j/agg v1 cold,hot"}},
+		{"a failed publish keeps the changes for the retry", []op{
+			{fs: w1, pubErr: down, wantErr: true, pending: 2},
+			{fs: w1},
+		}, []string{"j/agg v1 hot", "j/join v1 k"}},
+		{"pending changes collapse to one per task", []op{
+			{fs: w1, pubErr: down, wantErr: true, pending: 2},
+			{fs: w2, pubErr: down, wantErr: true, pending: 2},
+			{fs: w2},
+		}, []string{"j/agg v2 cold,hot", "j/join v1 k"}},
+		{"advance retires", []op{
+			{fs: w1},
+			{advance: 610},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg retired", "j/join retired"}},
+		{"overrides are published, invalid ones reported", []op{
+			{fs: w1},
+			{ovs: []plans.Override{
+				{JobID: "j", TaskName: "agg", Action: plans.ActionPin},
+				{JobID: "j", TaskName: "join", Action: "drop"},
+			}, wantErr: true},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg v2 hot"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mgr, err := plans.NewManager(plans.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, p := &fakeWriter{}, &fakePublisher{}
+			reg := prometheus.NewRegistry()
+			s, err := newSink(w, mgr, p, nil, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			for i, o := range tt.ops {
+				w.err, p.err = o.writeErr, o.pubErr
+				switch {
+				case o.advance != 0:
+					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
+				case o.ovs != nil:
+					err = s.SetOverrides(ctx, o.ovs)
+				default:
+					err = s.Write(ctx, uint64(i), o.fs)
+				}
+				if (err != nil) != o.wantErr {
+					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
+				}
+				if got := s.Pending(); got != o.pending {
+					t.Fatalf("op %d: %d pending, want %d", i, got, o.pending)
+				}
+				if got := testutil.ToFloat64(s.m.pending); got != float64(o.pending) {
+					t.Fatalf("op %d: pending metric %v, want %d", i, got, o.pending)
+				}
+			}
+			if !eq(p.published, tt.want) {
+				t.Fatalf("published %q, want %q", p.published, tt.want)
+			}
+		})
+	}
+}
+
+func TestSinkMetrics(t *testing.T) {
+	mgr, _ := plans.NewManager(plans.Config{})
+	reg := prometheus.NewRegistry()
+	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := planFinding("j/x", "agg", 10, salted("hot", 4)) // "/" in a job id
+	if err := s.Write(context.Background(), 1, []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), bad}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP skewlens_plans_invalid_findings_total salting_plan findings ignored as invalid.
+# TYPE skewlens_plans_invalid_findings_total counter
+skewlens_plans_invalid_findings_total 1
+# HELP skewlens_plans_served Salting plans served now.
+# TYPE skewlens_plans_served gauge
+skewlens_plans_served 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "skewlens_plans_served", "skewlens_plans_invalid_findings_total"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s.Close()
+	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg); err != nil {
+		t.Fatalf("metrics not unregistered by Close: %v", err)
+	}
+	if _, err := NewSink(nil, mgr, nil, nil, nil); !isFatal(err) {
+		t.Fatalf("NewSink with nil parts: %v", err)
+	}
+}
