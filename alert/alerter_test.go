@@ -38,6 +38,9 @@ func TestAlerter(t *testing.T) {
 	if g := testutil.ToFloat64(a.m.pending); g != 1 {
 		t.Errorf("pending gauge = %v, want 1", g)
 	}
+	// Let the firing notifications go out before resolving: a queued
+	// state is replaced by a newer one of the same alert.
+	waitFor(t, "2 firing notifications", func() bool { return len(r.ids()) >= 2 })
 	a.Advance(200_000)
 	want := []string{
 		"j1/agg/1/hot_key:firing", "j1/agg/3/slow_subtask:firing",

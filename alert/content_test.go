@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,5 +239,28 @@ func TestAlertJSONGolden(t *testing.T) {
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("alert JSON differs from %s (go test -update rewrites it):\n%s", path, buf.String())
+	}
+}
+
+// TestNaNEvidence checks that non-finite numbers in a finding (which JSON
+// cannot carry) give an alert with an error in its evidence, not a panic
+// or a lost alert.
+func TestNaNEvidence(t *testing.T) {
+	f := sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)
+	f.Evidence.InputRatio = math.Inf(1)
+	h := hot("j1", "agg", 2, "k", math.NaN(), 0)
+	tr, err := NewTracker(TrackerConfig{For: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe([]skew.Finding{f, h})
+	active := tr.Active()
+	if len(active) != 2 {
+		t.Fatalf("%d alerts, want 2", len(active))
+	}
+	for _, a := range active {
+		if !strings.HasPrefix(a.Annotations["evidence"], `{"error":`) {
+			t.Errorf("%s: evidence %q, want an error object", a.ID, a.Annotations["evidence"])
+		}
 	}
 }
