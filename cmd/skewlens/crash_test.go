@@ -28,9 +28,6 @@ import (
 // TestMain), so the crash test can SIGKILL a real process.
 const envChild = "SKEWLENS_TEST_RUN_MAIN"
 
-// crashTopics are the topics of the crash test.
-var crashTopics = []string{"crash-metrics", "crash-samples"}
-
 // TestRunSIGKILLEqualsUninterrupted kills `skewlens run` with SIGKILL at
 // random points of a backlog of four simulated incidents and restarts it,
 // three times, while a second pipeline (its own consumer group and
@@ -50,37 +47,16 @@ func TestRunSIGKILLEqualsUninterrupted(t *testing.T) {
 	t.Logf("kill points from SKEWLENS_CRASH_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 
-	var tcs []kafka.TopicConfig
-	for _, n := range append(crashTopics, "crash-dead") {
-		tcs = append(tcs, kafka.TopicConfig{Topic: n, NumPartitions: 4, ReplicationFactor: 1})
-	}
-	kafkatest.CreateTopicConfigs(t, brokers, tcs...)
-	start := time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
-	var jobs []simulate.Config
-	for i, s := range []simulate.Scenario{simulate.HotKey, simulate.SlowSink, simulate.RotatingHotKey, simulate.CheckpointTimeout} {
-		jobs = append(jobs, simulate.Config{Scenario: s, Seed: uint64(i + 1), Start: start, JobName: string(s),
-			Duration: 8 * time.Minute, MetricFormat: "mixed", Naming: "mixed"})
-	}
-	feed, err := simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: crashTopics[0], SamplesTopic: crashTopics[1],
-		Speed: 1e6, Jobs: jobs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	produced := time.Now()
-	if err := feed.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	total := feed.Sent
-	t.Logf("%d records in the backlog, produced in %s", total, time.Since(produced).Round(time.Millisecond))
+	start, total := produceBacklog(t, brokers, "crash", 4)
 	// Compare the windows every run closes for certain: the last ones
 	// stay open, waiting for records that never come.
 	cutoff := start + (8*time.Minute - 30*time.Second).Milliseconds()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
-	ref := startRun(t, brokers, chAddr, "crash_ref")
+	ref := startRun(t, brokers, chAddr, "crash", "crash_ref", "crash_ref")
 	kills := 0
-	crash := startRun(t, brokers, chAddr, "crash_kill")
+	crash := startRun(t, brokers, chAddr, "crash", "crash_kill", "crash_kill")
 	for range 3 {
 		// Kill after a random share of the backlog has been processed by
 		// this incarnation (it resumes from the last commit).
@@ -91,36 +67,75 @@ func TestRunSIGKILLEqualsUninterrupted(t *testing.T) {
 		crash.kill(t)
 		kills++
 		t.Logf("kill %d after %d messages", kills, target)
-		crash = startRun(t, brokers, chAddr, "crash_kill")
+		crash = startRun(t, brokers, chAddr, "crash", "crash_kill", "crash_kill")
 	}
 	if kills < 2 {
 		n, _ := crash.messages()
 		t.Fatalf("only %d kills landed during the run (%d messages processed by the last):\n%s", kills, n, crash.logTail())
 	}
 	for _, r := range []*runProc{ref, crash} {
-		r.waitClosed(ctx, t, chAddr, cutoff)
+		r.waitClosed(ctx, t, chAddr, cutoff, 4)
 		r.kill(t)
 	}
+	assertSameTables(ctx, t, chAddr, "crash_ref", "crash_kill", cutoff, fmt.Sprintf("after %d kills", kills))
+}
 
+// produceBacklog writes jobs simulated incidents (8 minutes each, started
+// an hour ago) into the topics prefix-metrics and prefix-samples, created
+// with 4 partitions, and returns the start time and the record count.
+func produceBacklog(t *testing.T, brokers []string, prefix string, jobs int) (start int64, records int) {
+	t.Helper()
+	var tcs []kafka.TopicConfig
+	for _, n := range []string{"-metrics", "-samples", "-dead"} {
+		tcs = append(tcs, kafka.TopicConfig{Topic: prefix + n, NumPartitions: 4, ReplicationFactor: 1})
+	}
+	kafkatest.CreateTopicConfigs(t, brokers, tcs...)
+	start = time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
+	var cfgs []simulate.Config
+	scenarios := []simulate.Scenario{simulate.HotKey, simulate.SlowSink, simulate.RotatingHotKey, simulate.CheckpointTimeout,
+		simulate.UnderProvisioned, simulate.Healthy}
+	for i, s := range scenarios[:jobs] {
+		cfgs = append(cfgs, simulate.Config{Scenario: s, Seed: uint64(i + 1), Start: start, JobName: string(s),
+			Duration: 8 * time.Minute, MetricFormat: "mixed", Naming: "mixed"})
+	}
+	feed, err := simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: prefix + "-metrics", SamplesTopic: prefix + "-samples",
+		Speed: 1e6, Jobs: cfgs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	produced := time.Now()
+	if err := feed.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records in the backlog, produced in %s", feed.Sent, time.Since(produced).Round(time.Millisecond))
+	return start, feed.Sent
+}
+
+// assertSameTables checks that every finding table holds the same rows in
+// databases want and got for windows before cutoff (FINAL, without the
+// write version and time), and no duplicate keys in got.
+func assertSameTables(ctx context.Context, t *testing.T, chAddr, wantDB, gotDB string, cutoff int64, what string) {
+	t.Helper()
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	for _, table := range []string{"findings", "hot_keys", "subtask_stats", "salting_plans"} {
-		want := tableRows(ctx, t, conn, "crash_ref", table, cutoff)
-		got := tableRows(ctx, t, conn, "crash_kill", table, cutoff)
+		want := tableRows(ctx, t, conn, wantDB, table, cutoff)
+		got := tableRows(ctx, t, conn, gotDB, table, cutoff)
 		if len(want) == 0 {
-			t.Fatalf("%s: no rows in the uninterrupted run", table)
+			t.Fatalf("%s: no rows in %s", table, wantDB)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s after %d kills: %d rows, uninterrupted %d; first difference:\n%s", table, kills, len(got), len(want), firstDiff(got, want))
+			t.Errorf("%s %s: %d rows, %s has %d; first difference:\n%s", table, what, len(got), wantDB, len(want), firstDiff(got, want))
 		} else {
-			t.Logf("%s: %d rows equal after %d kills", table, len(got), kills)
+			t.Logf("%s: %d rows equal %s", table, len(got), what)
 		}
-		// No double count even without FINAL once merged: every key once.
 		var dups int64
-		q := "SELECT count() - uniqExact(job_id, task_name, window_start, subtask_index" + extraKey(table) + ") FROM crash_kill." + table + " FINAL"
+		q := "SELECT count() - uniqExact(job_id, task_name, window_start, subtask_index" + extraKey(table) + ") FROM " + gotDB + "." + table + " FINAL"
 		if err := conn.QueryRow(ctx, q).Scan(&dups); err != nil {
 			t.Fatal(err)
 		}
@@ -202,13 +217,15 @@ func firstDiff(got, want []string) string {
 
 // runProc is one `skewlens run` process.
 type runProc struct {
-	db, listen string
+	db, group, listen string
 	cmd        *exec.Cmd
 	done       chan struct{}
 	log        *os.File
 }
 
-func startRun(t *testing.T, brokers []string, chAddr, db string) *runProc {
+// startRun starts `skewlens run` on the topics prefix-metrics and
+// prefix-samples in consumer group group, writing to database db.
+func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string) *runProc {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -218,9 +235,9 @@ func startRun(t *testing.T, brokers []string, chAddr, db string) *runProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runProc{db: db, listen: "127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), log: logf}
+	r := &runProc{db: db, group: group, listen: "127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), log: logf}
 	r.cmd = exec.Command(os.Args[0], "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-		"--database", db, "--group", db, "--topics", strings.Join(crashTopics, ","), "--dead-letter-topic", "crash-dead",
+		"--database", db, "--group", group, "--topics", prefix+"-metrics,"+prefix+"-samples", "--dead-letter-topic", prefix+"-dead",
 		"--listen", r.listen, "--quiet", "--log-format", "json")
 	r.cmd.Env = append(os.Environ(), envChild+"=1")
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
@@ -277,9 +294,9 @@ func (r *runProc) waitMessages(ctx context.Context, n int) bool {
 	return false
 }
 
-// waitClosed waits until the process has saved engine state for every
-// job with the windows before cutoff closed.
-func (r *runProc) waitClosed(ctx context.Context, t *testing.T, chAddr string, cutoff int64) {
+// waitClosed waits until the process's group has saved engine state for
+// jobs jobs with the windows before cutoff closed.
+func (r *runProc) waitClosed(ctx context.Context, t *testing.T, chAddr string, cutoff int64, jobs uint64) {
 	t.Helper()
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
 	if err != nil {
@@ -290,8 +307,8 @@ func (r *runProc) waitClosed(ctx context.Context, t *testing.T, chAddr string, c
 		var n uint64
 		var low int64
 		err := conn.QueryRow(ctx, "SELECT count(), min(c) FROM (SELECT job_id, argMax(closed_up_to, version) AS c FROM "+
-			r.db+".engine_state WHERE consumer_group = ? GROUP BY job_id)", r.db).Scan(&n, &low)
-		if err == nil && n == 4 && low >= cutoff {
+			r.db+".engine_state WHERE consumer_group = ? GROUP BY job_id)", r.group).Scan(&n, &low)
+		if err == nil && n == jobs && low >= cutoff {
 			return
 		}
 		select {
@@ -318,4 +335,37 @@ func (r *runProc) logTail() string {
 	}
 	b, _ := io.ReadAll(r.log)
 	return tail(b)
+}
+
+// TestRunTwoInstancesEqualOne: two `skewlens run` instances in one
+// consumer group split the partitions of a backlog of six simulated jobs
+// (records keyed by job_id, so each job stays on one instance) and write
+// into one database the same rows one instance writes alone.
+func TestRunTwoInstancesEqualOne(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	start, _ := produceBacklog(t, brokers, "scale", 6)
+	cutoff := start + (8*time.Minute - 30*time.Second).Milliseconds()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// Both instances join within the broker's initial rebalance delay
+	// (3 s, Kafka's default), so the group's first generation already
+	// splits the partitions between them.
+	a := startRun(t, brokers, chAddr, "scale", "scale_two", "scale_two")
+	b := startRun(t, brokers, chAddr, "scale", "scale_two", "scale_two")
+	one := startRun(t, brokers, chAddr, "scale", "scale_one", "scale_one")
+	for _, r := range []*runProc{one, a} {
+		r.waitClosed(ctx, t, chAddr, cutoff, 6)
+	}
+	na, _ := a.messages()
+	nb, _ := b.messages()
+	n1, _ := one.messages()
+	t.Logf("messages: one instance %d; two instances %d + %d", n1, na, nb)
+	if na == 0 || nb == 0 || na+nb != n1 {
+		t.Errorf("the two instances read %d and %d messages, one instance %d: the partitions were not split once", na, nb, n1)
+	}
+	for _, r := range []*runProc{one, a, b} {
+		r.kill(t)
+	}
+	assertSameTables(ctx, t, chAddr, "scale_one", "scale_two", cutoff, "with two instances")
 }
