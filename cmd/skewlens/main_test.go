@@ -52,6 +52,7 @@ func TestHelpGolden(t *testing.T) {
 		{"keygroup-help", []string{"keygroup", "--help"}},
 		{"simulate-help", []string{"simulate", "-h"}},
 		{"run-help", []string{"run", "-h"}},
+		{"top-help", []string{"top", "-h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -273,3 +273,30 @@ func assertNoLostWindow(t *testing.T, chAddr, db, log string) uint64 {
 	}
 	return n
 }
+
+// TestTopOnce draws one frame of `skewlens top` from a database the
+// pipeline wrote (after a short run of the hot_key incident) and exits 0;
+// on a database that does not exist it exits 1 with the error.
+func TestTopOnce(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	code, _, errOut := runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_top", "--group", "e2e-top", "--topics", "top-metrics,top-samples", "--dead-letter-topic", "top-dead",
+		"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "15s", "--quiet", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, tail([]byte(errOut)))
+	}
+	code, out, errOut := runCLI(t, "", "top", "--once", "--clickhouse-addr", chAddr, "--database", "e2e_top", "--color", "never")
+	if code != 0 {
+		t.Fatalf("top: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"HOT KEYS", `"u42"`, "hot_key"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("top frame lacks %q:\n%s", want, out)
+		}
+	}
+	code, _, errOut = runCLI(t, "", "top", "--once", "--clickhouse-addr", chAddr, "--database", "no_such_db", "--color", "never")
+	if code != 1 || !strings.Contains(errOut, "no_such_db") {
+		t.Errorf("top on a missing database: exit %d, stderr %s", code, errOut)
+	}
+}
