@@ -20,10 +20,35 @@ type Writer interface {
 	Write(ctx context.Context, version uint64, fs []skew.Finding) error
 }
 
-// publisher is what a Sink needs of a Publisher (a fake in unit tests).
-type publisher interface {
+// ChangePublisher stores plan changes: the Publisher (the Kafka topic)
+// is one, the ClickHouse plans table (through PublisherFunc) another.
+// Publish returns nil only once every change is stored, in order.
+type ChangePublisher interface {
 	Publish(ctx context.Context, changes []plans.Change) error
 }
+
+// PublisherFunc adapts a function to ChangePublisher.
+type PublisherFunc func(ctx context.Context, changes []plans.Change) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(ctx context.Context, changes []plans.Change) error { return f(ctx, changes) }
+
+// Tee returns a ChangePublisher that publishes to each of ps in turn and
+// stops at the first error. Each must tolerate changes published twice
+// (the Sink retries all of them): a compacted topic and a versioned table
+// both do.
+func Tee(ps ...ChangePublisher) ChangePublisher {
+	return PublisherFunc(func(ctx context.Context, changes []plans.Change) error {
+		for _, p := range ps {
+			if err := p.Publish(ctx, changes); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+type publisher = ChangePublisher
 
 // Sink is a findings sink for the pipeline runner that keeps the plans
 // topic up to date: it writes findings to the next sink, then feeds them
@@ -52,9 +77,10 @@ type Sink struct {
 }
 
 // NewSink returns a Sink writing findings to next and plan changes
-// through pub, and registers the Manager's statistics and the pending
-// changes on reg (nil: not registered). log may be nil.
-func NewSink(next Writer, mgr *plans.Manager, pub *Publisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+// through pub (a *Publisher, or a Tee of it and the plans table), and
+// registers the Manager's statistics and the pending changes on reg (nil:
+// not registered). log may be nil.
+func NewSink(next Writer, mgr *plans.Manager, pub ChangePublisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if next == nil || mgr == nil || pub == nil {
 		return nil, &FatalError{Op: "new sink", Err: errors.New("nil writer, manager or publisher")}
 	}
