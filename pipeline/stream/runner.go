@@ -40,6 +40,15 @@ type DeadLetters interface {
 	Send(ctx context.Context, msg kafka.Message, reason, detail string) error
 }
 
+// Advancer is implemented by sinks that act on event time passing even
+// when no findings come (plans cool down and expire, alerts resolve). If
+// the Sink implements it, Advance is called with the end of the last
+// closed window each time windows close, after their findings are written
+// and before the offsets are committed.
+type Advancer interface {
+	Advance(ctx context.Context, now time.Time) error
+}
+
 // StateStore keeps the engine's cross-window state (see
 // skew.Engine.Snapshot). SaveState returns nil only once the state is
 // durably stored; later versions replace earlier ones.
@@ -469,16 +478,24 @@ func (r *Runner) flush(ctx context.Context) error {
 	// their findings and before the offsets they free are committed:
 	// a restart then resumes from a state that matches the committed
 	// offsets (see skew.Engine.Snapshot).
-	if r.state != nil && closedUpTo > r.savedUpTo {
-		r.states = r.stage.Snapshot(r.states[:0])
-		if len(r.states) > 0 {
-			save := func(ctx context.Context) error {
-				return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
+	if closedUpTo > r.savedUpTo {
+		if r.state != nil {
+			r.states = r.stage.Snapshot(r.states[:0])
+			if len(r.states) > 0 {
+				save := func(ctx context.Context) error {
+					return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
+				}
+				if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
+					return err
+				}
+				r.m.stateSaves.Inc()
 			}
-			if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
+		}
+		if adv, ok := r.sink.(Advancer); ok {
+			advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(closedUpTo)) }
+			if err := r.retry(ctx, "advance the sink's event time", advance); err != nil {
 				return err
 			}
-			r.m.stateSaves.Inc()
 		}
 		r.savedUpTo = closedUpTo
 	}

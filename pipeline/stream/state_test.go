@@ -146,3 +146,44 @@ func TestRunnerBacklogHoldsWatermark(t *testing.T) {
 		})
 	}
 }
+
+type advancingSink struct {
+	fakeSink
+	times []time.Time
+}
+
+func (s *advancingSink) Advance(_ context.Context, now time.Time) error {
+	s.times = append(s.times, now)
+	return nil
+}
+
+// TestRunnerAdvancesSink: a sink that implements Advancer hears of every
+// window close, in order, up to the watermark's window.
+func TestRunnerAdvancesSink(t *testing.T) {
+	lines := incident(t)
+	src := &fakeSource{}
+	for i, l := range lines {
+		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Offset: int64(i), Value: l})
+	}
+	eng, _ := skew.New(skew.Config{})
+	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	sink := &advancingSink{}
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.times) == 0 {
+		t.Fatal("Advance never called")
+	}
+	for i := 1; i < len(sink.times); i++ {
+		if !sink.times[i].After(sink.times[i-1]) {
+			t.Fatalf("Advance went from %v to %v", sink.times[i-1], sink.times[i])
+		}
+	}
+	if last, want := sink.times[len(sink.times)-1].UnixMilli(), stage.WindowStart(stage.Watermark()); last != want {
+		t.Fatalf("last Advance %d, want the watermark's window %d", last, want)
+	}
+}
