@@ -65,10 +65,22 @@ func readN(t *testing.T, brokers []string, topic string, n int) []kafka.Message 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...)}
-	offs, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		topic: {kafka.LastOffsetOf(0), kafka.LastOffsetOf(1)},
-	}})
+	// A transport of its own: kafka.DefaultTransport may hold a
+	// connection that a broker restart broke.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	var offs *kafka.ListOffsetsResponse
+	var err error
+	for range 20 {
+		offs, err = cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+			topic: {kafka.LastOffsetOf(0), kafka.LastOffsetOf(1)},
+		}})
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("list offsets: %v", err)
 	}
