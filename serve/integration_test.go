@@ -60,6 +60,10 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Sink, string) {
 // returns its base URL.
 func runServer(t *testing.T, cfg Config, store Store) (*Server, string) {
 	t.Helper()
+	if cfg.StoreTimeout == 0 {
+		// A loaded CI machine must not turn slow inserts into 504s.
+		cfg.StoreTimeout = 30 * time.Second
+	}
 	s, _ := newTestServer(t, cfg, store)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
