@@ -283,6 +283,10 @@ func (s *Sink) lastPlanRow(ctx context.Context, job, task string) (planRow, bool
 // overridden, does not expire), ordered by job and task. The plans are as
 // the writer stored them (plans.Manager applies overrides it knows of);
 // apply the current overrides with plans.Apply.
+//
+// With the zero now, expired plans are returned too: every task's newest
+// state that is not retired, which is what plans.Manager.Restore takes
+// at start-up (its Advance then retires what has expired by event time).
 func (s *Sink) CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error) {
 	return s.currentPlans(ctx, "", "", now)
 }

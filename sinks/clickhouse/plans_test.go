@@ -136,6 +136,14 @@ func TestPlansLifecycle(t *testing.T) {
 			t.Errorf("%s: CurrentPlans = %q, want %q", st.name, sum, st.want)
 		}
 	}
+	// The zero time filters nothing but retirements (Manager.Restore).
+	all, err := s.CurrentPlans(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, want := planSummaries(all), []string{job + "/A v3 12:01:00", job + "/C v2 12:00:01", job + "/Expired v1 11:00:00", job + "/Pinned v4 12:00:00"}; !reflect.DeepEqual(sum, want) {
+		t.Errorf("CurrentPlans(zero time) = %q, want %q", sum, want)
+	}
 	// Exactly one retirement row was written for the two retirements.
 	rows, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(tablePlans)+" WHERE job_id = ? AND task_name = 'A' AND retired = 1", job)
 	if err != nil {
