@@ -16,8 +16,9 @@ help: ## Show the targets.
 build: ## Build bin/skewlens.
 	$(GO) build -o $(BIN) ./cmd/skewlens
 
-deps: ## Install what the tests and `make run` need when absent: clickhouse-server (apt), chDB (npm), Kafka jars (Maven).
+deps: ## Install what the tests and `make run` need when absent: clickhouse-server and prometheus-alertmanager (apt), chDB (npm), Kafka jars (Maven).
 	bash deploy/clickhouse/install.sh
+	bash deploy/alertmanager/install.sh
 	bash deploy/clickhouse/install-chdb.sh >/dev/null
 	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
 
@@ -42,9 +43,12 @@ lint: ## go vet and staticcheck.
 incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update
 
-run: build ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline.
+# The salting API of `make run` (curl http://$(API)/v1/salting).
+API         ?= 127.0.0.1:8080
+
+run: build ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline, salting API.
 	bash deploy/clickhouse/install.sh
-	./$(BIN) run --simulate all --speed 10 --duration $(DURATION)
+	./$(BIN) run --simulate all --speed 10 --duration $(DURATION) --api-listen $(API)
 
 demo: build ## Replay each simulated incident from files through `skewlens analyze`.
 	@./scripts/demo.sh $(BIN)

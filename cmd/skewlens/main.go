@@ -17,6 +17,7 @@ type cli struct {
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
 	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident."`
 	Run      runCmd      `cmd:"" help:"Run the pipeline: consume Kafka, diagnose in event-time windows, write to ClickHouse."`
+	Serve    serveCmd    `cmd:"" help:"Serve salting plans and findings over HTTP from ClickHouse (stateless; docs/api.md)."`
 	Top      topCmd      `cmd:"" help:"Show each job's hot keys and saturated subtasks from ClickHouse, refreshed live."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply the ClickHouse schema (idempotent; run does it at startup too)."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,13 +23,19 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/alertmanager"
+	"github.com/skewlens/skewlens/alert/kafkanotify"
+	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -48,6 +55,20 @@ type runCmd struct {
 	Speed           float64         `default:"1" help:"Speed-up of the simulated incidents over real time."`
 	Quiet           bool            `help:"Do not print findings to the terminal."`
 	Stats           bool            `env:"SKEWLENS_STATS" default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
+	PlansTopic      string          `env:"SKEWLENS_PLANS_TOPIC" default:"skewlens.salting-plans" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
+	PlanCooldown    time.Duration   `env:"SKEWLENS_PLAN_COOLDOWN" default:"10m" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
+	PlanTTL         time.Duration   `env:"SKEWLENS_PLAN_TTL" default:"30m" group:"Plans" help:"Retire a plan that no finding confirmed for this long."`
+	OverridePoll    time.Duration   `default:"5s" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse."`
+	AlertmanagerURL string          `env:"SKEWLENS_ALERTMANAGER_URL" group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
+	AlertWebhookURL string          `env:"SKEWLENS_ALERT_WEBHOOK_URL" group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
+	AlertsTopic     string          `env:"SKEWLENS_ALERTS_TOPIC" group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
+	AlertFor        time.Duration   `env:"SKEWLENS_ALERT_FOR" default:"20s" group:"Alerts" help:"How long (event time) a condition must last before its alert fires."`
+	AlertResolve    time.Duration   `name:"alert-resolve-after" env:"SKEWLENS_ALERT_RESOLVE_AFTER" default:"30s" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)."`
+	AlertRenotify   time.Duration   `env:"SKEWLENS_ALERT_RENOTIFY" group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)."`
+	SaltingURL      string          `env:"SKEWLENS_SALTING_URL" group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
+	// The pipeline serves the API only when asked (make run does); the
+	// service proper is skewlens serve.
+	apiFlags `set:"api_listen="`
 	windowFlags
 	engineFlags
 }
@@ -150,7 +171,61 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	runner, err := stream.New(stream.Config{Backlog: backlog, Group: c.Group}, src, stage, sink, sink, dead, log, reg)
+	// Salting plans: the Manager turns salting_plan findings into stable,
+	// versioned plans; each change goes to the plans table (read by
+	// skewlens serve) and, unless disabled, the compacted plans topic.
+	mgr, err := plans.NewManager(plans.Config{Cooldown: c.PlanCooldown, TTL: c.PlanTTL, Separator: cfg.SaltSeparator})
+	if err != nil {
+		return fmt.Errorf("plans: %w", err)
+	}
+	planOut := planpub.ChangePublisher(planpub.PublisherFunc(sink.WritePlans))
+	if c.PlansTopic != "" {
+		pub, err := planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
+		if err != nil {
+			return err
+		}
+		defer pub.Close()
+		if err := pub.EnsureTopic(ctx); err != nil {
+			return err
+		}
+		// Versions continue where the topic left them.
+		loaded, err := pub.Load(ctx)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Restore(loaded); err != nil {
+			log.Warn("some salting plans on the topic were not restored", "err", err)
+		}
+		planOut = planpub.Tee(planOut, pub)
+	} else {
+		current, err := sink.CurrentPlans(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Restore(current); err != nil {
+			log.Warn("some salting plans in ClickHouse were not restored", "err", err)
+		}
+	}
+	planSink, err := planpub.NewSink(sink, mgr, planOut, log, reg)
+	if err != nil {
+		return err
+	}
+	defer planSink.Close()
+	overrides, err := sink.Overrides(ctx)
+	if err != nil {
+		return err
+	}
+	if err := planSink.SetOverrides(ctx, overrides); err != nil {
+		log.Warn("plan overrides", "err", err)
+	}
+
+	alerter, err := c.alerter(ctx, brokers, mgr, log, reg)
+	if err != nil {
+		return err
+	}
+	defer alerter.Stop() // after the runner: drains the notifier queues
+
+	runner, err := stream.New(stream.Config{Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
 	if err != nil {
 		return err
 	}
@@ -166,12 +241,25 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	api, err := c.server(sink, log, reg)
+	if err != nil {
+		return err
+	}
+	if api != nil {
+		log.Info("serving the salting API", "addr", api.Addr())
+		if !c.Quiet {
+			fmt.Fprintf(e.stdout, "Salting plans: curl http://%s/v1/salting (docs/api.md)\n\n", api.Addr())
+		}
+	}
 	opsSrv.AddCheck("kafka", src.Ready)
 	opsSrv.AddCheck("clickhouse", sink.Ping)
 	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
 
 	var g oklogrun.Group
 	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
+	if api != nil {
+		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
+	}
 	progressDone := make(chan struct{})
 	g.Add(func() error {
 		t := time.NewTicker(10 * time.Second)
@@ -187,6 +275,10 @@ func (c *runCmd) Run(e *env) error {
 		}
 	}, func(error) { close(progressDone) })
 	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
+	overridesDone := make(chan struct{})
+	g.Add(func() error {
+		return pollOverrides(ctx, c.OverridePoll, sink, planSink, overrides, log, overridesDone)
+	}, func(error) { close(overridesDone) })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	if c.Duration > 0 {
 		timer := time.NewTimer(c.Duration)
@@ -221,6 +313,50 @@ func (c *runCmd) Run(e *env) error {
 	return err
 }
 
+// alerter builds the alert state machine and its notifiers from the
+// flags. With no notifier configured, alerts are still tracked (metrics
+// skewlens_alert_*) and logged when they fire or resolve.
+func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*alert.Alerter, error) {
+	var targets []alert.Target
+	if c.AlertmanagerURL != "" {
+		n, err := alertmanager.New(alertmanager.Config{URL: c.AlertmanagerURL}, log, reg)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, alert.Target{Name: "alertmanager", Notifier: n})
+	}
+	if c.AlertWebhookURL != "" {
+		n, err := webhook.New(webhook.Config{URL: c.AlertWebhookURL}, log, reg)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, alert.Target{Name: "webhook", Notifier: n})
+	}
+	if c.AlertsTopic != "" {
+		n, err := kafkanotify.New(kafkanotify.Config{Brokers: brokers, Topic: c.AlertsTopic}, log, reg)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.EnsureTopic(ctx); err != nil {
+			return nil, err
+		}
+		targets = append(targets, alert.Target{Name: "kafka", Notifier: n})
+	}
+	salting := c.SaltingURL
+	if salting == "" && c.APIListen != "" {
+		salting = "http://" + c.APIListen
+	}
+	return alert.New(alert.Config{Tracker: alert.TrackerConfig{
+		For: c.AlertFor, ResolveAfter: c.AlertResolve, RenotifyInterval: c.AlertRenotify, SaltingURL: salting,
+		PlanVersion: func(job, task string) (uint64, bool) {
+			if p := mgr.Plan(job, task); p != nil {
+				return p.Version, true
+			}
+			return 0, false
+		},
+	}}, targets, log, reg)
+}
+
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
 	names := c.Simulate
 	if len(names) == 1 && names[0] == "all" {
@@ -238,6 +374,34 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 		})
 	}
 	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
+}
+
+// pollOverrides reads the operators' plan overrides from ClickHouse every
+// interval and hands them to the plan sink when they changed, until done
+// is closed. A failed read is logged and tried again next time.
+func pollOverrides(ctx context.Context, every time.Duration, sink *clickhouse.Sink, ps *planpub.Sink, last []plans.Override, log *slog.Logger, done <-chan struct{}) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+		}
+		ovs, err := sink.Overrides(ctx)
+		if err != nil {
+			log.Warn("reading plan overrides failed; retrying", "in", every, "err", err)
+			continue
+		}
+		if reflect.DeepEqual(ovs, last) {
+			continue
+		}
+		if err := ps.SetOverrides(ctx, ovs); err != nil {
+			log.Warn("plan overrides", "err", err)
+		}
+		log.Info("plan overrides changed", "overrides", len(ovs))
+		last = ovs
+	}
 }
 
 func newLogger(e *env, format string) *slog.Logger {

@@ -74,7 +74,18 @@ type Sink struct {
 	mu      sync.Mutex
 	pending []plans.Change
 	index   map[string]int // position in pending, by plans.Key
+	// republished is the event time current plans were last published
+	// again (see Advance).
+	republished time.Time
 }
+
+// RepublishEvery is how much event time passes between two publications
+// of every current plan by Advance. A plan's version changes only when it
+// changes materially, but its updated_at and expires_at move with every
+// window that confirms it; readers that judge expiry by expires_at (the
+// plans table behind skewlens serve, a Flink job) must see them move
+// before the old expires_at passes, that is well within plans.Config.TTL.
+const RepublishEvery = 5 * time.Minute
 
 // NewSink returns a Sink writing findings to next and plan changes
 // through pub (a *Publisher, or a Tee of it and the plans table), and
@@ -135,11 +146,23 @@ func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) err
 // Advance advances the Manager to now (event time, e.g. the end of the
 // last closed window) and publishes the changes: cooled-down keys and
 // expired plans go even when no findings come. Call it when windows close
-// without findings.
+// without findings. Every RepublishEvery of event time it publishes every
+// current plan again, unchanged but for its times and with its version.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.mgr.Advance(now))
+	if now.Sub(s.republished) >= RepublishEvery {
+		cur := s.mgr.Current()
+		for i := range cur {
+			s.add([]plans.Change{{JobID: cur[i].JobID, TaskName: cur[i].TaskName, Plan: &cur[i]}})
+		}
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		s.republished = now
+		return nil
+	}
 	return s.flush(ctx)
 }
 

@@ -94,6 +94,12 @@ func TestSink(t *testing.T) {
 			{fs: w1},
 			{advance: 610},
 		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg retired", "j/join retired"}},
+		{"advance republishes current plans every RepublishEvery", []op{
+			{fs: w1},
+			{advance: 100},
+			{advance: 200},
+			{advance: 420},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg v1 hot", "j/join v1 k", "j/agg v1 hot", "j/join v1 k"}},
 		{"overrides are published, invalid ones reported", []op{
 			{fs: w1},
 			{ovs: []plans.Override{

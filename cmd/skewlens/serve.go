@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	oklogrun "github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"gopkg.in/yaml.v3"
+
+	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+)
+
+// apiFlags configure the salting-suggestion HTTP API, served by
+// `skewlens serve` and, for the embedded demo, by `skewlens run`.
+type apiFlags struct {
+	APIListen string `env:"SKEWLENS_API_LISTEN" default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings; docs/api.md). Empty: no API."`
+	TokenFile string `env:"SKEWLENS_TOKEN_FILE" group:"API" placeholder:"FILE" type:"existingfile" help:"YAML map of name: bearer token allowed to pin, override or exclude (the name is audited). Without it the API is read-only."`
+	TLSCert   string `env:"SKEWLENS_TLS_CERT" group:"API" placeholder:"FILE" type:"existingfile" help:"PEM certificate (chain) to serve HTTPS with; needs --tls-key."`
+	TLSKey    string `env:"SKEWLENS_TLS_KEY" group:"API" placeholder:"FILE" type:"existingfile" help:"PEM private key of --tls-cert."`
+}
+
+// server returns the API server on store, or nil when --api-listen is
+// empty.
+func (f *apiFlags) server(store serve.Store, log *slog.Logger, reg serve.Registry) (*serve.Server, error) {
+	if f.APIListen == "" {
+		return nil, nil
+	}
+	cfg := serve.Config{Addr: f.APIListen, TLSCertFile: f.TLSCert, TLSKeyFile: f.TLSKey}
+	if f.TokenFile != "" {
+		b, err := os.ReadFile(f.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("token file: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &cfg.Tokens); err != nil {
+			return nil, fmt.Errorf("token file %s: want a YAML map of name: token: %w", f.TokenFile, err)
+		}
+	}
+	srv, err := serve.New(cfg, store, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("API: %w", err)
+	}
+	return srv, nil
+}
+
+type serveCmd struct {
+	ClickhouseAddr string `env:"SKEWLENS_CLICKHOUSE_ADDR" required:"" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address (the database skewlens run writes)."`
+	Database       string `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database."`
+	LogFormat      string `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
+	apiFlags       `set:"api_listen=127.0.0.1:8080"`
+}
+
+// Run serves the API until SIGINT or SIGTERM. It is stateless: every
+// answer comes from ClickHouse, so replicas can run behind a load
+// balancer. Shutdown order: the HTTP server drains, then the ClickHouse
+// connections close.
+func (c *serveCmd) Run(e *env) error {
+	log := newLogger(e, c.LogFormat)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if c.APIListen == "" {
+		return fmt.Errorf("--api-listen is empty: nothing to serve")
+	}
+	sink, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, reg)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	// The tables may not exist yet when serve starts before the pipeline.
+	if err := sink.Migrate(ctx); err != nil {
+		return err
+	}
+	srv, err := c.server(sink, log, reg)
+	if err != nil {
+		return err
+	}
+	log.Info("serving the salting API", "addr", srv.Addr(), "database", c.Database)
+	var g oklogrun.Group
+	g.Add(func() error { return srv.Run(ctx) }, func(error) { srv.Stop() })
+	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
+	return g.Run()
+}
