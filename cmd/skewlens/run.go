@@ -198,7 +198,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 		planOut = planpub.Tee(planOut, pub)
 	} else {
-		current, err := sink.CurrentPlans(ctx, time.Now())
+		current, err := sink.CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/deploy/testenv/amtest"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 )
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 		main() // the crash test's child process: act as skewlens
 	}
 	code := m.Run()
-	for _, stop := range []func() error{kafkatest.Stop, chtest.Stop} {
+	for _, stop := range []func() error{kafkatest.Stop, chtest.Stop, amtest.Stop} {
 		if err := stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = max(code, 1)

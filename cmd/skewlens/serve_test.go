@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/deploy/testenv/amtest"
+	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/keygroup"
+)
+
+// TestRunServesPlansAndAlerts runs the pipeline on the hot_key incident
+// with the salting API, a real Alertmanager and a plans topic on the real
+// broker, as make run does with embedded servers: the API serves a plan
+// for the hot key whose salted keys land on distinct subtasks under
+// Flink's routing, a second poll with the ETag gets 304, the plan is on
+// the compacted topic, and the alert reaches Alertmanager with its labels
+// and runbook.
+func TestRunServesPlansAndAlerts(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	am := amtest.Start(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := fmt.Sprintf("127.0.0.1:%d", port)
+	done := make(chan struct{})
+	var code int
+	var errOut string
+	go func() {
+		defer close(done)
+		code, _, errOut = runCLI(t, "", "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+			"--database", "e2e_serve", "--group", "e2e-serve", "--topics", "serve-metrics,serve-samples",
+			"--dead-letter-topic", "serve-dead", "--plans-topic", "serve-plans", "--listen", "127.0.0.1:0",
+			"--api-listen", api, "--alertmanager-url", am.URL, "--simulate", "hot_key", "--speed", "20",
+			"--duration", "45s", "--quiet", "--log-format", "json")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// The plan of the hot key, from the API.
+	var plan *plans.Plan
+	var etag string
+	for plan == nil {
+		select {
+		case <-done:
+			t.Fatalf("run ended (exit %d) before the API served a plan:\n%s", code, tail([]byte(errOut)))
+		case <-ctx.Done():
+			t.Fatal("no plan served in time")
+		case <-time.After(500 * time.Millisecond):
+		}
+		resp, err := http.Get("http://" + api + "/v1/salting")
+		if err != nil {
+			continue
+		}
+		var body struct{ Plans []plans.Plan }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /v1/salting: %d %v", resp.StatusCode, err)
+		}
+		for i := range body.Plans {
+			if p := &body.Plans[i]; p.JobName == "hot_key" && len(p.HotKeys) > 0 && p.HotKeys[0].Key == "u42" {
+				plan, etag = p, resp.Header.Get("ETag")
+			}
+		}
+	}
+	r, err := keygroup.NewRouter(plan.Parallelism, plan.MaxParallelism)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, s := range plan.HotKeys[0].Salted {
+		if got := r.Subtask(s.Key); got != s.Subtask {
+			t.Errorf("salted key %q: Flink routes it to subtask %d, the plan says %d", s.Key, got, s.Subtask)
+		}
+		if seen[s.Subtask] {
+			t.Errorf("two salted keys on subtask %d", s.Subtask)
+		}
+		seen[s.Subtask] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("plan salts u42 onto %d subtasks", len(seen))
+	}
+	t.Logf("plan v%d salts u42 onto subtasks %v", plan.Version, seen)
+
+	// A poll with the ETag: 304 while the plans are unchanged (they may
+	// change between two polls, so a few tries).
+	got304 := false
+	for try := 0; try < 10 && !got304; try++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+api+"/v1/salting", nil)
+		req.Header.Set("If-None-Match", etag)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got304 = resp.StatusCode == http.StatusNotModified
+		etag = resp.Header.Get("ETag")
+	}
+	if !got304 {
+		t.Error("no 304 for a poll with the current ETag")
+	}
+
+	// The alert in Alertmanager, with labels and runbook.
+	n := am.WaitNotification(t, time.Minute, func(n *amtest.Notification) bool {
+		for _, a := range n.Alerts {
+			if a.Labels["job_name"] == "hot_key" && a.Labels["alertname"] == "FlinkHotKey" && a.Status == "firing" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, a := range n.Alerts {
+		if a.Labels["job_name"] != "hot_key" {
+			continue
+		}
+		if a.Labels["task_name"] != "wideReduce-toNarrow" || a.Annotations["summary"] == "" || !strings.Contains(a.Annotations["runbook"], "salting plan") {
+			t.Errorf("alert labels %v annotations %v", a.Labels, a.Annotations)
+		}
+	}
+
+	// The plan on the compacted topic, keyed job_id/task_name.
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "serve-plans", Partition: 0, MaxWait: 200 * time.Millisecond})
+	defer rd.Close()
+	for {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("plan not on the topic: %v", err)
+		}
+		if string(m.Key) == plans.Key(plan.JobID, plan.TaskName) && m.Value != nil {
+			break
+		}
+	}
+	<-done
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, tail([]byte(errOut)))
+	}
+}
