@@ -548,7 +548,7 @@ func (m *Manager) publish(st *taskState, now time.Time, out []Change) []Change {
 	if cand.Source == SourceEngine && !cand.Pinned {
 		cand.ExpiresAt = m.expiry(cand)
 	}
-	if st.served != nil && sameMaterial(cand, st.served) {
+	if st.served != nil && SameMaterial(cand, st.served) {
 		cand.Version, cand.GeneratedAt = st.served.Version, st.served.GeneratedAt
 		st.served = cand
 		return out

@@ -330,11 +330,11 @@ func clonePlan(p *Plan) *Plan {
 	return &c
 }
 
-// sameMaterial reports whether two served plans are the same for a Flink
+// SameMaterial reports whether two served plans are the same for a Flink
 // job applying them: same parallelism pair, separator, source, pin, and
 // the same hot keys with the same salted keys. Shares, predicted loads
-// and times may differ.
-func sameMaterial(a, b *Plan) bool {
+// and times may differ. A new version is due exactly when it is false.
+func SameMaterial(a, b *Plan) bool {
 	if a.Parallelism != b.Parallelism || a.MaxParallelism != b.MaxParallelism ||
 		a.Separator != b.Separator || a.Source != b.Source || a.Pinned != b.Pinned ||
 		len(a.HotKeys) != len(b.HotKeys) {

@@ -173,29 +173,10 @@ func servedPlan(stored *plans.Plan, ovs []plans.Override) *plans.Plan {
 	if p == nil || stored == nil {
 		return p
 	}
-	if materiallyEqual(p, stored) {
+	if plans.SameMaterial(p, stored) {
 		p.Version, p.GeneratedAt = stored.Version, stored.GeneratedAt
 	} else {
 		p.Version = stored.Version + 1
 	}
 	return p
-}
-
-// materiallyEqual reports whether a Flink job applying a or b would do the
-// same: same parallelism pair, separator, source and pin, and the same
-// hot keys (in order) with the same salted keys. It mirrors the rule by
-// which plans.Manager makes a new version.
-func materiallyEqual(a, b *plans.Plan) bool {
-	if a.Parallelism != b.Parallelism || a.MaxParallelism != b.MaxParallelism ||
-		a.Separator != b.Separator || a.Source != b.Source || a.Pinned != b.Pinned ||
-		len(a.HotKeys) != len(b.HotKeys) {
-		return false
-	}
-	for i := range a.HotKeys {
-		x, y := &a.HotKeys[i], &b.HotKeys[i]
-		if x.Key != y.Key || x.Buckets != y.Buckets || !slices.Equal(x.Salted, y.Salted) {
-			return false
-		}
-	}
-	return true
 }
