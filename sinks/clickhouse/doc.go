@@ -10,6 +10,15 @@
 // Sink.Migrate; schema_migrations records the applied versions. docs/
 // queries.md shows how to query the tables.
 //
+// Besides findings the sink keeps, for the rest of skewlens:
+//   - engine_state (SaveState, LoadState): the engine's cross-window state
+//     per consumer group and job, saved between the findings write and the
+//     offset commit so that a restarted pipeline resumes it;
+//   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
+//     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
+//     versions and retirements, operators' overrides, and who changed what;
+//   - the readers of skewlens serve (Findings) and skewlens top (TopView).
+//
 // # Dialects
 //
 // Each schema file holds the statements of two dialects side by side:
