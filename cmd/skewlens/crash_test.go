@@ -231,14 +231,25 @@ func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.CreateTemp(t.TempDir(), db+"-*.log")
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	r := startChild(t, db, "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", db, "--group", group, "--topics", prefix+"-metrics,"+prefix+"-samples", "--dead-letter-topic", prefix+"-dead",
+		"--listen", listen, "--quiet", "--log-format", "json")
+	r.db, r.group, r.listen = db, group, listen
+	return r
+}
+
+// startChild starts the skewlens binary (this test binary, see TestMain)
+// with args, logging to a file named after name; the test's cleanup kills
+// it.
+func startChild(t *testing.T, name string, args ...string) *runProc {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runProc{db: db, group: group, listen: "127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), log: logf}
-	r.cmd = exec.Command(os.Args[0], "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-		"--database", db, "--group", group, "--topics", prefix+"-metrics,"+prefix+"-samples", "--dead-letter-topic", prefix+"-dead",
-		"--listen", r.listen, "--quiet", "--log-format", "json")
+	r := &runProc{done: make(chan struct{}), log: logf}
+	r.cmd = exec.Command(os.Args[0], args...)
 	r.cmd.Env = append(os.Environ(), envChild+"=1")
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,65 @@ func TestRunServesPlansAndAlerts(t *testing.T) {
 	<-done
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, tail([]byte(errOut)))
+	}
+}
+
+// TestServeCommand runs `skewlens serve` as a process with a token file:
+// reads need no token, a write without one is 401 and changes nothing,
+// a write with one is stored and audited under the token's name.
+func TestServeCommand(t *testing.T) {
+	chAddr := chtest.Start(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := fmt.Sprintf("http://127.0.0.1:%d", port)
+	tokens := t.TempDir() + "/tokens.yaml"
+	if err := os.WriteFile(tokens, []byte("oncall-alice: 0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startChild(t, "serve", "serve", "--clickhouse-addr", chAddr, "--database", "e2e_serve_cmd",
+		"--api-listen", fmt.Sprintf("127.0.0.1:%d", port), "--token-file", tokens, "--log-format", "json")
+	do := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		for range 100 { // until the server listens
+			req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				select {
+				case <-srv.done:
+					t.Fatalf("serve exited:\n%s", srv.logTail())
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(b)
+		}
+		t.Fatalf("serve never answered:\n%s", srv.logTail())
+		return 0, ""
+	}
+	if code, body := do("GET", "/v1/salting", "", ""); code != 200 || !strings.Contains(body, `"plans"`) {
+		t.Fatalf("GET /v1/salting: %d %s", code, body)
+	}
+	exclude := `{"key":"u42","reason":"it's a bot"}`
+	if code, _ := do("POST", "/v1/salting/job1/agg/exclude", "", exclude); code != http.StatusUnauthorized {
+		t.Fatalf("write without a token: %d, want 401", code)
+	}
+	if code, _ := do("POST", "/v1/salting/job1/agg/exclude", "wrong-token-0000000000", exclude); code != http.StatusUnauthorized {
+		t.Fatalf("write with a wrong token: %d, want 401", code)
+	}
+	if code, body := do("GET", "/v1/audit?job_id=job1", "0123456789abcdef0123", ""); code != 200 || strings.Contains(body, "oncall-alice") {
+		t.Fatalf("audit before any valid write: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/salting/job1/agg/exclude", "0123456789abcdef0123", exclude); code/100 != 2 {
+		t.Fatalf("write with the token: %d %s", code, body)
+	}
+	if code, body := do("GET", "/v1/audit?job_id=job1", "0123456789abcdef0123", ""); code != 200 || !strings.Contains(body, "oncall-alice") || !strings.Contains(body, "u42") {
+		t.Fatalf("audit after the write: %d %s", code, body)
 	}
 }
