@@ -6,12 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,6 +24,7 @@ import (
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
+	localch "github.com/skewlens/skewlens/deploy/clickhouse"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
@@ -106,12 +104,16 @@ func (c *runCmd) Run(e *env) error {
 
 	chAddr := c.ClickhouseAddr
 	if chAddr == "" {
-		addr, stop, err := startLocalClickHouse(ctx, c.StateDir, log)
+		local, err := localch.Start(ctx, filepath.Join(c.StateDir, "clickhouse"), log)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		chAddr = addr
+		defer func() {
+			if err := local.Stop(); err != nil {
+				log.Warn("stopping the local ClickHouse", "err", err)
+			}
+		}()
+		chAddr = local.Addr
 	}
 	sink, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
 	if err != nil {
@@ -409,54 +411,4 @@ func newLogger(e *env, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(e.stderr, nil))
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, nil))
-}
-
-// startLocalClickHouse starts a private clickhouse-server with its data
-// under stateDir/clickhouse, using the repository's deploy scripts (they
-// install the Debian package when it is missing), and returns its address
-// and a function that stops it.
-func startLocalClickHouse(ctx context.Context, stateDir string, log *slog.Logger) (string, func(), error) {
-	script := filepath.Join("deploy", "clickhouse", "start.sh")
-	if _, err := os.Stat(script); err != nil {
-		return "", nil, fmt.Errorf("no --clickhouse-addr given and %s not found: run from the skewlens checkout or pass --clickhouse-addr", script)
-	}
-	if out, err := exec.CommandContext(ctx, "bash", filepath.Join("deploy", "clickhouse", "install.sh")).CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("install clickhouse-server: %w: %s", err, tail(out))
-	}
-	dir, err := filepath.Abs(filepath.Join(stateDir, "clickhouse"))
-	if err != nil {
-		return "", nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.CommandContext(ctx, "bash", script, dir, strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "SKEWLENS_CH_WATCH_PID="+strconv.Itoa(os.Getpid()))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("start local clickhouse-server: %w: %s", err, tail(out))
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	log.Info("started local ClickHouse", "addr", addr, "data", dir)
-	stop := func() {
-		_ = exec.Command("bash", filepath.Join("deploy", "clickhouse", "stop.sh"), dir).Run()
-	}
-	return addr, stop, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return s
 }
