@@ -69,10 +69,10 @@ type Config struct {
 	// MaxPending writes findings at once when this many are pending
 	// (default 50000), bounding memory while ClickHouse is slow.
 	MaxPending int
-	// IdleTimeout is how long a partition may deliver nothing before it
-	// stops holding the watermark back (default 15s). The watermark is the
-	// lowest event time over the partitions that delivered recently, minus
-	// the stage's delay, as in Flink.
+	// IdleTimeout is how long a partition may deliver nothing, while
+	// others deliver, before it stops holding the watermark back (default
+	// 15s). The watermark is the lowest event time over the partitions that
+	// delivered recently, minus the stage's delay, as in Flink.
 	IdleTimeout time.Duration
 	// Backlog lists the partitions that hold unread records when the runner
 	// starts (kafkasrc.Backlog). Each holds the watermark back until it
@@ -140,7 +140,8 @@ type Runner struct {
 	savedUpTo int64
 	states    []skew.JobState
 
-	lastWrite time.Time // when pending findings were last written
+	lastWrite    time.Time // when pending findings were last written
+	lastDelivery time.Time // when a message was last processed
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -271,7 +272,6 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			}
 		case <-tick.C:
-			r.advance() // partitions that went idle stop holding it back
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
@@ -406,8 +406,18 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 		}
 		p.maxTS = max(p.maxTS, ts)
 	}
+	now := r.now()
+	if gap := now.Sub(r.lastDelivery); !r.lastDelivery.IsZero() && gap > time.Second {
+		// Nothing at all was delivered for a while (the runner was paused
+		// on the sink, or every fetch stalled): that time does not count
+		// toward any partition's idleness.
+		for _, p := range r.wms {
+			p.seen = p.seen.Add(gap)
+		}
+	}
+	r.lastDelivery = now
 	if p := r.wms[k]; p != nil {
-		p.seen = r.now()
+		p.seen = now
 	}
 	r.advance()
 	r.m.pending.Set(float64(len(r.pending)))
@@ -424,8 +434,14 @@ type partWatermark struct {
 // advance moves the watermark to the lowest event time over the partitions
 // that delivered within IdleTimeout, minus the stage's delay. A backlog
 // partition still waiting for its first event holds it where it is.
+//
+// Idleness is time in which other partitions delivered: while the runner
+// is paused (the sink is away, so nothing is fetched) no partition can
+// deliver, and none may count as idle for it, or the first partition to
+// deliver after the pause would move the watermark past the others'
+// records. process shifts every partition's last delivery by such gaps.
 func (r *Runner) advance() {
-	now := r.now()
+	now := r.lastDelivery
 	low, any := int64(0), false
 	for _, p := range r.wms {
 		if now.Sub(p.seen) > r.cfg.IdleTimeout {

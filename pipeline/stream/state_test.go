@@ -187,3 +187,62 @@ func TestRunnerAdvancesSink(t *testing.T) {
 		t.Fatalf("last Advance %d, want the watermark's window %d", last, want)
 	}
 }
+
+// pausingSink fails its first write and, meanwhile, moves the runner's
+// clock a minute on: the sink was away for a minute.
+type pausingSink struct {
+	fakeSink
+	clock *time.Time
+	once  bool
+}
+
+func (s *pausingSink) Write(ctx context.Context, v uint64, fs []skew.Finding) error {
+	if !s.once {
+		s.once = true
+		*s.clock = s.clock.Add(time.Minute)
+		return context.DeadlineExceeded // retryable
+	}
+	return s.fakeSink.Write(ctx, v, fs)
+}
+
+// TestRunnerPauseMakesNoPartitionIdle: after the sink was away for longer
+// than IdleTimeout, the partitions that deliver first do not make the
+// others' records late.
+func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
+	lines := incident(t)
+	// Both partitions cover the whole incident, partition 1 delivering
+	// about 20 s of event time behind partition 0 (within its watermark
+	// hold, as a lagging partition does).
+	var parts [2][]kafka.Message
+	for i, l := range lines {
+		p := i % 2
+		parts[p] = append(parts[p], kafka.Message{Topic: "flink", Partition: p, Offset: int64(len(parts[p])), Value: l})
+	}
+	const lead = 400
+	src := &fakeSource{msgs: append([]kafka.Message(nil), parts[0][:lead]...)}
+	for j := range parts[1] {
+		if lead+j < len(parts[0]) {
+			src.msgs = append(src.msgs, parts[0][lead+j])
+		}
+		src.msgs = append(src.msgs, parts[1][j])
+	}
+	clock := time.Unix(1e9, 0)
+	eng, _ := skew.New(skew.Config{})
+	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	sink := &pausingSink{clock: &clock}
+	r, err := New(Config{FlushInterval: time.Hour, MaxPending: 1, Backlog: []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}},
+		src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.now = func() time.Time { clock = clock.Add(time.Microsecond); return clock }
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if !sink.once || len(sink.writes) == 0 {
+		t.Fatal("the sink never paused the runner")
+	}
+	if late := stage.Counts().Late; late != 0 {
+		t.Fatalf("%d records late after the pause", late)
+	}
+}
