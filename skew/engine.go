@@ -219,7 +219,6 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
-	t.job.restoredOnly = false
 	sub := int(s.Subtask)
 	if s.Parallelism > 0 {
 		if !t.hasRouter || t.parallelism != int(s.Parallelism) || t.maxParallelism != int(s.MaxParallelism) {
@@ -241,6 +240,7 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		return Rejected
 	}
 	t.lastSeen = ws
+	t.job.restoredOnly = false // only accepted events make a job this engine's
 	w.samples++
 	w.weight += s.Weight
 	w.est += s.Weight / s.SampleRate
@@ -280,12 +280,12 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
-	t.job.restoredOnly = false
 	w := e.window(t, ws)
 	if w == nil {
 		return Rejected
 	}
 	t.lastSeen = ws
+	t.job.restoredOnly = false
 	sub := int(m.Subtask)
 	if sub >= len(w.subs) {
 		w.subs = slices.Grow(w.subs, sub+1-len(w.subs))[:sub+1]

@@ -23,6 +23,9 @@ import (
 type JobState struct {
 	JobID   string `json:"job_id"`
 	JobName string `json:"job_name,omitempty"`
+	// WindowMs is the window length the state was built with; counters
+	// mean nothing under another.
+	WindowMs int64 `json:"window_ms"`
 	// ClosedUpTo is the end of the job's last closed window: windows that
 	// start before it were diagnosed and written, and their events are
 	// Replayed after a Restore.
@@ -79,7 +82,7 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 	slices.Sort(ids)
 	for _, id := range ids {
 		j := e.jobs[id]
-		js := JobState{JobID: j.id, JobName: j.name, ClosedUpTo: max(e.closedUpTo, j.resumeFrom), LastSeen: j.lastSeen}
+		js := JobState{JobID: j.id, JobName: j.name, WindowMs: e.cfg.WindowMs, ClosedUpTo: max(e.closedUpTo, j.resumeFrom), LastSeen: j.lastSeen}
 		if js.ClosedUpTo == math.MinInt64 {
 			continue // nothing closed yet: nothing to carry over
 		}
@@ -122,16 +125,38 @@ const maxStateString = 64 << 10
 // Restore loads job states saved by Snapshot. Call it before the first
 // event. Events of a restored job in windows that start before its
 // ClosedUpTo are Replayed from then on: they were diagnosed and written
-// before the restart. A state that does not validate is an error and
-// nothing is restored.
+// before the restart. A state that does not validate (including one saved
+// with another window length) is an error and nothing is restored.
+//
+// Jobs and tasks last seen more than HistoryWindows before the newest
+// ClosedUpTo are left out: an uninterrupted engine would have forgotten
+// them, and their saved state is merely the last one written.
 func (e *Engine) Restore(states []JobState) error {
 	if len(e.jobs) > 0 || len(e.open) > 0 {
 		return errors.New("restore: the engine has seen events already")
 	}
+	newest := int64(math.MinInt64)
+	for i := range states {
+		newest = max(newest, states[i].ClosedUpTo)
+	}
+	horizon := int64(math.MinInt64)
+	if span := int64(e.cfg.HistoryWindows) * e.cfg.WindowMs; newest > math.MinInt64+span {
+		horizon = newest - span
+	}
 	jobs := make(map[string]*jobState, len(states))
 	for i := range states {
 		s := &states[i]
-		j, err := restoreJob(s)
+		if s.WindowMs != e.cfg.WindowMs {
+			return fmt.Errorf("restore job %d (%.64q): saved with %d ms windows, the engine has %d ms: keep the window length or start a new consumer group",
+				i, s.JobID, s.WindowMs, e.cfg.WindowMs)
+		}
+		if s.ClosedUpTo != e.WindowStart(s.ClosedUpTo) {
+			return fmt.Errorf("restore job %d (%.64q): closed_up_to %d is not a window boundary", i, s.JobID, s.ClosedUpTo)
+		}
+		if s.LastSeen < horizon {
+			continue
+		}
+		j, err := restoreJob(s, horizon)
 		if err != nil {
 			return fmt.Errorf("restore job %d (%.64q): %w", i, s.JobID, err)
 		}
@@ -155,7 +180,7 @@ func validStateString(s string) error {
 	return nil
 }
 
-func restoreJob(s *JobState) (*jobState, error) {
+func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 	if s.JobID == "" {
 		return nil, errors.New("empty job_id")
 	}
@@ -181,6 +206,9 @@ func restoreJob(s *JobState) (*jobState, error) {
 		}
 		if _, dup := j.tasks[ts.Name]; dup {
 			return nil, fmt.Errorf("task %.64q twice", ts.Name)
+		}
+		if ts.LastSeen < horizon {
+			continue
 		}
 		if len(ts.Subtasks) > maxSubtasks {
 			return nil, fmt.Errorf("task %.64q: %d subtasks, more than %d", ts.Name, len(ts.Subtasks), maxSubtasks)

@@ -200,6 +200,42 @@ func TestSnapshotRestoreEqualsUninterrupted(t *testing.T) {
 	}
 }
 
+// TestRestoreForgetsWhatTheEngineWouldHave: a job (and a task) last seen
+// more than HistoryWindows before the newest saved window is not restored,
+// as an uninterrupted engine would have forgotten it.
+func TestRestoreForgetsWhatTheEngineWouldHave(t *testing.T) {
+	eng, err := skew.New(skew.Config{HistoryWindows: 6, RotationLookbackWindows: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_000_000
+	err = eng.Restore([]skew.JobState{
+		{WindowMs: 10000, JobID: "live", ClosedUpTo: now, LastSeen: now - 10000, Tasks: []skew.TaskState{
+			{Name: "fresh", LastSeen: now - 10000, LastDominant: -1, PrevDominant: -1},
+			{Name: "stale", LastSeen: now - 70000, LastDominant: -1, PrevDominant: -1, UpSustained: 2},
+		}},
+		{WindowMs: 10000, JobID: "gone", ClosedUpTo: 500_000, LastSeen: now - 70000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Touch both jobs so that they are snapshotted.
+	for _, job := range []string{"live", "gone"} {
+		eng.AddSample(&skew.KeySample{TS: now + 1000, JobID: job, TaskName: "fresh", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1})
+	}
+	// "gone" starts afresh: nothing of it is closed yet, so it has no
+	// state to snapshot; "live" keeps its fresh task only.
+	var names []string
+	for _, js := range eng.Snapshot(nil) {
+		for _, ts := range js.Tasks {
+			names = append(names, js.JobID+"/"+ts.Name)
+		}
+	}
+	if strings.Join(names, ",") != "live/fresh" {
+		t.Fatalf("tasks after restore and one event each: %v, want live/fresh only", names)
+	}
+}
+
 // TestRestoredOnlyJobsStayOutOfSnapshots: a job restored but not seen
 // since (another instance owns its partition now) is not snapshotted.
 func TestRestoredOnlyJobsStayOutOfSnapshots(t *testing.T) {
@@ -207,7 +243,7 @@ func TestRestoredOnlyJobsStayOutOfSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Restore([]skew.JobState{{JobID: "a", ClosedUpTo: 10000}, {JobID: "b", ClosedUpTo: 10000}}); err != nil {
+	if err := eng.Restore([]skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000}, {WindowMs: 10000, JobID: "b", ClosedUpTo: 10000}}); err != nil {
 		t.Fatal(err)
 	}
 	old := &skew.KeySample{TS: 5000, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1}
@@ -232,14 +268,16 @@ func TestRestoreRejectsBadState(t *testing.T) {
 		states []skew.JobState
 		want   string
 	}{
-		{"empty id", []skew.JobState{{}}, "empty job_id"},
-		{"duplicate", []skew.JobState{{JobID: "a"}, {JobID: "a"}}, "duplicate"},
-		{"bad utf8", []skew.JobState{{JobID: "a\xff"}}, "UTF-8"},
-		{"long", []skew.JobState{{JobID: strings.Repeat("x", 70000)}}, "bytes"},
-		{"nan counter", []skew.JobState{{JobID: "a", LastFailed: &nan}}, "not a number"},
-		{"bad parallelism", []skew.JobState{{JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}}, "t"},
-		{"dominant out of range", []skew.JobState{{JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}}, "out of range"},
-		{"task twice", []skew.JobState{{JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}, {Name: "t", LastDominant: -1, PrevDominant: -1}}}}, "twice"},
+		{"empty id", []skew.JobState{{WindowMs: 10000}}, "empty job_id"},
+		{"duplicate", []skew.JobState{{WindowMs: 10000, JobID: "a"}, {WindowMs: 10000, JobID: "a"}}, "duplicate"},
+		{"bad utf8", []skew.JobState{{WindowMs: 10000, JobID: "a\xff"}}, "UTF-8"},
+		{"long", []skew.JobState{{WindowMs: 10000, JobID: strings.Repeat("x", 70000)}}, "bytes"},
+		{"nan counter", []skew.JobState{{WindowMs: 10000, JobID: "a", LastFailed: &nan}}, "not a number"},
+		{"bad parallelism", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}}, "t"},
+		{"dominant out of range", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}}, "out of range"},
+		{"other window", []skew.JobState{{WindowMs: 60000, JobID: "a"}}, "60000 ms windows"},
+		{"not a boundary", []skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 12345}}, "not a window boundary"},
+		{"task twice", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}, {Name: "t", LastDominant: -1, PrevDominant: -1}}}}, "twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, err := skew.New(skew.Config{})
@@ -257,7 +295,7 @@ func TestRestoreRejectsBadState(t *testing.T) {
 	}
 	eng, _ := skew.New(skew.Config{})
 	eng.AddSample(&skew.KeySample{TS: 1, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1})
-	if err := eng.Restore([]skew.JobState{{JobID: "b"}}); err == nil {
+	if err := eng.Restore([]skew.JobState{{WindowMs: 10000, JobID: "b"}}); err == nil {
 		t.Error("Restore after events: no error")
 	}
 }

@@ -72,12 +72,19 @@ type runCmd struct {
 }
 
 // Run wires the pipeline. Components run as oklog/run actors; when one
-// returns, every other is interrupted, in this order of consequence:
-// the simulator feed stops producing, the runner writes its pending
-// findings and commits the offsets they free, then the Kafka source, the
-// dead-letter writer and the ClickHouse sink close, the embedded broker and
-// the local ClickHouse stop, and the ops server stops last.
+// returns, every other is interrupted, one after another in the order
+// they are added: the simulator feed stops producing; the runner writes
+// its pending findings, saves the engine state and commits the offsets
+// they free (bounded by the runner's final-flush timeout); the override
+// poller stops; the API drains its requests; the progress line and the
+// ops server stop. Then the deferred closes run in reverse order of
+// creation: the alerter drains its notifier queues, the plan sink and
+// publisher, the dead-letter writer, the Kafka source and the ClickHouse
+// sink close, and the local ClickHouse and the embedded broker stop.
 func (c *runCmd) Run(e *env) error {
+	if c.OverridePoll <= 0 {
+		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
+	}
 	log := newLogger(e, c.LogFormat)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -163,6 +170,10 @@ func (c *runCmd) Run(e *env) error {
 	if len(states) > 0 {
 		log.Info("resumed engine state", "group", c.Group, "jobs", len(states))
 	}
+	parts, err := kafkasrc.Partitions(ctx, brokers, c.Topics)
+	if err != nil {
+		return err
+	}
 	backlog, err := kafkasrc.Backlog(ctx, brokers, c.Group, c.Topics, false)
 	if err != nil {
 		return err
@@ -227,7 +238,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
 	if err != nil {
 		return err
 	}
@@ -258,7 +269,26 @@ func (c *runCmd) Run(e *env) error {
 	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
 
 	var g oklogrun.Group
-	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
+	if len(c.Simulate) > 0 {
+		feed, err := c.feed(brokers, log)
+		if err != nil {
+			return err
+		}
+		feedDone := make(chan struct{})
+		g.Add(func() error {
+			if err := feed.Run(ctx); err != nil {
+				return err
+			}
+			log.Info("simulated incidents played", "records", feed.Sent)
+			<-feedDone // keep the pipeline running after the feed ends
+			return nil
+		}, func(error) { feed.Stop(); close(feedDone) })
+	}
+	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
+	overridesDone := make(chan struct{})
+	g.Add(func() error {
+		return pollOverrides(ctx, c.OverridePoll, sink, planSink, overrides, log, overridesDone)
+	}, func(error) { close(overridesDone) })
 	if api != nil {
 		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
 	}
@@ -276,11 +306,7 @@ func (c *runCmd) Run(e *env) error {
 			}
 		}
 	}, func(error) { close(progressDone) })
-	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
-	overridesDone := make(chan struct{})
-	g.Add(func() error {
-		return pollOverrides(ctx, c.OverridePoll, sink, planSink, overrides, log, overridesDone)
-	}, func(error) { close(overridesDone) })
+	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	if c.Duration > 0 {
 		timer := time.NewTimer(c.Duration)
@@ -293,21 +319,6 @@ func (c *runCmd) Run(e *env) error {
 			}
 			return nil
 		}, func(error) { timer.Stop(); close(stopTimer) })
-	}
-	if len(c.Simulate) > 0 {
-		feed, err := c.feed(brokers, log)
-		if err != nil {
-			return err
-		}
-		feedDone := make(chan struct{})
-		g.Add(func() error {
-			if err := feed.Run(ctx); err != nil {
-				return err
-			}
-			log.Info("simulated incidents played", "records", feed.Sent)
-			<-feedDone // keep the pipeline running after the feed ends
-			return nil
-		}, func(error) { feed.Stop(); close(feedDone) })
 	}
 	err = g.Run()
 	wc := stage.Counts()

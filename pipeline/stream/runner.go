@@ -74,16 +74,31 @@ type Config struct {
 	// 15s). The watermark is the lowest event time over the partitions that
 	// delivered recently, minus the stage's delay, as in Flink.
 	IdleTimeout time.Duration
-	// Backlog lists the partitions that hold unread records when the runner
-	// starts (kafkasrc.Backlog). Each holds the watermark back until it
-	// delivers, or for IdleTimeout if it never does (another instance of
-	// the group reads it). Without it, a partition that delivers its
-	// backlog first would move the watermark past the records of the
-	// partitions still waiting, and make them late.
+	// Partitions lists the partitions of the consumed topics
+	// (kafkasrc.Partitions). Each holds the watermark back from the start
+	// until it delivers a message, or for StartupGrace (of deliveries by
+	// others) if it does not: it is empty, or another instance of the
+	// group reads it. Without it, the partition whose reader starts first
+	// would move the watermark past the records of the others, which
+	// kafka-go starts reading a moment later, and make them late.
+	Partitions []kafka.Partition
+	// Backlog lists the partitions that hold unread records at startup
+	// (kafkasrc.Backlog). They hold the watermark for up to IdleTimeout
+	// instead of StartupGrace: a restart after a crash drains them
+	// partition by partition.
 	Backlog []kafka.Partition
+	// StartupGrace is how long (of deliveries by other partitions) a
+	// listed partition without backlog may take to deliver its first
+	// message (default 3s). Keep it short: the watermark stands still
+	// meanwhile, and windows pile up.
+	StartupGrace time.Duration
 	// Group names the consumer group whose engine state is saved (with a
 	// StateStore; default "skewlens").
 	Group string
+	// FinalFlushTimeout bounds the last write and commit when Run ends
+	// (default 30s): with the sink away, what is not written then is read
+	// again after a restart.
+	FinalFlushTimeout time.Duration
 }
 
 // Validate fills defaults and checks values.
@@ -102,6 +117,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Group == "" {
 		c.Group = "skewlens"
+	}
+	if c.FinalFlushTimeout == 0 {
+		c.FinalFlushTimeout = 30 * time.Second
+	}
+	if c.StartupGrace == 0 {
+		c.StartupGrace = 3 * time.Second
 	}
 	var errs []error
 	if c.QueueCapacity < 1 {
@@ -224,11 +245,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := r.now()
+	for _, p := range r.cfg.Partitions {
+		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{seen: start, waiting: true, hold: r.cfg.StartupGrace}
+	}
 	for _, p := range r.cfg.Backlog {
-		k := partKey{p.Topic, p.ID}
-		if r.wms[k] == nil {
-			r.wms[k] = &partWatermark{seen: start, waiting: true}
-		}
+		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{seen: start, waiting: true, hold: r.cfg.IdleTimeout}
 	}
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
@@ -247,11 +268,11 @@ func (r *Runner) Run(ctx context.Context) error {
 				select {
 				case err := <-fetchErr:
 					if errors.Is(err, io.EOF) {
-						return r.flush(context.WithoutCancel(ctx))
+						return r.finalFlush(ctx)
 					}
 					return err
 				default:
-					return r.flush(context.WithoutCancel(ctx))
+					return r.finalFlush(ctx)
 				}
 			}
 			r.m.queue.Set(float64(len(queue) * batchMax))
@@ -277,9 +298,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		case <-r.stop:
 			cancel()
-			return r.flush(context.WithoutCancel(ctx))
+			return r.finalFlush(ctx)
 		case <-ctx.Done():
-			return r.flush(context.WithoutCancel(ctx))
+			return r.finalFlush(ctx)
 		}
 	}
 }
@@ -398,11 +419,11 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
 		p := r.wms[k]
 		if p == nil {
-			p = &partWatermark{maxTS: ts}
+			p = &partWatermark{}
 			r.wms[k] = p
 		}
-		if p.waiting {
-			p.maxTS, p.waiting = ts, false
+		if !p.hasTS {
+			p.maxTS, p.hasTS = ts, true
 		}
 		p.maxTS = max(p.maxTS, ts)
 	}
@@ -417,7 +438,10 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 	}
 	r.lastDelivery = now
 	if p := r.wms[k]; p != nil {
-		p.seen = now
+		// Its first message ends a partition's wait, whatever it held: a
+		// partition of skipped or bad records has no event time to hold
+		// the watermark with.
+		p.seen, p.waiting = now, false
 	}
 	r.advance()
 	r.m.pending.Set(float64(len(r.pending)))
@@ -426,14 +450,17 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 
 type partWatermark struct {
 	maxTS int64
+	hasTS bool // an accepted event set maxTS
 	seen  time.Time
-	// waiting: a backlog partition that has not delivered an event yet.
+	// waiting: a listed partition that has not delivered a message yet;
+	// it holds the watermark for hold.
 	waiting bool
+	hold    time.Duration
 }
 
 // advance moves the watermark to the lowest event time over the partitions
-// that delivered within IdleTimeout, minus the stage's delay. A backlog
-// partition still waiting for its first event holds it where it is.
+// that delivered within IdleTimeout, minus the stage's delay. A listed
+// partition still waiting for its first message holds it where it is.
 //
 // Idleness is time in which other partitions delivered: while the runner
 // is paused (the sink is away, so nothing is fetched) no partition can
@@ -444,11 +471,17 @@ func (r *Runner) advance() {
 	now := r.lastDelivery
 	low, any := int64(0), false
 	for _, p := range r.wms {
+		if p.waiting {
+			if now.Sub(p.seen) <= p.hold {
+				return
+			}
+			continue
+		}
 		if now.Sub(p.seen) > r.cfg.IdleTimeout {
 			continue
 		}
-		if p.waiting {
-			return
+		if !p.hasTS {
+			continue
 		}
 		if !any || p.maxTS < low {
 			low, any = p.maxTS, true
@@ -457,6 +490,14 @@ func (r *Runner) advance() {
 	if any {
 		r.pending = r.stage.AdvanceTo(low-r.stage.Delay(), r.pending)
 	}
+}
+
+// finalFlush is the flush when Run ends: it outlives ctx (the caller's
+// cancellation is what ended Run) but not FinalFlushTimeout.
+func (r *Runner) finalFlush(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalFlushTimeout)
+	defer cancel()
+	return r.flush(ctx)
 }
 
 // flush writes pending findings, then commits every offset that no open

@@ -108,10 +108,12 @@ func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
 	}
 }
 
-// TestRunnerBacklogHoldsWatermark: partition 1's backlog arrives after all
-// of partition 0's. Listed as backlog, it holds the watermark until it
-// delivers, and none of its records is late; unlisted, they are.
-func TestRunnerBacklogHoldsWatermark(t *testing.T) {
+// TestRunnerStartupHold: partition 1's records arrive after all of
+// partition 0's. Listed (as a partition of the topics, or as one with a
+// backlog), it holds the watermark until it delivers, and none of its
+// records is late; unlisted, they are. A listed partition that never
+// delivers stops holding after its grace, so windows still close.
+func TestRunnerStartupHold(t *testing.T) {
 	lines := incident(t)
 	var msgs []kafka.Message
 	for part := range 2 {
@@ -121,19 +123,26 @@ func TestRunnerBacklogHoldsWatermark(t *testing.T) {
 			}
 		}
 	}
+	both := []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
+	silent := append(both, kafka.Partition{Topic: "flink", ID: 2})
 	for _, tc := range []struct {
-		name     string
-		backlog  []kafka.Partition
-		wantLate bool
+		name         string
+		cfg          Config
+		wantLate     bool
+		wantFindings bool
 	}{
-		{"unlisted", nil, true},
-		{"listed", []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}, false},
+		{"unlisted", Config{}, true, true},
+		{"listed", Config{Partitions: both}, false, true},
+		{"backlog", Config{Backlog: both}, false, true},
+		{"silent partition, grace over", Config{Partitions: silent, StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}, true, true},
+		{"silent backlog partition holds", Config{Partitions: silent, Backlog: silent, IdleTimeout: time.Hour}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, _ := skew.New(skew.Config{})
 			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
-			r, err := New(Config{FlushInterval: 5 * time.Millisecond, Backlog: tc.backlog}, &fakeSource{msgs: msgs},
-				stage, &fakeSink{}, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+			tc.cfg.FlushInterval = 5 * time.Millisecond
+			sink := &fakeSink{}
+			r, err := New(tc.cfg, &fakeSource{msgs: msgs}, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,6 +151,9 @@ func TestRunnerBacklogHoldsWatermark(t *testing.T) {
 			}
 			if late := stage.Counts().Late; (late > 0) != tc.wantLate {
 				t.Fatalf("%d late records", late)
+			}
+			if got := len(sink.writes) > 0; got != tc.wantFindings {
+				t.Fatalf("findings written: %v, want %v", got, tc.wantFindings)
 			}
 		})
 	}

@@ -22,16 +22,16 @@ func TestStateRoundTrip(t *testing.T) {
 	failed := 3.0
 	hostile := "j'); DROP TABLE engine_state; --\n\\"
 	v1 := []skew.JobState{
-		{JobID: "a", ClosedUpTo: 10000, Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}}},
-		{JobID: hostile, ClosedUpTo: 10000},
+		{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000, Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}}},
+		{WindowMs: 10000, JobID: hostile, ClosedUpTo: 10000},
 	}
 	v2 := []skew.JobState{
-		{JobID: "a", JobName: "billing", ClosedUpTo: 20000, LastFailed: &failed, Tasks: []skew.TaskState{{
+		{WindowMs: 10000, JobID: "a", JobName: "billing", ClosedUpTo: 20000, LastFailed: &failed, Tasks: []skew.TaskState{{
 			Name: "t", Parallelism: 4, MaxParallelism: 128, LastDominant: 2, PrevDominant: 1, UpSustained: 3,
 			Subtasks: []skew.SubtaskState{{Host: "10.0.0.1", Sustained: 2, Count: 5, CountTS: 19000, HasCount: true}},
 		}}},
 	}
-	other := []skew.JobState{{JobID: "a", ClosedUpTo: 99000}}
+	other := []skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 99000}}
 	for _, step := range []struct {
 		group   string
 		version uint64

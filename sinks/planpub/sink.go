@@ -79,12 +79,13 @@ type Sink struct {
 	republished time.Time
 }
 
-// RepublishEvery is how much event time passes between two publications
-// of every current plan by Advance. A plan's version changes only when it
-// changes materially, but its updated_at and expires_at move with every
-// window that confirms it; readers that judge expiry by expires_at (the
-// plans table behind skewlens serve, a Flink job) must see them move
-// before the old expires_at passes, that is well within plans.Config.TTL.
+// RepublishEvery is the most event time that passes between two
+// publications of every current plan by Advance (less when half the
+// Manager's Cooldown or TTL is shorter). A plan's version changes only
+// when it changes materially, but its updated_at and expires_at move with
+// every window that confirms it; readers that judge expiry by expires_at
+// (the plans table behind skewlens serve, a Flink job) must see them move
+// before the old expires_at passes.
 const RepublishEvery = 5 * time.Minute
 
 // NewSink returns a Sink writing findings to next and plan changes
@@ -152,7 +153,8 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.mgr.Advance(now))
-	if now.Sub(s.republished) >= RepublishEvery {
+	cfg := s.mgr.Config()
+	if now.Sub(s.republished) >= min(RepublishEvery, cfg.Cooldown/2, cfg.TTL/2) {
 		cur := s.mgr.Current()
 		for i := range cur {
 			s.add([]plans.Change{{JobID: cur[i].JobID, TaskName: cur[i].TaskName, Plan: &cur[i]}})
