@@ -218,9 +218,9 @@ func firstDiff(got, want []string) string {
 // runProc is one `skewlens run` process.
 type runProc struct {
 	db, group, listen string
-	cmd        *exec.Cmd
-	done       chan struct{}
-	log        *os.File
+	cmd               *exec.Cmd
+	done              chan struct{}
+	log               *os.File
 }
 
 // startRun starts `skewlens run` on the topics prefix-metrics and

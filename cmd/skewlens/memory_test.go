@@ -37,7 +37,7 @@ func TestRunMemoryMillionKeysPerWindow(t *testing.T) {
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	start := time.Now().Add(-time.Hour).Truncate(10*time.Second).UnixMilli()
+	start := time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
 	var msgs []kafka.Message
 	var b []byte
 	key := 0

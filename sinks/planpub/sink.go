@@ -31,7 +31,9 @@ type ChangePublisher interface {
 type PublisherFunc func(ctx context.Context, changes []plans.Change) error
 
 // Publish calls f.
-func (f PublisherFunc) Publish(ctx context.Context, changes []plans.Change) error { return f(ctx, changes) }
+func (f PublisherFunc) Publish(ctx context.Context, changes []plans.Change) error {
+	return f(ctx, changes)
+}
 
 // Tee returns a ChangePublisher that publishes to each of ps in turn and
 // stops at the first error. Each must tolerate changes published twice
