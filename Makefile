@@ -36,7 +36,8 @@ test-fuzz: ## Run each fuzz target for 10 s.
 bench: ## Run the benchmarks on one core.
 	$(GO) test $(BENCHFLAGS) ./...
 
-lint: ## go vet and staticcheck.
+lint: ## gofmt, go vet and staticcheck.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
