@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -55,8 +56,17 @@ func TestRunMemoryMillionKeysPerWindow(t *testing.T) {
 	}
 	produced := time.Now()
 	for i := 0; i < len(msgs); i += 1000 {
-		if err := w.WriteMessages(ctx, msgs[i:min(i+1000, len(msgs))]...); err != nil {
-			t.Fatal(err)
+		// A new topic is invisible to the writer until its metadata
+		// refreshes: retry until it is.
+		for {
+			err := w.WriteMessages(ctx, msgs[i:min(i+1000, len(msgs))]...)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, kafka.UnknownTopicOrPartition) || ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	t.Logf("%d samples (%d distinct keys) in %d messages, produced in %s", key, key, len(msgs), time.Since(produced).Round(time.Millisecond))

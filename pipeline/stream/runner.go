@@ -161,8 +161,7 @@ type Runner struct {
 	savedUpTo int64
 	states    []skew.JobState
 
-	lastWrite    time.Time // when pending findings were last written
-	lastDelivery time.Time // when a message was last processed
+	lastWrite time.Time // when pending findings were last written
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -293,6 +292,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			}
 		case <-tick.C:
+			r.advance() // partitions that went idle stop holding it back
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
@@ -428,15 +428,6 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 		p.maxTS = max(p.maxTS, ts)
 	}
 	now := r.now()
-	if gap := now.Sub(r.lastDelivery); !r.lastDelivery.IsZero() && gap > time.Second {
-		// Nothing at all was delivered for a while (the runner was paused
-		// on the sink, or every fetch stalled): that time does not count
-		// toward any partition's idleness.
-		for _, p := range r.wms {
-			p.seen = p.seen.Add(gap)
-		}
-	}
-	r.lastDelivery = now
 	if p := r.wms[k]; p != nil {
 		// Its first message ends a partition's wait, whatever it held: a
 		// partition of skipped or bad records has no event time to hold
@@ -462,13 +453,13 @@ type partWatermark struct {
 // that delivered within IdleTimeout, minus the stage's delay. A listed
 // partition still waiting for its first message holds it where it is.
 //
-// Idleness is time in which other partitions delivered: while the runner
-// is paused (the sink is away, so nothing is fetched) no partition can
+// Idleness is wall-clock time minus the time the runner was paused on the
+// sink: while it is paused nothing is fetched, so no partition can
 // deliver, and none may count as idle for it, or the first partition to
 // deliver after the pause would move the watermark past the others'
-// records. process shifts every partition's last delivery by such gaps.
+// records (see unpause).
 func (r *Runner) advance() {
-	now := r.lastDelivery
+	now := r.now()
 	low, any := int64(0), false
 	for _, p := range r.wms {
 		if p.waiting {
@@ -574,6 +565,15 @@ func (r *Runner) flush(ctx context.Context) error {
 	return nil
 }
 
+// unpause moves every partition's last delivery on by d, the time the
+// runner was paused on the sink, so that the pause counts toward no
+// partition's idleness.
+func (r *Runner) unpause(d time.Duration) {
+	for _, p := range r.wms {
+		p.seen = p.seen.Add(d)
+	}
+}
+
 // fatal is implemented by sink errors that a retry cannot fix.
 type fatal interface{ Fatal() bool }
 
@@ -586,9 +586,13 @@ type fatal interface{ Fatal() bool }
 // restart. Each attempt writes a new version: a later write replaces.
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 100 * time.Millisecond
+	start := r.now()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
+			if attempt > 1 {
+				r.unpause(r.now().Sub(start))
+			}
 			return nil
 		}
 		var f fatal
