@@ -220,25 +220,11 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		release, ok := s.acquire(w)
+		ctx, ovs, done, ok := s.beginWrite(w, r)
 		if !ok {
 			return
 		}
-		defer release()
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-		defer cancel()
-		unlock, err := s.lockWrites(ctx)
-		if err != nil {
-			s.storeError(w, "lock writes", err)
-			return
-		}
-		defer unlock()
-
-		ovs, err := s.store.Overrides(ctx)
-		if err != nil {
-			s.storeError(w, "overrides", err)
-			return
-		}
+		defer done()
 		existing, taskOvs := findOverride(ovs, t, action, o.Key)
 		if existing == nil && len(taskOvs) >= s.cfg.MaxOverridesPerTask {
 			writeError(w, http.StatusConflict, fmt.Sprintf("the task has %d overrides, the most allowed; delete some first", len(taskOvs)))
@@ -321,24 +307,11 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "key: only for exclude")
 		return
 	}
-	release, ok := s.acquire(w)
+	ctx, ovs, done, ok := s.beginWrite(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	unlock, err := s.lockWrites(ctx)
-	if err != nil {
-		s.storeError(w, "lock writes", err)
-		return
-	}
-	defer unlock()
-	ovs, err := s.store.Overrides(ctx)
-	if err != nil {
-		s.storeError(w, "overrides", err)
-		return
-	}
+	defer done()
 	existing, _ := findOverride(ovs, t, action, key)
 	if existing == nil {
 		writeError(w, http.StatusNotFound, "no such override")
@@ -387,6 +360,34 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// beginWrite starts a change of the overrides: it takes a store slot and
+// the write lock (writes through one Server are serialised, so the
+// overrides read here are still current when the change is stored) and
+// reads the active overrides. When ok is false the answer has been
+// written; otherwise call done when the change is over.
+func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request) (ctx context.Context, ovs []plans.Override, done func(), ok bool) {
+	release, ok := s.acquire(w)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		cancel()
+		release()
+		s.storeError(w, "lock writes", err)
+		return nil, nil, nil, false
+	}
+	done = func() { unlock(); cancel(); release() }
+	ovs, err = s.store.Overrides(ctx)
+	if err != nil {
+		done()
+		s.storeError(w, "overrides", err)
+		return nil, nil, nil, false
+	}
+	return ctx, ovs, done, true
 }
 
 // findOverride returns the active override of task t with action and key
