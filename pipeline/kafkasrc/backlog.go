@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -99,14 +98,6 @@ func backlog(ctx context.Context, brokers []string, group string, topics []strin
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b kafka.Partition) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return a.ID - b.ID
-	})
+	sortPartitions(out)
 	return out, nil
 }

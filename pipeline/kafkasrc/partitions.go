@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -49,14 +50,16 @@ func partitions(ctx context.Context, cl *kafka.Client, topics []string) ([]kafka
 			out = append(out, kafka.Partition{Topic: t.Name, ID: p.ID})
 		}
 	}
-	slices.SortFunc(out, func(a, b kafka.Partition) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
+	sortPartitions(out)
+	return out, nil
+}
+
+// sortPartitions orders partitions by topic, then partition.
+func sortPartitions(ps []kafka.Partition) {
+	slices.SortFunc(ps, func(a, b kafka.Partition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
 		}
 		return a.ID - b.ID
 	})
-	return out, nil
 }
