@@ -162,6 +162,7 @@ type Runner struct {
 	states    []skew.JobState
 
 	lastWrite time.Time // when pending findings were last written
+	delivered bool      // a message has been processed
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -243,12 +244,14 @@ func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := r.now()
+	// Listed partitions wait from the first message of any partition on
+	// (see process): joining the consumer group takes seconds, and their
+	// grace must not run out before anything could be delivered.
 	for _, p := range r.cfg.Partitions {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{seen: start, waiting: true, hold: r.cfg.StartupGrace}
+		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.StartupGrace}
 	}
 	for _, p := range r.cfg.Backlog {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{seen: start, waiting: true, hold: r.cfg.IdleTimeout}
+		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.IdleTimeout}
 	}
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
@@ -428,6 +431,12 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 		p.maxTS = max(p.maxTS, ts)
 	}
 	now := r.now()
+	if !r.delivered {
+		r.delivered = true
+		for _, p := range r.wms {
+			p.seen = now // the listed partitions' wait starts now
+		}
+	}
 	if p := r.wms[k]; p != nil {
 		// Its first message ends a partition's wait, whatever it held: a
 		// partition of skipped or bad records has no event time to hold

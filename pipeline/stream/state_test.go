@@ -125,24 +125,35 @@ func TestRunnerStartupHold(t *testing.T) {
 	}
 	both := []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
 	silent := append(both, kafka.Partition{Topic: "flink", ID: 2})
+	type holdConfig struct {
+		Config
+		startDelay time.Duration
+	}
 	for _, tc := range []struct {
 		name         string
-		cfg          Config
+		cfg          holdConfig
 		wantLate     bool
 		wantFindings bool
 	}{
-		{"unlisted", Config{}, true, true},
-		{"listed", Config{Partitions: both}, false, true},
-		{"backlog", Config{Backlog: both}, false, true},
-		{"silent partition, grace over", Config{Partitions: silent, StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}, true, true},
-		{"silent backlog partition holds", Config{Partitions: silent, Backlog: silent, IdleTimeout: time.Hour}, false, false},
+		{"unlisted", holdConfig{}, true, true},
+		{"listed", holdConfig{Config: Config{Partitions: both}}, false, true},
+		{"backlog", holdConfig{Config: Config{Backlog: both}}, false, true},
+		{"silent partition, grace over", holdConfig{Config: Config{Partitions: silent, StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}}, true, true},
+		{"silent backlog partition holds", holdConfig{Config: Config{Partitions: silent, Backlog: silent, IdleTimeout: time.Hour}}, false, false},
+		// The first message comes 200 ms after Run starts (a consumer
+		// group joining): the 100 ms grace starts only then.
+		{"grace starts with the first message", holdConfig{Config{Partitions: both, StartupGrace: 100 * time.Millisecond}, 200 * time.Millisecond}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, _ := skew.New(skew.Config{})
 			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
 			tc.cfg.FlushInterval = 5 * time.Millisecond
 			sink := &fakeSink{}
-			r, err := New(tc.cfg, &fakeSource{msgs: msgs}, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+			var src Source = &fakeSource{msgs: msgs}
+			if tc.cfg.startDelay > 0 {
+				src = &slowStart{Source: src, delay: tc.cfg.startDelay}
+			}
+			r, err := New(tc.cfg.Config, src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,6 +168,21 @@ func TestRunnerStartupHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowStart delays the first Fetch, as joining a consumer group does.
+type slowStart struct {
+	Source
+	delay   time.Duration
+	started bool
+}
+
+func (s *slowStart) Fetch(ctx context.Context) (kafka.Message, error) {
+	if !s.started {
+		s.started = true
+		time.Sleep(s.delay)
+	}
+	return s.Source.Fetch(ctx)
 }
 
 type advancingSink struct {
