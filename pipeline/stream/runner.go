@@ -178,16 +178,21 @@ func (r *Runner) Progress() (messages, findings int64) {
 }
 
 type metrics struct {
-	messages     *prometheus.CounterVec
-	lines        *prometheus.CounterVec
-	findings     *prometheus.CounterVec
-	queue        prometheus.Gauge
-	flush        prometheus.Histogram
-	commits      prometheus.Counter
-	watermark    prometheus.Gauge
-	pending      prometheus.Gauge
-	writeRetries prometheus.Counter
-	stateSaves   prometheus.Counter
+	messages *prometheus.CounterVec
+	lines    *prometheus.CounterVec
+	// The per-record outcomes and per-topic message counters, resolved
+	// once: a label lookup per record cost more than decoding it.
+	outcomeSample, outcomeMetric, outcomeSkipped  prometheus.Counter
+	outcomeLate, outcomeReplayed, outcomeRejected prometheus.Counter
+	byTopic                                       map[string]prometheus.Counter
+	findings                                      *prometheus.CounterVec
+	queue                                         prometheus.Gauge
+	flush                                         prometheus.Histogram
+	commits                                       prometheus.Counter
+	watermark                                     prometheus.Gauge
+	pending                                       prometheus.Gauge
+	writeRetries                                  prometheus.Counter
+	stateSaves                                    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -207,10 +212,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
 			Help: "Saves of the engine's cross-window state, each after the findings of the windows that changed it."}),
 	}
+	m.outcomeSample, m.outcomeMetric = m.lines.WithLabelValues("sample"), m.lines.WithLabelValues("metric")
+	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
+	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
+	m.byTopic = map[string]prometheus.Counter{}
 	if reg != nil {
 		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves)
 	}
 	return m
+}
+
+// message returns the messages counter of a topic. Only the runner's
+// goroutine calls it.
+func (m *metrics) message(topic string) prometheus.Counter {
+	c := m.byTopic[topic]
+	if c == nil {
+		c = m.messages.WithLabelValues(topic)
+		m.byTopic[topic] = c
+	}
+	return c
 }
 
 // New returns a Runner that feeds stage. Offsets are held by the stage's
@@ -367,7 +387,7 @@ func (r *Runner) fetch(ctx context.Context, queue chan<- []kafka.Message, errc c
 
 // process decodes one message (one or more lines) into the window stage.
 func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
-	r.m.messages.WithLabelValues(msg.Topic).Inc()
+	r.m.message(msg.Topic).Inc()
 	r.messages.Add(1)
 	k := partKey{msg.Topic, msg.Partition}
 	r.ledger.consumed(k, msg.Offset)
@@ -399,25 +419,25 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 			ts = r.dec.Metric.TS
 			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
 		default:
-			r.m.lines.WithLabelValues("skipped").Inc()
+			r.m.outcomeSkipped.Inc()
 			continue
 		}
 		switch {
 		case v == skew.Late:
-			r.m.lines.WithLabelValues("late").Inc()
+			r.m.outcomeLate.Inc()
 			continue
 		case v == skew.Replayed:
 			// Written before a restart; holds no window, so its offset may
 			// be committed.
-			r.m.lines.WithLabelValues("replayed").Inc()
+			r.m.outcomeReplayed.Inc()
 			continue
 		case v != skew.Accepted:
-			r.m.lines.WithLabelValues("rejected").Inc()
+			r.m.outcomeRejected.Inc()
 			continue
 		case kind == decode.KindKeySample:
-			r.m.lines.WithLabelValues("sample").Inc()
+			r.m.outcomeSample.Inc()
 		default:
-			r.m.lines.WithLabelValues("metric").Inc()
+			r.m.outcomeMetric.Inc()
 		}
 		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
 		p := r.wms[k]
