@@ -157,23 +157,15 @@ type Runner struct {
 	wms     map[partKey]*partWatermark
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
-	// savedUpTo is the watermark window whose engine state was last
-	// handed to the writer.
+	// savedUpTo is the watermark window whose engine state was last saved.
 	savedUpTo int64
+	states    []skew.JobState
 
-	lastWrite time.Time // when pending findings were last handed to the writer
+	lastWrite time.Time // when pending findings were last written
 	delivered bool      // a message has been processed
 
 	stopOnce sync.Once
 	stop     chan struct{}
-
-	// The writer goroutine (see writer): jobs it has not taken yet (one at
-	// most), the error that stopped it, and its lifetime.
-	jobs       chan *flushJob
-	jobsClosed bool
-	werr       chan error
-	wdone      chan struct{}
-	wcancel    context.CancelFunc
 
 	// Progress counters, readable from any goroutine.
 	messages, written atomic.Int64
@@ -287,20 +279,6 @@ func (r *Runner) Run(ctx context.Context) error {
 	queue := make(chan []kafka.Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
 	go r.fetch(ctx, queue, fetchErr)
-	// Writes and commits run on their own goroutine, so that consumption
-	// goes on while ClickHouse takes an insert. Its context outlives ctx:
-	// the final flush needs it, bounded by FinalFlushTimeout.
-	var wctx context.Context
-	wctx, r.wcancel = context.WithCancel(context.WithoutCancel(ctx))
-	r.jobs, r.werr, r.wdone = make(chan *flushJob, 1), make(chan error, 1), make(chan struct{})
-	go r.writer(wctx, ctx)
-	defer func() {
-		if !r.jobsClosed {
-			close(r.jobs)
-		}
-		r.wcancel()
-		<-r.wdone
-	}()
 	tick := time.NewTicker(r.cfg.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -341,8 +319,6 @@ func (r *Runner) Run(ctx context.Context) error {
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
-		case err := <-r.werr:
-			return err
 		case <-r.stop:
 			cancel()
 			return r.finalFlush(ctx)
@@ -536,154 +512,85 @@ func (r *Runner) advance() {
 	}
 }
 
-// finalFlush is the flush when Run ends: it hands the writer its last job
-// and waits until the writer is done, at most FinalFlushTimeout (the
-// writer's context is cancelled then).
+// finalFlush is the flush when Run ends: it outlives ctx (the caller's
+// cancellation is what ended Run) but not FinalFlushTimeout.
 func (r *Runner) finalFlush(ctx context.Context) error {
-	t := time.AfterFunc(r.cfg.FinalFlushTimeout, r.wcancel)
-	defer t.Stop()
-	err := r.flush(ctx)
-	close(r.jobs)
-	r.jobsClosed = true
-	<-r.wdone
-	select {
-	case werr := <-r.werr:
-		if err == nil {
-			err = werr
-		}
-	default:
-	}
-	return err
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalFlushTimeout)
+	defer cancel()
+	return r.flush(ctx)
 }
 
-// flushJob is one hand-off from the actor to the writer: findings to
-// write, then (when windows closed) the engine state to save and the event
-// time to advance the sink to, then the offsets to commit. The writer does
-// the jobs in order, so offsets are committed only after everything they
-// depend on is stored.
-type flushJob struct {
-	findings  []skew.Finding
-	states    []skew.JobState
-	advance   bool
-	advanceTo int64
-	commits   []commitPoint
-}
-
-// flush hands the writer what is ready: pending findings, and, when
-// windows have closed since the last flush, the engine's state and the
-// offsets those windows free. It blocks while the writer has a job
-// waiting already (the sink is slow or away): consumption pauses, the
-// fetch queue fills, and memory stays bounded.
+// flush writes pending findings, then commits every offset that no open
+// window holds any more.
 func (r *Runner) flush(ctx context.Context) error {
-	job := &flushJob{}
+	start := r.now()
 	if len(r.pending) > 0 {
-		job.findings = r.pending
-		r.pending = nil
+		write := func(ctx context.Context) error {
+			return r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
+		}
+		if err := r.retry(ctx, fmt.Sprintf("write %d findings", len(r.pending)), write); err != nil {
+			return err
+		}
 		r.lastWrite = r.now()
+		r.written.Add(int64(len(r.pending)))
+		for i := range r.pending {
+			f := &r.pending[i]
+			r.m.findings.WithLabelValues(f.Kind).Inc()
+			if r.onFind != nil {
+				r.onFind(f)
+			}
+		}
+		clear(r.pending)
+		r.pending = r.pending[:0]
 		r.m.pending.Set(0)
 	}
-	// Windows before the watermark's window are closed.
+	// Windows before the watermark's window are closed and now written.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
 	closedUpTo := r.stage.WindowStart(wm)
 	if wm == math.MinInt64 {
 		closedUpTo = wm
 	}
-	// The engine's state changes only when windows close. It is saved
-	// after their findings and before the offsets they free are
-	// committed: a restart then resumes from a state that matches the
-	// committed offsets (see skew.Engine.Snapshot).
+	// The engine's state changes only when windows close. Save it after
+	// their findings and before the offsets they free are committed:
+	// a restart then resumes from a state that matches the committed
+	// offsets (see skew.Engine.Snapshot).
 	if closedUpTo > r.savedUpTo {
 		if r.state != nil {
-			job.states = r.stage.Snapshot(nil)
+			r.states = r.stage.Snapshot(r.states[:0])
+			if len(r.states) > 0 {
+				save := func(ctx context.Context) error {
+					return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
+				}
+				if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
+					return err
+				}
+				r.m.stateSaves.Inc()
+			}
 		}
-		job.advance, job.advanceTo = true, closedUpTo
+		if adv, ok := r.sink.(Advancer); ok {
+			advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(closedUpTo)) }
+			if err := r.retry(ctx, "advance the sink's event time", advance); err != nil {
+				return err
+			}
+		}
 		r.savedUpTo = closedUpTo
 	}
 	r.ledger.release(closedUpTo)
-	job.commits = r.ledger.pending()
-	// Handed over: a failed job stops the runner, and a restart reads
-	// from what was really committed.
-	r.ledger.committed(job.commits)
-	if len(job.findings) == 0 && len(job.states) == 0 && !job.advance && len(job.commits) == 0 {
-		return nil
-	}
-	select {
-	case r.jobs <- job:
-		return nil
-	default:
-	}
-	start := r.now()
-	select {
-	case r.jobs <- job:
-		// Nothing was fetched while the writer was behind: that time
-		// counts toward no partition's idleness.
-		r.unpause(r.now().Sub(start))
-		return nil
-	case err := <-r.werr:
-		return err
-	}
-}
-
-// writer does the jobs in order until jobs is closed or one fails; the
-// error goes to werr. wctx bounds its calls to the sink and the source;
-// runCtx ending makes it stop retrying.
-func (r *Runner) writer(wctx, runCtx context.Context) {
-	defer close(r.wdone)
-	for job := range r.jobs {
-		if err := r.do(wctx, runCtx, job); err != nil {
-			r.werr <- err
-			return
-		}
-	}
-}
-
-// do runs one job: write, save, advance, commit.
-func (r *Runner) do(ctx, runCtx context.Context, job *flushJob) error {
-	start := time.Now()
-	if len(job.findings) > 0 {
-		write := func(ctx context.Context) error {
-			return r.sink.Write(ctx, uint64(time.Now().UnixNano()), job.findings)
-		}
-		if err := r.retry(ctx, runCtx, fmt.Sprintf("write %d findings", len(job.findings)), write); err != nil {
-			return err
-		}
-		r.written.Add(int64(len(job.findings)))
-		for i := range job.findings {
-			f := &job.findings[i]
-			r.m.findings.WithLabelValues(f.Kind).Inc()
-			if r.onFind != nil {
-				r.onFind(f)
-			}
-		}
-	}
-	if len(job.states) > 0 {
-		save := func(ctx context.Context) error {
-			return r.state.SaveState(ctx, r.cfg.Group, uint64(time.Now().UnixNano()), job.states)
-		}
-		if err := r.retry(ctx, runCtx, fmt.Sprintf("save engine state of %d jobs", len(job.states)), save); err != nil {
-			return err
-		}
-		r.m.stateSaves.Inc()
-	}
-	if adv, ok := r.sink.(Advancer); ok && job.advance {
-		advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(job.advanceTo)) }
-		if err := r.retry(ctx, runCtx, "advance the sink's event time", advance); err != nil {
-			return err
-		}
-	}
-	if len(job.commits) > 0 {
-		msgs := make([]kafka.Message, len(job.commits))
-		for i, cp := range job.commits {
+	cps := r.ledger.pending()
+	if len(cps) > 0 {
+		msgs := make([]kafka.Message, len(cps))
+		for i, cp := range cps {
 			// kafka-go commits the offset after the message given.
 			msgs[i] = kafka.Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1}
 		}
 		if err := r.src.Commit(ctx, msgs...); err != nil {
 			return fmt.Errorf("commit offsets: %w", err)
 		}
+		r.ledger.committed(cps)
 		r.m.commits.Inc()
 	}
-	r.m.flush.Observe(time.Since(start).Seconds())
+	r.m.flush.Observe(r.now().Sub(start).Seconds())
 	return nil
 }
 
@@ -706,11 +613,15 @@ type fatal interface{ Fatal() bool }
 // nothing is lost. A fatal error, ctx ending, or Stop ends the wait with an
 // error; the offsets are then not committed and are read again after a
 // restart. Each attempt writes a new version: a later write replaces.
-func (r *Runner) retry(ctx, runCtx context.Context, what string, fn func(context.Context) error) error {
+func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 100 * time.Millisecond
+	start := r.now()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
+			if attempt > 1 {
+				r.unpause(r.now().Sub(start))
+			}
 			return nil
 		}
 		var f fatal
@@ -725,8 +636,6 @@ func (r *Runner) retry(ctx, runCtx context.Context, what string, fn func(context
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
-		case <-runCtx.Done():
-			return fmt.Errorf("%s: %w (gave up: %v)", what, err, runCtx.Err())
 		case <-r.stop:
 			return fmt.Errorf("%s: %w (gave up: stopping)", what, err)
 		}
