@@ -482,11 +482,12 @@ type partWatermark struct {
 // that delivered within IdleTimeout, minus the stage's delay. A listed
 // partition still waiting for its first message holds it where it is.
 //
-// Idleness is wall-clock time minus the time the runner was paused on the
-// sink: while it is paused nothing is fetched, so no partition can
-// deliver, and none may count as idle for it, or the first partition to
-// deliver after the pause would move the watermark past the others'
-// records (see unpause).
+// Idleness is wall-clock time minus the time the actor spent in flushes:
+// while it writes (or waits for an absent sink, or for a commit across a
+// broker restart) nothing is consumed, so no partition can deliver, and
+// none may count as idle for it, or the first partition to deliver after
+// the pause would move the watermark past the others' records (see
+// unpause).
 func (r *Runner) advance() {
 	now := r.now()
 	low, any := int64(0), false
@@ -590,13 +591,15 @@ func (r *Runner) flush(ctx context.Context) error {
 		r.ledger.committed(cps)
 		r.m.commits.Inc()
 	}
-	r.m.flush.Observe(r.now().Sub(start).Seconds())
+	took := r.now().Sub(start)
+	r.m.flush.Observe(took.Seconds())
+	r.unpause(took)
 	return nil
 }
 
 // unpause moves every partition's last delivery on by d, the time the
-// runner was paused on the sink, so that the pause counts toward no
-// partition's idleness.
+// actor spent in a flush (writing, retrying, committing), consuming
+// nothing, so that it counts toward no partition's idleness.
 func (r *Runner) unpause(d time.Duration) {
 	for _, p := range r.wms {
 		p.seen = p.seen.Add(d)
@@ -615,13 +618,9 @@ type fatal interface{ Fatal() bool }
 // restart. Each attempt writes a new version: a later write replaces.
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 100 * time.Millisecond
-	start := r.now()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
-			if attempt > 1 {
-				r.unpause(r.now().Sub(start))
-			}
 			return nil
 		}
 		var f fatal
