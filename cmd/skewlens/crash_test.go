@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,16 +189,8 @@ func tableRows(ctx context.Context, t *testing.T, conn ch.Conn, db, table string
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	slicesSort(out)
+	slices.Sort(out)
 	return out
-}
-
-func slicesSort(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 func firstDiff(got, want []string) string {
