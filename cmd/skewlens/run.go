@@ -170,11 +170,7 @@ func (c *runCmd) Run(e *env) error {
 	if len(states) > 0 {
 		log.Info("resumed engine state", "group", c.Group, "jobs", len(states))
 	}
-	parts, err := kafkasrc.Partitions(ctx, brokers, c.Topics)
-	if err != nil {
-		return err
-	}
-	backlog, err := kafkasrc.Backlog(ctx, brokers, c.Group, c.Topics, false)
+	parts, backlog, err := kafkasrc.Backlog(ctx, brokers, c.Group, c.Topics, false)
 	if err != nil {
 		return err
 	}

@@ -4,21 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 )
 
-// Backlog returns the partitions of the topics that hold records the
-// consumer group has not read yet: its committed offset (or, without one,
-// the start of the partition, or its end when startFromLatest) is below
-// the partition's end. The pipeline lets each of them hold its watermark
-// back until it delivers, so that draining a backlog partition by
-// partition does not make the slower partitions' records late. It blocks
-// for three broker round trips, retrying transient errors (a coordinator
-// still loading on a fresh broker) with backoff until ctx ends; a ctx
-// without deadline gets 30 s.
-func Backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) ([]kafka.Partition, error) {
+// Backlog returns every partition of the topics (all) and those that hold
+// records the consumer group has not read yet (unread): its committed
+// offset (or, without one, the start of the partition, or its end when
+// startFromLatest) is below the partition's end. Both are ordered by topic
+// and partition. The pipeline lets each partition hold its watermark back
+// at startup until it delivers (see stream.Config.Partitions and
+// Backlog). It blocks for three broker round trips, retrying transient
+// errors (a broker still starting, a coordinator still loading) with
+// backoff until ctx ends; a ctx without deadline gets 30 s.
+func Backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) (all, unread []kafka.Partition, err error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
@@ -26,47 +28,48 @@ func Backlog(ctx context.Context, brokers []string, group string, topics []strin
 	}
 	var b backoff
 	for {
-		out, err := backlog(ctx, brokers, group, topics, startFromLatest)
+		all, unread, err = backlog(ctx, brokers, group, topics, startFromLatest)
 		if err == nil || !transient(err) || ctx.Err() != nil {
-			return out, err
+			return all, unread, err
 		}
 		if serr := sleep(ctx, b.delay()); serr != nil {
-			return nil, fmt.Errorf("%w (last error: %v)", serr, err)
+			return nil, nil, fmt.Errorf("%w (last error: %v)", serr, err)
 		}
 	}
 }
 
-func backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) ([]kafka.Partition, error) {
+func backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) (all, unread []kafka.Partition, err error) {
 	tr := &kafka.Transport{DialTimeout: 5 * time.Second}
 	defer tr.CloseIdleConnections()
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
-		return nil, fmt.Errorf("kafkasrc: backlog: metadata: %w", err)
+		return nil, nil, fmt.Errorf("kafkasrc: backlog: metadata: %w", err)
 	}
 	ids := map[string][]int{}
 	req := map[string][]kafka.OffsetRequest{}
 	for _, t := range md.Topics {
 		if t.Error != nil {
-			return nil, fmt.Errorf("kafkasrc: backlog: topic %s: %w", t.Name, t.Error)
+			return nil, nil, fmt.Errorf("kafkasrc: backlog: topic %s: %w", t.Name, t.Error)
 		}
 		for _, p := range t.Partitions {
+			all = append(all, kafka.Partition{Topic: t.Name, ID: p.ID})
 			ids[t.Name] = append(ids[t.Name], p.ID)
 			req[t.Name] = append(req[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
 		}
 	}
 	offs, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
 	if err != nil {
-		return nil, fmt.Errorf("kafkasrc: backlog: list offsets: %w", err)
+		return nil, nil, fmt.Errorf("kafkasrc: backlog: list offsets: %w", err)
 	}
 	committed, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: ids})
 	if err != nil {
-		return nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, err)
+		return nil, nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, err)
 	}
 	// A group that never committed is "not found" on some brokers (kfake)
 	// and has offset -1 everywhere on others: both mean no position yet.
 	if committed.Error != nil && !errors.Is(committed.Error, kafka.GroupIdNotFound) {
-		return nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, committed.Error)
+		return nil, nil, fmt.Errorf("kafkasrc: backlog: committed offsets of group %s: %w", group, committed.Error)
 	}
 	type tp struct {
 		topic string
@@ -80,11 +83,10 @@ func backlog(ctx context.Context, brokers []string, group string, topics []strin
 			}
 		}
 	}
-	var out []kafka.Partition
 	for topic, ps := range offs.Topics {
 		for _, p := range ps {
 			if p.Error != nil {
-				return nil, fmt.Errorf("kafkasrc: backlog: offsets of %s/%d: %w", topic, p.Partition, p.Error)
+				return nil, nil, fmt.Errorf("kafkasrc: backlog: offsets of %s/%d: %w", topic, p.Partition, p.Error)
 			}
 			at, ok := pos[tp{topic, p.Partition}]
 			if !ok {
@@ -94,10 +96,21 @@ func backlog(ctx context.Context, brokers []string, group string, topics []strin
 				}
 			}
 			if at < p.LastOffset {
-				out = append(out, kafka.Partition{Topic: topic, ID: p.Partition})
+				unread = append(unread, kafka.Partition{Topic: topic, ID: p.Partition})
 			}
 		}
 	}
-	sortPartitions(out)
-	return out, nil
+	sortPartitions(all)
+	sortPartitions(unread)
+	return all, unread, nil
+}
+
+// sortPartitions orders partitions by topic, then partition.
+func sortPartitions(ps []kafka.Partition) {
+	slices.SortFunc(ps, func(a, b kafka.Partition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return a.ID - b.ID
+	})
 }

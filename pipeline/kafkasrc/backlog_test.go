@@ -42,12 +42,15 @@ func TestBacklog(t *testing.T) {
 	}
 	check := func(name string, latest bool, exp []kafka.Partition) {
 		t.Helper()
-		got, err := Backlog(ctx, brokers, "g", []string{"bl"}, latest)
+		all, got, err := Backlog(ctx, brokers, "g", []string{"bl"}, latest)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if !reflect.DeepEqual(got, exp) {
 			t.Fatalf("%s: backlog %v, want %v", name, got, exp)
+		}
+		if !reflect.DeepEqual(all, want(0, 1, 2)) {
+			t.Fatalf("%s: partitions %v, want all three", name, all)
 		}
 	}
 	check("new group", false, want(0, 2))
@@ -66,4 +69,30 @@ func TestBacklog(t *testing.T) {
 		}
 	}
 	check("after commits", false, want(2))
+}
+
+// TestBacklogAllPartitions lists every partition of several topics, in
+// order, and reports a missing topic once ctx ends.
+func TestBacklogAllPartitions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "pa"), kfake.SeedTopics(2, "pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	all, unread, err := Backlog(ctx, c.ListenAddrs(), "g", []string{"pb", "pa"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []kafka.Partition{{Topic: "pa", ID: 0}, {Topic: "pa", ID: 1}, {Topic: "pa", ID: 2}, {Topic: "pb", ID: 0}, {Topic: "pb", ID: 1}}
+	if !reflect.DeepEqual(all, want) || len(unread) != 0 {
+		t.Fatalf("partitions %v, unread %v; want %v and none unread", all, unread, want)
+	}
+	// A missing topic may still be on its way: retried until ctx ends.
+	short, cancel2 := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel2()
+	if _, _, err := Backlog(short, c.ListenAddrs(), "g", []string{"missing"}, false); err == nil {
+		t.Fatal("no error for a missing topic")
+	}
 }

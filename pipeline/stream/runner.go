@@ -75,7 +75,7 @@ type Config struct {
 	// delivered recently, minus the stage's delay, as in Flink.
 	IdleTimeout time.Duration
 	// Partitions lists the partitions of the consumed topics
-	// (kafkasrc.Partitions). Each holds the watermark back from the start
+	// (kafkasrc.Backlog). Each holds the watermark back from the start
 	// until it delivers a message, or for StartupGrace (of deliveries by
 	// others) if it does not: it is empty, or another instance of the
 	// group reads it. Without it, the partition whose reader starts first
@@ -83,7 +83,7 @@ type Config struct {
 	// kafka-go starts reading a moment later, and make them late.
 	Partitions []kafka.Partition
 	// Backlog lists the partitions that hold unread records at startup
-	// (kafkasrc.Backlog). They hold the watermark for up to IdleTimeout
+	// (kafkasrc.Backlog too). They hold the watermark for up to IdleTimeout
 	// instead of StartupGrace: a restart after a crash drains them
 	// partition by partition.
 	Backlog []kafka.Partition
