@@ -43,8 +43,12 @@ import org.slf4j.LoggerFactory;
 public final class LineSender implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LineSender.class);
 
-    /** What to send where. Defaults are stated on each field. */
-    public static final class Config {
+    /**
+     * What to send where. Defaults are stated on each field. Serializable so
+     * that a job can build it on the client and ship it inside a function.
+     */
+    public static final class Config implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
         /** Kafka bootstrap servers; required. */
         public String bootstrapServers;
         /** The topic; required. */
@@ -56,11 +60,16 @@ public final class LineSender implements AutoCloseable {
         /** How long the sender waits for more lines before it sends; default 200 ms. */
         public Duration lingerTime = Duration.ofMillis(200);
         /** Extra producer settings (for example security); they win over the defaults. */
-        public Map<String, String> producer = new HashMap<>();
-        /** The producer's client.id; default "skewlens". */
-        public String clientId = "skewlens";
+        public HashMap<String, String> producer = new HashMap<>();
+        /**
+         * The producer's client.id; default (null) "skewlens-" + topic, so
+         * that the reporter's and the sampler's producers in one JVM do not
+         * clash in JMX.
+         */
+        public String clientId;
 
-        void validate() {
+        /** Checks every field; throws IllegalArgumentException naming the first bad one. */
+        public void validate() {
             if (bootstrapServers == null || bootstrapServers.isBlank()) {
                 throw new IllegalArgumentException("bootstrap.servers is required");
             }
@@ -73,15 +82,33 @@ public final class LineSender implements AutoCloseable {
             if (maxRecordBytes < 1024) {
                 throw new IllegalArgumentException("max record bytes must be >= 1024, got " + maxRecordBytes);
             }
-            if (lingerTime.isNegative()) {
+            if (lingerTime == null || lingerTime.isNegative()) {
                 throw new IllegalArgumentException("linger time must not be negative");
             }
+        }
+
+        String clientIdOrDefault() {
+            return clientId != null && !clientId.isBlank() ? clientId : "skewlens-" + topic;
+        }
+
+        /** A deep copy, so that a running sender never sees its caller's later edits. */
+        public Config copy() {
+            Config c = new Config();
+            c.bootstrapServers = bootstrapServers;
+            c.topic = topic;
+            c.maxQueuedLines = maxQueuedLines;
+            c.maxRecordBytes = maxRecordBytes;
+            c.lingerTime = lingerTime;
+            c.producer = new HashMap<>(producer == null ? Map.of() : producer);
+            c.clientId = clientId;
+            return c;
         }
 
         /** The identity of a shared sender: configurations that are equal share one. */
         String identity() {
             return bootstrapServers + "|" + topic + "|" + maxQueuedLines + "|" + maxRecordBytes + "|"
-                    + lingerTime + "|" + new java.util.TreeMap<>(producer) + "|" + clientId;
+                    + lingerTime + "|" + new java.util.TreeMap<>(producer == null ? Map.of() : producer) + "|"
+                    + clientIdOrDefault();
         }
     }
 
@@ -97,6 +124,10 @@ public final class LineSender implements AutoCloseable {
     private final AtomicLong failed = new AtomicLong();
     private volatile boolean closing;
     private volatile long lastFailureLog;
+    // Drops happen on the callers' (Flink's) threads; the sender thread logs
+    // them, at most once a minute, so that no Flink thread ever logs here.
+    private long droppedLogged;
+    private long lastDropLog;
     private boolean closed;
 
     /** Starts a sender with its own producer and thread. */
@@ -106,6 +137,7 @@ public final class LineSender implements AutoCloseable {
 
     /** For tests: a sender over the given producer (null: a KafkaProducer from cfg). */
     LineSender(Config cfg, Producer<String, byte[]> producer) {
+        cfg = cfg.copy();
         cfg.validate();
         this.cfg = cfg;
         this.queue = new ArrayBlockingQueue<>(cfg.maxQueuedLines);
@@ -118,7 +150,7 @@ public final class LineSender implements AutoCloseable {
     private static Producer<String, byte[]> newProducer(Config cfg) {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cfg.bootstrapServers);
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, cfg.clientId);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, cfg.clientIdOrDefault());
         p.put(ProducerConfig.ACKS_CONFIG, "1");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "20");
         // Only the sender thread blocks on these; short bounds keep close() quick
@@ -144,11 +176,15 @@ public final class LineSender implements AutoCloseable {
     }
 
     /**
-     * Queues one line (without its newline) of the given job. Returns false,
-     * and counts a drop, when the queue is full or the sender is closed. Never
+     * Queues one line (without its newline) of the given job (null or empty:
+     * a record without a key). Returns false, and counts a drop, when the
+     * queue is full or the sender is closed; a null line is ignored. Never
      * blocks.
      */
     public boolean offer(String jobId, String line) {
+        if (line == null) {
+            return false;
+        }
         if (closing || !queue.offer(new Line(Objects.requireNonNullElse(jobId, ""), line))) {
             dropped.incrementAndGet();
             return false;
@@ -180,6 +216,7 @@ public final class LineSender implements AutoCloseable {
         while (true) {
             try {
                 Line first = queue.poll(100, TimeUnit.MILLISECONDS);
+                logDrops();
                 if (first == null) {
                     if (closing) {
                         return;
@@ -248,6 +285,18 @@ public final class LineSender implements AutoCloseable {
         });
     }
 
+    private void logDrops() {
+        long d = dropped.get();
+        long now = System.currentTimeMillis();
+        if (d > droppedLogged && now - lastDropLog >= 60_000) {
+            LOG.warn("skewlens: dropped {} lines for Kafka topic {} at {} because the queue ({} lines) was full"
+                    + " ({} dropped in total); Kafka is slow or unreachable, or the queue is too small",
+                    d - droppedLogged, cfg.topic, cfg.bootstrapServers, cfg.maxQueuedLines, d);
+            droppedLogged = d;
+            lastDropLog = now;
+        }
+    }
+
     private void logFailure(Throwable err) {
         long now = System.currentTimeMillis();
         if (now - lastFailureLog >= 60_000) {
@@ -313,8 +362,22 @@ public final class LineSender implements AutoCloseable {
         }
     }
 
-    /** Releases a sender from {@link #acquire}; the last release closes it. */
+    /**
+     * Releases a sender from {@link #acquire}; the last release closes it,
+     * waiting at most 5 s for queued lines (see {@link #close(Duration)}).
+     */
     public static void release(LineSender sender) {
+        release(sender, Duration.ofSeconds(5));
+    }
+
+    /**
+     * Releases a sender from {@link #acquire}; the last release closes it,
+     * waiting at most {@code timeout} for queued lines to be sent.
+     */
+    public static void release(LineSender sender, Duration timeout) {
+        if (sender == null) {
+            return;
+        }
         synchronized (SHARED) {
             String id = sender.cfg.identity();
             Shared s = SHARED.get(id);
@@ -326,6 +389,6 @@ public final class LineSender implements AutoCloseable {
             }
             SHARED.remove(id);
         }
-        sender.close();
+        sender.close(timeout);
     }
 }
