@@ -1,0 +1,267 @@
+package io.github.skewlens.flink.salting;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Follows the current salting plan of one keyed task (job id and task
+ * name) from one source, {@code skewlens serve} over HTTP or the plans
+ * topic, and offers it to the record path.
+ *
+ * <p><b>Sharing.</b> There is one client (one poller thread, or one Kafka
+ * consumer thread) per JVM, configuration and job: {@link #acquire} returns
+ * the running one, or starts it, and counts a reference; {@link #release}
+ * drops the reference and stops the client with the last one. So all
+ * subtasks of a TaskManager share one thread and one connection.
+ *
+ * <p><b>Lookups never block.</b> The client's thread publishes the
+ * applicable plan as an immutable {@link SaltingPlan} through a volatile
+ * field; {@link #current()} and the record path read that field and nothing
+ * else: no lock, no I/O, no allocation.
+ *
+ * <p><b>When keys pass through unchanged</b> ({@link #current()} is null):
+ * before the first plan; when the source says there is none (HTTP 404, a
+ * tombstone on the topic); when the latest plan is invalid (it is logged,
+ * rate-limited, with the task and the reason); when the plan was routed for
+ * another parallelism pair than the keyed task's (logged once per version);
+ * and when the source has not answered for {@link SaltingConfig#unreachableGrace}.
+ * A newer plan replaces the current one; a version at or below the last one
+ * handled is a resend and is ignored, except after a retirement or after
+ * the source was unreachable, when any version is accepted.
+ *
+ * <p>Thread safety: {@link #acquire}, {@link #release}, {@link #current()},
+ * {@link #appliedVersion()} and {@link #awaitFirstAnswer} may be called from
+ * any thread. The package-private transition methods ({@code onPlan},
+ * {@code onRetired}, {@code contact}, {@code failure}) run on the client's
+ * own thread only (tests call them on an unstarted client).
+ */
+public abstract class PlanClient {
+    private static final Logger LOG = LoggerFactory.getLogger(PlanClient.class);
+
+    final SaltingConfig cfg;
+    final String jobId;
+    /** "task X of job J from SOURCE", for log lines. */
+    final String what;
+    final WarnLimiter warns = new WarnLimiter(LOG);
+
+    /** The applicable plan, or null: keys pass through. Written by the client's thread only. */
+    private volatile SaltingPlan current;
+    private final CountDownLatch firstAnswer = new CountDownLatch(1);
+
+    // Owned by the client's thread.
+    /** The last version handled (applied, refused for its parallelism, or invalid with a readable version); -1: none. */
+    private long version = -1;
+    private long lastContact;
+    private boolean unreachable;
+
+    PlanClient(SaltingConfig cfg, String jobId) {
+        this.cfg = cfg;
+        this.jobId = jobId;
+        this.what = "task " + SaltingPlan.q(cfg.taskName) + " of job " + jobId + " from " + cfg.describe();
+        this.lastContact = System.nanoTime();
+    }
+
+    /** The plan to apply now, or null when keys pass through unchanged. Never blocks. */
+    public final SaltingPlan current() {
+        return current;
+    }
+
+    /** The version of the plan applied now, or -1. Never blocks. */
+    public final long appliedVersion() {
+        SaltingPlan p = current;
+        return p == null ? -1 : p.version();
+    }
+
+    /** The record path's lookup: the salted keys of a hot key (the plan's own array: never modify it), or null. */
+    final String[] lookup(String key) {
+        SaltingPlan p = current;
+        return p == null ? null : p.lookup(key);
+    }
+
+    /**
+     * Waits up to timeout for the source's first answer (or first failure).
+     * Blocks the caller: call it from {@code open()}, never per record.
+     * Returns whether the source answered in time.
+     */
+    public final boolean awaitFirstAnswer(Duration timeout) {
+        try {
+            return firstAnswer.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Marks the first answer (or failure) of the source; see {@link #awaitFirstAnswer}. */
+    final void answered() {
+        firstAnswer.countDown();
+    }
+
+    // ---- Transitions (the client's thread only) ----
+
+    /** A plan's JSON arrived: parse, validate, apply or refuse it. */
+    final void onPlan(byte[] json) {
+        SaltingPlan p;
+        try {
+            p = SaltingPlan.parse(json, jobId, cfg.taskName, cfg.maxPlanBytes);
+        } catch (SaltingPlan.InvalidPlanException e) {
+            onInvalidPlan(e.getMessage(), e.version);
+            return;
+        }
+        if (p.version() <= version) {
+            LOG.debug("skewlens salting: plan v{} for {} ignored: version {} was already handled", p.version(), what, version);
+            return;
+        }
+        version = p.version();
+        if (p.parallelism() != cfg.parallelism || p.maxParallelism() != cfg.maxParallelism) {
+            // Its salted keys were routed for another parallelism: here they
+            // would land on other subtasks, so the plan would not balance anything.
+            current = null;
+            warns.warn("skewlens salting: plan v" + p.version() + " for parallelism " + p.parallelism() + "/"
+                    + p.maxParallelism() + " ignored: the keyed task runs at " + cfg.parallelism + "/"
+                    + cfg.maxParallelism + " (" + what + "); keys pass through unchanged");
+            return;
+        }
+        SaltingPlan before = current;
+        current = p;
+        LOG.info("skewlens salting: applying plan v{} for {}: {} hot keys{}", p.version(), what, p.hotKeys().size(),
+                before == null ? "" : " (replaces v" + before.version() + ")");
+    }
+
+    /** A plan that cannot be applied arrived (reason for the log; version when readable, else -1). */
+    final void onInvalidPlan(String reason, long planVersion) {
+        if (planVersion >= 0 && planVersion <= version) {
+            LOG.debug("skewlens salting: invalid plan v{} for {} ignored: version {} was already handled", planVersion, what, version);
+            return;
+        }
+        // The source's latest plan is this one; an older plan it replaced is
+        // not current any more, so keys pass through.
+        version = planVersion;
+        current = null;
+        warns.warn("skewlens salting: ignoring the plan" + (planVersion >= 0 ? " v" + planVersion : "") + " for " + what
+                + ": " + reason + "; keys pass through unchanged");
+    }
+
+    /** The source says the task has no plan (HTTP 404, a tombstone): keys pass through, any next version is accepted. */
+    final void onRetired(String why) {
+        SaltingPlan before = current;
+        current = null;
+        version = -1;
+        if (before != null) {
+            LOG.info("skewlens salting: plan v{} for {} retired ({}); keys pass through unchanged", before.version(), what, why);
+        }
+    }
+
+    /** The source answered at time now (System.nanoTime()). */
+    final void contact(long now) {
+        lastContact = now;
+        if (unreachable) {
+            unreachable = false;
+            LOG.info("skewlens salting: {} answers again", cfg.describe());
+        }
+    }
+
+    /**
+     * The source failed to answer at time now (System.nanoTime()). Logs the
+     * reason (rate-limited); once the source has not answered for the grace,
+     * drops the plan. Returns true when this call dropped it, so that the
+     * source reads the plan afresh when it answers again.
+     */
+    final boolean failure(String reason, long now) {
+        unreachable = true;
+        long silentNanos = now - lastContact;
+        SaltingPlan p = current;
+        boolean held = p != null || version >= 0;
+        if (held && silentNanos > cfg.unreachableGrace.toNanos()) {
+            current = null;
+            version = -1;
+            warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no answer for more than "
+                    + cfg.unreachableGrace.toSeconds() + " s, so " + (p == null ? "the plan" : "plan v" + p.version())
+                    + " for " + what + " is dropped: keys pass through unchanged until it answers");
+            return true;
+        }
+        if (p != null) {
+            warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; keeping plan v"
+                    + p.version() + " for " + what + " for up to " + cfg.unreachableGrace.toSeconds()
+                    + " s without an answer");
+        } else {
+            warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no plan for " + what
+                    + ": keys pass through unchanged until it answers");
+        }
+        return false;
+    }
+
+    // ---- Lifecycle ----
+
+    /** Starts the client's thread. */
+    abstract void start();
+
+    /** Stops the client's thread; waits for it briefly, never for a whole network timeout. */
+    abstract void stop();
+
+    private int refs;
+    private String identity;
+
+    private static final Map<String, PlanClient> SHARED = new HashMap<>();
+
+    /**
+     * Returns the JVM's client for this configuration and job, starting it
+     * on first use. Pair every call with one {@link #release}. Validates
+     * cfg (IllegalArgumentException). Does not wait for the first answer.
+     */
+    public static PlanClient acquire(SaltingConfig cfg, String jobId) {
+        cfg.validate();
+        if (jobId == null || jobId.isEmpty() || jobId.contains("/")) {
+            throw new IllegalArgumentException("salting: job id must be non-empty without '/', got \"" + jobId + "\"");
+        }
+        String id = cfg.identity(jobId);
+        synchronized (SHARED) {
+            PlanClient c = SHARED.get(id);
+            if (c == null) {
+                c = switch (cfg.source) {
+                    case HTTP -> new HttpPlanPoller(cfg, jobId);
+                    case KAFKA -> new KafkaPlanConsumer(cfg, jobId);
+                };
+                c.identity = id;
+                c.start();
+                SHARED.put(id, c);
+            }
+            c.refs++;
+            return c;
+        }
+    }
+
+    /** Releases a client from {@link #acquire}; the last release stops it. Null is ignored. */
+    public static void release(PlanClient c) {
+        if (c == null) {
+            return;
+        }
+        synchronized (SHARED) {
+            if (SHARED.get(c.identity) != c || --c.refs > 0) {
+                return;
+            }
+            SHARED.remove(c.identity);
+        }
+        c.stop();
+    }
+
+    /** Sleeps up to nanos; returns false when interrupted (the client is stopping). */
+    static boolean sleep(long nanos) {
+        if (nanos <= 0) {
+            return true;
+        }
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+}
