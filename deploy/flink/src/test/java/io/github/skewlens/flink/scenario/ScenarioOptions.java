@@ -1,0 +1,236 @@
+package io.github.skewlens.flink.scenario;
+
+import java.io.Serializable;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The flags of {@link ScenarioJob}. {@code --name value} or
+ * {@code --name=value}; durations as {@code 150s}, {@code 2m},
+ * {@code 500ms} or plain seconds.
+ *
+ * <p>Costs are milliseconds of sleep per record; a subtask's capacity is
+ * 1000 / cost records per second. Rates left at 0 are derived from the
+ * scenario, the parallelism and the costs so that the scenario holds at any
+ * parallelism (see {@link #effectiveRate()}).
+ */
+public final class ScenarioOptions implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    public enum Scenario {
+        HOT_KEY, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
+
+        public String flag() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        static Scenario parse(String s) {
+            for (Scenario v : values()) {
+                if (v.flag().equals(s)) {
+                    return v;
+                }
+            }
+            throw new IllegalArgumentException("--scenario: unknown " + s
+                    + " (hot_key, slow_sink, under_provisioned, healthy)");
+        }
+    }
+
+    public Scenario scenario = Scenario.HOT_KEY;
+    /** How long the job runs once it is RUNNING; 0: until SIGTERM. */
+    public Duration duration = Duration.ofMinutes(2);
+    public int parallelism = 4;
+    public int maxParallelism = 128;
+    /** Records per second over all source subtasks; 0: derived. */
+    public double rate;
+    public double hotShare = 0.5;
+    public String hotKey = "customer-42";
+    /** Number of distinct uniform keys (customer-0 .. customer-(keys-1)). */
+    public int keys = 1000;
+    public int slowSubtask = 2;
+    /** Sleep per record in the keyed task; negative: the scenario's default. */
+    public double keyedCostMs = -1;
+    public double sinkCostMs = -1;
+    public double slowSinkCostMs = 5.0;
+    public int minRecordBytes = 1000;
+    public int maxRecordBytes = 2000;
+    public String jobName;
+
+    public int prometheusPort = -1;
+    public int prometheusUnfilteredPort = -1;
+    public String influxUrl;
+    public String influxDb = "flink";
+    public String kafkaBootstrap;
+    public String metricsTopic = "flink-metrics";
+    public String samplesTopic = "flink-key-samples";
+    /** The key sampler's sample rate (fraction of records sampled). */
+    public double sampleRate = 0.01;
+    public String saltingUrl;
+    public Duration reportInterval = Duration.ofSeconds(10);
+    /** Checkpoint interval; 0 disables checkpointing. */
+    public Duration checkpointInterval = Duration.ofSeconds(10);
+    /** Where job.json, routing.jsonl and truth.json go; null: nowhere. */
+    public Path out;
+
+    public static ScenarioOptions parse(String[] args) {
+        ScenarioOptions o = new ScenarioOptions();
+        Map<String, String> kv = new LinkedHashMap<>();
+        List<String> rest = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--")) {
+                rest.add(a);
+                continue;
+            }
+            String name = a.substring(2);
+            String value;
+            int eq = name.indexOf('=');
+            if (eq >= 0) {
+                value = name.substring(eq + 1);
+                name = name.substring(0, eq);
+            } else {
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(a + ": needs a value");
+                }
+                value = args[++i];
+            }
+            kv.put(name, value);
+        }
+        if (!rest.isEmpty()) {
+            throw new IllegalArgumentException("unexpected arguments: " + rest);
+        }
+        for (Map.Entry<String, String> e : kv.entrySet()) {
+            String v = e.getValue();
+            switch (e.getKey()) {
+                case "scenario" -> o.scenario = Scenario.parse(v);
+                case "duration" -> o.duration = duration(v);
+                case "parallelism" -> o.parallelism = Integer.parseInt(v);
+                case "max-parallelism" -> o.maxParallelism = Integer.parseInt(v);
+                case "rate" -> o.rate = Double.parseDouble(v);
+                case "hot-share" -> o.hotShare = Double.parseDouble(v);
+                case "hot-key" -> o.hotKey = v;
+                case "keys" -> o.keys = Integer.parseInt(v);
+                case "slow-subtask" -> o.slowSubtask = Integer.parseInt(v);
+                case "keyed-cost-ms" -> o.keyedCostMs = Double.parseDouble(v);
+                case "sink-cost-ms" -> o.sinkCostMs = Double.parseDouble(v);
+                case "slow-sink-cost-ms" -> o.slowSinkCostMs = Double.parseDouble(v);
+                case "min-record-bytes" -> o.minRecordBytes = Integer.parseInt(v);
+                case "max-record-bytes" -> o.maxRecordBytes = Integer.parseInt(v);
+                case "job-name" -> o.jobName = v;
+                case "prometheus-port" -> o.prometheusPort = Integer.parseInt(v);
+                case "prometheus-unfiltered-port" -> o.prometheusUnfilteredPort = Integer.parseInt(v);
+                case "influx-url" -> o.influxUrl = v;
+                case "influx-db" -> o.influxDb = v;
+                case "kafka-bootstrap" -> o.kafkaBootstrap = v;
+                case "metrics-topic" -> o.metricsTopic = v;
+                case "samples-topic" -> o.samplesTopic = v;
+                case "sample-rate" -> o.sampleRate = Double.parseDouble(v);
+                case "salting-url" -> o.saltingUrl = v;
+                case "report-interval" -> o.reportInterval = duration(v);
+                case "checkpoint-interval" -> o.checkpointInterval = duration(v);
+                case "out" -> o.out = Paths.get(v);
+                default -> throw new IllegalArgumentException("--" + e.getKey() + ": unknown flag");
+            }
+        }
+        o.validate();
+        return o;
+    }
+
+    void validate() {
+        if (parallelism < 1 || maxParallelism < parallelism || maxParallelism > 32768) {
+            throw new IllegalArgumentException("need 1 <= --parallelism <= --max-parallelism <= 32768");
+        }
+        if (hotShare < 0 || hotShare >= 1) {
+            throw new IllegalArgumentException("--hot-share must be in [0, 1)");
+        }
+        if (slowSubtask < 0 || slowSubtask >= parallelism) {
+            throw new IllegalArgumentException("--slow-subtask must be in [0, parallelism)");
+        }
+        if (keys < 1 || minRecordBytes < 1 || maxRecordBytes < minRecordBytes) {
+            throw new IllegalArgumentException("need --keys >= 1 and 1 <= --min-record-bytes <= --max-record-bytes");
+        }
+        if (rate < 0 || keyedCostMs() < 0 || sinkCostMs() < 0 || slowSinkCostMs < 0) {
+            throw new IllegalArgumentException("rates and costs must be >= 0");
+        }
+        if (duration.isNegative() || reportInterval.isNegative() || reportInterval.isZero()) {
+            throw new IllegalArgumentException("--duration must be >= 0 and --report-interval > 0");
+        }
+    }
+
+    /** Sleep per record in the keyed task. */
+    public double keyedCostMs() {
+        if (keyedCostMs >= 0) {
+            return keyedCostMs;
+        }
+        return scenario == Scenario.SLOW_SINK || scenario == Scenario.HEALTHY ? 0.5 : 1.0;
+    }
+
+    /** Sleep per record in every sink subtask but the slow one. */
+    public double sinkCostMs() {
+        if (sinkCostMs >= 0) {
+            return sinkCostMs;
+        }
+        return scenario == Scenario.SLOW_SINK ? 0.2 : 0.1;
+    }
+
+    /** The share of records that carry the hot key (0 unless hot_key). */
+    public double effectiveHotShare() {
+        return scenario == Scenario.HOT_KEY ? hotShare : 0;
+    }
+
+    /** The sink subtask that is slow, or -1 unless slow_sink. */
+    public int effectiveSlowSubtask() {
+        return scenario == Scenario.SLOW_SINK ? slowSubtask : -1;
+    }
+
+    /**
+     * The source rate: --rate, or one derived so that the scenario holds.
+     * hot_key: the hot subtask is offered 1.25x its capacity (at p=4, share
+     * 0.5, 1 ms: 2000/s, hot subtask 1250/s, the others 250/s); slow_sink:
+     * the sinks are offered 1.5x the slow sink's capacity (p=4, 5 ms:
+     * 1200/s); under_provisioned: every keyed subtask 1.5x its capacity
+     * (p=4, 1 ms: 6000/s); healthy: 300/s per keyed subtask.
+     */
+    public double effectiveRate() {
+        if (rate > 0) {
+            return rate;
+        }
+        double keyedCap = 1000.0 / Math.max(keyedCostMs(), 0.01);
+        return switch (scenario) {
+            case HOT_KEY -> 1.25 * keyedCap / (hotShare + (1 - hotShare) / parallelism);
+            case SLOW_SINK -> 1.5 * parallelism * 1000.0 / Math.max(slowSinkCostMs, 0.01);
+            case UNDER_PROVISIONED -> 1.5 * parallelism * keyedCap;
+            case HEALTHY -> 300.0 * parallelism;
+        };
+    }
+
+    public String jobName() {
+        return jobName != null ? jobName : "skewlens-scenario-" + scenario.flag();
+    }
+
+    static Duration duration(String s) {
+        String t = s.trim().toLowerCase(Locale.ROOT);
+        try {
+            if (t.endsWith("ms")) {
+                return Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2)));
+            }
+            if (t.endsWith("s")) {
+                return Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1)) * 1000));
+            }
+            if (t.endsWith("m")) {
+                return Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1)) * 60_000));
+            }
+            if (t.endsWith("h")) {
+                return Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1)) * 3_600_000));
+            }
+            return Duration.ofMillis(Math.round(Double.parseDouble(t) * 1000));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a duration: " + s, e);
+        }
+    }
+}
