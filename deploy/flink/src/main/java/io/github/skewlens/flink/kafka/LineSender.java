@@ -77,7 +77,7 @@ public final class LineSender implements AutoCloseable {
                 throw new IllegalArgumentException("topic is required");
             }
             if (maxQueuedLines < 1) {
-                throw new IllegalArgumentException("max queued lines must be >= 1, got " + maxQueuedLines);
+                throw new IllegalArgumentException("queue size (max queued lines) must be >= 1, got " + maxQueuedLines);
             }
             if (maxRecordBytes < 1024) {
                 throw new IllegalArgumentException("max record bytes must be >= 1024, got " + maxRecordBytes);

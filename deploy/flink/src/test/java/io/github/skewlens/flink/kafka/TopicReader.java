@@ -4,12 +4,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
-import java.util.UUID;
 import java.util.function.Predicate;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 import io.github.skewlens.flink.testing.KafkaBroker;
@@ -29,12 +30,18 @@ public final class TopicReader implements AutoCloseable {
     public TopicReader(String topic) {
         Properties cp = new Properties();
         cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaBroker.bootstrap());
-        cp.put(ConsumerConfig.GROUP_ID_CONFIG, "test-" + UUID.randomUUID());
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         consumer = new KafkaConsumer<>(cp);
-        consumer.subscribe(List.of(topic));
+        // Assigned, not subscribed: no group join (the broker delays the
+        // first rebalance of a group by 3 s).
+        List<TopicPartition> parts = new ArrayList<>();
+        for (PartitionInfo p : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
+            parts.add(new TopicPartition(topic, p.partition()));
+        }
+        consumer.assign(parts);
+        consumer.seekToBeginning(parts);
     }
 
     /** Polls until done holds for the lines read so far, or timeoutMs passes; returns all lines. */
