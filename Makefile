@@ -8,7 +8,7 @@ DURATION    ?= 3m
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build deps test test-fuzz bench lint run demo incidents clean
+.PHONY: help build deps test test-fuzz bench lint run demo incidents flink-fixtures clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ lint: ## gofmt, go vet and staticcheck.
 
 incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update
+
+flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one ScenarioJob per scenario, its reporters captured (about 10 min; Java 17, Maven).
+	bash deploy/flink/record-fixtures.sh
 
 # The salting API of `make run` (curl http://$(API)/v1/salting).
 API         ?= 127.0.0.1:8080

@@ -1,10 +1,10 @@
 package io.github.skewlens.flink.scenario;
 
 import java.io.IOException;
-import java.util.HashSet;
-import java.util.Set;
 
+import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
@@ -16,6 +16,8 @@ import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
+
+import io.github.skewlens.flink.salting.PerRecord;
 
 /** The functions of {@link ScenarioJob}'s topology. */
 final class Functions {
@@ -83,33 +85,28 @@ final class Functions {
     }
 
     /**
-     * The keyed task's first operator, "KeyedProcess": counts records per key
-     * in keyed state, records which subtask saw each key, runs the optional
-     * per-record hook (the key sampler) and sleeps its cost.
+     * The keyed task's first operator, "KeyedProcess" (without salting):
+     * counts records per key in keyed state, runs its per-record hook
+     * ({@link TruthHook}: the truth files, then the key sampler) and sleeps
+     * its cost.
      */
     static final class KeyedCounter extends KeyedProcessFunction<String, Event, Event> {
         private static final long serialVersionUID = 1L;
         private final double costMs;
-        private final Hooks.Factory hooks;
+        private final PerRecord hook;
         private transient ValueState<Long> count;
         private transient Cost cost;
-        private transient int subtask;
-        private transient Set<String> seen;
-        private transient Hooks.PerRecord hook;
 
-        KeyedCounter(double costMs, Hooks.Factory hooks) {
+        KeyedCounter(double costMs, PerRecord hook) {
             this.costMs = costMs;
-            this.hooks = hooks;
+            this.hook = hook;
         }
 
         @Override
         public void open(OpenContext ctx) throws Exception {
             count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
             cost = new Cost(costMs);
-            subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
-            seen = new HashSet<>();
-            Truth.keyedTaskName = getRuntimeContext().getTaskInfo().getTaskName();
-            hook = hooks == null ? null : hooks.open(getRuntimeContext());
+            hook.open(getRuntimeContext());
         }
 
         @Override
@@ -118,22 +115,88 @@ final class Functions {
             long n = c == null ? 1 : c + 1;
             count.update(n);
             e.count = n;
-            if (seen.add(e.key)) {
-                Truth.route(e.key, subtask);
-            }
-            if (hook != null) {
-                hook.record(e.key);
-            }
-            Truth.keyedRecords.incrementAndGet(subtask);
+            hook.onRecord(e.key);
             cost.charge();
             out.collect(e);
         }
 
         @Override
         public void close() throws Exception {
-            if (hook != null) {
-                hook.close();
+            hook.close();
+        }
+    }
+
+    /**
+     * The keyed task's per-record hook: counts each record's original key
+     * on its subtask for the truth files, then runs the key sampler's hook
+     * (if any). Used by {@link KeyedCounter} and, with salting, by phase 1
+     * of the two-phase aggregation.
+     */
+    static final class TruthHook implements PerRecord {
+        private static final long serialVersionUID = 1L;
+        private final PerRecord next;
+        private transient int subtask;
+
+        TruthHook(PerRecord next) {
+            this.next = next;
+        }
+
+        @Override
+        public void open(RuntimeContext ctx) throws Exception {
+            subtask = ctx.getTaskInfo().getIndexOfThisSubtask();
+            Truth.keyedTaskName = ctx.getTaskInfo().getTaskName();
+            next.open(ctx);
+        }
+
+        @Override
+        public void onRecord(String originalKey) {
+            Truth.route(originalKey, subtask);
+            next.onRecord(originalKey);
+        }
+
+        @Override
+        public void close() throws Exception {
+            next.close();
+        }
+    }
+
+    /**
+     * With salting, phase 1's aggregate: counts records per key and sleeps
+     * the keyed cost per record (the same cost as {@link KeyedCounter}).
+     * Not a RichFunction (two-phase aggregation forbids it): the Cost is
+     * made lazily, one per deserialized copy, that is per subtask.
+     */
+    static final class CountWithCost implements AggregateFunction<Event, Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final double costMs;
+        private transient Cost cost;
+
+        CountWithCost(double costMs) {
+            this.costMs = costMs;
+        }
+
+        @Override
+        public Long createAccumulator() {
+            return 0L;
+        }
+
+        @Override
+        public Long add(Event e, Long acc) {
+            if (cost == null) {
+                cost = new Cost(costMs);
             }
+            cost.charge();
+            return acc + 1;
+        }
+
+        @Override
+        public Long getResult(Long acc) {
+            return acc;
+        }
+
+        @Override
+        public Long merge(Long a, Long b) {
+            return a + b;
         }
     }
 
@@ -149,8 +212,8 @@ final class Functions {
         }
     }
 
-    /** The sink: sleeps its cost per record; one subtask may be slow. */
-    static final class SleepSink implements Sink<Event> {
+    /** The sink (of Events, or of KeyedResults with salting): sleeps its cost per record; one subtask may be slow. */
+    static final class SleepSink<T> implements Sink<T> {
         private static final long serialVersionUID = 1L;
         private final double costMs;
         private final double slowCostMs;
@@ -162,14 +225,20 @@ final class Functions {
             this.slowSubtask = slowSubtask;
         }
 
+        /** The same sink for records of another type (it never looks at them). */
+        @SuppressWarnings("unchecked")
+        <U> SleepSink<U> cast() {
+            return (SleepSink<U>) (SleepSink<?>) this;
+        }
+
         @Override
-        public SinkWriter<Event> createWriter(WriterInitContext context) throws IOException {
+        public SinkWriter<T> createWriter(WriterInitContext context) throws IOException {
             int subtask = context.getTaskInfo().getIndexOfThisSubtask();
             Truth.sinkTaskName = context.getTaskInfo().getTaskName();
             Cost cost = new Cost(subtask == slowSubtask ? slowCostMs : costMs);
             return new SinkWriter<>() {
                 @Override
-                public void write(Event e, Context ctx) {
+                public void write(T e, Context ctx) {
                     Truth.sinkRecords.incrementAndGet(subtask);
                     cost.charge();
                 }

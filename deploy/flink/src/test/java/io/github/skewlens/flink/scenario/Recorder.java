@@ -17,16 +17,21 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 import io.github.skewlens.flink.testing.KafkaBroker;
@@ -42,8 +47,7 @@ import io.github.skewlens.flink.testing.KafkaBroker;
  *       {@code # skewlens-scrape-time <epoch ms>};</li>
  *   <li>{@code influx.txt.gz}: the bodies InfluxdbReporter POSTed to /write;</li>
  *   <li>{@code kafka-metrics.jsonl.gz}, {@code key-samples.jsonl.gz}: what
- *       skewlens' Kafka reporter and key sampler wrote during the run (when
- *       they are on the classpath);</li>
+ *       skewlens' Kafka reporter and key sampler wrote during the run;</li>
  *   <li>{@code routing.jsonl.gz}: the keyed subtask of every key;</li>
  *   <li>{@code truth.json}: the scenario's ground truth.</li>
  * </ul>
@@ -90,19 +94,15 @@ public final class Recorder {
             System.err.println("Recorder: --out DIR is required");
             System.exit(2);
         }
-        boolean kafka = Plugins.reporterPresent() || Plugins.samplerPresent();
-        if (kafka && bootstrap == null) {
+        if (bootstrap == null) {
             log("starting the Kafka broker of deploy/kafka");
             bootstrap = KafkaBroker.bootstrap();
-        }
-        if (!kafka) {
-            log("skewlens' Kafka reporter and key sampler are not on the classpath: no Kafka captures");
         }
         int failed = 0;
         for (String s : scenarios) {
             long t0 = System.nanoTime();
             boolean ok = record(s, out.resolve(s), duration, scrapeInterval, reportInterval,
-                    kafka ? bootstrap : null, pass);
+                    bootstrap, pass);
             log(s + ": " + (ok ? "recorded" : "FAILED") + " in "
                     + Duration.ofNanos(System.nanoTime() - t0).toSeconds() + " s");
             if (!ok) {
@@ -121,14 +121,9 @@ public final class Recorder {
         }
         Path work = Files.createTempDirectory("skewlens-scenario-" + scenario + "-");
         ScenarioOptions defaults = new ScenarioOptions();
-        Map<TopicPartition, Long> metricsStart = null;
-        Map<TopicPartition, Long> samplesStart = null;
-        if (bootstrap != null) {
-            KafkaBroker.createTopic(defaults.metricsTopic, 1, Map.of());
-            KafkaBroker.createTopic(defaults.samplesTopic, 1, Map.of());
-            metricsStart = endOffsets(bootstrap, defaults.metricsTopic);
-            samplesStart = endOffsets(bootstrap, defaults.samplesTopic);
-        }
+        createTopics(bootstrap, List.of(defaults.metricsTopic, defaults.samplesTopic));
+        Map<TopicPartition, Long> metricsStart = endOffsets(bootstrap, defaults.metricsTopic);
+        Map<TopicPartition, Long> samplesStart = endOffsets(bootstrap, defaults.samplesTopic);
         int promPort = freePort();
         int rawPort = freePort();
         List<String> cmd = new ArrayList<>(List.of(
@@ -142,9 +137,7 @@ public final class Recorder {
                 "--prometheus-port", Integer.toString(promPort),
                 "--prometheus-unfiltered-port", Integer.toString(rawPort),
                 "--out", work.toString()));
-        if (bootstrap != null) {
-            cmd.addAll(List.of("--kafka-bootstrap", bootstrap));
-        }
+        cmd.addAll(List.of("--kafka-bootstrap", bootstrap));
         cmd.addAll(pass);
         int rc;
         long startedAt = System.currentTimeMillis();
@@ -170,11 +163,9 @@ public final class Recorder {
             }
             pump.join(5000);
         }
-        if (bootstrap != null) {
-            long n = consume(bootstrap, defaults.metricsTopic, metricsStart, dir.resolve("kafka-metrics.jsonl.gz"));
-            long m = consume(bootstrap, defaults.samplesTopic, samplesStart, dir.resolve("key-samples.jsonl.gz"));
-            log(scenario + ": kafka " + n + " metric records, " + m + " key-sample records");
-        }
+        long n = consume(bootstrap, defaults.metricsTopic, metricsStart, dir.resolve("kafka-metrics.jsonl.gz"));
+        long m = consume(bootstrap, defaults.samplesTopic, samplesStart, dir.resolve("key-samples.jsonl.gz"));
+        log(scenario + ": kafka " + n + " metric records, " + m + " key-sample records");
         Path truthFile = work.resolve("truth.json");
         if (rc != 0 || !Files.isRegularFile(truthFile)) {
             log(scenario + ": no truth (exit " + rc + "); left " + work);
@@ -222,6 +213,40 @@ public final class Recorder {
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** Creates the topics (one partition each) unless they exist, and waits for their leaders. */
+    static void createTopics(String bootstrap, List<String> names) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            for (String name : names) {
+                try {
+                    admin.createTopics(List.of(new NewTopic(name, 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) {
+                        throw e;
+                    }
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (true) {
+                try {
+                    boolean ready = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS).values()
+                            .stream().flatMap(d -> d.partitions().stream())
+                            .allMatch(x -> x.leader() != null && !x.leader().isEmpty());
+                    if (ready) {
+                        return;
+                    }
+                } catch (ExecutionException e) {
+                    // not there yet
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("topics " + names + " have no leader after 30 s");
+                }
+                Thread.sleep(100);
+            }
+        }
     }
 
     static Map<TopicPartition, Long> endOffsets(String bootstrap, String topic) {

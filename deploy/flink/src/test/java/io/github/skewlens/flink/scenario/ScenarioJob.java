@@ -24,6 +24,7 @@ import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
@@ -40,6 +41,11 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 
+import io.github.skewlens.flink.salting.PerRecord;
+import io.github.skewlens.flink.salting.SaltingConfig;
+import io.github.skewlens.flink.salting.TwoPhaseAggregation;
+import io.github.skewlens.flink.salting.TwoPhaseConfig;
+
 /**
  * A Flink job with a known problem, run on a MiniCluster in this JVM:
  *
@@ -47,6 +53,17 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  *   "Source: gen" (DataGeneratorSource, rate-limited)
  *     -- keyBy(key) --&gt; "KeyedProcess -&gt; enrich" (sleep per record)
  *     -- rebalance --&gt;  "sink: Writer"            (sleep per record)
+ * </pre>
+ *
+ * With --salting-url, the keyed part is skewlens' two-phase aggregation
+ * (io.github.skewlens.flink.salting), following the plans that skewlens
+ * serve publishes for this job and task:
+ *
+ * <pre>
+ *   "Source: gen -&gt; Salt keys for KeyedProcess -&gt; enrich"
+ *     -- keyBy(salted key) --&gt; "KeyedProcess -&gt; enrich" (phase 1: count, sleep per record)
+ *     -- keyBy(key) --&gt;        "merge"                  (phase 2)
+ *     -- rebalance --&gt;         "sink: Writer"
  * </pre>
  *
  * Every task has --parallelism subtasks (max parallelism --max-parallelism).
@@ -69,7 +86,8 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * PrometheusReporter, default label filtering), --prometheus-unfiltered-port
  * (a second one with {@code filterLabelValueCharacters: false}),
  * --influx-url (Flink's InfluxdbReporter), --kafka-bootstrap (skewlens' Kafka
- * reporter and key sampler, when they are on the classpath).
+ * reporter, topic --metrics-topic, and key sampler in the keyed task, topic
+ * --samples-topic, rate --sample-rate).
  *
  * <p>It prints {@code SCENARIO_READY job_id=<id>} on stdout once every subtask
  * is RUNNING, and stops after --duration or on SIGTERM/SIGINT: it cancels the
@@ -90,6 +108,9 @@ public final class ScenarioJob {
     static final String KEYED_NAME = "KeyedProcess";
     static final String ENRICH_NAME = "enrich";
     static final String SINK_NAME = "sink";
+    /** The keyed task's name: "KeyedProcess" chained with "enrich" (or phase 1's name, with salting). */
+    static final String KEYED_TASK = KEYED_NAME + " -> " + ENRICH_NAME;
+    static final String MERGE_NAME = "merge";
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -195,9 +216,9 @@ public final class ScenarioJob {
         Map<String, Object> truth = truth(o, job);
         writeJson(o, "truth.json", truth);
         JobStatus end = result.getJobStatus().orElse(JobStatus.FAILED);
-        log("job " + jobId + " ended " + end + "; hot key " + o.hotKey + " on keyed subtask "
-                + truth.get("hot_key_subtask") + "; records per keyed subtask " + truth.get("keyed_records")
-                + ", per sink subtask " + truth.get("sink_records"));
+        log("job " + jobId + " ended " + end + "; hot key " + o.hotKey + " records per keyed subtask "
+                + truth.get("hot_key_records_per_subtask") + "; records per keyed subtask "
+                + truth.get("keyed_records") + ", per sink subtask " + truth.get("sink_records"));
         if (result.getSerializedThrowable().isPresent() && end != JobStatus.CANCELED) {
             System.err.println("ScenarioJob: job failed: "
                     + result.getSerializedThrowable().get().getFullStringifiedStackTrace());
@@ -206,8 +227,8 @@ public final class ScenarioJob {
         if (!cancel || end != JobStatus.CANCELED) {
             return 1;
         }
-        if (!Truth.CONFLICTS.isEmpty()) {
-            System.err.println("ScenarioJob: keys seen on two subtasks: " + Truth.CONFLICTS);
+        if (o.saltingUrl == null && ((Number) truth.get("keys_on_several_subtasks")).intValue() > 0) {
+            System.err.println("ScenarioJob: without salting, keys were seen on several keyed subtasks");
             return 1;
         }
         return 0;
@@ -280,7 +301,7 @@ public final class ScenarioJob {
             c.setString(p + "db", o.influxDb);
             c.setString(p + "interval", interval);
         }
-        if (o.kafkaBootstrap != null && Plugins.reporterPresent()) {
+        if (o.kafkaBootstrap != null) {
             String p = "metrics.reporter.skewlens.";
             c.setString(p + "factory.class", Plugins.REPORTER_FACTORY);
             c.setString(p + "bootstrap.servers", o.kafkaBootstrap);
@@ -298,14 +319,33 @@ public final class ScenarioJob {
                 RateLimiterStrategy.perSecond(o.effectiveRate()), TypeInformation.of(Event.class));
         DataStream<Event> events = env.fromSource(source, WatermarkStrategy.noWatermarks(), SOURCE_NAME)
                 .uid("gen");
-        DataStream<Event> keyed = events
-                .keyBy(e -> e.key)
-                .process(new Functions.KeyedCounter(o.keyedCostMs(), Plugins.keyedHook(o)))
-                .name(KEYED_NAME).uid("keyed-process")
-                .map(new Functions.Enrich()).name(ENRICH_NAME).uid("enrich");
-        keyed.rebalance()
-                .sinkTo(new Functions.SleepSink(o.sinkCostMs(), o.slowSinkCostMs, o.effectiveSlowSubtask()))
-                .name(SINK_NAME).uid("sink");
+        Functions.TruthHook hook = new Functions.TruthHook(Plugins.keyedHook(o));
+        Functions.SleepSink<Object> sink = new Functions.SleepSink<>(o.sinkCostMs(), o.slowSinkCostMs,
+                o.effectiveSlowSubtask());
+        if (o.saltingUrl == null) {
+            events.keyBy(e -> e.key)
+                    .process(new Functions.KeyedCounter(o.keyedCostMs(), hook))
+                    .name(KEYED_NAME).uid("keyed-process")
+                    .map(new Functions.Enrich()).name(ENRICH_NAME).uid("enrich")
+                    .rebalance()
+                    .sinkTo(sink.cast()).name(SINK_NAME).uid("sink");
+        } else {
+            // Two-phase aggregation that follows skewlens' salting plans: phase 1
+            // is the keyed task skewlens diagnoses, named as the unsalted
+            // job's keyed task so that plans and findings name the same task.
+            SaltingConfig sc = SaltingConfig.http(o.saltingUrl, KEYED_TASK, o.parallelism, o.maxParallelism);
+            if (o.saltingPollInterval != null) {
+                sc.pollInterval = o.saltingPollInterval;
+            }
+            TwoPhaseConfig tc = TwoPhaseConfig.of(sc);
+            tc.perRecord = hook;
+            tc.flushInterval = o.saltingFlushInterval;
+            tc.mergeName = MERGE_NAME;
+            TwoPhaseAggregation.aggregate(events, e -> e.key, new Functions.CountWithCost(o.keyedCostMs()),
+                            Types.LONG, Types.LONG, tc)
+                    .rebalance()
+                    .sinkTo(sink.cast()).name(SINK_NAME).uid("sink");
+        }
         StreamGraph sg = env.getStreamGraph();
         sg.setJobName(o.jobName());
         return sg.getJobGraph();
@@ -326,7 +366,8 @@ public final class ScenarioJob {
             t.put("task_id", v.getID().toString());
             t.put("parallelism", v.getParallelism());
             t.put("role", v.getName().startsWith("Source") ? "source"
-                    : v.getName().startsWith(KEYED_NAME) ? "keyed" : "sink");
+                    : v.getName().equals(KEYED_TASK) ? "keyed"
+                    : v.getName().startsWith(MERGE_NAME) ? "merge" : "sink");
             tasks.add(t);
         }
         m.put("tasks", tasks);
@@ -343,34 +384,46 @@ public final class ScenarioJob {
         m.put("record_bytes", List.of(o.minRecordBytes, o.maxRecordBytes));
         m.put("report_interval_ms", o.reportInterval.toMillis());
         m.put("checkpoint_interval_ms", o.checkpointInterval.toMillis());
-        m.put("key_sampler", Plugins.keyedHook(o) != null);
-        m.put("kafka_reporter", o.kafkaBootstrap != null && Plugins.reporterPresent());
+        m.put("key_sampler", Plugins.keyedHook(o) != PerRecord.NONE);
+        m.put("kafka_reporter", o.kafkaBootstrap != null);
+        m.put("sample_rate", o.kafkaBootstrap != null ? o.sampleRate : null);
         m.put("salting_url", o.saltingUrl);
         return m;
     }
 
     private static Map<String, Object> truth(ScenarioOptions o, Map<String, Object> job) {
         Map<String, Object> m = new LinkedHashMap<>(job);
+        TreeMap<String, TreeMap<Integer, Long>> routing = Truth.routing();
         String hot = o.scenario == ScenarioOptions.Scenario.HOT_KEY ? o.hotKey : null;
-        if (hot == null) {
-            // Still useful to know where the default hot key would go.
-            m.put("hot_key_subtask", null);
-        } else {
-            m.put("hot_key_subtask", Truth.ROUTING.get(hot));
+        TreeMap<Integer, Long> hotPer = hot == null ? null : routing.get(hot);
+        Integer hotSubtask = null;
+        if (hotPer != null) {
+            hotSubtask = hotPer.entrySet().stream().max(Map.Entry.comparingByValue()).get().getKey();
         }
-        String probe = hot != null ? hot : o.hotKey;
+        // The subtask that processed most of the hot key's records (the only
+        // one, without salting); null unless hot_key.
+        m.put("hot_key_subtask", hotSubtask);
+        m.put("hot_key_records_per_subtask", hotPer);
+        // Where Flink's key-group routing sends --hot-key (also for the other
+        // scenarios, where it is just one of the uniform keys).
         m.put("hot_key_subtask_computed", KeyGroupRangeAssignment.assignKeyToParallelOperator(
-                probe, o.maxParallelism, o.parallelism));
-        m.put("hot_key_task_name", Truth.keyedTaskName);
+                o.hotKey, o.maxParallelism, o.parallelism));
+        m.put("keyed_task_name", Truth.keyedTaskName);
         m.put("sink_task_name", Truth.sinkTaskName);
         m.put("keyed_records", toList(Truth.keyedRecords));
         m.put("sink_records", toList(Truth.sinkRecords));
         Map<Integer, Integer> keysPer = new TreeMap<>();
-        for (int s : Truth.ROUTING.values()) {
-            keysPer.merge(s, 1, Integer::sum);
+        int multi = 0;
+        for (TreeMap<Integer, Long> per : routing.values()) {
+            per.keySet().forEach(s -> keysPer.merge(s, 1, Integer::sum));
+            if (per.size() > 1) {
+                multi++;
+            }
         }
+        m.put("distinct_keys", routing.size());
         m.put("distinct_keys_per_keyed_subtask", keysPer);
-        m.put("routing_conflicts", Truth.CONFLICTS.size());
+        // Keys seen on more than one keyed subtask: 0 without salting.
+        m.put("keys_on_several_subtasks", multi);
         return m;
     }
 
@@ -382,6 +435,11 @@ public final class ScenarioJob {
         return l;
     }
 
+    /**
+     * routing.jsonl: one line per key and keyed subtask that processed it,
+     * {"key":..,"subtask":..,"task_name":..,"records":..} (one line per key
+     * without salting; a salted key has one per subtask it was spread over).
+     */
     private static void writeRouting(ScenarioOptions o) throws IOException {
         if (o.out == null) {
             return;
@@ -389,14 +447,18 @@ public final class ScenarioJob {
         Files.createDirectories(o.out);
         Path tmp = o.out.resolve("routing.jsonl.tmp");
         String task = Truth.keyedTaskName;
+        ObjectMapper mapper = new ObjectMapper();
         try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-            for (Map.Entry<String, Integer> e : new TreeMap<>(Truth.ROUTING).entrySet()) {
-                Map<String, Object> line = new LinkedHashMap<>();
-                line.put("key", e.getKey());
-                line.put("subtask", e.getValue());
-                line.put("task_name", task);
-                w.write(new ObjectMapper().writeValueAsString(line));
-                w.write('\n');
+            for (Map.Entry<String, TreeMap<Integer, Long>> e : Truth.routing().entrySet()) {
+                for (Map.Entry<Integer, Long> s : e.getValue().entrySet()) {
+                    Map<String, Object> line = new LinkedHashMap<>();
+                    line.put("key", e.getKey());
+                    line.put("subtask", s.getKey());
+                    line.put("task_name", task);
+                    line.put("records", s.getValue());
+                    w.write(mapper.writeValueAsString(line));
+                    w.write('\n');
+                }
             }
         }
         Files.move(tmp, o.out.resolve("routing.jsonl"), StandardCopyOption.REPLACE_EXISTING,

@@ -34,9 +34,9 @@ class ScenarioJobTest {
         int want = KeyGroupRangeAssignment.assignKeyToParallelOperator("customer-42", 128, 4);
         assertEquals(want, truth.get("hot_key_subtask"));
         assertEquals(want, truth.get("hot_key_subtask_computed"));
-        assertEquals("KeyedProcess -> enrich", truth.get("hot_key_task_name"));
+        assertEquals("KeyedProcess -> enrich", truth.get("keyed_task_name"));
         assertEquals("sink: Writer", truth.get("sink_task_name"));
-        assertEquals(0, truth.get("routing_conflicts"));
+        assertEquals(0, truth.get("keys_on_several_subtasks"));
         @SuppressWarnings("unchecked")
         List<Map<String, Object>> tasks = (List<Map<String, Object>>) truth.get("tasks");
         assertEquals(List.of("Source: gen", "KeyedProcess -> enrich", "sink: Writer"),

@@ -71,6 +71,10 @@ public final class ScenarioOptions implements Serializable {
     /** The key sampler's sample rate (fraction of records sampled). */
     public double sampleRate = 0.01;
     public String saltingUrl;
+    /** How often the salting helper polls skewlens serve; null: its default. */
+    public Duration saltingPollInterval;
+    /** How often phase 1 of the two-phase aggregation flushes its partials. */
+    public Duration saltingFlushInterval = Duration.ofSeconds(1);
     public Duration reportInterval = Duration.ofSeconds(10);
     /** Checkpoint interval; 0 disables checkpointing. */
     public Duration checkpointInterval = Duration.ofSeconds(10);
@@ -131,6 +135,8 @@ public final class ScenarioOptions implements Serializable {
                 case "samples-topic" -> o.samplesTopic = v;
                 case "sample-rate" -> o.sampleRate = Double.parseDouble(v);
                 case "salting-url" -> o.saltingUrl = v;
+                case "salting-poll-interval" -> o.saltingPollInterval = duration(v);
+                case "salting-flush-interval" -> o.saltingFlushInterval = duration(v);
                 case "report-interval" -> o.reportInterval = duration(v);
                 case "checkpoint-interval" -> o.checkpointInterval = duration(v);
                 case "out" -> o.out = Paths.get(v);

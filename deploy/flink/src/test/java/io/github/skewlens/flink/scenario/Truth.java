@@ -1,7 +1,9 @@
 package io.github.skewlens.flink.scenario;
 
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -13,29 +15,37 @@ import java.util.concurrent.atomic.AtomicLongArray;
 final class Truth {
     private Truth() {}
 
-    /** key -> the keyed subtask that processed it (first seen). */
-    static final Map<String, Integer> ROUTING = new ConcurrentHashMap<>();
+    /** key -> (keyed subtask -> records of the key it processed). */
+    static final Map<String, Map<Integer, AtomicLong>> ROUTING = new ConcurrentHashMap<>();
     /** The task name as the keyed subtasks saw it in their TaskInfo. */
     static volatile String keyedTaskName;
     static volatile String sinkTaskName;
     static volatile AtomicLongArray keyedRecords = new AtomicLongArray(0);
     static volatile AtomicLongArray sinkRecords = new AtomicLongArray(0);
-    /** key -> subtask pairs seen on more than one subtask (must stay empty). */
-    static final Map<String, String> CONFLICTS = new ConcurrentHashMap<>();
 
     static void reset(int parallelism) {
         ROUTING.clear();
-        CONFLICTS.clear();
         keyedTaskName = null;
         sinkTaskName = null;
         keyedRecords = new AtomicLongArray(parallelism);
         sinkRecords = new AtomicLongArray(parallelism);
     }
 
+    /** Counts one record of key on a keyed subtask (its original key, when salted). */
     static void route(String key, int subtask) {
-        Integer prev = ROUTING.putIfAbsent(key, subtask);
-        if (prev != null && prev != subtask) {
-            CONFLICTS.put(key, prev + "," + subtask);
+        ROUTING.computeIfAbsent(key, k -> new ConcurrentHashMap<>())
+                .computeIfAbsent(subtask, s -> new AtomicLong()).incrementAndGet();
+        keyedRecords.incrementAndGet(subtask);
+    }
+
+    /** A snapshot of ROUTING, sorted by key and subtask. */
+    static TreeMap<String, TreeMap<Integer, Long>> routing() {
+        TreeMap<String, TreeMap<Integer, Long>> m = new TreeMap<>();
+        for (Map.Entry<String, Map<Integer, AtomicLong>> e : ROUTING.entrySet()) {
+            TreeMap<Integer, Long> per = new TreeMap<>();
+            e.getValue().forEach((s, n) -> per.put(s, n.get()));
+            m.put(e.getKey(), per);
         }
+        return m;
     }
 }
