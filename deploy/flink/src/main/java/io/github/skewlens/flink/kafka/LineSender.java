@@ -34,11 +34,13 @@ import org.slf4j.LoggerFactory;
  * of at most {@link Config#maxRecordBytes} and hands them to the Kafka
  * producer. Only that thread ever waits on Kafka (metadata, a full producer
  * buffer), so an unreachable broker fills the queue and costs dropped lines,
- * never a stalled Flink thread. Send failures are counted ({@link #failed()})
- * and logged at most once a minute.
+ * never a stalled Flink thread. Send failures ({@link #failed()}) and drops
+ * are each logged as a warning at most once a minute, by that thread, so
+ * no caller ever logs here.
  *
  * <p>Thread safety: {@link #offer} may be called from any number of threads.
- * {@link #close} is idempotent.
+ * {@link #close} is idempotent and waits at most its timeout; it is the
+ * only method that blocks.
  */
 public final class LineSender implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LineSender.class);
