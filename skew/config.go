@@ -30,6 +30,13 @@ type Config struct {
 	// BusyMsPerSecond is the busy time at or above which a subtask counts
 	// as saturated (default 800, of 1000 ms per second).
 	BusyMsPerSecond float64
+	// BusyFromGauges makes the busy, back-pressured and idle time of every
+	// subtask come from the *TimeMsPerSecond gauges, ignoring Flink's
+	// cumulative accumulate*TimeMs counters (default false: a subtask that
+	// reports the counters is judged by their differences). The gauges are
+	// 60 s moving averages in Flink 2.x and lag a change of load by up to
+	// a minute; the switch exists to measure that lag on one capture.
+	BusyFromGauges bool
 	// PoolUsage is used when a subtask reports no busy time (Flink before
 	// 1.13): it is saturated when inPoolUsage is at least this and
 	// outPoolUsage is below it (default 0.9).

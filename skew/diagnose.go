@@ -30,11 +30,23 @@ type taskCtx struct {
 	shareFrom string  // "metrics" or "samples": where input shares came from
 }
 
+// Where a subtask's busy time came from in a window.
+type timeSrc uint8
+
+const (
+	srcNone    timeSrc = iota
+	srcGauge           // the *TimeMsPerSecond gauges (60 s moving averages in Flink 2.x)
+	srcCounter         // the differences of the accumulate*TimeMs counters
+)
+
+var timeSrcNames = [...]string{srcNone: "", srcGauge: "gauge", srcCounter: "counter"}
+
 // subStats is one subtask's view of one window.
 type subStats struct {
 	observed               bool
 	busy, bp, idle         float64
 	hasBusy                bool
+	busySrc                timeSrc
 	input                  float64 // input rate, or sampled weight when rates are missing
 	hasInput               bool
 	inPool, outPool, queue float64
@@ -48,6 +60,52 @@ func avg(a *subAgg, k MetricName) (float64, bool) {
 		return 0, false
 	}
 	return a.sum[k] / float64(a.n[k]), true
+}
+
+// timeMs returns one of a subtask's times (busy, back-pressured or idle)
+// in ms/s for the window, from counter c when the subtask reported it in
+// the window, else from gauge. From the counter, it is the increase since
+// the counter's last reading before the window (or, without one, from its
+// first reading in the window) to its last reading in the window, over the
+// time between, clamped to [0, 1000]; a counter that went down (a
+// restarted attempt) starts over from its first reading after the drop.
+// When that cannot be computed (a single reading, or a drop inside the
+// window), pending is set and the gauge is not used instead: it would
+// still show the lag, or Flink's start-up reading of 1000, that the
+// counter is there to avoid. With Config.BusyFromGauges the counters are
+// ignored. The counter's last reading is carried to the next window.
+func (e *Engine) timeMs(a *subAgg, h *subHistory, c int, gauge MetricName) (v float64, src timeSrc, pending bool) {
+	if a.n[counterName[c]] > 0 {
+		sp, prev := &a.cnt[c], &h.last[c]
+		d, ok := counterRate(sp, prev)
+		*prev = reading{ts: sp.lastTS, v: sp.last, ok: true}
+		if !e.cfg.BusyFromGauges {
+			if !ok {
+				return 0, srcNone, true
+			}
+			return min(max(d, 0), 1000), srcCounter, false
+		}
+	}
+	if g, ok := avg(a, gauge); ok {
+		return g, srcGauge, false
+	}
+	return 0, srcNone, false
+}
+
+// counterRate is the per-second increase of a counter over a window (see
+// timeMs), and whether there is one.
+func counterRate(sp *span, prev *reading) (float64, bool) {
+	if sp.last < sp.first {
+		return 0, false // restarted inside the window, at an unknown time
+	}
+	from, fromTS := sp.first, sp.firstTS
+	if prev.ok && prev.ts < sp.firstTS && prev.v <= sp.first {
+		from, fromTS = prev.v, prev.ts
+	}
+	if sp.lastTS <= fromTS {
+		return 0, false
+	}
+	return (sp.last - from) / float64(sp.lastTS-fromTS) * 1000, true
 }
 
 // taskStats computes the per-subtask statistics of one window and updates
@@ -64,9 +122,23 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 			continue
 		}
 		s := &tc.subs[i]
-		s.busy, s.hasBusy = avg(a, BusyTimeMsPerSecond)
-		s.bp, _ = avg(a, BackPressuredTimeMsPerSecond)
-		s.idle, _ = avg(a, IdleTimeMsPerSecond)
+		h := &t.subs[i]
+		busy, busySrc, pending := e.timeMs(a, h, cBusy, BusyTimeMsPerSecond)
+		s.bp, _, _ = e.timeMs(a, h, cBackPressured, BackPressuredTimeMsPerSecond)
+		s.idle, _, _ = e.timeMs(a, h, cIdle, IdleTimeMsPerSecond)
+		s.busy, s.hasBusy, s.busySrc = busy, busySrc != srcNone, busySrc
+		if busySrc != srcNone || pending {
+			// Flink reads busyTimeMsPerSecond 1000 on every subtask for
+			// about 10 s after a deployment. The counters do not, and a
+			// subtask's first window with busy time from the gauge does
+			// not count when it reads 1000: it neither counts nor resets,
+			// so with --sustain 2 or more the start-up reading alone
+			// makes no finding.
+			if h.starting && busySrc == srcGauge && busy >= 1000 {
+				pending = true
+			}
+			h.starting = false
+		}
 		inPool, hasIn := avg(a, InPoolUsage)
 		outPool, _ := avg(a, OutPoolUsage)
 		s.inPool, s.outPool = inPool, outPool
@@ -75,21 +147,23 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		s.output, _ = avg(a, NumRecordsOutPerSecond)
 		s.align = a.max[CheckpointAlignmentTime] / 1e6 // ns to ms
 		s.delay = a.max[CheckpointStartDelayNanos] / 1e6
-		s.observed = s.hasBusy || hasIn
+		// A subtask whose busy time is not known this window (see timeMs)
+		// is not observed: its sustain counter neither counts nor resets.
+		s.observed = !pending && (s.hasBusy || hasIn)
 		if r, ok := avg(a, NumRecordsInPerSecond); ok {
 			s.input, s.hasInput = r, true
 		}
-		h := &t.subs[i]
 		if a.n[NumRecordsIn] > 0 {
+			sp, prev := &a.cnt[cRecordsIn], &h.last[cRecordsIn]
 			if !s.hasInput {
 				switch {
-				case h.hasCount && a.lastTS > h.countTS && a.lastCnt >= h.count:
-					s.input, s.hasInput = (a.lastCnt-h.count)/float64(a.lastTS-h.countTS)*1000, true
-				case a.lastTS > a.firstTS && a.lastCnt >= a.firstCnt:
-					s.input, s.hasInput = (a.lastCnt-a.firstCnt)/float64(a.lastTS-a.firstTS)*1000, true
+				case prev.ok && sp.lastTS > prev.ts && sp.last >= prev.v:
+					s.input, s.hasInput = (sp.last-prev.v)/float64(sp.lastTS-prev.ts)*1000, true
+				case sp.lastTS > sp.firstTS && sp.last >= sp.first:
+					s.input, s.hasInput = (sp.last-sp.first)/float64(sp.lastTS-sp.firstTS)*1000, true
 				}
 			}
-			h.count, h.countTS, h.hasCount = a.lastCnt, a.lastTS, true
+			*prev = reading{ts: sp.lastTS, v: sp.last, ok: true}
 		}
 		haveRates = haveRates || s.hasInput
 		if a.n[InputQueueLength] > 0 {
@@ -100,9 +174,11 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 				t.queueHits++
 			}
 		}
-		if s.hasBusy {
+		switch {
+		case !s.observed:
+		case s.hasBusy:
 			s.saturated = s.busy >= e.cfg.BusyMsPerSecond
-		} else if hasIn {
+		default:
 			s.saturated = inPool >= e.cfg.PoolUsage && outPool < e.cfg.PoolUsage
 		}
 		if s.observed {
@@ -673,6 +749,7 @@ func (e *Engine) stats(tc *taskCtx, base Finding, dst []Finding) []Finding {
 			CheckpointAlignMs:        round(s.align, 1),
 			CheckpointDelayMs:        round(s.delay, 1),
 			Saturated:                s.saturated,
+			BusySource:               timeSrcNames[s.busySrc],
 			SkewScore:                round(tc.skewScore, 1),
 			MaxMedianRatio:           round(tc.maxMedian, 2),
 		}

@@ -47,12 +47,25 @@ type Engine struct {
 	closedUpTo int64   // events before this time are late
 	last       *taskState
 	free       []*taskWindow // closed windows kept for reuse
+	keyBuf     []byte        // a filtered name being looked up
 }
 
 type jobState struct {
 	id, name string
-	tasks    map[string]*taskState
-	wins     []*jobWindow
+	// alt is the other spelling of name seen (the filtered one, see
+	// names.go); name itself when there is none.
+	alt string
+	// tasks holds every task of the job; byID and byName index it.
+	tasks []*taskState
+	// byID holds the tasks whose events carried a task_id.
+	byID map[string]*taskState
+	// byName resolves events without a task_id, by filtered name: to the
+	// one task of that name (a task_id task learned from events that
+	// carry both, or a task known by name only), or, once several
+	// task_ids share the name, to its shared fallback task, or to nil
+	// while that does not exist yet.
+	byName map[string]*taskState
+	wins   []*jobWindow
 	// lastFailed is the last value of the failed-checkpoints counter.
 	lastFailed    float64
 	hasLastFailed bool
@@ -74,10 +87,19 @@ type jobWindow struct {
 }
 
 type taskState struct {
-	job  *jobState
-	name string
-	wins []*taskWindow
-	subs []subHistory
+	job *jobState
+	// id is Flink's task_id, or "" for a task known by name only.
+	id string
+	// name is the spelling findings show: the unfiltered one once seen.
+	// alt is the filtered spelling when it differs, else name. key is
+	// the filtered name, the task's key in job.byName.
+	name, alt, key string
+	// shared marks a name-only task that stands for a name several
+	// task_ids share: it never becomes one of them. named is set while
+	// job.byName[key] is this task.
+	shared, named bool
+	wins          []*taskWindow
+	subs          []subHistory
 	// Routing of the keyed task, from the newest key sample that said it.
 	parallelism, maxParallelism int
 	router                      keygroup.Router
@@ -95,12 +117,46 @@ type taskState struct {
 	upSustained                int
 }
 
+// Cumulative counters whose first and last reading in a window are kept,
+// and whose last reading is carried to the next window.
+const (
+	cRecordsIn = iota
+	cBusy
+	cBackPressured
+	cIdle
+	numCounters
+)
+
+// counterName is the metric of each counter; counterOf maps back (-1 for
+// metrics that are not one of them).
+var (
+	counterName = [numCounters]MetricName{NumRecordsIn, AccumulateBusyTimeMs, AccumulateBackPressuredTimeMs, AccumulateIdleTimeMs}
+	counterOf   = func() (t [numMetricNames]int8) {
+		for i := range t {
+			t[i] = -1
+		}
+		for c, m := range counterName {
+			t[m] = int8(c)
+		}
+		return t
+	}()
+)
+
+// reading is one counter observation.
+type reading struct {
+	ts int64
+	v  float64
+	ok bool
+}
+
 type subHistory struct {
 	host, attempt string
 	sustained     int
-	countTS       int64
-	count         float64
-	hasCount      bool
+	// last holds each counter's last reading of the windows closed so far.
+	last [numCounters]reading
+	// starting is set until the subtask (attempt) has had a window with
+	// busy time: see the start-up rule in taskStats.
+	starting bool
 }
 
 type taskWindow struct {
@@ -114,14 +170,18 @@ type taskWindow struct {
 	subs      []subAgg
 }
 
+// span is the first and the last reading of a counter in one window.
+type span struct {
+	firstTS, lastTS int64
+	first, last     float64
+}
+
 type subAgg struct {
 	seen bool
 	n    [numMetricNames]uint32
 	sum  [numMetricNames]float64
 	max  [numMetricNames]float64
-	// First and last observation of the numRecordsIn counter.
-	firstTS, lastTS   int64
-	firstCnt, lastCnt float64
+	cnt  [numCounters]span
 }
 
 // New returns an Engine. cfg is validated and completed with defaults.
@@ -146,28 +206,201 @@ func (e *Engine) WindowStart(ts int64) int64 {
 	return s
 }
 
-func (e *Engine) task(jobID, jobName, taskName string) *taskState {
-	if t := e.last; t != nil && t.name == taskName && t.job.id == jobID {
-		if jobName != "" && t.job.name != jobName {
-			t.job.name = strings.Clone(jobName)
+func newJobState(id string) *jobState {
+	return &jobState{id: strings.Clone(id), byID: map[string]*taskState{}, byName: map[string]*taskState{}, resumeFrom: math.MinInt64}
+}
+
+// job returns the job of jobID, creating it if needed.
+func (e *Engine) job(jobID, jobName string) *jobState {
+	j := e.jobs[jobID]
+	if j == nil {
+		j = newJobState(jobID)
+		e.jobs[j.id] = j
+	}
+	j.rename(jobName)
+	return j
+}
+
+// rename records a reported job name. Spellings that filter alike are one
+// name, shown unfiltered; a different name replaces the old one.
+func (j *jobState) rename(name string) {
+	if name == "" || name == j.name || name == j.alt {
+		return
+	}
+	switch {
+	case j.name == "" || !sameFiltered(name, j.name):
+		j.name = strings.Clone(name)
+		j.alt = j.name
+	case humaner(name, j.name):
+		j.alt, j.name = j.name, strings.Clone(name)
+	case j.alt == j.name && isFiltered(name):
+		j.alt = strings.Clone(name) // remembered so that it hits the cache in task
+	}
+}
+
+// task returns the task an event belongs to, creating it if needed.
+//
+// Within a job, events that carry a task_id meet on it. Events without
+// one resolve by name through job.byName: to the task that has the name
+// (learned from events that carry both task_id and name), else to a task
+// known by name only. Names compare in PrometheusReporter's filtered
+// form. When the first event that carries a task_id finds a name-only
+// task of its name, that task becomes the task_id's: a task's first key
+// samples may come without task_id before any metric named the id, and
+// they belong to it. Two task_ids with one name stay two tasks; events
+// of that name without a task_id then go to a shared task of their own.
+func (e *Engine) task(jobID, jobName, taskID, taskName string) *taskState {
+	if t := e.last; t != nil && t.job.id == jobID && (taskName == t.name || taskName == t.alt) &&
+		(taskID == "" && t.named || taskID != "" && taskID == t.id) {
+		if jobName != "" && jobName != t.job.name && jobName != t.job.alt {
+			t.job.rename(jobName)
 		}
 		return t
 	}
-	j := e.jobs[jobID]
-	if j == nil {
-		j = &jobState{id: strings.Clone(jobID), tasks: map[string]*taskState{}, resumeFrom: math.MinInt64}
-		e.jobs[j.id] = j
-	}
-	if jobName != "" && j.name != jobName {
-		j.name = strings.Clone(jobName)
-	}
-	t := j.tasks[taskName]
-	if t == nil {
-		t = &taskState{job: j, name: strings.Clone(taskName), lastDominant: -1, prevDominant: -1}
-		j.tasks[t.name] = t
+	j := e.job(jobID, jobName)
+	var t *taskState
+	if taskID == "" {
+		t = e.nameTask(j, taskName)
+	} else if t = j.byID[taskID]; t != nil {
+		t.spell(taskName)
+	} else {
+		t = e.idTask(j, taskID, taskName)
 	}
 	e.last = t
 	return t
+}
+
+// lookupName looks name up in j.byName by its filtered form, without
+// allocating.
+func (e *Engine) lookupName(j *jobState, name string) (*taskState, bool) {
+	if isFiltered(name) {
+		t, ok := j.byName[name]
+		return t, ok
+	}
+	e.keyBuf = appendFiltered(e.keyBuf[:0], name)
+	t, ok := j.byName[string(e.keyBuf)]
+	return t, ok
+}
+
+// nameTask resolves an event without task_id.
+func (e *Engine) nameTask(j *jobState, name string) *taskState {
+	t, ambiguous := e.lookupName(j, name)
+	if t != nil {
+		t.spell(name)
+		return t
+	}
+	t = j.newTask(name)
+	t.shared = ambiguous // present with a nil task: several task_ids have the name
+	j.setByName(t.key, t)
+	return t
+}
+
+// idTask creates the task of a task_id not seen before in the job.
+func (e *Engine) idTask(j *jobState, id, name string) *taskState {
+	c, ok := e.lookupName(j, name)
+	if c != nil && c.id == "" && !c.shared {
+		// Name-only events came first: they were this task's.
+		c.id = strings.Clone(id)
+		j.byID[c.id] = c
+		c.spell(name)
+		return c
+	}
+	t := j.newTask(name)
+	t.id = strings.Clone(id)
+	j.byID[t.id] = t
+	switch {
+	case !ok:
+		j.setByName(t.key, t)
+	case c != nil && c.id != "":
+		// A second task_id with this name: name-only events can no
+		// longer tell which task they are of.
+		j.setByName(t.key, nil)
+	}
+	return t
+}
+
+func (j *jobState) newTask(name string) *taskState {
+	t := &taskState{job: j, name: strings.Clone(name), lastDominant: -1, prevDominant: -1}
+	t.alt, t.key = t.name, filteredKey(t.name)
+	j.tasks = append(j.tasks, t)
+	return t
+}
+
+// filteredKey returns the filtered form of name, sharing name's memory
+// when the filter does not change it.
+func filteredKey(name string) string {
+	if isFiltered(name) {
+		return name
+	}
+	return string(appendFiltered(nil, name))
+}
+
+// spell records a reported spelling of the task's name: the unfiltered
+// one is shown, the filtered one remembered so that it hits the cache in
+// Engine.task. A name that does not filter like the task's is ignored: a
+// task_id keeps the name it was first seen with.
+func (t *taskState) spell(name string) {
+	if name == t.name || name == t.alt || !sameFiltered(name, t.name) {
+		return
+	}
+	switch {
+	case humaner(name, t.name):
+		t.alt, t.name = t.name, strings.Clone(name)
+	case t.alt == t.name && isFiltered(name):
+		t.alt = strings.Clone(name)
+	}
+}
+
+// setByName points byName[key] at t (nil: ambiguous, no fallback yet).
+func (j *jobState) setByName(key string, t *taskState) {
+	if old := j.byName[key]; old != nil {
+		old.named = false
+	}
+	j.byName[key] = t
+	if t != nil {
+		t.named = true
+	}
+}
+
+// reindex recomputes byName[key] from the job's tasks, after tasks were
+// forgotten or restored: a name-only task of the key (plain or shared)
+// keeps it; else the one task_id task that has it; several make it
+// ambiguous.
+func (j *jobState) reindex(key string) {
+	var fallback, only *taskState
+	ids := 0
+	for _, t := range j.tasks {
+		switch {
+		case t.key != key:
+		case t.id == "":
+			fallback = t
+		default:
+			ids++
+			only = t
+		}
+	}
+	switch {
+	case fallback != nil:
+		j.setByName(key, fallback)
+	case ids == 1:
+		j.setByName(key, only)
+	case ids > 1:
+		j.setByName(key, nil)
+	default:
+		if old := j.byName[key]; old != nil {
+			old.named = false
+		}
+		delete(j.byName, key)
+	}
+}
+
+// compareTasks orders tasks by shown name, then task_id: findings and
+// snapshots list tasks in this order.
+func compareTasks(a, b *taskState) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 // window returns the task's window starting at ws, opening it if needed.
@@ -215,7 +448,7 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		!(s.Weight > 0) || !(s.SampleRate > 0) || math.IsInf(s.Weight, 0) {
 		return Rejected
 	}
-	t := e.task(s.JobID, s.JobName, s.TaskName)
+	t := e.task(s.JobID, s.JobName, s.TaskID, s.TaskName)
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
@@ -276,7 +509,7 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 			v = m.Rate
 		}
 	}
-	t := e.task(m.JobID, m.JobName, m.TaskName)
+	t := e.task(m.JobID, m.JobName, m.TaskID, m.TaskName)
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
@@ -298,23 +531,25 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	}
 	a.n[k]++
 	a.sum[k] += v
-	if k == NumRecordsIn {
-		if a.n[k] == 1 || m.TS < a.firstTS {
-			a.firstTS, a.firstCnt = m.TS, v
+	if c := counterOf[k]; c >= 0 {
+		sp := &a.cnt[c]
+		if a.n[k] == 1 || m.TS < sp.firstTS {
+			sp.firstTS, sp.first = m.TS, v
 		}
-		if a.n[k] == 1 || m.TS >= a.lastTS {
-			a.lastTS, a.lastCnt = m.TS, v
+		if a.n[k] == 1 || m.TS >= sp.lastTS {
+			sp.lastTS, sp.last = m.TS, v
 		}
 	}
-	if sub >= len(t.subs) {
-		t.subs = slices.Grow(t.subs, sub+1-len(t.subs))[:sub+1]
+	if n := len(t.subs); sub >= n {
+		t.subs = slices.Grow(t.subs, sub+1-n)[:sub+1]
+		for i := n; i <= sub; i++ {
+			t.subs[i].starting = true
+		}
 	}
 	h := &t.subs[sub]
-	if m.Host != "" && h.host != m.Host {
-		h.host = strings.Clone(m.Host)
-	}
-	if m.TaskAttemptID != "" && h.attempt != m.TaskAttemptID {
-		h.attempt = strings.Clone(m.TaskAttemptID)
+	respell(&h.host, m.Host)
+	if prev := h.attempt; respell(&h.attempt, m.TaskAttemptID) && prev != "" {
+		h.starting = true // a new attempt starts up again
 	}
 	return Accepted
 }
@@ -328,13 +563,11 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 		return Rejected
 	}
 	if j == nil {
-		j = &jobState{id: strings.Clone(m.JobID), tasks: map[string]*taskState{}, resumeFrom: math.MinInt64}
+		j = newJobState(m.JobID)
 		e.jobs[j.id] = j
 	}
 	j.restoredOnly = false
-	if m.JobName != "" && j.name != m.JobName {
-		j.name = strings.Clone(m.JobName)
-	}
+	j.rename(m.JobName)
 	j.lastSeen = ws
 	var w *jobWindow
 	for _, x := range j.wins {
@@ -401,14 +634,9 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 				break
 			}
 		}
-		names := make([]string, 0, len(j.tasks))
-		for n := range j.tasks {
-			names = append(names, n)
-		}
-		slices.Sort(names)
+		slices.SortFunc(j.tasks, compareTasks)
 		ctx := jobCtx{job: j, ws: ws, jw: jw}
-		for _, n := range names {
-			t := j.tasks[n]
+		for _, t := range j.tasks {
 			for i, w := range t.wins {
 				if w.start == ws {
 					t.wins = slices.Delete(t.wins, i, i+1)
@@ -427,19 +655,59 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			e.release(tc.w)
 		}
 		// Forget tasks and jobs that stopped reporting long ago.
-		for _, n := range names {
-			if t := j.tasks[n]; t.lastSeen < horizon && len(t.wins) == 0 {
-				if e.last == t {
-					e.last = nil
-				}
-				delete(j.tasks, n)
-			}
-		}
+		e.forgetTasks(j, horizon)
 		if len(j.tasks) == 0 && len(j.wins) == 0 && j.lastSeen < horizon {
 			delete(e.jobs, id)
 		}
 	}
 	return dst
+}
+
+// respell stores a reported value s (a host, an attempt ID) into *cur. The
+// reporters spell values differently too (PrometheusReporter filters
+// "10.0.0.2" to "10_0_0_2"): spellings of one value keep the unfiltered
+// one, so alternating spellings neither allocate nor look like a change.
+// It reports whether the value changed, not only its spelling.
+func respell(cur *string, s string) bool {
+	if s == "" || s == *cur {
+		return false
+	}
+	if *cur == "" || !sameFiltered(s, *cur) {
+		*cur = strings.Clone(s)
+		return true
+	}
+	if humaner(s, *cur) {
+		*cur = strings.Clone(s)
+	}
+	return false
+}
+
+// forgetTasks drops the job's tasks last seen before horizon that hold
+// no open window.
+func (e *Engine) forgetTasks(j *jobState, horizon int64) {
+	var gone []*taskState
+	kept := j.tasks[:0]
+	for _, t := range j.tasks {
+		if t.lastSeen < horizon && len(t.wins) == 0 {
+			gone = append(gone, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	clear(j.tasks[len(kept):])
+	j.tasks = kept
+	for _, t := range gone {
+		if e.last == t {
+			e.last = nil
+		}
+		if t.id != "" {
+			delete(j.byID, t.id)
+		}
+		j.reindex(t.key)
+	}
 }
 
 func (e *Engine) updateJobCounters(j *jobState, jw *jobWindow) {

@@ -7,9 +7,13 @@ package skew
 // string past that call must copy it (strings.Clone). The engine does so.
 type KeySample struct {
 	// TS is the event time in epoch milliseconds.
-	TS       int64
-	JobID    string
-	JobName  string // optional
+	TS      int64
+	JobID   string
+	JobName string // optional
+	// TaskID is Flink's task_id (the JobVertexID, as in the metric
+	// variables); optional. With it, the sample joins the task's metrics
+	// by identity, whatever spelling of the name each of them carries.
+	TaskID   string
 	TaskName string
 	Key      string
 	// Weight is the number of sampled records this sample stands for (default 1).
@@ -58,6 +62,14 @@ const (
 	// Metric.TaskName is empty and Metric.Subtask is -1.
 	LastCheckpointDuration
 	NumberOfFailedCheckpoints
+	// AccumulateBusyTimeMs, AccumulateBackPressuredTimeMs and
+	// AccumulateIdleTimeMs are Flink's cumulative time counters (ms since
+	// the attempt started). Their differences follow the load without the
+	// 60 s lag of the *TimeMsPerSecond gauges, so the engine prefers them.
+	// They come last so that the values of the older names stay put.
+	AccumulateBusyTimeMs
+	AccumulateBackPressuredTimeMs
+	AccumulateIdleTimeMs
 	numMetricNames
 )
 
@@ -71,6 +83,7 @@ func (m MetricName) String() string {
 		"numRecordsIn", "numRecordsInPerSecond", "numRecordsOut", "numRecordsOutPerSecond",
 		"checkpointAlignmentTime", "checkpointStartDelayNanos",
 		"lastCheckpointDuration", "numberOfFailedCheckpoints",
+		"accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs",
 	}
 	if m < numMetricNames {
 		return names[m]

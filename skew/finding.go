@@ -61,8 +61,13 @@ type SubtaskStats struct {
 	CheckpointAlignMs float64 `json:"checkpoint_alignment_ms"`
 	CheckpointDelayMs float64 `json:"checkpoint_start_delay_ms"`
 	Saturated         bool    `json:"saturated"`
-	SkewScore         float64 `json:"task_skew_score"`
-	MaxMedianRatio    float64 `json:"task_max_median_ratio"`
+	// BusySource says where the busy, back-pressured and idle times came
+	// from: "counter" (the differences of Flink's accumulate*TimeMs
+	// counters), "gauge" (the *TimeMsPerSecond gauges) or "" (neither:
+	// saturation was judged by pool usage).
+	BusySource     string  `json:"busy_source,omitempty"`
+	SkewScore      float64 `json:"task_skew_score"`
+	MaxMedianRatio float64 `json:"task_max_median_ratio"`
 }
 
 // HotKey is the body of a hot_key finding.

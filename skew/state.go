@@ -30,7 +30,9 @@ type JobState struct {
 	// start before it were diagnosed and written, and their events are
 	// Replayed after a Restore.
 	ClosedUpTo int64 `json:"closed_up_to"`
-	LastSeen   int64 `json:"last_seen"`
+	// LastSeen is the start of the job's last window with an event, of
+	// the job or of any of its tasks.
+	LastSeen int64 `json:"last_seen"`
 	// LastFailed is the last value of the failed-checkpoints counter.
 	LastFailed *float64    `json:"last_failed,omitempty"`
 	Tasks      []TaskState `json:"tasks,omitempty"`
@@ -38,7 +40,13 @@ type JobState struct {
 
 // TaskState is the cross-window state of one task.
 type TaskState struct {
+	// Name is the name findings show. ID is Flink's task_id; without it
+	// (states saved before task_ids were kept, or a task whose events never
+	// carried one) the task is known by name only. Shared marks a name-only
+	// task that stands for a name several task_ids have (see Engine).
 	Name           string         `json:"name"`
+	ID             string         `json:"task_id,omitempty"`
+	Shared         bool           `json:"shared_name,omitempty"`
 	Parallelism    int            `json:"parallelism,omitempty"`
 	MaxParallelism int            `json:"max_parallelism,omitempty"`
 	LastSeen       int64          `json:"last_seen"`
@@ -61,6 +69,30 @@ type SubtaskState struct {
 	CountTS  int64   `json:"count_ts,omitempty"`
 	Count    float64 `json:"count,omitempty"`
 	HasCount bool    `json:"has_count,omitempty"`
+	// The last readings of the accumulate*TimeMs counters, for busy,
+	// back-pressured and idle time across windows.
+	BusyCounter          *CounterState `json:"busy_counter,omitempty"`
+	BackPressuredCounter *CounterState `json:"backpressured_counter,omitempty"`
+	IdleCounter          *CounterState `json:"idle_counter,omitempty"`
+	// Starting is set until the subtask (attempt) has had a window with
+	// busy time (Flink's start-up reading of the gauge is not trusted).
+	Starting bool `json:"starting,omitempty"`
+}
+
+// CounterState is the last reading of a cumulative counter.
+type CounterState struct {
+	TS    int64   `json:"ts"`
+	Value float64 `json:"value"`
+}
+
+func (h *subHistory) counterStates() (busy, bp, idle *CounterState) {
+	out := [3]*CounterState{}
+	for i, c := range [3]int{cBusy, cBackPressured, cIdle} {
+		if r := h.last[c]; r.ok {
+			out[i] = &CounterState{TS: r.ts, Value: r.v}
+		}
+	}
+	return out[0], out[1], out[2]
 }
 
 // Snapshot appends the state of every job the engine has seen events of
@@ -90,28 +122,28 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 			v := j.lastFailed
 			js.LastFailed = &v
 		}
-		names := make([]string, 0, len(j.tasks))
-		for n := range j.tasks {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			t := j.tasks[n]
+		tasks := slices.SortedFunc(slices.Values(j.tasks), compareTasks)
+		for _, t := range tasks {
 			ts := TaskState{
-				Name: t.name, LastSeen: t.lastSeen, QueueMax: t.queueMax, QueueHits: t.queueHits,
+				Name: t.name, ID: t.id, Shared: t.shared, LastSeen: t.lastSeen, QueueMax: t.queueMax, QueueHits: t.queueHits,
 				LastDominant: t.lastDominant, PrevDominant: t.prevDominant, LastMoveWindow: t.lastMoveWindow,
 				HasMoved: t.hasMoved, UpSustained: t.upSustained,
 			}
 			if t.hasRouter {
 				ts.Parallelism, ts.MaxParallelism = t.parallelism, t.maxParallelism
 			}
-			for _, h := range t.subs {
-				ts.Subtasks = append(ts.Subtasks, SubtaskState{
+			for i := range t.subs {
+				h := &t.subs[i]
+				in := h.last[cRecordsIn]
+				ss := SubtaskState{
 					Host: h.host, Attempt: h.attempt, Sustained: h.sustained,
-					CountTS: h.countTS, Count: h.count, HasCount: h.hasCount,
-				})
+					CountTS: in.ts, Count: in.v, HasCount: in.ok, Starting: h.starting,
+				}
+				ss.BusyCounter, ss.BackPressuredCounter, ss.IdleCounter = h.counterStates()
+				ts.Subtasks = append(ts.Subtasks, ss)
 			}
 			js.Tasks = append(js.Tasks, ts)
+			js.LastSeen = max(js.LastSeen, t.lastSeen)
 		}
 		dst = append(dst, js)
 	}
@@ -153,7 +185,13 @@ func (e *Engine) Restore(states []JobState) error {
 		if s.ClosedUpTo != e.WindowStart(s.ClosedUpTo) {
 			return fmt.Errorf("restore job %d (%.64q): closed_up_to %d is not a window boundary", i, s.JobID, s.ClosedUpTo)
 		}
-		if s.LastSeen < horizon {
+		// A job is seen when any of its tasks is: states saved before
+		// Snapshot said so carry only the job-scoped metrics' time.
+		lastSeen := s.LastSeen
+		for ti := range s.Tasks {
+			lastSeen = max(lastSeen, s.Tasks[ti].LastSeen)
+		}
+		if lastSeen < horizon {
 			continue
 		}
 		j, err := restoreJob(s, horizon)
@@ -189,59 +227,147 @@ func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 			return nil, err
 		}
 	}
-	j := &jobState{
-		id: strings.Clone(s.JobID), name: strings.Clone(s.JobName), tasks: make(map[string]*taskState, len(s.Tasks)),
-		lastSeen: s.LastSeen, resumeFrom: s.ClosedUpTo, restoredOnly: true,
-	}
+	j := newJobState(s.JobID)
+	j.name = strings.Clone(s.JobName)
+	j.alt = j.name
+	j.lastSeen, j.resumeFrom, j.restoredOnly = s.LastSeen, s.ClosedUpTo, true
 	if s.LastFailed != nil {
 		if math.IsNaN(*s.LastFailed) || math.IsInf(*s.LastFailed, 0) {
 			return nil, errors.New("last_failed is not a number")
 		}
 		j.lastFailed, j.hasLastFailed = *s.LastFailed, true
 	}
+	names := make(map[string]bool, len(s.Tasks)) // name-only tasks' names
+	byKey := map[string]*taskState{}             // name-only tasks by filtered name
 	for ti := range s.Tasks {
 		ts := &s.Tasks[ti]
-		if err := validStateString(ts.Name); err != nil {
+		if err := errors.Join(validStateString(ts.Name), validStateString(ts.ID)); err != nil {
 			return nil, fmt.Errorf("task %d: %w", ti, err)
 		}
-		if _, dup := j.tasks[ts.Name]; dup {
+		if ts.ID != "" {
+			if _, dup := j.byID[ts.ID]; dup {
+				return nil, fmt.Errorf("task_id %.64q twice", ts.ID)
+			}
+		} else if names[ts.Name] {
 			return nil, fmt.Errorf("task %.64q twice", ts.Name)
+		}
+		if ts.ID == "" {
+			names[ts.Name] = true
 		}
 		if ts.LastSeen < horizon {
 			continue
 		}
-		if len(ts.Subtasks) > maxSubtasks {
-			return nil, fmt.Errorf("task %.64q: %d subtasks, more than %d", ts.Name, len(ts.Subtasks), maxSubtasks)
+		t, err := restoreTask(j, ts)
+		if err != nil {
+			return nil, fmt.Errorf("task %.64q: %w", ts.Name, err)
 		}
-		if math.IsNaN(ts.QueueMax) || math.IsInf(ts.QueueMax, 0) || ts.QueueHits < 0 || ts.UpSustained < 0 ||
-			ts.LastDominant < -1 || ts.LastDominant >= maxSubtasks || ts.PrevDominant < -1 || ts.PrevDominant >= maxSubtasks {
-			return nil, fmt.Errorf("task %.64q: counters out of range", ts.Name)
+		if t.id != "" {
+			j.byID[t.id] = t
+			j.tasks = append(j.tasks, t)
+			continue
 		}
-		t := &taskState{
-			job: j, name: strings.Clone(ts.Name), lastSeen: ts.LastSeen, queueMax: ts.QueueMax, queueHits: ts.QueueHits,
-			lastDominant: ts.LastDominant, prevDominant: ts.PrevDominant, lastMoveWindow: ts.LastMoveWindow,
-			hasMoved: ts.HasMoved, upSustained: ts.UpSustained,
+		a := byKey[t.key]
+		if a == nil {
+			byKey[t.key] = t
+			j.tasks = append(j.tasks, t)
+			continue
 		}
-		if ts.Parallelism > 0 {
-			r, err := keygroup.NewRouter(ts.Parallelism, ts.MaxParallelism)
-			if err != nil {
-				return nil, fmt.Errorf("task %.64q: %w", ts.Name, err)
+		if a.shared || t.shared {
+			return nil, fmt.Errorf("task %.64q: two name-only tasks of one name", ts.Name)
+		}
+		mergeTask(a, t)
+	}
+	for _, t := range j.tasks {
+		if t.id != "" {
+			if n := byKey[t.key]; n != nil && !n.shared {
+				return nil, fmt.Errorf("task %.64q: known by name only, and task_id %.64q has the same name", n.name, t.id)
 			}
-			t.router, t.hasRouter = r, true
-			t.parallelism, t.maxParallelism = ts.Parallelism, ts.MaxParallelism
 		}
-		t.subs = make([]subHistory, len(ts.Subtasks))
-		for si, ss := range ts.Subtasks {
-			if err := errors.Join(validStateString(ss.Host), validStateString(ss.Attempt)); err != nil {
-				return nil, fmt.Errorf("task %.64q subtask %d: %w", ts.Name, si, err)
-			}
-			if ss.Sustained < 0 || math.IsNaN(ss.Count) || math.IsInf(ss.Count, 0) {
-				return nil, fmt.Errorf("task %.64q subtask %d: counters out of range", ts.Name, si)
-			}
-			t.subs[si] = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), sustained: ss.Sustained,
-				countTS: ss.CountTS, count: ss.Count, hasCount: ss.HasCount}
+	}
+	for _, t := range j.tasks {
+		if _, done := j.byName[t.key]; !done {
+			j.reindex(t.key)
 		}
-		j.tasks[t.name] = t
 	}
 	return j, nil
+}
+
+func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
+	if ts.Shared && ts.ID != "" {
+		return nil, errors.New("shared_name with a task_id")
+	}
+	if len(ts.Subtasks) > maxSubtasks {
+		return nil, fmt.Errorf("%d subtasks, more than %d", len(ts.Subtasks), maxSubtasks)
+	}
+	if math.IsNaN(ts.QueueMax) || math.IsInf(ts.QueueMax, 0) || ts.QueueHits < 0 || ts.UpSustained < 0 ||
+		ts.LastDominant < -1 || ts.LastDominant >= maxSubtasks || ts.PrevDominant < -1 || ts.PrevDominant >= maxSubtasks {
+		return nil, errors.New("counters out of range")
+	}
+	t := &taskState{
+		job: j, id: strings.Clone(ts.ID), name: strings.Clone(ts.Name), shared: ts.Shared,
+		lastSeen: ts.LastSeen, queueMax: ts.QueueMax, queueHits: ts.QueueHits,
+		lastDominant: ts.LastDominant, prevDominant: ts.PrevDominant, lastMoveWindow: ts.LastMoveWindow,
+		hasMoved: ts.HasMoved, upSustained: ts.UpSustained,
+	}
+	t.alt, t.key = t.name, filteredKey(t.name)
+	if ts.Parallelism > 0 {
+		r, err := keygroup.NewRouter(ts.Parallelism, ts.MaxParallelism)
+		if err != nil {
+			return nil, err
+		}
+		t.router, t.hasRouter = r, true
+		t.parallelism, t.maxParallelism = ts.Parallelism, ts.MaxParallelism
+	}
+	t.subs = make([]subHistory, len(ts.Subtasks))
+	for si := range ts.Subtasks {
+		ss := &ts.Subtasks[si]
+		if err := errors.Join(validStateString(ss.Host), validStateString(ss.Attempt)); err != nil {
+			return nil, fmt.Errorf("subtask %d: %w", si, err)
+		}
+		if ss.Sustained < 0 || !finiteNumber(ss.Count) {
+			return nil, fmt.Errorf("subtask %d: counters out of range", si)
+		}
+		h := &t.subs[si]
+		*h = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), sustained: ss.Sustained, starting: ss.Starting}
+		h.last[cRecordsIn] = reading{ts: ss.CountTS, v: ss.Count, ok: ss.HasCount}
+		for _, x := range [...]struct {
+			c  int
+			cs *CounterState
+		}{{cBusy, ss.BusyCounter}, {cBackPressured, ss.BackPressuredCounter}, {cIdle, ss.IdleCounter}} {
+			c, cs := x.c, x.cs
+			if cs == nil {
+				continue
+			}
+			if !finiteNumber(cs.Value) {
+				return nil, fmt.Errorf("subtask %d: counters out of range", si)
+			}
+			h.last[c] = reading{ts: cs.TS, v: cs.Value, ok: true}
+		}
+	}
+	return t, nil
+}
+
+func finiteNumber(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// mergeTask folds b into a: two name-only tasks whose names filter alike.
+// States saved before names were compared in their filtered form kept
+// such spellings of one task apart, typically one with the key samples
+// (the routing) and one with the metrics (the subtask history); the task
+// of the larger subtask history (on a tie, the one seen last, then a)
+// gives the metric state, the other the routing if a has none.
+func mergeTask(a, b *taskState) {
+	switch {
+	case humaner(b.name, a.name):
+		a.alt, a.name = a.name, b.name
+	case a.alt == a.name && isFiltered(b.name):
+		a.alt = b.name
+	}
+	if !a.hasRouter && b.hasRouter {
+		a.router, a.hasRouter, a.parallelism, a.maxParallelism = b.router, true, b.parallelism, b.maxParallelism
+	}
+	if len(b.subs) > len(a.subs) || len(b.subs) == len(a.subs) && b.lastSeen > a.lastSeen {
+		a.subs, a.queueMax, a.queueHits, a.upSustained = b.subs, b.queueMax, b.queueHits, b.upSustained
+		a.lastDominant, a.prevDominant, a.lastMoveWindow, a.hasMoved = b.lastDominant, b.prevDominant, b.lastMoveWindow, b.hasMoved
+	}
+	a.lastSeen = max(a.lastSeen, b.lastSeen)
 }

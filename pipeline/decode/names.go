@@ -11,6 +11,7 @@ import (
 //	flink_taskmanager_job_task_buffers_inPoolUsage          (Prometheus)
 //	taskmanager_job_task_buffers_inPoolUsage                (InfluxDB)
 //	taskmanager.job.task.Shuffle.Netty.Input.Buffers.inPoolUsage (Kafka/JSON)
+//	flink_taskmanager_job_task_accumulateBusyTimeMs         (a counter, Prometheus)
 //
 // '.' and '_' are interchangeable separators and an optional "flink"
 // component is stripped. Matching never allocates: the common all-'_'
@@ -87,6 +88,12 @@ func lookupTask(s string) skew.MetricName {
 		return skew.BackPressuredTimeMsPerSecond
 	case "idleTimeMsPerSecond":
 		return skew.IdleTimeMsPerSecond
+	case "accumulateBusyTimeMs":
+		return skew.AccumulateBusyTimeMs
+	case "accumulateBackPressuredTimeMs":
+		return skew.AccumulateBackPressuredTimeMs
+	case "accumulateIdleTimeMs":
+		return skew.AccumulateIdleTimeMs
 	case "numRecordsIn":
 		return skew.NumRecordsIn
 	case "numRecordsInPerSecond":

@@ -298,6 +298,9 @@ func TestLookupMetric(t *testing.T) {
 		"numRecordsOutPerSecond":                                 skew.NumRecordsOutPerSecond,
 		"checkpointAlignmentTime":                                skew.CheckpointAlignmentTime,
 		"checkpointStartDelayNanos":                              skew.CheckpointStartDelayNanos,
+		"accumulateBusyTimeMs":                                   skew.AccumulateBusyTimeMs,
+		"accumulateBackPressuredTimeMs":                          skew.AccumulateBackPressuredTimeMs,
+		"accumulateIdleTimeMs":                                   skew.AccumulateIdleTimeMs,
 	}
 	seen := map[nm]bool{}
 	for suffix, want := range pairs {
