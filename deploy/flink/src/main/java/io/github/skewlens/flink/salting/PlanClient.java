@@ -46,8 +46,10 @@ public abstract class PlanClient {
 
     final SaltingConfig cfg;
     final String jobId;
-    /** "task X of job J from SOURCE", for log lines. */
+    /** "task X of job J", for log lines. */
     final String what;
+    /** "task X of job J from SOURCE", for log lines. */
+    final String whatFrom;
     final WarnLimiter warns = new WarnLimiter(LOG);
 
     /** The applicable plan, or null: keys pass through. Written by the client's thread only. */
@@ -63,7 +65,8 @@ public abstract class PlanClient {
     PlanClient(SaltingConfig cfg, String jobId) {
         this.cfg = cfg;
         this.jobId = jobId;
-        this.what = "task " + SaltingPlan.q(cfg.taskName) + " of job " + jobId + " from " + cfg.describe();
+        this.what = "task " + SaltingPlan.q(cfg.taskName) + " of job " + jobId;
+        this.whatFrom = what + " from " + cfg.describe();
         this.lastContact = System.nanoTime();
     }
 
@@ -125,12 +128,12 @@ public abstract class PlanClient {
             current = null;
             warns.warn("skewlens salting: plan v" + p.version() + " for parallelism " + p.parallelism() + "/"
                     + p.maxParallelism() + " ignored: the keyed task runs at " + cfg.parallelism + "/"
-                    + cfg.maxParallelism + " (" + what + "); keys pass through unchanged");
+                    + cfg.maxParallelism + " (" + whatFrom + "); keys pass through unchanged");
             return;
         }
         SaltingPlan before = current;
         current = p;
-        LOG.info("skewlens salting: applying plan v{} for {}: {} hot keys{}", p.version(), what, p.hotKeys().size(),
+        LOG.info("skewlens salting: applying plan v{} for {}: {} hot keys{}", p.version(), whatFrom, p.hotKeys().size(),
                 before == null ? "" : " (replaces v" + before.version() + ")");
     }
 
@@ -144,7 +147,7 @@ public abstract class PlanClient {
         // not current any more, so keys pass through.
         version = planVersion;
         current = null;
-        warns.warn("skewlens salting: ignoring the plan" + (planVersion >= 0 ? " v" + planVersion : "") + " for " + what
+        warns.warn("skewlens salting: ignoring the plan" + (planVersion >= 0 ? " v" + planVersion : "") + " for " + whatFrom
                 + ": " + reason + "; keys pass through unchanged");
     }
 
@@ -154,7 +157,7 @@ public abstract class PlanClient {
         current = null;
         version = -1;
         if (before != null) {
-            LOG.info("skewlens salting: plan v{} for {} retired ({}); keys pass through unchanged", before.version(), what, why);
+            LOG.info("skewlens salting: plan v{} for {} retired ({}); keys pass through unchanged", before.version(), whatFrom, why);
         }
     }
 
