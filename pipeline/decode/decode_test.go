@@ -146,6 +146,11 @@ func TestAllocs(t *testing.T) {
 		{FormatPrometheus, `flink_taskmanager_job_task_busyTimeMsPerSecond{job_id="j",task_name="a\"b\\c",subtask_index="3"} 12.5`},
 		{FormatAuto, `flink_taskmanager_job_task_operator_numRecordsIn{job_id="j"} 1`}, // unknown metric
 		{FormatAuto, `# HELP x y`},
+		{FormatAuto, `# skewlens-scrape-time 1593004200000`},
+		{FormatAuto, ks(`"task_id":"cbc357ccb763df2852fee8c4fc7d55f2","task_name":"KeyedProcess -> enrich"`)},
+		{FormatAuto, ks(`"task_id":"cbc\u0033"`)},
+		{FormatAuto, `flink_taskmanager_job_task_accumulateBusyTimeMs` + f2Prom + ` 123456.0`},
+		{FormatAuto, `taskmanager_job_task_accumulateIdleTimeMs` + f2Influx + ` value=98765i 1593004200000000000`},
 		{FormatAuto, `{"ts":1,"name":"other","value":{"a":[true,false,null]}}`},
 	}
 	for _, tc := range lines {
@@ -176,7 +181,7 @@ func TestAllocs(t *testing.T) {
 
 func TestBadLinesAllocateOnlyTheError(t *testing.T) {
 	d := NewDecoder(FormatAuto)
-	for _, line := range []string{`{"ts":`, `{"ts":1}`, influxLine[:50] + " value=x 1", `garbage`, ks(`"weight":0`), ks(`"weight":1e-400`), `taskmanager_job_task_busyTimeMsPerSecond,job_id=j,task_name=t,subtask_index=1 value=1 x`} {
+	for _, line := range []string{`{"ts":`, `{"ts":1}`, influxLine[:50] + " value=x 1", `garbage`, ks(`"weight":0`), ks(`"weight":1e-400`), `taskmanager_job_task_busyTimeMsPerSecond,job_id=j,task_name=t,subtask_index=1 value=1 x`, `# skewlens-scrape-time soon`} {
 		b := []byte(line)
 		n := testing.AllocsPerRun(100, func() {
 			if _, err := d.Decode(b); err == nil {

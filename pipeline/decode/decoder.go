@@ -120,7 +120,9 @@ const (
 type Decoder struct {
 	// DefaultTS, when > 0, is the timestamp (epoch ms) given to metric
 	// lines that carry none, typically the Kafka message timestamp. Key
-	// samples always need their own ts.
+	// samples always need their own ts. A ScrapeTimeDirective line sets
+	// it: the scrape time applies to the lines that follow, until the
+	// next directive or until the caller sets DefaultTS again.
 	DefaultTS int64
 
 	Sample skew.KeySample
@@ -142,15 +144,32 @@ func NewDecoder(f Format) *Decoder {
 // Format returns the format the Decoder was created for.
 func (d *Decoder) Format() Format { return d.format }
 
+// ScrapeTimeDirective begins the comment line that gives the time of a
+// raw Prometheus scrape, which has no timestamps on its samples. Written
+// before the scrape's samples, "# skewlens-scrape-time 1593004193363"
+// (epoch ms) makes Decode set Decoder.DefaultTS, so that the metric lines
+// after it without a timestamp take the scrape time; a timestamp on a
+// line still wins.
+const ScrapeTimeDirective = "# skewlens-scrape-time"
+
 // Decode decodes one line, given without its trailing newline; a trailing
 // '\r' (and any surrounding blanks) is tolerated. Blank lines and lines
-// whose first non-blank byte is '#' return KindNone and no error. Every
+// whose first non-blank byte is '#' return KindNone and no error, except
+// a ScrapeTimeDirective whose time is not a positive integer: that is a
+// bad_timestamp, and it clears DefaultTS, so that the samples of a scrape
+// of unknown time are rejected rather than given another time. Every
 // rejected line returns an *Error. Decode never keeps line after it
 // returns, but the strings it stores in d.Sample / d.Metric alias it (see
 // Decoder).
 func (d *Decoder) Decode(line []byte) (Kind, error) {
 	b := trimBlank(line)
-	if len(b) == 0 || b[0] == '#' {
+	if len(b) == 0 {
+		return KindNone, nil
+	}
+	if b[0] == '#' {
+		if err := d.directive(b); err != nil {
+			return KindNone, err
+		}
 		return KindNone, nil
 	}
 	d.scratch = d.scratch[:0]
@@ -173,6 +192,22 @@ func (d *Decoder) Decode(line []byte) (Kind, error) {
 		return KindNone, err
 	}
 	return k, nil
+}
+
+// directive applies the comment line b if it is a ScrapeTimeDirective:
+// the directive, then blanks, then the time.
+func (d *Decoder) directive(b []byte) *Error {
+	n := len(ScrapeTimeDirective)
+	if len(b) <= n || bytesToString(b[:n]) != ScrapeTimeDirective || (b[n] != ' ' && b[n] != '\t') {
+		return nil
+	}
+	ts, ok := parseInt(bytesToString(trimBlank(b[n:])))
+	if !ok || ts <= 0 {
+		d.DefaultTS = 0
+		return newErr(ReasonBadTimestamp, "", "skewlens-scrape-time must be a positive integer (epoch ms)")
+	}
+	d.DefaultTS = ts
+	return nil
 }
 
 // detect picks the format of a non-blank, non-comment line.

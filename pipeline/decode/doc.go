@@ -9,12 +9,30 @@
 //   - Flink metric, Prometheus text exposition (Flink's PrometheusReporter)
 //
 // Blank lines and lines whose first non-blank byte is '#' (including
-// Prometheus # HELP / # TYPE) are skipped. The format is detected per line
-// (FormatAuto) or forced (ParseFormat, for a --format flag). Metrics
+// Prometheus # HELP / # TYPE) are skipped, except the scrape-time
+// directive below. The format is detected per line (FormatAuto) or
+// forced (ParseFormat, for a --format flag). Metrics
 // skewlens does not use are ignored (KindNone, no error); a line that is
 // rejected returns an *Error whose Reason (a stable snake_case name) can
 // be counted with Counts. LineReader splits a stream into lines with a
 // fixed buffer and skips over-long lines.
+//
+// # Scrape time
+//
+// A raw PrometheusReporter scrape has no timestamps. A file of scrapes
+// carries each scrape's time in the comment line
+// "# skewlens-scrape-time <epoch ms>" (ScrapeTimeDirective), exactly so
+// spelled, before the scrape's samples. Decode then sets
+// Decoder.DefaultTS to it, so the metric lines that follow without a
+// timestamp take it (a timestamp on the line still wins), until the next
+// directive or until the caller sets DefaultTS again: `analyze` keeps one
+// Decoder per input file, so the time holds for the rest of the file;
+// `run` sets the Kafka record time before each message, which a directive
+// in the message overrides for the rest of that message. A directive
+// whose time is not a positive integer is a bad_timestamp and clears
+// DefaultTS, so that the scrape's samples are rejected (missing_timestamp)
+// rather than given another time. Without a timestamp, a directive or a
+// DefaultTS, a metric line is a missing_timestamp.
 //
 // # Speed
 //
@@ -50,14 +68,18 @@
 // UTF-8 is passed through unchanged. Unknown fields of any type are
 // skipped; for duplicate fields the last one wins; null counts as absent.
 // Integer fields accept any integral JSON number (1e3, 5.0). Key samples
-// need ts, job_id, task_name and key; weight must be finite and > 0,
+// need ts, job_id, task_name and key; task_id (Flink's task_id, which
+// joins the samples to the task's metrics) is optional and must be a
+// string (empty or null is absent); weight must be finite and > 0,
 // sample_rate in (0, 1], parallelism in [1, 32768], max_parallelism in
 // [0, 32768] (0 = Flink's default), parallelism <= max_parallelism,
 // subtask_index in [0, parallelism). Metric variables (host, job_id,
 // task_name, subtask_index, ...) are strings or numbers, top-level or in
 // "tags", optionally spelled "<host>"; a top-level value wins over "tags".
 // Task-scoped metrics need job_id, task_name and subtask_index; job-scoped
-// ones only job_id. Timestamps
+// ones only job_id. Names are passed on as written: PrometheusReporter's
+// filtered spellings ("KeyedProcess____enrich") are matched to the
+// originals by the engine, not here. Timestamps
 // must be non-negative epoch milliseconds (InfluxDB: s, ms, µs or ns,
 // told apart by magnitude); a metric without one gets Decoder.DefaultTS
 // when that is > 0. Metric values must be finite.

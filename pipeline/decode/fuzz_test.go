@@ -34,6 +34,14 @@ var fuzzSeeds = []string{
 	`jobmanager_job_numberOfFailedCheckpoints,job_id=j value=3u`,
 	`flink_taskmanager_job_task_busyTimeMsPerSecond{job_id="j",task_name="a\\b \"q\"\nz",subtask_index="3",} 1.5e+06 1000`,
 	`flink_taskmanager_job_task_busyTimeMsPerSecond { job_id = "j" } NaN`,
+	ks(`"task_id":"cbc357ccb763df2852fee8c4fc7d55f2","task_name":"KeyedProcess -> enrich"`),
+	ks(`"task_id":"a\u0062c","task_name":"KeyedProcess \u2192 enrich"`),
+	ks(`"task_id":null`), ks(`"task_id":42`), ks(`"<task_id>":"x"`),
+	`flink_taskmanager_job_task_accumulateBusyTimeMs{job_id="j",task_id="cbc357ccb763df2852fee8c4fc7d55f2",task_name="KeyedProcess____enrich",subtask_index="0",task_attempt_id="8f2c0e1d2a3b4c5d6e7f8091a2b3c4d5_cbc357ccb763df2852fee8c4fc7d55f2_0_0",tm_id="localhost:35013_6b1e1c"} 123456.0`,
+	`taskmanager_job_task_accumulateIdleTimeMs,job_id=j,task_id=t1,task_name=KeyedProcess\ ->\ enrich,subtask_index=1 value=98765i 1593004193363000000`,
+	`flink_taskmanager_job_task_mailboxLatencyMs{job_id="j",task_name="t",subtask_index="0",quantile="0.5"} NaN`,
+	"# skewlens-scrape-time 1593004193363", "# skewlens-scrape-time\t 1593004193363 ", "# skewlens-scrape-time x",
+	"# skewlens-scrape-time -5", "# skewlens-scrape-timex 1", "#skewlens-scrape-time 1",
 	`# HELP flink_x y`, ``, `{`, `{"a":` + strings.Repeat("[", 70), `m value=1`, `m 1 2`, `garbage`,
 }
 
@@ -102,6 +110,7 @@ type keySampleJSON struct {
 	TS             int64   `json:"ts"`
 	JobID          string  `json:"job_id"`
 	JobName        string  `json:"job_name,omitempty"`
+	TaskID         string  `json:"task_id,omitempty"`
 	TaskName       string  `json:"task_name"`
 	Key            string  `json:"key"`
 	Weight         float64 `json:"weight"`
@@ -113,6 +122,7 @@ type keySampleJSON struct {
 
 func coerceSample(s skew.KeySample) skew.KeySample {
 	s.JobID, s.JobName, s.TaskName, s.Key = jsonCoerce(s.JobID), jsonCoerce(s.JobName), jsonCoerce(s.TaskName), jsonCoerce(s.Key)
+	s.TaskID = jsonCoerce(s.TaskID)
 	return s
 }
 
@@ -166,6 +176,9 @@ func FuzzKeySampleJSON(f *testing.F) {
 			if v, _ := m["task_name"].(string); v != cs.TaskName {
 				t.Fatalf("task_name: encoding/json %q, ours %q", v, cs.TaskName)
 			}
+			if v, _ := m["task_id"].(string); v != cs.TaskID {
+				t.Fatalf("task_id: encoding/json %q, ours %q", v, cs.TaskID)
+			}
 		}
 		if n, ok := m["ts"].(json.Number); !ok {
 			t.Fatalf("ts %v", m["ts"])
@@ -176,7 +189,7 @@ func FuzzKeySampleJSON(f *testing.F) {
 		// Round trip: encode with encoding/json, decode again.
 		want := cs
 		enc := keySampleJSON{
-			TS: want.TS, JobID: want.JobID, JobName: want.JobName, TaskName: want.TaskName, Key: want.Key,
+			TS: want.TS, JobID: want.JobID, JobName: want.JobName, TaskID: want.TaskID, TaskName: want.TaskName, Key: want.Key,
 			Weight: want.Weight, SampleRate: want.SampleRate, Parallelism: want.Parallelism, MaxParallelism: want.MaxParallelism,
 		}
 		if want.Subtask >= 0 {
@@ -206,6 +219,7 @@ func init() {
 		"buffers_inputFloatingBuffersUsage", "buffers_inputExclusiveBuffersUsage", "busyTimeMsPerSecond",
 		"backPressuredTimeMsPerSecond", "idleTimeMsPerSecond", "numRecordsIn", "numRecordsInPerSecond",
 		"numRecordsOut", "numRecordsOutPerSecond", "checkpointAlignmentTime", "checkpointStartDelayNanos",
+		"accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs",
 	} {
 		canonicalName[LookupMetric(taskPrefix+s)] = taskPrefix + s
 	}
@@ -596,8 +610,19 @@ func FuzzAuto(f *testing.F) {
 		}
 		b := trimBlank(line)
 		if len(b) == 0 || b[0] == '#' {
-			if k != KindNone || err != nil {
-				t.Fatalf("blank/comment gave %v %v", k, err)
+			// Only a scrape-time directive with a bad time is an error,
+			// and it clears the default time; a good one sets it.
+			directive := bytes.HasPrefix(b, []byte(ScrapeTimeDirective+" ")) || bytes.HasPrefix(b, []byte(ScrapeTimeDirective+"\t"))
+			r, _ := ReasonOf(err)
+			switch {
+			case k != KindNone:
+				t.Fatalf("blank/comment gave %v", k)
+			case err != nil && (!directive || r != ReasonBadTimestamp || d.DefaultTS != 0):
+				t.Fatalf("comment %q gave %v (default time %d)", b, err, d.DefaultTS)
+			case err == nil && directive && d.DefaultTS <= 0:
+				t.Fatalf("directive %q accepted with default time %d", b, d.DefaultTS)
+			case err == nil && !directive && d.DefaultTS != 7:
+				t.Fatalf("comment %q changed the default time to %d", b, d.DefaultTS)
 			}
 			return
 		}

@@ -1056,7 +1056,7 @@ func (d *Decoder) finishKeySample(b []byte) (Kind, *Error) {
 // Fields a key sample must have, and those it may have.
 const (
 	ksRequired = 1<<fTS | 1<<fJobID | 1<<fTaskName | 1<<fKey
-	ksOptional = 1<<fJobName | 1<<fWeight | 1<<fSampleRate | 1<<fPar | 1<<fMaxPar | 1<<fSubtask
+	ksOptional = 1<<fJobName | 1<<fTaskID | 1<<fWeight | 1<<fSampleRate | 1<<fPar | 1<<fMaxPar | 1<<fSubtask
 )
 
 // fastKeySample handles the common, valid key sample without calls: no
@@ -1097,6 +1097,14 @@ func (d *Decoder) fastKeySample(b []byte) bool {
 	if opt&(1<<fJobName) != 0 {
 		if n := &sp[fJobName]; n.kind == jString && !n.esc {
 			s.JobName = bytesToString(b[n.s:n.e])
+		} else if n.kind != jNull {
+			return false
+		}
+	}
+	s.TaskID = ""
+	if opt&(1<<fTaskID) != 0 {
+		if n := &sp[fTaskID]; n.kind == jString && !n.esc {
+			s.TaskID = bytesToString(b[n.s:n.e])
 		} else if n.kind != jNull {
 			return false
 		}
@@ -1219,6 +1227,14 @@ func (d *Decoder) slowKeySample(b []byte) (Kind, *Error) {
 			return KindNone, newErr(ReasonBadField, "job_name", "must be a string")
 		}
 		s.JobName = d.jsonStr(b, sp)
+	}
+	// task_id: as the metric variable, but a string only; empty is absent.
+	s.TaskID = ""
+	if sp, ok := d.js.get(fTaskID); ok {
+		if sp.kind != jString {
+			return KindNone, newErr(ReasonBadField, "task_id", "must be a string")
+		}
+		s.TaskID = d.jsonStr(b, sp)
 	}
 
 	s.Weight = 1

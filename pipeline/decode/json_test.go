@@ -104,6 +104,15 @@ func TestKeySampleJSON(t *testing.T) {
 		{"bracketed variables", `{"ts":1000,"<job_id>":"j","<task_name>":"t","key":"k","<subtask_index>":2}`,
 			minimalKS(func(k *skew.KeySample) { k.Subtask = 2 })},
 		{"job_name", ks(`"job_name":"billing"`), minimalKS(func(k *skew.KeySample) { k.JobName = "billing" })},
+		{"task_id", ks(`"task_id":"cbc357ccb763df2852fee8c4fc7d55f2","task_name":"KeyedProcess -> enrich"`),
+			minimalKS(func(k *skew.KeySample) {
+				k.TaskID = "cbc357ccb763df2852fee8c4fc7d55f2"
+				k.TaskName = "KeyedProcess -> enrich"
+			})},
+		{"task_id escaped", ks(`"task_id":"cbc3"`), minimalKS(func(k *skew.KeySample) { k.TaskID = "cbc3" })},
+		{"task_id null", ks(`"task_id":null`), minimalKS(nil)},
+		{"task_id empty", ks(`"task_id":""`), minimalKS(nil)},
+		{"task_id bracketed", ks(`"<task_id>":"t1"`), minimalKS(func(k *skew.KeySample) { k.TaskID = "t1" })},
 	}
 	for _, f := range []Format{FormatAuto, FormatJSON, FormatKeyJSON} {
 		// warm is shared by all cases: it carries key predictions from
@@ -183,6 +192,8 @@ func TestKeySampleJSONErrors(t *testing.T) {
 		{"key number", `{"ts":1,"job_id":"j","task_name":"t","key":42}`, ReasonBadField, "key"},
 		{"key object", `{"ts":1,"job_id":"j","task_name":"t","key":{"a":1}}`, ReasonBadField, "key"},
 		{"job_name number", ks(`"job_name":1`), ReasonBadField, "job_name"},
+		{"task_id number", ks(`"task_id":1`), ReasonBadField, "task_id"},
+		{"task_id object", ks(`"task_id":{"a":"b"}`), ReasonBadField, "task_id"},
 		{"weight 0", ks(`"weight":0`), ReasonBadField, "weight"},
 		{"weight -0", ks(`"weight":-0`), ReasonBadField, "weight"},
 		{"weight negative", ks(`"weight":-1`), ReasonBadField, "weight"},
