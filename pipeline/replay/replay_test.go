@@ -12,6 +12,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/keygroup"
 )
 
 const t0 = int64(1593004200000)
@@ -121,5 +122,90 @@ func TestMaybeGunzip(t *testing.T) {
 	}
 	if _, err := MaybeGunzip(bytes.NewReader([]byte{0x1f, 0x8b, 0})); err == nil {
 		t.Error("truncated gzip header accepted")
+	}
+}
+
+// TestRunJoinsPrometheusScrapes: raw PrometheusReporter scrapes (no
+// timestamps, each after its skewlens-scrape-time comment, task and job
+// names filtered to [A-Za-z0-9:_]) and key samples under the names the
+// Flink API gives make one task: the data_skew finding carries the hot
+// key and the human task name. The scrape time applies per input file:
+// a scrape file without the comment keeps failing with missing_timestamp.
+func TestRunJoinsPrometheusScrapes(t *testing.T) {
+	const (
+		p      = 8
+		taskID = "cbc357ccb763df2852fee8c4fc7d55f2"
+		human  = "KeyedProcess -> enrich"
+	)
+	r, err := keygroup.NewRouter(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := r.Subtask("u42")
+	var scrape, keys, noTime strings.Builder
+	for w := range 4 {
+		ws := t0 + int64(w)*10000
+		fmt.Fprintf(&scrape, "# skewlens-scrape-time %d\n", ws+5000)
+		scrape.WriteString("# HELP flink_taskmanager_job_task_busyTimeMsPerSecond busyTimeMsPerSecond (scope: taskmanager_job_task)\n")
+		scrape.WriteString("# TYPE flink_taskmanager_job_task_busyTimeMsPerSecond gauge\n")
+		for i := range p {
+			busy, rate := 250.0, 300.0
+			if i == hot {
+				busy, rate = 995, 1400
+			}
+			labels := fmt.Sprintf(`{job_id="j",job_name="enrich_job",subtask_index="%d",task_attempt_id="a_%s_%d_0",task_id="%s",task_name="KeyedProcess____enrich",tm_id="localhost:35013_6b1e1c",}`, i, taskID, i, taskID)
+			fmt.Fprintf(&scrape, "flink_taskmanager_job_task_busyTimeMsPerSecond%s %.1f\n", labels, busy)
+			fmt.Fprintf(&scrape, "flink_taskmanager_job_task_numRecordsInPerSecond%s %.1f\n", labels, rate)
+			if w == 0 {
+				fmt.Fprintf(&noTime, "flink_taskmanager_job_task_busyTimeMsPerSecond%s %.1f\n", labels, busy)
+			}
+		}
+		for i := range 1000 {
+			key := fmt.Sprintf("user%d", i)
+			if i < 400 {
+				key = "u42"
+			}
+			fmt.Fprintf(&keys, `{"ts":%d,"job_id":"j","job_name":"enrich job","task_name":%q,"key":%q,"sample_rate":0.01,"parallelism":%d}`+"\n", ws+1000, human, key, p)
+		}
+	}
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := window.New(window.Config{OutOfOrderMs: 1000}, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var findings []skew.Finding
+	st, err := Run(context.Background(), []Input{
+		{Name: "scrape.prom", R: strings.NewReader(scrape.String())},
+		{Name: "keys.jsonl", R: strings.NewReader(keys.String())},
+		{Name: "no-time.prom", R: strings.NewReader(noTime.String())},
+	}, stage, Options{}, func(f *skew.Finding) error { findings = append(findings, *f); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bad.Total() != p || st.Bad.Get(decode.ReasonMissingTimestamp) != p {
+		t.Errorf("bad lines %s, want %d missing_timestamp (the file without the comment)", st.Bad.String(), p)
+	}
+	if st.Window.Metrics != 4*2*p || st.Window.Late != 0 {
+		t.Errorf("window counts %+v", st.Window)
+	}
+	var sat []skew.Finding
+	for _, f := range findings {
+		if f.TaskName != human || f.JobName != "enrich job" {
+			t.Errorf("%s finding on %q/%q", f.Kind, f.JobName, f.TaskName)
+		}
+		if f.Kind == skew.KindSaturation {
+			sat = append(sat, f)
+		}
+	}
+	if len(sat) != 3 {
+		t.Fatalf("%d saturation findings, want 3 (windows 1 to 3)", len(sat))
+	}
+	for _, f := range sat {
+		if f.Cause != skew.CauseDataSkew || *f.SubtaskIndex != hot || len(f.Evidence.HotKeys) != 1 || f.Evidence.HotKeys[0].Key != "u42" {
+			t.Errorf("finding %+v %+v", f.Saturation, f.Evidence)
+		}
 	}
 }
