@@ -126,7 +126,8 @@ public abstract class PlanClient {
             // Its salted keys were routed for another parallelism: here they
             // would land on other subtasks, so the plan would not balance anything.
             current = null;
-            warns.warn("skewlens salting: plan v" + p.version() + " for parallelism " + p.parallelism() + "/"
+            // Not rate-limited: each version comes here once.
+            LOG.warn("skewlens salting: plan v" + p.version() + " for parallelism " + p.parallelism() + "/"
                     + p.maxParallelism() + " ignored: the keyed task runs at " + cfg.parallelism + "/"
                     + cfg.maxParallelism + " (" + whatFrom + "); keys pass through unchanged");
             return;
@@ -184,15 +185,16 @@ public abstract class PlanClient {
         if (held && silentNanos > cfg.unreachableGrace.toNanos()) {
             current = null;
             version = -1;
-            warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no answer for more than "
-                    + cfg.unreachableGrace.toSeconds() + " s, so " + (p == null ? "the plan" : "plan v" + p.version())
+            // Not rate-limited: it happens once per outage and is the line that matters.
+            LOG.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no answer for more than "
+                    + human(cfg.unreachableGrace) + ", so " + (p == null ? "the plan" : "plan v" + p.version())
                     + " for " + what + " is dropped: keys pass through unchanged until it answers");
             return true;
         }
         if (p != null) {
             warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; keeping plan v"
-                    + p.version() + " for " + what + " for up to " + cfg.unreachableGrace.toSeconds()
-                    + " s without an answer");
+                    + p.version() + " for " + what + " for up to " + human(cfg.unreachableGrace)
+                    + " without an answer");
         } else {
             warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no plan for " + what
                     + ": keys pass through unchanged until it answers");
@@ -252,6 +254,11 @@ public abstract class PlanClient {
             SHARED.remove(c.identity);
         }
         c.stop();
+    }
+
+    /** "30 s", or "500 ms" below a second. */
+    static String human(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
     }
 
     /** Sleeps up to nanos; returns false when interrupted (the client is stopping). */
