@@ -275,10 +275,17 @@ final class KafkaPlanConsumer extends PlanClient {
         if (c == null) {
             return;
         }
+        // stop() interrupts the thread to end a sleep; a pending interrupt
+        // would make close() fail at once and log an error instead of closing.
+        boolean interrupted = Thread.interrupted();
         try {
             c.close(CloseOptions.timeout(Duration.ofSeconds(1)));
         } catch (RuntimeException e) {
             // Closing a consumer that never reached a broker may complain; nothing to do.
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }
