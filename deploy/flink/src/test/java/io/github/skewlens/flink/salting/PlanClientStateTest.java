@@ -192,6 +192,30 @@ class PlanClientStateTest {
     }
 
     @Test
+    void clientsAreSharedPerConfigurationAndJobAndStopWithTheLastRelease() {
+        java.util.function.Supplier<SaltingConfig> cfg = () -> {
+            SaltingConfig c = http();
+            c.pollInterval = Duration.ofSeconds(60);
+            return c;
+        };
+        PlanClient a = PlanClient.acquire(cfg.get(), JOB);
+        PlanClient b = PlanClient.acquire(cfg.get(), JOB);
+        assertTrue(a == b, "equal configurations share one client");
+        PlanClient other = PlanClient.acquire(cfg.get(), "another-job");
+        assertTrue(a != other, "another job gets its own");
+        PlanClient.release(other);
+        PlanClient.release(a);
+        PlanClient c = PlanClient.acquire(cfg.get(), JOB);
+        assertTrue(a == c, "one reference is left");
+        PlanClient.release(c);
+        PlanClient.release(b);
+        PlanClient d = PlanClient.acquire(cfg.get(), JOB);
+        assertTrue(a != d, "after the last release a new client starts");
+        PlanClient.release(d);
+        PlanClient.release(null);
+    }
+
+    @Test
     void warningsAreRateLimited() {
         HttpPlanPoller c = new HttpPlanPoller(http(), JOB);
         for (int i = 0; i < 50; i++) {
