@@ -7,5 +7,33 @@
 // replayed from files by `skewlens analyze` or streamed from Kafka by
 // `skewlens run`.
 //
+// # Which task an event is of
+//
+// Within a job, events that carry Flink's task_id meet on it (every Flink
+// metric reporter sends it; key samples may). Events without one resolve
+// by name through an alias learned from events that carry both; names
+// compare in the form PrometheusReporter's default label filter gives
+// them (every code point outside [A-Za-z0-9:_] becomes '_'), so
+// "KeyedProcess____enrich" is "KeyedProcess -> enrich". Findings show the
+// unfiltered spelling once seen. A task's first key samples may come
+// without task_id before any metric named its id: they start a task by
+// name, which the first event with the task_id adopts. Two task_ids with
+// one name stay two tasks, and later events of that name without task_id
+// go to a shared task of their own.
+//
+// # Busy time
+//
+// Busy, back-pressured and idle time come from the differences of
+// Flink's accumulate*TimeMs counters when a subtask reports them, and
+// from the *TimeMsPerSecond gauges (60 s moving averages since Flink 2.x)
+// only for subtasks that do not; Config.BusyFromGauges ignores the
+// counters. A subtask that reports the counters but whose difference
+// cannot be computed in a window (one reading and none before it, a
+// restart inside the window) is not observed in that window: its sustain
+// count neither counts nor resets, and the gauge is not used instead. A
+// subtask judged by the gauge does not count its first window with busy
+// time (per attempt) when it reads 1000 ms/s, Flink's reading for about
+// 10 s after a deployment.
+//
 // An Engine is not safe for concurrent use: one goroutine owns it.
 package skew
