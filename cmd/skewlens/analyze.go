@@ -114,11 +114,15 @@ type analyzeCmd struct {
 	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
 	windowFlags
 	engineFlags
+	// BusyFrom is analyze's only: run shares engineFlags and has no use
+	// for the comparison.
+	BusyFrom string `enum:"auto,gauges" default:"auto" group:"Engine" help:"Where busy, back-pressured and idle time come from: auto (Flink's accumulate*TimeMs counters for subtasks that report them, else the 60 s busyTimeMsPerSecond gauges) or gauges (ignore the counters, to measure detection latency both ways on one capture)."`
 }
 
 func (c *analyzeCmd) Run(e *env) error {
 	cfg := c.config()
 	cfg.EmitStats = c.Stats
+	cfg.BusyFromGauges = c.BusyFrom == "gauges"
 	eng, err := skew.New(cfg)
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
