@@ -1,0 +1,587 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/deploy/testenv/flinktest"
+	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+)
+
+// The closed loop on a real Flink job: a Flink 2.3 MiniCluster job
+// (deploy/flink's ScenarioJob) reports through skewlens' Kafka reporter and
+// key sampler into the real broker, `skewlens run` reads that broker and
+// writes to the real ClickHouse, and for the hot key the job's salting step
+// follows the plan that `run` serves, without a restart.
+
+// keyedTask and sinkTask are the task names ScenarioJob gives its keyed
+// and sink tasks (Flink joins chained operators' names with " -> ").
+const (
+	keyedTask = "KeyedProcess -> enrich"
+	sinkTask  = "sink: Writer"
+)
+
+// loop is one closed-loop run: skewlens and a scenario job.
+type loop struct {
+	t        *testing.T
+	prefix   string
+	brokers  []string
+	chAddr   string
+	db       string
+	api      string
+	run      *runProc
+	job      *flinktest.Job
+	out      string // the job's truth files
+	conn     ch.Conn
+	flinkMu  sync.Mutex
+	flink    map[int][]counterPoint // keyed task subtask -> accumulateBusyTimeMs reports
+	sinkBusy map[int][]counterPoint // sink task subtask -> accumulateBusyTimeMs reports
+}
+
+type counterPoint struct {
+	ts    int64
+	value float64
+}
+
+// startLoop starts `skewlens run` (with the salting API) and then the
+// scenario job with the given extra flags; with salting, the job's keyed
+// part follows the plans of that API (polled every 2 s).
+func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *loop {
+	t.Helper()
+	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(scenario, "_", "-"), db: "flink_" + scenario,
+		flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
+	l.brokers = kafkatest.Start(t)
+	l.chAddr = chtest.Start(t)
+	flinktest.Classpath(t) // build before the clock of the loop starts
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	l.api = "127.0.0.1:" + strconv.Itoa(apiPort)
+	l.run = startChild(t, l.db, "run", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
+		"--database", l.db, "--group", l.prefix, "--topics", l.prefix+"-metrics,"+l.prefix+"-samples",
+		"--dead-letter-topic", l.prefix+"-dead", "--plans-topic", l.prefix+"-plans",
+		"--listen", listen, "--api-listen", l.api, "--quiet", "--log-format", "json")
+	l.run.listen = listen
+	l.waitReady()
+	l.conn, err = ch.Open(&ch.Options{Addr: []string{l.chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.conn.Close() })
+	l.out = t.TempDir()
+	args := append([]string{"--scenario", scenario, "--duration", "10m",
+		"--kafka-bootstrap", l.brokers[0], "--metrics-topic", l.prefix + "-metrics",
+		"--samples-topic", l.prefix + "-samples", "--report-interval", "5s", "--out", l.out}, jobArgs...)
+	if salting {
+		args = append(args, "--salting-url", "http://"+l.api, "--salting-poll-interval", "2s")
+	}
+	l.job = flinktest.StartScenario(t, args...)
+	t.Logf("job %s ready", l.job.ID)
+	go l.followFlinkMetrics()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("skewlens log tail:\n%s", l.run.logTail())
+			t.Logf("job output tail:\n%s", l.job.Tail(60))
+		}
+	})
+	return l
+}
+
+// waitReady waits for skewlens' /readyz (topics created, ClickHouse
+// migrated), so that the job's first reports find their topics.
+func (l *loop) waitReady() {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + l.run.listen + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-l.run.done:
+			l.t.Fatalf("skewlens run exited during startup:\n%s", l.run.logTail())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	l.t.Fatalf("skewlens run not ready after 90 s:\n%s", l.run.logTail())
+}
+
+// followFlinkMetrics reads what Flink's metric system reported through the
+// Kafka reporter: accumulateBusyTimeMs of every subtask of the keyed and
+// sink tasks, Flink's own account of how busy they were.
+func (l *loop) followFlinkMetrics() {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: l.brokers, GroupID: l.prefix + "-observer",
+		Topic: l.prefix + "-metrics", StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-l.job.Done(); time.Sleep(5 * time.Second); cancel() }()
+	l.t.Cleanup(cancel)
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(m.Value)))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Name  string  `json:"name"`
+				TS    int64   `json:"timestamp"`
+				Value float64 `json:"value"`
+				Tags  struct {
+					JobID    string `json:"job_id"`
+					TaskName string `json:"task_name"`
+					Subtask  string `json:"subtask_index"`
+				} `json:"tags"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Name != "taskmanager.job.task.accumulateBusyTimeMs" ||
+				line.Tags.JobID != l.job.ID {
+				continue
+			}
+			sub, err := strconv.Atoi(line.Tags.Subtask)
+			if err != nil {
+				continue
+			}
+			l.flinkMu.Lock()
+			switch line.Tags.TaskName {
+			case keyedTask:
+				l.flink[sub] = append(l.flink[sub], counterPoint{line.TS, line.Value})
+			case sinkTask:
+				l.sinkBusy[sub] = append(l.sinkBusy[sub], counterPoint{line.TS, line.Value})
+			}
+			l.flinkMu.Unlock()
+		}
+	}
+}
+
+// busySince returns the keyed subtask's busy ms/s between the first
+// report at or after from and the latest report, from Flink's cumulative
+// counter; ok is false while there are not two such reports 8 s apart.
+func (l *loop) busySince(sub int, from time.Time) (busy float64, ok bool) {
+	l.flinkMu.Lock()
+	defer l.flinkMu.Unlock()
+	pts := l.flink[sub]
+	var first *counterPoint
+	for i := range pts {
+		if pts[i].ts >= from.UnixMilli() {
+			first = &pts[i]
+			break
+		}
+	}
+	if first == nil {
+		return 0, false
+	}
+	last := pts[len(pts)-1]
+	if last.ts-first.ts < 8000 || last.value < first.value {
+		return 0, false
+	}
+	return (last.value - first.value) / float64(last.ts-first.ts) * 1000, true
+}
+
+// busyBetween is busySince over the reports between from and to.
+func (l *loop) busyBetween(sub int, from, to time.Time) (float64, bool) {
+	l.flinkMu.Lock()
+	defer l.flinkMu.Unlock()
+	var first, last *counterPoint
+	for i, p := range l.flink[sub] {
+		if p.ts >= from.UnixMilli() && p.ts <= to.UnixMilli() {
+			if first == nil {
+				first = &l.flink[sub][i]
+			}
+			last = &l.flink[sub][i]
+		}
+	}
+	if first == nil || last.ts-first.ts < 5000 || last.value < first.value {
+		return 0, false
+	}
+	return (last.value - first.value) / float64(last.ts-first.ts) * 1000, true
+}
+
+// routing reads the job's own record of which keyed subtasks processed
+// key (routing.jsonl, rewritten every 10 s).
+func (l *loop) routing(key string) map[int]int64 {
+	b, err := os.ReadFile(filepath.Join(l.out, "routing.jsonl"))
+	if err != nil {
+		return nil
+	}
+	subs := map[int]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		var r struct {
+			Key     string `json:"key"`
+			Subtask int    `json:"subtask"`
+			Records int64  `json:"records"`
+		}
+		if json.Unmarshal([]byte(line), &r) == nil && r.Key == key {
+			subs[r.Subtask] = r.Records
+		}
+	}
+	return subs
+}
+
+// loopFinding is a saturation finding row.
+type loopFinding struct {
+	cause       string
+	task        string
+	subtask     int32
+	windowStart int64
+	key         string
+	evidence    string
+}
+
+func (l *loop) findings(ctx context.Context, kind string) []loopFinding {
+	rows, err := l.conn.Query(ctx, "SELECT cause, task_name, subtask_index, window_start, key, evidence FROM "+l.db+
+		".findings FINAL WHERE job_id = ? AND kind = ? ORDER BY window_start, task_name, subtask_index", l.job.ID, kind)
+	if err != nil {
+		l.t.Logf("query findings: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	var out []loopFinding
+	for rows.Next() {
+		var f loopFinding
+		if err := rows.Scan(&f.cause, &f.task, &f.subtask, &f.windowStart, &f.key, &f.evidence); err != nil {
+			l.t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// closedUpTo is the end of the newest window of the job that skewlens
+// wrote subtask statistics for: windows up to there are closed.
+func (l *loop) closedUpTo(ctx context.Context) int64 {
+	var end int64
+	if err := l.conn.QueryRow(ctx, "SELECT max(window_end) FROM "+l.db+".subtask_stats WHERE job_id = ?", l.job.ID).Scan(&end); err != nil {
+		return 0
+	}
+	return end
+}
+
+// waitFor polls cond every 200 ms until it is true, failing the test with
+// what after timeout.
+func (l *loop) waitFor(timeout time.Duration, what string, cond func() bool) time.Time {
+	l.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("%s: not within %s", what, timeout)
+		}
+		select {
+		case <-l.job.Done():
+			l.t.Fatalf("%s: the Flink job exited:\n%s", what, l.job.Tail(40))
+		case <-l.run.done:
+			l.t.Fatalf("%s: skewlens run exited:\n%s", what, l.run.logTail())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return time.Now()
+}
+
+// TestFlinkClosedLoopHotKey: the hot key is found on the subtask Flink
+// really routed it to, a plan is published, the running job applies it,
+// the hot subtask's busy time falls in Flink's own metrics and the
+// data_skew findings stop.
+func TestFlinkClosedLoopHotKey(t *testing.T) {
+	const hotKey = "customer-42"
+	// 1600 records/s, 60 % of them the hot key: its subtask is offered
+	// 1.12× what it can do, the others 0.16×; the mean subtask 0.4×, so
+	// a plan of two or more salted keys brings every subtask under 800 ms/s.
+	l := startLoop(t, "hot_key", true, "--hot-key", hotKey, "--hot-share", "0.6", "--rate", "1600")
+	ctx := context.Background()
+	start := l.job.Started
+	planWatch := l.watchPlan(keyedTask)
+
+	// Where Flink routed the hot key, from the job's own record.
+	hotSub := -1
+	l.waitFor(time.Minute, "the job's record of the hot key's subtask", func() bool {
+		for s := range l.routing(hotKey) {
+			hotSub = s
+			return true
+		}
+		return false
+	})
+	if subs := l.routing(hotKey); len(subs) != 1 {
+		t.Fatalf("before any plan the hot key was processed on subtasks %v, want one", subs)
+	}
+
+	// 1. data_skew on that subtask, with the hot key joined to it.
+	var det loopFinding
+	detectedAt := l.waitFor(3*time.Minute, "a data_skew finding", func() bool {
+		for _, f := range l.findings(ctx, "saturation") {
+			if f.cause == "data_skew" && f.task == keyedTask {
+				det = f
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("step 1: data_skew on %q #%d %s after the hot key started (window %s)", det.task, det.subtask,
+		detectedAt.Sub(start).Round(100*time.Millisecond), time.UnixMilli(det.windowStart).Format("15:04:05"))
+	if int(det.subtask) != hotSub {
+		t.Fatalf("data_skew on subtask %d, but Flink routed %s to subtask %d", det.subtask, hotKey, hotSub)
+	}
+	// The hot key on that subtask: hot_key findings carry the subtask the
+	// samples were measured on. (The data_skew finding's own list of hot
+	// keys may be empty when the plan arrived within its window: the key's
+	// samples then come from the salted subtasks too.)
+	var hotKeyWindows uint64
+	if err := l.conn.QueryRow(ctx, "SELECT count() FROM "+l.db+".hot_keys FINAL WHERE job_id = ? AND task_name = ? AND key = ? AND subtask_index = ?",
+		l.job.ID, keyedTask, hotKey, int32(hotSub)).Scan(&hotKeyWindows); err != nil {
+		t.Fatal(err)
+	}
+	if hotKeyWindows == 0 {
+		t.Fatalf("no hot_key finding of %s on %q #%d", hotKey, keyedTask, hotSub)
+	}
+
+	// 2. A plan for the keyed task, from the salting API (watched since
+	// the job started).
+	var plan struct {
+		Parallelism    int `json:"parallelism"`
+		MaxParallelism int `json:"max_parallelism"`
+		Version        int `json:"version"`
+		HotKeys        []struct {
+			Key    string `json:"key"`
+			Salted []struct {
+				Key     string `json:"key"`
+				Subtask int    `json:"subtask"`
+			} `json:"salted"`
+		} `json:"hot_keys"`
+	}
+	var plannedAt time.Time
+	l.waitFor(2*time.Minute, "a salting plan from the API", func() bool {
+		var p map[string]any
+		p, plannedAt = planWatch()
+		if p == nil {
+			return false
+		}
+		b, _ := json.Marshal(p)
+		return json.Unmarshal(b, &plan) == nil
+	})
+	t.Logf("step 2: plan v%d published %s after the hot key started", plan.Version, plannedAt.Sub(start).Round(100*time.Millisecond))
+	if plan.Parallelism != 4 || plan.MaxParallelism != 128 || len(plan.HotKeys) == 0 || plan.HotKeys[0].Key != hotKey ||
+		len(plan.HotKeys[0].Salted) < 2 {
+		t.Fatalf("plan %+v: want parallelism 4/128 and %s salted over two or more keys", plan, hotKey)
+	}
+	planned := map[int]bool{}
+	for _, s := range plan.HotKeys[0].Salted {
+		planned[s.Subtask] = true
+	}
+
+	// 3. The running job applies it.
+	var appliedAt time.Time
+	l.waitFor(time.Minute, "the job applying the plan", func() bool {
+		var ok bool
+		appliedAt, ok = logTime(l.job.Output(), "skewlens salting: applying plan v")
+		return ok
+	})
+	t.Logf("step 3: the job applied the plan %s after the API served it", appliedAt.Sub(plannedAt).Round(100*time.Millisecond))
+	l.waitFor(time.Minute, "the hot key processed on the plan's subtasks", func() bool {
+		subs := l.routing(hotKey)
+		n := 0
+		for s := range subs {
+			if planned[s] {
+				n++
+			}
+		}
+		return n >= 2
+	})
+
+	// 4. Flink's own metrics: no keyed subtask is saturated any more.
+	reliefAt := l.waitFor(2*time.Minute, "every keyed subtask below 800 ms/s busy in Flink's metrics", func() bool {
+		worst, all := 0.0, true
+		for s := range 4 {
+			b, ok := l.busySince(s, appliedAt.Add(2*time.Second))
+			all = all && ok
+			worst = max(worst, b)
+		}
+		return all && worst < 800
+	})
+	before, _ := l.busyBetween(hotSub, start, appliedAt)
+	after, _ := l.busySince(hotSub, appliedAt.Add(2*time.Second))
+	t.Logf("step 4: hot subtask %d busy %.0f ms/s before the plan, %.0f after (Flink's accumulateBusyTimeMs), %s after it was applied",
+		hotSub, before, after, reliefAt.Sub(appliedAt).Round(100*time.Millisecond))
+	if before < 800 {
+		t.Errorf("the hot subtask was busy only %.0f ms/s before the plan: not saturated", before)
+	}
+
+	// 5. The data_skew findings stop: once skewlens closed the windows of
+	// the 90 s after the plan, the last data_skew window ended at least
+	// 30 s (three windows) before that. The hot subtask first drains the
+	// unsalted records queued in the network buffers before and after it.
+	horizon := appliedAt.Add(90 * time.Second).UnixMilli()
+	l.waitFor(3*time.Minute, "skewlens closing the windows after the plan", func() bool { return l.closedUpTo(ctx) >= horizon })
+	var last int64
+	for _, f := range l.findings(ctx, "saturation") {
+		if f.cause == "data_skew" && f.task == keyedTask {
+			last = max(last, f.windowStart+10_000)
+		}
+	}
+	t.Logf("step 5: the last data_skew window ended %s after the plan was applied", time.UnixMilli(last).Sub(appliedAt).Round(100*time.Millisecond))
+	if last > appliedAt.Add(60*time.Second).UnixMilli() {
+		t.Fatalf("data_skew findings go on %s after the plan was applied", time.UnixMilli(last).Sub(appliedAt))
+	}
+}
+
+// TestFlinkSlowSink: a slow sink subtask is slow_subtask on the right
+// subtask; the back-pressured keyed task upstream is only evidence.
+func TestFlinkSlowSink(t *testing.T) {
+	l := startLoop(t, "slow_sink", false, "--slow-subtask", "2")
+	ctx := context.Background()
+	var det loopFinding
+	detectedAt := l.waitFor(3*time.Minute, "a slow_subtask finding", func() bool {
+		for _, f := range l.findings(ctx, "saturation") {
+			if f.task == sinkTask {
+				det = f
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("slow_subtask found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
+	if det.cause != "slow_subtask" || det.subtask != 2 {
+		t.Fatalf("finding on %q: %s on subtask %d, want slow_subtask on 2", det.task, det.cause, det.subtask)
+	}
+	var ev struct {
+		BackPressured []string `json:"backpressured_tasks"`
+	}
+	if err := json.Unmarshal([]byte(det.evidence), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ev.BackPressured, keyedTask) {
+		t.Errorf("evidence lists back-pressured tasks %q, want %q among them", ev.BackPressured, keyedTask)
+	}
+	// Two more windows: the upstream task is never reported as a cause.
+	horizon := detectedAt.Add(20 * time.Second).UnixMilli()
+	l.waitFor(2*time.Minute, "two more windows closed", func() bool { return l.closedUpTo(ctx) >= horizon })
+	for _, f := range l.findings(ctx, "saturation") {
+		if f.task != sinkTask || f.cause != "slow_subtask" || f.subtask != 2 {
+			t.Errorf("unexpected finding: %s on %q #%d", f.cause, f.task, f.subtask)
+		}
+	}
+}
+
+// TestFlinkUnderProvisioned: every keyed subtask saturated with balanced
+// input is under_provisioned, with a higher parallelism recommended.
+func TestFlinkUnderProvisioned(t *testing.T) {
+	l := startLoop(t, "under_provisioned", false)
+	ctx := context.Background()
+	var det loopFinding
+	detectedAt := l.waitFor(3*time.Minute, "an under_provisioned finding", func() bool {
+		for _, f := range l.findings(ctx, "saturation") {
+			if f.task == keyedTask {
+				det = f
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("under_provisioned found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
+	var ev struct {
+		Recommended int `json:"recommended_parallelism"`
+	}
+	if err := json.Unmarshal([]byte(det.evidence), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if det.cause != "under_provisioned" || ev.Recommended <= 4 {
+		t.Fatalf("finding on %q: %s recommending %d, want under_provisioned recommending more than 4\n%s",
+			det.task, det.cause, ev.Recommended, det.evidence)
+	}
+}
+
+// watchPlan polls the salting API for the task's plan every 100 ms in the
+// background, from now on; the function it returns gives the first plan
+// served and when, or nil while there is none.
+func (l *loop) watchPlan(task string) func() (map[string]any, time.Time) {
+	var mu sync.Mutex
+	var first map[string]any
+	var at time.Time
+	ctx, cancel := context.WithCancel(context.Background())
+	l.t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			if p, err := l.plan(task); err == nil {
+				mu.Lock()
+				first, at = p, time.Now()
+				mu.Unlock()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (map[string]any, time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		return first, at
+	}
+}
+
+// logTime finds the first line of the job's output that contains what and
+// returns the time its log4j prefix (HH:mm:ss.SSS, local time) gives.
+func logTime(out, what string) (time.Time, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, what) || len(line) < 12 {
+			continue
+		}
+		tod, err := time.ParseInLocation("15:04:05.000", line[:12], time.Local)
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		t := time.Date(now.Year(), now.Month(), now.Day(), tod.Hour(), tod.Minute(), tod.Second(), tod.Nanosecond(), time.Local)
+		if t.After(now.Add(time.Minute)) { // logged before midnight
+			t = t.AddDate(0, 0, -1)
+		}
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// errNoPlan is returned by plan while the API has no plan for the task.
+var errNoPlan = errors.New("no plan")
+
+// plan fetches the task's current plan from the salting API.
+func (l *loop) plan(task string) (map[string]any, error) {
+	resp, err := http.Get("http://" + l.api + "/v1/salting/" + url.PathEscape(l.job.ID) + "/" + url.PathEscape(task))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, errNoPlan
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET plan: %s: %s", resp.Status, body)
+	}
+	var p map[string]any
+	return p, json.Unmarshal(body, &p)
+}
