@@ -66,6 +66,9 @@ type counterPoint struct {
 // part follows the plans of that API (polled every 2 s).
 func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *loop {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the closed loop needs a Kafka broker, ClickHouse and a Flink MiniCluster")
+	}
 	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(scenario, "_", "-"), db: "flink_" + scenario,
 		flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
 	l.brokers = kafkatest.Start(t)

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Captures recorded from a real Flink 2.3 job (testdata/flink, made by
+// `make flink-fixtures`): each scenario's metrics as Flink's own
+// PrometheusReporter exposed them (default label filtering, and without
+// it), as its InfluxdbReporter wrote them, and as skewlens' Kafka reporter
+// sent them, each analyzed together with the key samples the job's
+// sampler sent.
+
+// captureVariants are the metric files of every scenario.
+var captureVariants = []string{"prom-filtered.txt.gz", "prom-unfiltered.txt.gz", "influx.txt.gz", "kafka-metrics.jsonl.gz"}
+
+// captureTruth is what the job recorded about itself (truth.json).
+type captureTruth struct {
+	Scenario      string `json:"scenario"`
+	JobID         string `json:"job_id"`
+	ReadyAtMs     int64  `json:"ready_at_ms"`
+	HotKey        string `json:"hot_key"`
+	HotSubtask    *int   `json:"hot_key_subtask"`
+	SlowSubtask   *int   `json:"slow_sink_subtask"`
+	KeyedTaskName string `json:"keyed_task_name"`
+	SinkTaskName  string `json:"sink_task_name"`
+	Parallelism   int    `json:"parallelism"`
+}
+
+func readTruth(t *testing.T, dir string) captureTruth {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr captureTruth
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("%s/truth.json: %v", dir, err)
+	}
+	return tr
+}
+
+// promFiltered is PrometheusReporter's default label filter: every
+// character outside [A-Za-z0-9:_] becomes '_'.
+func promFiltered(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == ':' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// analyzeCapture runs analyze on one metrics file of a scenario and its
+// key samples and returns the findings; it fails on any bad line.
+func analyzeCapture(t *testing.T, dir, metrics string, extra ...string) []skew.Finding {
+	t.Helper()
+	args := append([]string{"analyze", "-i", filepath.Join(dir, metrics), "-i", filepath.Join(dir, "key-samples.jsonl.gz")}, extra...)
+	code, out, errOut := runCLI(t, "", args...)
+	if code != 0 {
+		t.Fatalf("analyze %s: exit %d: %s", metrics, code, errOut)
+	}
+	if !strings.Contains(errOut, " 0 bad\n") {
+		t.Fatalf("analyze %s: bad lines: %s", metrics, errOut)
+	}
+	var fs []skew.Finding
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f skew.Finding
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("analyze %s: %v: %s", metrics, err, sc.Text())
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// TestFlinkCaptures asserts the diagnosis of every real capture: the
+// cause, the task (under the name Flink's API gives, also when the
+// metrics came filtered) and the subtask, with the hot key joined to the
+// data_skew finding.
+func TestFlinkCaptures(t *testing.T) {
+	for _, scenario := range []string{"hot_key", "slow_sink", "under_provisioned"} {
+		dir := filepath.Join("..", "..", "testdata", "flink", scenario)
+		tr := readTruth(t, dir)
+		for _, variant := range captureVariants {
+			t.Run(scenario+"/"+variant, func(t *testing.T) {
+				var sat []skew.Finding
+				plans, hotKeys := 0, 0
+				for _, f := range analyzeCapture(t, dir, variant) {
+					if f.JobID != tr.JobID {
+						t.Fatalf("finding of job %q, want %q", f.JobID, tr.JobID)
+					}
+					switch f.Kind {
+					case skew.KindSaturation:
+						sat = append(sat, f)
+					case skew.KindSaltingPlan:
+						plans++
+					case skew.KindHotKey:
+						if f.HotKey.Key == tr.HotKey && f.TaskName == tr.KeyedTaskName && *f.SubtaskIndex == *tr.HotSubtask {
+							hotKeys++
+						}
+					}
+				}
+				// Every window from the second sustained one to the end of
+				// the capture (150 s, 10 s windows) has its finding.
+				if len(sat) < 10 {
+					t.Fatalf("%d saturation findings, want at least 10", len(sat))
+				}
+				for _, f := range sat {
+					switch scenario {
+					case "hot_key":
+						if f.Cause != skew.CauseDataSkew || f.TaskName != tr.KeyedTaskName || f.SubtaskIndex == nil || *f.SubtaskIndex != *tr.HotSubtask {
+							t.Fatalf("%s on %q #%v, want data_skew on %q #%d", f.Cause, f.TaskName, f.SubtaskIndex, tr.KeyedTaskName, *tr.HotSubtask)
+						}
+						if len(f.Evidence.HotKeys) == 0 || f.Evidence.HotKeys[0].Key != tr.HotKey {
+							t.Fatalf("data_skew finding of window %d has hot keys %v, want %s joined", f.WindowStart, f.Evidence.HotKeys, tr.HotKey)
+						}
+					case "slow_sink":
+						// The sink has no key samples: with filtered
+						// Prometheus labels alone its human name is unknown.
+						if f.Cause != skew.CauseSlowSubtask || promFiltered(f.TaskName) != promFiltered(tr.SinkTaskName) ||
+							f.SubtaskIndex == nil || *f.SubtaskIndex != *tr.SlowSubtask {
+							t.Fatalf("%s on %q #%v, want slow_subtask on %q #%d", f.Cause, f.TaskName, f.SubtaskIndex, tr.SinkTaskName, *tr.SlowSubtask)
+						}
+						if !slices.Contains(f.Evidence.UpstreamBackPressed, tr.KeyedTaskName) {
+							t.Fatalf("back-pressured tasks %q, want %q among them", f.Evidence.UpstreamBackPressed, tr.KeyedTaskName)
+						}
+					case "under_provisioned":
+						if f.Cause != skew.CauseUnderProvisioned || f.TaskName != tr.KeyedTaskName || f.SubtaskIndex != nil ||
+							f.Evidence.RecommendedParallelism <= tr.Parallelism {
+							t.Fatalf("%s on %q recommending %d, want under_provisioned on %q recommending more than %d",
+								f.Cause, f.TaskName, f.Evidence.RecommendedParallelism, tr.KeyedTaskName, tr.Parallelism)
+						}
+					}
+				}
+				if scenario == "hot_key" && (plans == 0 || hotKeys == 0) {
+					t.Fatalf("%d salting plans and %d hot_key findings of %s on #%d, want some", plans, hotKeys, tr.HotKey, *tr.HotSubtask)
+				}
+			})
+		}
+	}
+}
