@@ -8,7 +8,7 @@ DURATION    ?= 3m
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build deps test test-fuzz bench lint run demo incidents flink-fixtures clean
+.PHONY: help build deps test java test-fuzz bench lint run demo incidents flink-fixtures clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,9 +22,12 @@ deps: ## Install what the tests and `make run` need when absent: clickhouse-serv
 	bash deploy/clickhouse/install-chdb.sh >/dev/null
 	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
 
-test: deps ## Vet and run every test; the tests start and stop a real Kafka broker and ClickHouse server (CI runs this).
+test: deps java ## Build and test deploy/flink, then vet and run every Go test; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters (CI runs this).
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+java: ## Build and test the Flink-side module deploy/flink (mvn verify: MiniCluster and real-broker tests, the plugin jar).
+	cd deploy/flink && mvn -B -q verify
 
 test-fuzz: ## Run each fuzz target for 10 s.
 	@for pkg in $$($(GO) list ./...); do \
@@ -44,8 +47,9 @@ lint: ## gofmt, go vet and staticcheck.
 incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update
 
-flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one ScenarioJob per scenario, its reporters captured (about 10 min; Java 17, Maven).
+flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one ScenarioJob per scenario, its reporters captured (about 12 min; Java 17, Maven).
 	bash deploy/flink/record-fixtures.sh
+	bash deploy/flink/record-fixtures.sh --scenarios hot_key_onset --duration 200s
 
 # The salting API of `make run` (curl http://$(API)/v1/salting).
 API         ?= 127.0.0.1:8080

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skewlens/skewlens/skew"
 )
@@ -27,6 +28,8 @@ type captureTruth struct {
 	Scenario      string `json:"scenario"`
 	JobID         string `json:"job_id"`
 	ReadyAtMs     int64  `json:"ready_at_ms"`
+	HotFromMs     int64  `json:"hot_from_ms"`
+	StoppedAtMs   int64  `json:"stopped_at_ms"`
 	HotKey        string `json:"hot_key"`
 	HotSubtask    *int   `json:"hot_key_subtask"`
 	SlowSubtask   *int   `json:"slow_sink_subtask"`
@@ -89,7 +92,7 @@ func analyzeCapture(t *testing.T, dir, metrics string, extra ...string) []skew.F
 // metrics came filtered) and the subtask, with the hot key joined to the
 // data_skew finding.
 func TestFlinkCaptures(t *testing.T) {
-	for _, scenario := range []string{"hot_key", "slow_sink", "under_provisioned"} {
+	for _, scenario := range []string{"hot_key", "hot_key_onset", "slow_sink", "under_provisioned"} {
 		dir := filepath.Join("..", "..", "testdata", "flink", scenario)
 		tr := readTruth(t, dir)
 		for _, variant := range captureVariants {
@@ -112,17 +115,24 @@ func TestFlinkCaptures(t *testing.T) {
 					}
 				}
 				// Every window from the second sustained one to the end of
-				// the capture (150 s, 10 s windows) has its finding.
+				// the capture (150 s, or 110 s after the onset; 10 s
+				// windows) has its finding.
 				if len(sat) < 10 {
 					t.Fatalf("%d saturation findings, want at least 10", len(sat))
 				}
 				for _, f := range sat {
 					switch scenario {
-					case "hot_key":
+					case "hot_key", "hot_key_onset":
+						if f.WindowEnd <= tr.HotFromMs {
+							t.Fatalf("%s on %q #%v in window %d, before the hot key started at %d", f.Cause, f.TaskName, f.SubtaskIndex, f.WindowStart, tr.HotFromMs)
+						}
 						if f.Cause != skew.CauseDataSkew || f.TaskName != tr.KeyedTaskName || f.SubtaskIndex == nil || *f.SubtaskIndex != *tr.HotSubtask {
 							t.Fatalf("%s on %q #%v, want data_skew on %q #%d", f.Cause, f.TaskName, f.SubtaskIndex, tr.KeyedTaskName, *tr.HotSubtask)
 						}
-						if len(f.Evidence.HotKeys) == 0 || f.Evidence.HotKeys[0].Key != tr.HotKey {
+						// The job stopped inside the last window: fewer key
+						// samples than --min-samples there.
+						complete := f.WindowEnd <= tr.StoppedAtMs
+						if complete && (len(f.Evidence.HotKeys) == 0 || f.Evidence.HotKeys[0].Key != tr.HotKey) {
 							t.Fatalf("data_skew finding of window %d has hot keys %v, want %s joined", f.WindowStart, f.Evidence.HotKeys, tr.HotKey)
 						}
 					case "slow_sink":
@@ -143,10 +153,42 @@ func TestFlinkCaptures(t *testing.T) {
 						}
 					}
 				}
-				if scenario == "hot_key" && (plans == 0 || hotKeys == 0) {
+				if tr.HotKey != "" && (plans == 0 || hotKeys == 0) {
 					t.Fatalf("%d salting plans and %d hot_key findings of %s on #%d, want some", plans, hotKeys, tr.HotKey, *tr.HotSubtask)
 				}
 			})
+		}
+	}
+}
+
+// TestFlinkCountersBeforeGauges measures detection latency on the same
+// real capture twice: with busy time from Flink's accumulateBusyTimeMs
+// counters (the default) and from the 60 s busyTimeMsPerSecond gauges
+// (--busy-from gauges). In hot_key_onset the hot key starts after 90 s of
+// healthy load; the gauges then ramp over a minute and the counters do not.
+func TestFlinkCountersBeforeGauges(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "flink", "hot_key_onset")
+	tr := readTruth(t, dir)
+	first := func(fs []skew.Finding) (time.Duration, bool) {
+		for _, f := range fs {
+			if f.Kind == skew.KindSaturation && f.Cause == skew.CauseDataSkew {
+				return time.Duration(f.WindowEnd-tr.HotFromMs) * time.Millisecond, true
+			}
+		}
+		return 0, false
+	}
+	for _, variant := range captureVariants {
+		counters, ok1 := first(analyzeCapture(t, dir, variant))
+		gauges, ok2 := first(analyzeCapture(t, dir, variant, "--busy-from", "gauges"))
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: data_skew found with counters %v, with gauges %v", variant, ok1, ok2)
+		}
+		// Time from the hot key's start to the end of the first window
+		// with a data_skew finding; add the watermark delay (5 s) for when
+		// it is written.
+		t.Logf("%s: data_skew %s after the hot key started with the counters, %s with the gauges", variant, counters, gauges)
+		if gauges-counters < 20*time.Second {
+			t.Errorf("%s: counters %s, gauges %s: want the counters two windows (20 s) or more ahead", variant, counters, gauges)
 		}
 	}
 }

@@ -41,6 +41,8 @@ final class Functions {
         private static final int PAYLOADS = 64;
         private final String hotKey;
         private final double hotShare;
+        /** Epoch ms from which the hot key is drawn (0: from the start). */
+        private final long hotFromMs;
         private final int keys;
         private final int minBytes;
         private final int maxBytes;
@@ -50,6 +52,7 @@ final class Functions {
         Generator(ScenarioOptions o) {
             this.hotKey = o.hotKey;
             this.hotShare = o.effectiveHotShare();
+            this.hotFromMs = o.hotFromEpochMs;
             this.keys = o.keys;
             this.minBytes = o.minRecordBytes;
             this.maxBytes = o.maxRecordBytes;
@@ -78,9 +81,10 @@ final class Functions {
             // 53 bits of h as a uniform double in [0, 1).
             double u = (h >>> 11) * 0x1.0p-53;
             long h2 = mix(h);
-            String key = u < hotShare ? hotKey : keyNames[(int) Long.remainderUnsigned(h2, keys)];
+            long now = System.currentTimeMillis();
+            String key = u < hotShare && now >= hotFromMs ? hotKey : keyNames[(int) Long.remainderUnsigned(h2, keys)];
             String payload = payloads[(int) ((h2 >>> 40) % PAYLOADS)];
-            return new Event(key, seq, System.currentTimeMillis(), payload);
+            return new Event(key, seq, now, payload);
         }
     }
 

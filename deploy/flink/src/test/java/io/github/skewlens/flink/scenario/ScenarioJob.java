@@ -79,6 +79,10 @@ import io.github.skewlens.flink.salting.TwoPhaseConfig;
  *       its peers (rebalance is round-robin).</li>
  *   <li>{@code under_provisioned}: uniform keys; the source offers every keyed
  *       subtask more than it can do.</li>
+ *   <li>{@code hot_key_onset}: hot_key, but the hot key starts only --hot-from
+ *       (90 s) after the job, once the 60 s busy-time gauges have settled on
+ *       the healthy load: the capture shows how fast counters and gauges
+ *       see the change.</li>
  *   <li>{@code healthy}: uniform keys, everything well below capacity.</li>
  * </ul>
  *
@@ -141,6 +145,10 @@ public final class ScenarioJob {
     /** Runs the scenario until --duration passes or {@code stop} opens; returns the exit code. */
     public static int run(ScenarioOptions o, CountDownLatch stop) throws Exception {
         Truth.reset(o.parallelism);
+        if (o.scenario == ScenarioOptions.Scenario.HOT_KEY_ONSET) {
+            // The job runs a few seconds after this; truth.json has the exact time.
+            o.hotFromEpochMs = System.currentTimeMillis() + o.hotFrom.toMillis();
+        }
         Configuration conf = configuration(o);
         JobGraph jobGraph = jobGraph(o, conf);
         JobID jobId = jobGraph.getJobID();
@@ -374,8 +382,10 @@ public final class ScenarioJob {
         m.put("parallelism", o.parallelism);
         m.put("max_parallelism", o.maxParallelism);
         m.put("rate_per_s", o.effectiveRate());
-        m.put("hot_key", o.scenario == ScenarioOptions.Scenario.HOT_KEY ? o.hotKey : null);
+        m.put("hot_key", o.scenario.hot() ? o.hotKey : null);
         m.put("hot_share", o.effectiveHotShare());
+        // hot_key_onset: when the hot key started (epoch ms); 0: from the start.
+        m.put("hot_from_ms", o.hotFromEpochMs);
         m.put("uniform_keys", o.keys);
         m.put("slow_sink_subtask", o.effectiveSlowSubtask() >= 0 ? o.effectiveSlowSubtask() : null);
         m.put("keyed_cost_ms", o.keyedCostMs());
@@ -394,7 +404,7 @@ public final class ScenarioJob {
     private static Map<String, Object> truth(ScenarioOptions o, Map<String, Object> job) {
         Map<String, Object> m = new LinkedHashMap<>(job);
         TreeMap<String, TreeMap<Integer, Long>> routing = Truth.routing();
-        String hot = o.scenario == ScenarioOptions.Scenario.HOT_KEY ? o.hotKey : null;
+        String hot = o.scenario.hot() ? o.hotKey : null;
         TreeMap<Integer, Long> hotPer = hot == null ? null : routing.get(hot);
         Integer hotSubtask = null;
         if (hotPer != null) {

@@ -24,10 +24,15 @@ public final class ScenarioOptions implements Serializable {
     private static final long serialVersionUID = 1L;
 
     public enum Scenario {
-        HOT_KEY, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
+        HOT_KEY, HOT_KEY_ONSET, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
 
         public String flag() {
             return name().toLowerCase(Locale.ROOT);
+        }
+
+        /** Whether the scenario has a hot key: hot_key, and hot_key_onset from --hot-from on. */
+        public boolean hot() {
+            return this == HOT_KEY || this == HOT_KEY_ONSET;
         }
 
         static Scenario parse(String s) {
@@ -37,7 +42,7 @@ public final class ScenarioOptions implements Serializable {
                 }
             }
             throw new IllegalArgumentException("--scenario: unknown " + s
-                    + " (hot_key, slow_sink, under_provisioned, healthy)");
+                    + " (hot_key, hot_key_onset, slow_sink, under_provisioned, healthy)");
         }
     }
 
@@ -49,6 +54,14 @@ public final class ScenarioOptions implements Serializable {
     /** Records per second over all source subtasks; 0: derived. */
     public double rate;
     public double hotShare = 0.5;
+    /**
+     * hot_key_onset: how long after the job starts the hot key starts (uniform
+     * keys before); default 90 s, so that the 60 s busy-time gauges have
+     * settled on the healthy load when it starts.
+     */
+    public Duration hotFrom = Duration.ofSeconds(90);
+    /** Set by ScenarioJob.run: the epoch ms the hot key starts at (0: from the start). */
+    public long hotFromEpochMs;
     public String hotKey = "customer-42";
     /** Number of distinct uniform keys (customer-0 .. customer-(keys-1)). */
     public int keys = 1000;
@@ -118,6 +131,7 @@ public final class ScenarioOptions implements Serializable {
                 case "rate" -> o.rate = Double.parseDouble(v);
                 case "hot-share" -> o.hotShare = Double.parseDouble(v);
                 case "hot-key" -> o.hotKey = v;
+                case "hot-from" -> o.hotFrom = duration(v);
                 case "keys" -> o.keys = Integer.parseInt(v);
                 case "slow-subtask" -> o.slowSubtask = Integer.parseInt(v);
                 case "keyed-cost-ms" -> o.keyedCostMs = Double.parseDouble(v);
@@ -154,6 +168,9 @@ public final class ScenarioOptions implements Serializable {
         if (hotShare < 0 || hotShare >= 1) {
             throw new IllegalArgumentException("--hot-share must be in [0, 1)");
         }
+        if (hotFrom.isNegative()) {
+            throw new IllegalArgumentException("--hot-from must be >= 0");
+        }
         if (slowSubtask < 0 || slowSubtask >= parallelism) {
             throw new IllegalArgumentException("--slow-subtask must be in [0, parallelism)");
         }
@@ -186,7 +203,7 @@ public final class ScenarioOptions implements Serializable {
 
     /** The share of records that carry the hot key (0 unless hot_key). */
     public double effectiveHotShare() {
-        return scenario == Scenario.HOT_KEY ? hotShare : 0;
+        return scenario.hot() ? hotShare : 0;
     }
 
     /** The sink subtask that is slow, or -1 unless slow_sink. */
@@ -208,7 +225,7 @@ public final class ScenarioOptions implements Serializable {
         }
         double keyedCap = 1000.0 / Math.max(keyedCostMs(), 0.01);
         return switch (scenario) {
-            case HOT_KEY -> 1.25 * keyedCap / (hotShare + (1 - hotShare) / parallelism);
+            case HOT_KEY, HOT_KEY_ONSET -> 1.25 * keyedCap / (hotShare + (1 - hotShare) / parallelism);
             case SLOW_SINK -> 1.5 * parallelism * 1000.0 / Math.max(slowSinkCostMs, 0.01);
             case UNDER_PROVISIONED -> 1.5 * parallelism * keyedCap;
             case HEALTHY -> 300.0 * parallelism;
