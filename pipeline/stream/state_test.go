@@ -99,8 +99,12 @@ func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
 			t.Fatalf("operations in the wrong order (%q): %s", bad, seq)
 		}
 	}
-	if !strings.Contains(seq, "write state state state commit") {
-		t.Errorf("retried state saves not seen before the commit: %s", seq)
+	// The two failed saves are retried before anything is committed.
+	// Whether the first flush also wrote findings depends on how far the
+	// fetcher got in its first 5 ms (on a loaded machine: not far), so
+	// only the order of retries and the first commit is fixed.
+	if i, c := strings.Index(seq, "state state state"), strings.Index(seq, "commit"); i < 0 || c < i {
+		t.Errorf("retried state saves not seen before the first commit: %s", seq)
 	}
 	last := store.saves[len(store.saves)-1]
 	if want := stage.WindowStart(stage.Watermark()); len(last) != 1 || last[0].ClosedUpTo != want {

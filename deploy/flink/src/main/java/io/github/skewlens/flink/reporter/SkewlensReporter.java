@@ -243,8 +243,23 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
             sender = null;
             LOG.error("skewlens reporter: invalid configuration ({}); it reports nothing. Set "
                     + "metrics.reporter.<name>.bootstrap.servers (and optionally topic, metrics, queue.size, "
-                    + "max.record.bytes, producer.*)", e.getMessage());
+                    + "max.record.bytes, producer.*)", causes(e));
         }
+    }
+
+    /**
+     * The messages of e and its causes, joined: "Failed to construct kafka
+     * producer" alone does not say which producer setting was wrong.
+     */
+    static String causes(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable t = e; t != null && sb.length() < 2000; t = t.getCause() == t ? null : t.getCause()) {
+            if (sb.length() > 0) {
+                sb.append(": ");
+            }
+            sb.append(t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName());
+        }
+        return sb.toString();
     }
 
     /** Releases the sender, waiting at most 5 s for queued lines. */

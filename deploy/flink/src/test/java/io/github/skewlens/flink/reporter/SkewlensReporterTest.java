@@ -33,6 +33,17 @@ class SkewlensReporterTest {
     }
 
     @Test
+    void configurationErrorsNameTheirCause() {
+        // kafka-clients wraps the real reason ("No LoginModule found for …")
+        // in "Failed to construct kafka producer".
+        Exception e = new RuntimeException("Failed to construct kafka producer",
+                new IllegalStateException("Failed to create new NetworkClient", new SecurityException("No LoginModule found")));
+        assertEquals("Failed to construct kafka producer: Failed to create new NetworkClient: No LoginModule found",
+                SkewlensReporter.causes(e));
+        assertEquals("NullPointerException", SkewlensReporter.causes(new NullPointerException()));
+    }
+
+    @Test
     void invalidConfigurationLogsOneErrorAndReportsNothing() {
         for (MetricConfig c : List.of(config(), config("bootstrap.servers", "h:1", "queue.size", "many"),
                 config("bootstrap.servers", "h:1", "queue.size", "0"), config("bootstrap.servers", "h:1", "metrics", " , "),
