@@ -276,6 +276,24 @@ func (l *loop) findings(ctx context.Context, kind string) []loopFinding {
 	return out
 }
 
+// firstFinding waits (at most three minutes) for the first saturation
+// finding of the job that match accepts, and returns it and when it was
+// seen in ClickHouse.
+func (l *loop) firstFinding(ctx context.Context, what string, match func(loopFinding) bool) (loopFinding, time.Time) {
+	l.t.Helper()
+	var found loopFinding
+	at := l.waitFor(3*time.Minute, what, func() bool {
+		for _, f := range l.findings(ctx, "saturation") {
+			if match(f) {
+				found = f
+				return true
+			}
+		}
+		return false
+	})
+	return found, at
+}
+
 // closedUpTo is the end of the newest window of the job that skewlens
 // wrote subtask statistics for: windows up to there are closed.
 func (l *loop) closedUpTo(ctx context.Context) int64 {
@@ -334,15 +352,8 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 	}
 
 	// 1. data_skew on that subtask, with the hot key joined to it.
-	var det loopFinding
-	detectedAt := l.waitFor(3*time.Minute, "a data_skew finding", func() bool {
-		for _, f := range l.findings(ctx, "saturation") {
-			if f.cause == "data_skew" && f.task == keyedTask {
-				det = f
-				return true
-			}
-		}
-		return false
+	det, detectedAt := l.firstFinding(ctx, "a data_skew finding", func(f loopFinding) bool {
+		return f.cause == "data_skew" && f.task == keyedTask
 	})
 	t.Logf("step 1: data_skew on %q #%d %s after the hot key started (window %s)", det.task, det.subtask,
 		detectedAt.Sub(start).Round(100*time.Millisecond), time.UnixMilli(det.windowStart).Format("15:04:05"))
@@ -456,16 +467,7 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 func TestFlinkSlowSink(t *testing.T) {
 	l := startLoop(t, "slow_sink", false, "--slow-subtask", "2")
 	ctx := context.Background()
-	var det loopFinding
-	detectedAt := l.waitFor(3*time.Minute, "a slow_subtask finding", func() bool {
-		for _, f := range l.findings(ctx, "saturation") {
-			if f.task == sinkTask {
-				det = f
-				return true
-			}
-		}
-		return false
-	})
+	det, detectedAt := l.firstFinding(ctx, "a finding on the sink", func(f loopFinding) bool { return f.task == sinkTask })
 	t.Logf("slow_subtask found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
 	if det.cause != "slow_subtask" || det.subtask != 2 {
 		t.Fatalf("finding on %q: %s on subtask %d, want slow_subtask on 2", det.task, det.cause, det.subtask)
@@ -494,16 +496,7 @@ func TestFlinkSlowSink(t *testing.T) {
 func TestFlinkUnderProvisioned(t *testing.T) {
 	l := startLoop(t, "under_provisioned", false)
 	ctx := context.Background()
-	var det loopFinding
-	detectedAt := l.waitFor(3*time.Minute, "an under_provisioned finding", func() bool {
-		for _, f := range l.findings(ctx, "saturation") {
-			if f.task == keyedTask {
-				det = f
-				return true
-			}
-		}
-		return false
-	})
+	det, detectedAt := l.firstFinding(ctx, "a finding on the keyed task", func(f loopFinding) bool { return f.task == keyedTask })
 	t.Logf("under_provisioned found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
 	var ev struct {
 		Recommended int `json:"recommended_parallelism"`

@@ -8,7 +8,6 @@ import java.util.Properties;
 
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MetricOptions;
 import org.apache.flink.runtime.jobgraph.JobGraph;
@@ -27,13 +26,13 @@ import org.junit.jupiter.api.Test;
 
 import io.github.skewlens.flink.reporter.SkewlensReporter;
 import io.github.skewlens.flink.salting.KeyedResult;
-import io.github.skewlens.flink.salting.PerRecord;
 import io.github.skewlens.flink.salting.Salted;
 import io.github.skewlens.flink.salting.Salting;
 import io.github.skewlens.flink.salting.SaltingConfig;
 import io.github.skewlens.flink.salting.TwoPhaseAggregation;
 import io.github.skewlens.flink.salting.TwoPhaseConfig;
 import io.github.skewlens.flink.sampler.KeySampler;
+import io.github.skewlens.flink.sampler.SamplingHook;
 import io.github.skewlens.flink.sampler.SamplingPassThrough;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -90,33 +89,6 @@ class DocsSnippetsTest {
     }
 
     // ---- docs/flink.md: "Salting with two-phase aggregation" ---------------------------
-
-    /** Samples the original key of every record phase 1 processes. */
-    public static class SampleKeys implements PerRecord {
-        private final KeySampler.Config sampling;
-        private transient KeySampler sampler;
-
-        public SampleKeys(KeySampler.Config sampling) {
-            this.sampling = sampling;
-        }
-
-        @Override
-        public void open(RuntimeContext ctx) {
-            sampler = KeySampler.open(ctx, sampling);
-        }
-
-        @Override
-        public void onRecord(String originalKey) {
-            sampler.sample(originalKey);
-        }
-
-        @Override
-        public void close() {
-            if (sampler != null) {
-                sampler.close();
-            }
-        }
-    }
 
     /** Sum of amounts per key: add, merge, result (not a RichFunction). */
     public static class SumAmounts implements AggregateFunction<Order, Long, Long> {
@@ -236,7 +208,7 @@ class DocsSnippetsTest {
 
         SaltingConfig salting = SaltingConfig.http("http://skewlens:8080", "Partial sums", 8, 128);
         TwoPhaseConfig cfg = TwoPhaseConfig.of(salting);
-        cfg.perRecord = new SampleKeys(sampling);
+        cfg.perRecord = new SamplingHook(sampling); // samples the original key in phase 1
         SingleOutputStreamOperator<KeyedResult<Long>> sums =
                 TwoPhaseAggregation.aggregate(orders, o -> o.customerId, new SumAmounts(), cfg);
         sums.sinkTo(new DiscardingSink<>());

@@ -65,7 +65,13 @@ final class TestJob {
 
         @Override
         public void processElement(Salted<Event> s, Context ctx, Collector<String> out) {
-            ROWS.get(run).add(new Row(s.value.seq, s.key, s.saltedKey, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask()));
+            // JobClient.cancel() completes when the cancellation is accepted,
+            // not when the tasks stopped: records may still arrive after the
+            // test forgot the run.
+            ConcurrentLinkedQueue<Row> rows = ROWS.get(run);
+            if (rows != null) {
+                rows.add(new Row(s.value.seq, s.key, s.saltedKey, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask()));
+            }
         }
     }
 

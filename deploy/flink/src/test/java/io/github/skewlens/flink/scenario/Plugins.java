@@ -1,9 +1,8 @@
 package io.github.skewlens.flink.scenario;
 
-import org.apache.flink.api.common.functions.RuntimeContext;
-
 import io.github.skewlens.flink.salting.PerRecord;
 import io.github.skewlens.flink.sampler.KeySampler;
+import io.github.skewlens.flink.sampler.SamplingHook;
 
 /**
  * The skewlens parts of the scenario job that other packages of this module
@@ -25,38 +24,6 @@ final class Plugins {
         c.sender.topic = o.samplesTopic;
         c.sampleRate = o.sampleRate;
         c.validate();
-        return new SamplerHook(c);
-    }
-
-    /**
-     * Samples every record's original key (with salting too: the hook runs
-     * in phase 1 with the unsalted key) on the keyed subtask that processes
-     * it.
-     */
-    static final class SamplerHook implements PerRecord {
-        private static final long serialVersionUID = 1L;
-        private final KeySampler.Config config;
-        private transient KeySampler sampler;
-
-        SamplerHook(KeySampler.Config config) {
-            this.config = config;
-        }
-
-        @Override
-        public void open(RuntimeContext ctx) {
-            sampler = KeySampler.open(ctx, config);
-        }
-
-        @Override
-        public void onRecord(String originalKey) {
-            sampler.sample(originalKey);
-        }
-
-        @Override
-        public void close() {
-            if (sampler != null) {
-                sampler.close();
-            }
-        }
+        return new SamplingHook(c);
     }
 }
