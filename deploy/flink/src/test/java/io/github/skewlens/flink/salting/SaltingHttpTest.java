@@ -49,10 +49,7 @@ class SaltingHttpTest {
             // The plan arrives while the job runs.
             ObjectNode plan = TestPlans.plan(jobId, TASK, TestJob.P, TestJob.MAX_P, 1, TestJob.HOT, 3);
             server.serve(TestPlans.bytes(plan), "\"plan-v1\"");
-            TestJob.await(() -> TestJob.rows(run).stream().anyMatch(r -> !r.key().equals(r.saltedKey())), WAIT,
-                    () -> "a salted record");
-            long first = TestJob.rows(run).stream().filter(r -> !r.key().equals(r.saltedKey()))
-                    .mapToLong(TestJob.Row::seq).min().orElseThrow();
+            long first = SaltingKafkaTest.firstWhere(run, -1, true); // only the hot key is in the plan
             SaltingAssertions.assertUnsalted(TestJob.range(run, 0, first - 1, WAIT), "before the switch");
             List<TestJob.Row> after = TestJob.range(run, first, first + 1200, WAIT);
             SaltingAssertions.assertSaltedAsPlanned(after, plan, "after the switch");
@@ -66,10 +63,7 @@ class SaltingHttpTest {
             // The service goes away: after the grace, keys pass through again.
             server.stop();
             long stopped = TestJob.maxSeq(run);
-            TestJob.await(() -> TestJob.rows(run).stream().anyMatch(r -> r.seq() > stopped && r.key().equals(TestJob.HOT)
-                    && r.key().equals(r.saltedKey())), WAIT, () -> "an unsalted hot record after the service stopped");
-            long back = TestJob.rows(run).stream().filter(r -> r.seq() > stopped && r.key().equals(TestJob.HOT)
-                    && r.key().equals(r.saltedKey())).mapToLong(TestJob.Row::seq).min().orElseThrow();
+            long back = SaltingKafkaTest.firstWhere(run, stopped, false);
             SaltingAssertions.assertUnsalted(TestJob.range(run, back, back + 400, WAIT), "after the grace");
             assertFalse(logs.matching("cannot reach skewlens serve at " + server.url(), "plan v1", "is dropped").isEmpty(),
                     logs.all());

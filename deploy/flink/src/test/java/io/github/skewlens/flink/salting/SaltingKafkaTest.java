@@ -67,11 +67,20 @@ class SaltingKafkaTest {
         }
     }
 
-    /** The first hot record after seq that is salted (or, with salted false, unsalted). */
+    /**
+     * The first hot record after seq that is salted (or, with salted false,
+     * unsalted). Records of one run reach the four keyed subtasks at
+     * different times, so once one such record is seen, every record up to
+     * it is awaited before the first is picked: an earlier one may still be
+     * on its way to a slower subtask.
+     */
     static long firstWhere(String run, long after, boolean salted) throws InterruptedException {
-        TestJob.await(() -> TestJob.rows(run).stream().anyMatch(r -> r.seq() > after && r.key().equals(TestJob.HOT)
-                && r.key().equals(r.saltedKey()) != salted), WAIT, () -> (salted ? "a salted" : "an unsalted") + " hot record");
-        return TestJob.rows(run).stream().filter(r -> r.seq() > after && r.key().equals(TestJob.HOT)
-                && r.key().equals(r.saltedKey()) != salted).mapToLong(TestJob.Row::seq).min().orElseThrow();
+        java.util.function.Predicate<TestJob.Row> match = r -> r.seq() > after && r.key().equals(TestJob.HOT)
+                && r.key().equals(r.saltedKey()) != salted;
+        TestJob.await(() -> TestJob.rows(run).stream().anyMatch(match), WAIT,
+                () -> (salted ? "a salted" : "an unsalted") + " hot record");
+        long seen = TestJob.rows(run).stream().filter(match).mapToLong(TestJob.Row::seq).min().orElseThrow();
+        return TestJob.range(run, after + 1, seen, WAIT).stream().filter(match).mapToLong(TestJob.Row::seq)
+                .min().orElseThrow();
     }
 }
