@@ -28,6 +28,13 @@ func TestPlansRouteWhereTheyClaim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The engine proposes plans only where it diagnoses data_skew:
+			// the subtask of the hottest key is busy, the others are not.
+			router, err := keygroup.NewRouter(tt.p, tt.maxP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hotSub := router.Subtask(hot[0].key)
 			m := newManager(t, Config{})
 			var changes []Change
 			var fs []skew.Finding
@@ -45,6 +52,14 @@ func TestPlansRouteWhereTheyClaim(t *testing.T) {
 					}
 					e.AddSample(&skew.KeySample{TS: base + int64(i), JobID: "j", TaskName: "agg", Key: key,
 						Weight: 1, SampleRate: 1, Parallelism: int32(tt.p), MaxParallelism: int32(tt.maxP), Subtask: -1})
+				}
+				for s := range tt.p {
+					busy := 300.0
+					if s == hotSub {
+						busy = 990
+					}
+					e.AddMetric(&skew.Metric{TS: base + windowMs/2, Name: skew.BusyTimeMsPerSecond, JobID: "j", TaskName: "agg",
+						Subtask: int32(s), Value: busy})
 				}
 				fs = e.Advance(base+windowMs, fs[:0])
 				for i := range fs {

@@ -346,7 +346,14 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 			f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), EstimatedRecords: round(h.est, 0)}
 			dst = append(dst, f)
 		}
+		n := len(dst)
 		dst = e.saturation(ctx, tc, base, hot, dst)
+		// A plan re-keys the state of the keys it salts, so it is proposed
+		// only where the skew is diagnosed (sustained, on a saturated
+		// subtask), not for every window in which a key is merely hot.
+		if !diagnosesSkew(dst[n:]) {
+			continue
+		}
 		if p := e.plan(tc, hot); p != nil {
 			f := base
 			f.Kind = KindSaltingPlan
@@ -356,6 +363,17 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 		}
 	}
 	return dst
+}
+
+// diagnosesSkew reports whether fs holds a data_skew or rotating_hot_key
+// finding.
+func diagnosesSkew(fs []Finding) bool {
+	for i := range fs {
+		if fs[i].Saturation != nil && (fs[i].Cause == CauseDataSkew || fs[i].Cause == CauseRotatingHotKey) {
+			return true
+		}
+	}
+	return false
 }
 
 // saturation classifies the saturated subtasks of one task.
