@@ -45,10 +45,16 @@ func (e *Engine) plan(tc *taskCtx, hot []hotKey) *Plan {
 		SQL:               applySQL,
 	}
 	for _, h := range hot {
-		if h.subtask < 0 || h.subtask >= len(load) {
+		// The subtask Flink routes the unsalted key to, not the one its
+		// samples last came from: once a job applies a plan, a salted hot
+		// key's samples come from its salted subtasks, and a plan that
+		// named one of those as the key's subtask would contradict Flink's
+		// routing (the Flink-side client refuses such plans).
+		sub := r.Subtask(h.key)
+		if sub < 0 || sub >= len(load) {
 			continue
 		}
-		sk := e.saltKey(r, load, h.key, h.share, h.subtask)
+		sk := e.saltKey(r, load, h.key, h.share, sub)
 		p.Keys = append(p.Keys, sk)
 	}
 	if len(p.Keys) == 0 {

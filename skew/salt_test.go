@@ -75,3 +75,57 @@ func sum(xs []float64) float64 {
 	}
 	return s
 }
+
+// TestPlanNamesFlinksSubtaskOfTheKey: once a job applies a plan, a hot
+// key's samples come from its salted subtasks. A plan made then still
+// names the subtask Flink routes the unsalted key to (the Flink-side
+// client checks it), not the subtask its samples last came from.
+func TestPlanNamesFlinksSubtaskOfTheKey(t *testing.T) {
+	const p, window = 4, int64(10_000)
+	r, err := keygroup.NewRouter(p, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := r.Subtask("hot")
+	measured := (routed + 1) % p // where a salted copy of the key was processed
+	e, err := New(Config{WindowMs: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []Finding
+	for w := range int64(3) {
+		ws := 1_700_000_000_000 + w*window
+		for i := range 400 {
+			key, sub := "cold"+strconv.Itoa(i%97), -1
+			if i%10 < 6 {
+				key, sub = "hot", measured
+			}
+			if sub < 0 {
+				sub = r.Subtask(key)
+			}
+			e.AddSample(&KeySample{TS: ws + int64(i), JobID: "j", TaskName: "t", Key: key, Weight: 1, SampleRate: 1,
+				Parallelism: p, MaxParallelism: 128, Subtask: int32(sub)})
+		}
+		for s := range p {
+			busy := 300.0
+			if s == measured {
+				busy = 990
+			}
+			e.AddMetric(&Metric{TS: ws + 5000, Name: BusyTimeMsPerSecond, JobID: "j", TaskName: "t", Subtask: int32(s), Value: busy})
+		}
+		fs = e.Advance(ws+window, fs)
+	}
+	plans := 0
+	for _, f := range fs {
+		if f.Kind != KindSaltingPlan {
+			continue
+		}
+		plans++
+		if k := f.Plan.Keys[0]; k.Key != "hot" || k.Subtask != routed {
+			t.Fatalf("plan key %q on subtask %d, want hot on %d (Flink's routing; samples came from %d)", k.Key, k.Subtask, routed, measured)
+		}
+	}
+	if plans == 0 {
+		t.Fatalf("no plan in %d findings", len(fs))
+	}
+}
