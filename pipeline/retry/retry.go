@@ -1,0 +1,158 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Unlimited as Policy.MaxRetries retries until the operation succeeds,
+// fails permanently, or the context ends.
+const Unlimited = -1
+
+// Policy bounds the retries of one operation.
+type Policy struct {
+	// MaxRetries is how often a retryable failure is retried after the
+	// first attempt: 0 tries once, Unlimited (any negative value) retries
+	// until the context ends. Default 5.
+	MaxRetries int
+	// MinBackoff is the wait before the first retry; each next wait
+	// doubles, up to MaxBackoff. Every wait is jittered to between half
+	// and all of its step, so that clients that failed together do not
+	// retry together. Defaults 100ms and 5s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+}
+
+// DefaultPolicy returns the policy whose fields are the defaults stated in
+// Policy's comments.
+func DefaultPolicy() Policy {
+	return Policy{MaxRetries: 5, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+}
+
+// Validate reports a policy Do cannot follow. It does not fill in
+// defaults: start from DefaultPolicy.
+func (p Policy) Validate() error {
+	switch {
+	case p.MinBackoff <= 0 || p.MaxBackoff <= 0:
+		return fmt.Errorf("retry backoff %s..%s: must be positive", p.MinBackoff, p.MaxBackoff)
+	case p.MinBackoff > p.MaxBackoff:
+		return fmt.Errorf("retry backoff %s..%s: min exceeds max", p.MinBackoff, p.MaxBackoff)
+	}
+	return nil
+}
+
+// Notify is called by Do before each wait with the attempt that failed
+// (from 1), the wait ahead and the attempt's error, to log or count the
+// retry. It runs on Do's goroutine and must not block.
+type Notify func(attempt int, wait time.Duration, err error)
+
+// Do calls op until it returns nil, returns a permanent error, p's
+// retries are used up, or ctx ends, waiting a jittered, exponentially
+// growing backoff between attempts. notify may be nil.
+//
+// A permanent error is returned as it is. Otherwise the error wraps op's
+// last error with the number of attempts, or with ctx's error when the
+// context ended; IsPermanent and errors.Is see through both. op may keep
+// state between attempts (the messages still to send, say).
+func Do(ctx context.Context, p Policy, notify Notify, op func(context.Context) error) error {
+	b := Backoff{Policy: p}
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		switch {
+		case err == nil:
+			return nil
+		case IsPermanent(err):
+			return err
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
+		case p.MaxRetries >= 0 && attempt > p.MaxRetries:
+			return fmt.Errorf("giving up after %d attempts: %w", attempt, err)
+		}
+		wait := b.Next()
+		if notify != nil {
+			notify(attempt, wait, err)
+		}
+		if werr := Sleep(ctx, wait); werr != nil {
+			return fmt.Errorf("%w (gave up: %w)", err, werr)
+		}
+	}
+}
+
+// Backoff yields the waits of Policy for a loop that cannot use Do, such
+// as a delivery goroutine that requeues its batch between attempts. It is
+// not safe for concurrent use.
+type Backoff struct {
+	Policy Policy
+	next   time.Duration
+}
+
+// Next returns the wait before the next retry and doubles the step.
+func (b *Backoff) Next() time.Duration {
+	if b.next <= 0 {
+		b.next = b.Policy.MinBackoff
+	}
+	step := b.next
+	b.next = min(2*b.next, b.Policy.MaxBackoff)
+	return jitter(step)
+}
+
+// Reset starts the waits again from MinBackoff, after a success.
+func (b *Backoff) Reset() { b.next = 0 }
+
+// Sleep waits d, or until ctx ends and then returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// jitter returns a duration between d/2 and d.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// PermanentError marks an error that no retry can fix: bad data, a schema
+// or configuration mismatch, a refused authorization, a closed component.
+// Create it with Permanent and test for it with IsPermanent.
+type PermanentError struct {
+	// Op says what failed, e.g. "insert hot_keys" or "publish 3 changes".
+	Op  string
+	Err error
+}
+
+func (e *PermanentError) Error() string {
+	if e.Op == "" {
+		return "permanent: " + e.Err.Error()
+	}
+	return e.Op + ": permanent: " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err, which op caused, as one no retry can fix. It
+// returns nil for a nil err and err itself when it is already permanent.
+func Permanent(op string, err error) error {
+	if err == nil || IsPermanent(err) {
+		return err
+	}
+	return &PermanentError{Op: op, Err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, is permanent.
+func IsPermanent(err error) bool {
+	var pe *PermanentError
+	return errors.As(err, &pe)
+}
