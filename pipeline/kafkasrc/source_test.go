@@ -14,6 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -55,6 +58,10 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestTransient checks the classification the source's retries use,
+// kafkaclient.Retryable. Unknown errors are retried (the one classifier
+// of skewlens treats them so: the retries are bounded by the caller's
+// context), so "other" is transient.
 func TestTransient(t *testing.T) {
 	tests := []struct {
 		name string
@@ -76,24 +83,30 @@ func TestTransient(t *testing.T) {
 		{"write errors transient", kafka.WriteErrors{kafka.LeaderNotAvailable, nil}, true},
 		{"write errors fatal", kafka.WriteErrors{kafka.MessageSizeTooLarge}, false},
 		{"canceled", context.Canceled, false},
-		{"other", errors.New("boom"), false},
+		{"other", errors.New("boom"), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := transient(tc.err); got != tc.want {
-				t.Fatalf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+			if got := kafkaclient.Retryable(tc.err); got != tc.want {
+				t.Fatalf("Retryable(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
 }
 
+// TestBackoff checks the source's retry waits: 50 ms doubling to 5 s,
+// each jittered to between half and all of its step.
 func TestBackoff(t *testing.T) {
-	var b backoff
+	b := retry.Backoff{Policy: retryPolicy()}
 	want := []time.Duration{50, 100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
-		if got := b.delay(); got != w*time.Millisecond {
-			t.Fatalf("delay %d = %s, want %s", i, got, w*time.Millisecond)
+		w *= time.Millisecond
+		if got := b.Next(); got < w/2 || got > w {
+			t.Fatalf("delay %d = %s, want within [%s, %s]", i, got, w/2, w)
 		}
+	}
+	if p := retryPolicy(); p.MaxRetries >= 0 || p.Validate() != nil {
+		t.Fatalf("policy %+v: want valid, retrying until the context ends", p)
 	}
 }
 

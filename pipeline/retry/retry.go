@@ -81,6 +81,12 @@ func Do(ctx context.Context, p Policy, notify Notify, op func(context.Context) e
 	}
 }
 
+// Backoff is written here rather than taken from
+// github.com/cenkalti/backoff/v5: the whole of it is a doubling step, a
+// cap and a jitter (a dozen lines), while backoff/v5's Retry has its own
+// permanent-error type, elapsed-time limit and notify signature that would
+// have to be mapped onto Policy and PermanentError at every call.
+
 // Backoff yields the waits of Policy for a loop that cannot use Do, such
 // as a delivery goroutine that requeues its batch between attempts. It is
 // not safe for concurrent use.
@@ -132,11 +138,13 @@ type PermanentError struct {
 	Err error
 }
 
+// Error reads "op: fatal: err": "fatal" is the word skewlens' logs and
+// metric labels have always used for these errors.
 func (e *PermanentError) Error() string {
 	if e.Op == "" {
-		return "permanent: " + e.Err.Error()
+		return "fatal: " + e.Err.Error()
 	}
-	return e.Op + ": permanent: " + e.Err.Error()
+	return e.Op + ": fatal: " + e.Err.Error()
 }
 
 // Unwrap returns the underlying error.
