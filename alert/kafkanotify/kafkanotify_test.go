@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -226,33 +224,6 @@ func TestNotifyFatal(t *testing.T) {
 	err = missing.Notify(ctx, alerts(t, "job-m")[:1])
 	if err == nil || retry.IsPermanent(err) {
 		t.Fatalf("missing topic: err = %v (fatal %v), want a retryable error", err, retry.IsPermanent(err))
-	}
-}
-
-func TestPermanent(t *testing.T) {
-	tests := []struct {
-		err  error
-		want bool
-	}{
-		{io.EOF, false},
-		{io.ErrUnexpectedEOF, false},
-		{context.DeadlineExceeded, false},
-		{kafka.LeaderNotAvailable, false},
-		{kafka.UnknownTopicOrPartition, false},
-		{kafka.RequestTimedOut, false},
-		{kafka.MessageSizeTooLarge, true},
-		{kafka.TopicAuthorizationFailed, true},
-		{kafka.InvalidTopic, true},
-		{kafka.MessageTooLargeError{}, true},
-		{kafka.WriteErrors{nil, io.EOF}, false},
-		{kafka.WriteErrors{io.EOF, kafka.MessageSizeTooLarge}, true},
-		{fmt.Errorf("wrapped: %w", kafka.MessageSizeTooLarge), true},
-		{errors.New("unknown"), false},
-	}
-	for _, tt := range tests {
-		if got := !kafkaclient.Retryable(tt.err); got != tt.want {
-			t.Errorf("permanent(%v) = %v, want %v", tt.err, got, tt.want)
-		}
 	}
 }
 

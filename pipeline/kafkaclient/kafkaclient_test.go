@@ -16,6 +16,9 @@ import (
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
+// TestRetryable is the table of the one Kafka classifier; it holds every
+// case of the tables of the classifiers it replaced (kafkasrc's transient,
+// planpub's classify, kafkanotify's permanent).
 func TestRetryable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -47,6 +50,8 @@ func TestRetryable(t *testing.T) {
 		{"invalid topic", kafka.InvalidTopic, false},
 		{"kafka-go message too large", kafka.MessageTooLargeError{}, false},
 		{"write errors with a permanent one", kafka.WriteErrors{io.EOF, kafka.TopicAuthorizationFailed}, false},
+		{"write errors with one too large", kafka.WriteErrors{io.EOF, kafka.MessageSizeTooLarge}, false},
+		{"write errors, one transient", kafka.WriteErrors{kafka.LeaderNotAvailable, nil}, true},
 		{"closed writer", io.ErrClosedPipe, false},
 		{"caller canceled", context.Canceled, false},
 		{"already marked permanent", retry.Permanent("x", io.EOF), false},

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -53,42 +49,6 @@ func TestConfigValidate(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Validate = %v, want an error mentioning %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-// TestTransient checks the classification the source's retries use,
-// kafkaclient.Retryable. Unknown errors are retried (the one classifier
-// of skewlens treats them so: the retries are bounded by the caller's
-// context), so "other" is transient.
-func TestTransient(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"eof", fmt.Errorf("read: %w", io.EOF), true},
-		{"unexpected eof", io.ErrUnexpectedEOF, true},
-		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
-		{"reset", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
-		{"deadline", context.DeadlineExceeded, true},
-		{"rebalance", kafka.RebalanceInProgress, true},
-		{"not coordinator", kafka.NotCoordinatorForGroup, true},
-		{"leader moved", kafka.NotLeaderForPartition, true},
-		{"unknown topic", kafka.UnknownTopicOrPartition, true},
-		{"authorization", kafka.TopicAuthorizationFailed, false},
-		{"too large", kafka.MessageSizeTooLarge, false},
-		{"write errors transient", kafka.WriteErrors{kafka.LeaderNotAvailable, nil}, true},
-		{"write errors fatal", kafka.WriteErrors{kafka.MessageSizeTooLarge}, false},
-		{"canceled", context.Canceled, false},
-		{"other", errors.New("boom"), true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := kafkaclient.Retryable(tc.err); got != tc.want {
-				t.Fatalf("Retryable(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
