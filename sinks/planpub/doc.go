@@ -43,9 +43,10 @@
 //
 // Errors that retrying cannot fix are marked permanent (retry.IsPermanent
 // reports them): a change that cannot be encoded or is larger than
-// Config.MaxMessageBytes, a topic that exists but is not compacted, authorization or configuration errors, a closed Publisher.
-// Other errors are returned when the context ends or the retries are used
-// up, and may succeed when the caller tries again.
+// Config.MaxMessageBytes, a topic that exists but is not compacted,
+// authorization or configuration errors, a closed Publisher. Other errors
+// are returned when the context ends or the retries are used up, and may
+// succeed when the caller tries again.
 //
 // # Metrics
 //
