@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -77,21 +78,23 @@ func TestAlerterRefusedMetric(t *testing.T) {
 	}
 }
 
+// TestRetry checks how a notifier's errors drive the one retry loop,
+// retry.Do: retryable NotifyErrors are retried, permanent ones stop it.
 func TestRetry(t *testing.T) {
 	retryable := &NotifyError{Notifier: "n", Op: "op", Err: errTest}
-	fatal := &NotifyError{Notifier: "n", Op: "op", Permanent: true, Err: errTest}
+	fatal := retry.Permanent("", &NotifyError{Notifier: "n", Op: "op", Err: errTest})
 	tests := []struct {
 		name      string
-		policy    RetryPolicy
+		policy    retry.Policy
 		errs      []error // returned by the attempts in order; nil after
 		wantCalls int
 		wantErr   bool
 		wantFatal bool
 	}{
-		{name: "success after retries", policy: RetryPolicy{MaxRetries: 3}, errs: []error{retryable, retryable}, wantCalls: 3},
-		{name: "gives up after MaxRetries", policy: RetryPolicy{MaxRetries: 2}, errs: []error{retryable, retryable, retryable, retryable}, wantCalls: 3, wantErr: true},
-		{name: "fatal stops at once", policy: RetryPolicy{MaxRetries: 5}, errs: []error{fatal}, wantCalls: 1, wantErr: true, wantFatal: true},
-		{name: "negative MaxRetries: one attempt", policy: RetryPolicy{MaxRetries: -1}, errs: []error{retryable}, wantCalls: 1, wantErr: true},
+		{name: "success after retries", policy: retry.Policy{MaxRetries: 3}, errs: []error{retryable, retryable}, wantCalls: 3},
+		{name: "gives up after MaxRetries", policy: retry.Policy{MaxRetries: 2}, errs: []error{retryable, retryable, retryable, retryable}, wantCalls: 3, wantErr: true},
+		{name: "fatal stops at once", policy: retry.Policy{MaxRetries: 5}, errs: []error{fatal}, wantCalls: 1, wantErr: true, wantFatal: true},
+		{name: "no retries: one attempt", policy: retry.Policy{MaxRetries: 0}, errs: []error{retryable}, wantCalls: 1, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,18 +104,22 @@ func TestRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			calls, retries := 0, 0
-			err := Retry(t.Context(), p, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
+			err := retry.Do(t.Context(), p, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
 				calls++
 				if calls <= len(tt.errs) {
 					return tt.errs[calls-1]
 				}
 				return nil
 			})
-			if calls != tt.wantCalls || (err != nil) != tt.wantErr || IsFatal(err) != tt.wantFatal {
-				t.Errorf("calls %d, err %v (fatal %v); want %d calls, error %v, fatal %v", calls, err, IsFatal(err), tt.wantCalls, tt.wantErr, tt.wantFatal)
+			if calls != tt.wantCalls || (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
+				t.Errorf("calls %d, err %v (fatal %v); want %d calls, error %v, fatal %v", calls, err, retry.IsPermanent(err), tt.wantCalls, tt.wantErr, tt.wantFatal)
 			}
 			if retries != calls-1 {
 				t.Errorf("onRetry called %d times for %d calls", retries, calls)
+			}
+			var ne *NotifyError
+			if err != nil && !errors.As(err, &ne) {
+				t.Errorf("err %v does not carry the NotifyError", err)
 			}
 		})
 	}
@@ -120,7 +127,7 @@ func TestRetry(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := Retry(ctx, RetryPolicy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}, nil,
+		err := retry.Do(ctx, retry.Policy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}, nil,
 			func(context.Context) error { return retryable })
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 500*time.Millisecond {
 			t.Errorf("err %v after %s; want the deadline, promptly", err, time.Since(start))

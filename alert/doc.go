@@ -31,8 +31,9 @@
 // lets the queues drain for FanoutConfig.DrainTimeout, then closes the
 // notifiers; it blocks until then and is safe to call twice.
 //
-// Notifiers retry by themselves with context-aware exponential backoff
-// (Retry); errors a retry cannot fix (an HTTP 4xx, a message Kafka
-// refuses) are *NotifyError with Fatal() true, which the Fanout drops
-// instead of retrying.
+// One layer retries: the Fanout, with retry.Do and context-aware
+// exponential backoff, keeping the failed alerts queued between attempts.
+// Notifiers make one attempt per Notify call and only classify: errors a
+// retry cannot fix (an HTTP 4xx, a message Kafka refuses) are marked with
+// retry.Permanent, and the Fanout drops their alerts instead of retrying.
 package alert

@@ -1,13 +1,12 @@
 package alert
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
-// NotifyError is a failed delivery. Permanent errors are ones a retry
-// cannot fix (an HTTP 4xx other than 408 and 429, a message the broker
-// refuses); the others (5xx, network errors, timeouts) may succeed later.
+// NotifyError is a failed delivery. Whether a retry can fix it is said the
+// one way of package retry: a notifier returns an error no retry can fix
+// (an HTTP 4xx other than 408, 425 and 429, a message the broker refuses)
+// marked with retry.Permanent, and the Fanout asks retry.IsPermanent; the
+// others (5xx, network errors, timeouts) may succeed later.
 type NotifyError struct {
 	// Notifier names the notifier ("alertmanager", "webhook", "kafka").
 	Notifier string
@@ -15,31 +14,15 @@ type NotifyError struct {
 	Op string
 	// StatusCode is the HTTP status, 0 when there was none.
 	StatusCode int
-	// Permanent marks errors a retry cannot fix.
-	Permanent bool
-	Err       error
+	Err        error
 }
 
 func (e *NotifyError) Error() string {
-	kind := "retryable"
-	if e.Permanent {
-		kind = "fatal"
-	}
 	if e.StatusCode != 0 {
-		return fmt.Sprintf("%s notifier: %s: %s: HTTP %d: %v", e.Notifier, e.Op, kind, e.StatusCode, e.Err)
+		return fmt.Sprintf("%s notifier: %s: HTTP %d: %v", e.Notifier, e.Op, e.StatusCode, e.Err)
 	}
-	return fmt.Sprintf("%s notifier: %s: %s: %v", e.Notifier, e.Op, kind, e.Err)
+	return fmt.Sprintf("%s notifier: %s: %v", e.Notifier, e.Op, e.Err)
 }
 
 // Unwrap returns the underlying error.
 func (e *NotifyError) Unwrap() error { return e.Err }
-
-// Fatal reports whether a retry cannot fix the error, for callers that
-// classify errors by behaviour (errors.As to interface{ Fatal() bool }).
-func (e *NotifyError) Fatal() bool { return e.Permanent }
-
-// IsFatal reports whether err, or an error it wraps, says Fatal() true.
-func IsFatal(err error) bool {
-	var f interface{ Fatal() bool }
-	return errors.As(err, &f) && f.Fatal()
-}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // FanoutConfig configures a Fanout. The zero value of every field means
@@ -24,13 +26,14 @@ type FanoutConfig struct {
 	QueueCapacity int
 	// MaxBatch is the most alerts one Notify call carries. Default 100.
 	MaxBatch int
-	// NotifyTimeout bounds one Notify call, its own retries included.
-	// Default 30s.
+	// NotifyTimeout bounds one Notify call (one attempt: notifiers do not
+	// retry). Default 30s.
 	NotifyTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed Notify call
-	// before the queue is tried again (exponential, jittered). The failed
-	// alerts stay queued, so an outage of a notifier loses nothing but what
-	// overflows. Defaults 1s and 30s.
+	// before the queue is tried again (retry.Do: exponential, jittered,
+	// until delivered or Stop's drain ends). The failed alerts stay queued,
+	// so an outage of a notifier loses nothing but what overflows.
+	// Defaults 1s and 30s.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	// DrainTimeout is how long Stop lets the queues drain. Default 5s.
@@ -222,17 +225,18 @@ func (f *Fanout) Stop() {
 	})
 }
 
-// run delivers one notifier's queue until Stop.
+// run delivers one notifier's queue until Stop. It is the one layer that
+// retries a delivery: a failed batch goes back to the front of the queue
+// and retry.Do waits before it takes the queue again, with whatever
+// arrived meanwhile.
 func (f *Fanout) run(w *worker) {
 	defer f.wg.Done()
-	backoff := f.cfg.MinBackoff
+	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: f.cfg.MinBackoff, MaxBackoff: f.cfg.MaxBackoff}
 	for {
 		w.mu.Lock()
-		batch := w.q.take(f.cfg.MaxBatch)
-		n := w.q.len()
+		empty := w.q.len() == 0
 		w.mu.Unlock()
-		f.m.queued.WithLabelValues(w.name).Set(float64(n))
-		if len(batch) == 0 {
+		if empty {
 			select {
 			case <-w.wake:
 				continue
@@ -248,46 +252,50 @@ func (f *Fanout) run(w *worker) {
 				continue
 			}
 		}
-		err := f.deliver(w, batch)
-		if err == nil {
-			backoff = f.cfg.MinBackoff
-			continue
-		}
-		if IsFatal(err) {
+		var batch []Alert
+		err := retry.Do(f.ctx, policy, func(_ int, wait time.Duration, err error) {
+			f.m.retries.WithLabelValues(w.name).Inc()
+			f.log.Warn("alert notifier failed; will retry", "notifier", w.name, "alerts", len(batch), "in", wait, "err", err)
+		}, func(ctx context.Context) error {
+			w.mu.Lock()
+			batch = w.q.take(f.cfg.MaxBatch)
+			n := w.q.len()
+			w.mu.Unlock()
+			f.m.queued.WithLabelValues(w.name).Set(float64(n))
+			if len(batch) == 0 {
+				return nil
+			}
+			err := f.deliver(ctx, w, batch)
+			if err != nil && !retry.IsPermanent(err) {
+				w.mu.Lock()
+				dropped := w.q.requeue(batch)
+				w.mu.Unlock()
+				if dropped > 0 {
+					f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
+				}
+			}
+			return err
+		})
+		switch {
+		case err == nil:
+		case retry.IsPermanent(err):
 			f.m.dropped.WithLabelValues(w.name, "fatal").Add(float64(len(batch)))
 			f.log.Error("alert notifier refused alerts; dropped", "notifier", w.name, "alerts", len(batch), "err", err)
-			continue
-		}
-		if f.ctx.Err() != nil { // draining is over
+		default: // f.ctx ended: draining is over
 			w.mu.Lock()
-			left := w.q.clear() + len(batch)
+			left := w.q.clear()
 			w.mu.Unlock()
 			f.m.queued.WithLabelValues(w.name).Set(0)
 			f.m.dropped.WithLabelValues(w.name, "stopped").Add(float64(left))
 			f.log.Warn("alert notifier: stopped with undelivered alerts", "notifier", w.name, "dropped", left, "err", err)
 			return
 		}
-		w.mu.Lock()
-		dropped := w.q.requeue(batch)
-		w.mu.Unlock()
-		if dropped > 0 {
-			f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
-		}
-		wait := jitter(backoff)
-		f.log.Warn("alert notifier failed; will retry", "notifier", w.name, "alerts", len(batch), "in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-f.ctx.Done():
-			t.Stop()
-		}
-		backoff = min(2*backoff, f.cfg.MaxBackoff)
 	}
 }
 
 // deliver makes one Notify call and counts its outcome.
-func (f *Fanout) deliver(w *worker, batch []Alert) error {
-	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.NotifyTimeout)
+func (f *Fanout) deliver(ctx context.Context, w *worker, batch []Alert) error {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.NotifyTimeout)
 	defer cancel()
 	start := time.Now()
 	err := w.n.Notify(ctx, batch)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // recorder is a fake notifier: it records what it gets, can block until
@@ -176,7 +177,7 @@ func TestFanoutQueue(t *testing.T) {
 
 func TestFanoutFailures(t *testing.T) {
 	retryable := &NotifyError{Notifier: "r", Op: "post", StatusCode: 503, Err: errors.New("unavailable")}
-	fatal := &NotifyError{Notifier: "r", Op: "post", StatusCode: 400, Permanent: true, Err: errors.New("bad request")}
+	fatal := retry.Permanent("", &NotifyError{Notifier: "r", Op: "post", StatusCode: 400, Err: errors.New("bad request")})
 	tests := []struct {
 		name        string
 		fail        []error
@@ -211,6 +212,15 @@ func TestFanoutFailures(t *testing.T) {
 			}
 			if n := testutil.ToFloat64(f.m.dropped.WithLabelValues("r", "fatal")); n != tt.wantDropped {
 				t.Errorf("dropped{fatal} = %v, want %v", n, tt.wantDropped)
+			}
+			retryable := 0
+			for _, err := range tt.fail {
+				if !retry.IsPermanent(err) {
+					retryable++
+				}
+			}
+			if n := testutil.ToFloat64(f.m.retries.WithLabelValues("r")); n != float64(retryable) {
+				t.Errorf("retries = %v, want %d", n, retryable)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ type fanoutMetrics struct {
 	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal, stopped
 	queued        *prometheus.GaugeVec     // notifier
 	latency       *prometheus.HistogramVec // notifier
+	retries       *prometheus.CounterVec   // notifier
 }
 
 func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
@@ -30,11 +31,15 @@ func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
 		}, []string{"notifier"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "skewlens_alert_notify_seconds",
-			Help:    "Time of one Notify call, its retries included, by notifier.",
+			Help:    "Time of one Notify call, by notifier.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. 262 s
 		}, []string{"notifier"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_alert_retries_total",
+			Help: "Notify calls retried after a retryable failure, by notifier.",
+		}, []string{"notifier"}),
 	}
-	if err := register(reg, "alert fanout", m.notifications, m.dropped, m.queued, m.latency); err != nil {
+	if err := register(reg, "alert fanout", m.notifications, m.dropped, m.queued, m.latency, m.retries); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -50,6 +55,7 @@ func (m *fanoutMetrics) init(name string) {
 		m.dropped.WithLabelValues(name, r)
 	}
 	m.queued.WithLabelValues(name)
+	m.retries.WithLabelValues(name)
 }
 
 // alerterMetrics are an Alerter's metrics.

@@ -2,9 +2,10 @@ package alert
 
 import "context"
 
-// Notifier delivers alerts somewhere. Notify blocks until every alert is
-// delivered, a delivery fails for good, or ctx ends; it retries retryable
-// failures itself. Errors a retry cannot fix satisfy IsFatal. A Notifier
+// Notifier delivers alerts somewhere. Notify makes one attempt: it blocks
+// until every alert is delivered, a delivery fails, or ctx ends, and does
+// not retry; the Fanout retries it. Errors a retry cannot fix are marked
+// with retry.Permanent (retry.IsPermanent reports them). A Notifier
 // used by a Fanout gets one Notify call at a time; Fanout.Stop closes it
 // when it implements io.Closer.
 type Notifier interface {

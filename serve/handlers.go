@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
@@ -490,16 +491,15 @@ func (s *Server) lockWrites(ctx context.Context) (func(), error) {
 }
 
 // storeError answers a failed store call: 504 when it timed out, 500 when
-// retrying cannot help (a *clickhouse.FatalError: schema mismatch, bad
+// retrying cannot help (retry.IsPermanent: schema mismatch, bad
 // data), else 503 with Retry-After. Details go to the log, not the client.
 func (s *Server) storeError(w http.ResponseWriter, op string, err error) {
 	s.m.storeErrors.WithLabelValues(op).Inc()
-	var fatal interface{ Fatal() bool }
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		s.log.Warn("skewlens API: store call timed out", "op", op, "err", err)
 		writeError(w, http.StatusGatewayTimeout, "the store did not answer in time")
-	case errors.As(err, &fatal) && fatal.Fatal():
+	case retry.IsPermanent(err):
 		s.log.Error("skewlens API: store call failed", "op", op, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error (see the server log)")
 	default:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
@@ -537,7 +538,7 @@ func TestStoreFailures(t *testing.T) {
 		want  int
 	}{
 		{"unavailable", errors.New("connection refused"), false, 503},
-		{"fatal", &clickhouse.FatalError{Op: "read", Err: errors.New("no such table")}, false, 500},
+		{"fatal", retry.Permanent("clickhouse sink: read", errors.New("no such table")), false, 500},
 		{"timeout", nil, true, 504},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package top
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -116,8 +116,7 @@ func TestOnceWithoutSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tp.Run(ctx)
-	var fatal interface{ Fatal() bool }
-	if !errors.As(err, &fatal) || !fatal.Fatal() {
+	if !retry.IsPermanent(err) {
 		t.Fatalf("Run = %v, want a fatal error", err)
 	}
 	got := out.String()

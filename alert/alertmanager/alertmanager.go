@@ -16,6 +16,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Name is the notifier's name in errors and the default Target name.
@@ -50,9 +51,6 @@ type Config struct {
 	// again), counted by skewlens_alertmanager_untracked_total.
 	// Default 10000.
 	MaxActive int
-	// Retry bounds the retries of one Notify POST (alert.RetryPolicy
-	// defaults). Re-posts are not retried: the next one comes soon.
-	Retry alert.RetryPolicy
 }
 
 // Defaults.
@@ -95,9 +93,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 0 || c.MaxActive < 0 {
 		errs = append(errs, fmt.Errorf("max batch %d, max active %d: must be positive", c.MaxBatch, c.MaxActive))
-	}
-	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("alertmanager notifier config: %w", err)
@@ -209,15 +204,12 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 	}
 	n.m.active.Set(float64(len(n.active)))
 	n.mu.Unlock()
-	return n.post(ctx, alerts, true)
+	return n.post(ctx, alerts)
 }
 
-// post sends alerts in batches, with retries when retry is set.
-func (n *Notifier) post(ctx context.Context, alerts []alert.Alert, retry bool) error {
-	policy := n.cfg.Retry
-	if !retry {
-		policy.MaxRetries = -1
-	}
+// post sends alerts in batches, one attempt each: Notify's caller (the
+// Fanout) retries, and a failed re-post is followed by the next one.
+func (n *Notifier) post(ctx context.Context, alerts []alert.Alert) error {
 	for len(alerts) > 0 {
 		batch := alerts[:min(len(alerts), n.cfg.MaxBatch)]
 		alerts = alerts[len(batch):]
@@ -228,15 +220,9 @@ func (n *Notifier) post(ctx context.Context, alerts []alert.Alert, retry bool) e
 		}
 		body, err := json.Marshal(ps)
 		if err != nil {
-			return &alert.NotifyError{Notifier: Name, Op: "encode", Permanent: true, Err: err}
+			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode", Err: err})
 		}
-		err = alert.Retry(ctx, policy, func(attempt int, wait time.Duration, err error) {
-			n.m.retries.Inc()
-			n.log.Warn("alertmanager notifier: retrying", "attempt", attempt, "in", wait, "err", err)
-		}, func(ctx context.Context) error {
-			return httpjson.Post(ctx, n.client, Name, n.url, body, n.header, n.cfg.Timeout)
-		})
-		if err != nil {
+		if err := httpjson.Post(ctx, n.client, Name, n.url, body, n.header, n.cfg.Timeout); err != nil {
 			return fmt.Errorf("alertmanager: %d alerts: %w", len(batch), err)
 		}
 	}
@@ -283,7 +269,7 @@ func (n *Notifier) resend() {
 		return
 	}
 	slices.SortFunc(alerts, func(a, b alert.Alert) int { return strings.Compare(a.ID, b.ID) })
-	if err := n.post(ctx, alerts, false); err != nil {
+	if err := n.post(ctx, alerts); err != nil {
 		n.m.resends.WithLabelValues("error").Inc()
 		n.log.Warn("alertmanager notifier: re-posting firing alerts failed; next try in the resend interval", "alerts", len(alerts), "err", err)
 		return
@@ -327,7 +313,6 @@ func (n *Notifier) Close() error {
 
 // metrics are a Notifier's metrics.
 type metrics struct {
-	retries   prometheus.Counter
 	resends   *prometheus.CounterVec // result: ok, error
 	active    prometheus.Gauge
 	untracked prometheus.Counter
@@ -335,10 +320,6 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skewlens_alertmanager_retries_total",
-			Help: "Alertmanager POSTs retried after a retryable failure.",
-		}),
 		resends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_alertmanager_resends_total",
 			Help: "Periodic re-posts of the firing alerts, by result (ok, error).",
@@ -357,7 +338,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.retries, m.resends, m.active, m.untracked} {
+	for _, c := range []prometheus.Collector{m.resends, m.active, m.untracked} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register alertmanager notifier metrics: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestPostable(t *testing.T) {
@@ -96,9 +97,6 @@ func newTest(t *testing.T, f *fakeAM, cfg Config, reg prometheus.Registerer) *No
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	cfg.URL = srv.URL + "/am/"
-	if cfg.Retry.MinBackoff == 0 {
-		cfg.Retry = alert.RetryPolicy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
-	}
 	n, err := New(cfg, nil, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -124,9 +122,14 @@ func TestNotify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeAM{statuses: tt.statuses}
 			n := newTest(t, f, Config{ResendInterval: time.Hour, GeneratorURL: "http://skewlens/x"}, nil)
-			err := n.Notify(context.Background(), []alert.Alert{testAlert("a", alert.StatusFiring), testAlert("b", alert.StatusResolved)})
-			if (err != nil) != tt.wantErr || alert.IsFatal(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, alert.IsFatal(err), tt.wantErr, tt.wantFatal)
+			// The notifier makes one attempt; its caller retries, as
+			// alert.Fanout does, with retry.Do.
+			policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+			err := retry.Do(context.Background(), policy, nil, func(ctx context.Context) error {
+				return n.Notify(ctx, []alert.Alert{testAlert("a", alert.StatusFiring), testAlert("b", alert.StatusResolved)})
+			})
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
+				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
 			}
 			calls, posts := f.snapshot()
 			if calls != tt.wantCalls {

@@ -13,9 +13,10 @@
 // otherwise treat a resolved alert as firing until then (event time runs
 // ahead of the wall clock in simulations).
 //
-// Notify blocks until Alertmanager accepted every alert, refused them for
-// good (a 4xx: *alert.NotifyError with Fatal() true), the retries are
-// used up, or ctx ends. A Notifier is safe for concurrent use; posts are
+// Notify makes one attempt: it blocks until Alertmanager accepted every
+// alert, a POST failed, or ctx ends. Alerts refused for good (a 4xx) are
+// an *alert.NotifyError marked with retry.Permanent; other failures are
+// retryable, and the caller (alert.Fanout) retries them. A Notifier is safe for concurrent use; posts are
 // serialised, so a re-post never overtakes a resolution. Close stops the
 // re-posting goroutine (it does not resolve anything) and is safe to call
 // twice.

@@ -46,8 +46,7 @@ func TestRealAlertmanager(t *testing.T) {
 	am := amtest.Start(t)
 	job := fmt.Sprintf("it-%d", time.Now().UnixNano())
 	reg := prometheus.NewRegistry()
-	n, err := New(Config{URL: am.URL, ResendInterval: 300 * time.Millisecond, GeneratorURL: "http://skewlens.test/findings",
-		Retry: alert.RetryPolicy{MaxRetries: 3, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, nil, reg)
+	n, err := New(Config{URL: am.URL, ResendInterval: 300 * time.Millisecond, GeneratorURL: "http://skewlens.test/findings"}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@
 // The topic must exist: the broker's automatic topic creation is not
 // relied on. EnsureTopic creates it (an existing topic is fine).
 //
-// Notify blocks until the broker acknowledged every message (acks=all),
-// a message is refused for good (too large, not authorised, an invalid
-// topic: *alert.NotifyError with Fatal() true), the retries are used up,
-// or ctx ends. Connection errors, including the EOF of the first request
-// after a broker restart, and leader changes are retried with
-// exponential backoff. A Notifier is safe for concurrent use; Close is
-// safe to call twice.
+// Notify makes one attempt: it blocks until the broker acknowledged every
+// message (acks=all), the write failed, or ctx ends. Errors are
+// *alert.NotifyError, classified by kafkaclient.Classify: a message
+// refused for good (too large, not authorised, an invalid topic) is marked
+// with retry.Permanent; connection errors, including the EOF of the first
+// request after a broker restart, and leader changes are retryable, and
+// the caller (alert.Fanout) retries them. A Notifier is safe for
+// concurrent use; Close is safe to call twice.
 package kafkanotify

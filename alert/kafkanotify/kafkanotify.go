@@ -10,10 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Name is the notifier's name in errors and the default Target name.
@@ -38,9 +39,6 @@ type Config struct {
 	WriteTimeout time.Duration
 	// DialTimeout bounds connecting to a broker. Default 5s.
 	DialTimeout time.Duration
-	// Retry bounds the retries of one Notify call (alert.RetryPolicy
-	// defaults: 5 retries, 100ms to 5s).
-	Retry alert.RetryPolicy
 }
 
 // Defaults.
@@ -82,9 +80,6 @@ func (c *Config) Validate() error {
 	if c.WriteTimeout < 0 || c.DialTimeout < 0 {
 		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.WriteTimeout, c.DialTimeout))
 	}
-	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kafka alert notifier config: %w", err)
 	}
@@ -93,19 +88,18 @@ func (c *Config) Validate() error {
 
 // Notifier writes alerts to a Kafka topic.
 type Notifier struct {
-	cfg     Config
-	w       *kafka.Writer
-	tr      *kafka.Transport
-	log     *slog.Logger
-	retries prometheus.Counter
+	cfg Config
+	w   *kafka.Writer
+	tr  *kafka.Transport
+	log *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // New returns a Notifier. It does no I/O; call EnsureTopic before the
-// first Notify.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
+// first Notify. log (nil: discarded) gets EnsureTopic's retries.
+func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -113,71 +107,25 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, er
 		log = slog.New(slog.DiscardHandler)
 	}
 	tr := &kafka.Transport{DialTimeout: cfg.DialTimeout, MetadataTTL: 10 * time.Second}
-	n := &Notifier{
-		cfg: cfg,
-		tr:  tr,
-		w: &kafka.Writer{
-			Addr:         kafka.TCP(cfg.Brokers...),
-			Topic:        cfg.Topic,
-			Balancer:     &kafka.Hash{}, // by key: one alert's messages stay in order
-			RequiredAcks: kafka.RequireAll,
-			// Retries are ours, with our error classification.
-			MaxAttempts:  1,
-			BatchTimeout: 5 * time.Millisecond,
-			WriteTimeout: cfg.WriteTimeout,
-			Transport:    tr,
-		},
-		log: log,
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skewlens_alert_kafka_retries_total",
-			Help: "Alert writes to Kafka retried after a retryable failure.",
-		}),
-	}
-	if reg != nil {
-		if err := reg.Register(n.retries); err != nil {
-			return nil, fmt.Errorf("register kafka alert notifier metrics: %w", err)
-		}
-	}
-	return n, nil
+	w := kafkaclient.NewWriter(kafkaclient.WriterConfig{
+		Brokers:      cfg.Brokers,
+		Topic:        cfg.Topic,
+		WriteTimeout: cfg.WriteTimeout,
+		Transport:    tr,
+	})
+	return &Notifier{cfg: cfg, w: w, tr: tr, log: log}, nil
 }
 
 // EnsureTopic creates the topic when it does not exist (an existing one is
 // left as it is) and waits until every partition has a leader, retrying
 // transient errors until ctx ends.
 func (n *Notifier) EnsureTopic(ctx context.Context, entries ...kafka.ConfigEntry) error {
-	cl := &kafka.Client{Addr: kafka.TCP(n.cfg.Brokers...), Timeout: n.cfg.WriteTimeout, Transport: n.tr}
 	topic := kafka.TopicConfig{Topic: n.cfg.Topic, NumPartitions: n.cfg.Partitions, ReplicationFactor: n.cfg.ReplicationFactor, ConfigEntries: entries}
-	policy := n.cfg.Retry
-	policy.MaxRetries = 1 << 20 // until ctx ends: a broker may still be starting
-	err := alert.Retry(ctx, policy, nil, func(ctx context.Context) error {
-		res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{topic}})
-		if err != nil {
-			return n.classify("create topic", err)
-		}
-		if err := res.Errors[topic.Topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			return n.classify("create topic", err)
-		}
-		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic.Topic}})
-		if err != nil {
-			return n.classify("metadata", err)
-		}
-		for _, t := range md.Topics {
-			if t.Error != nil {
-				return n.classify("metadata", t.Error)
-			}
-			if len(t.Partitions) == 0 {
-				return n.classify("metadata", errors.New("no partitions yet"))
-			}
-			for _, p := range t.Partitions {
-				if p.Error != nil || p.Leader.Host == "" {
-					return n.classify("metadata", fmt.Errorf("partition %d has no leader yet", p.ID))
-				}
-			}
-		}
-		return nil
-	})
+	_, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{
+		Brokers: n.cfg.Brokers, Transport: n.tr, Timeout: n.cfg.WriteTimeout, Log: n.log,
+	}, topic)
 	if err != nil {
-		return fmt.Errorf("kafka alert notifier: ensure topic %s: %w", n.cfg.Topic, err)
+		return fmt.Errorf("kafka alert notifier: %w", err)
 	}
 	return nil
 }
@@ -195,38 +143,19 @@ func Message(a *alert.Alert) (kafka.Message, error) {
 	}, nil
 }
 
-// Notify writes one message per alert, in order.
+// Notify writes one message per alert, in order, in one attempt: it does
+// not retry (the Fanout does, and a retry writes every message again).
 func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 	msgs := make([]kafka.Message, 0, len(alerts))
 	for i := range alerts {
 		m, err := Message(&alerts[i])
 		if err != nil {
-			return &alert.NotifyError{Notifier: Name, Op: "encode " + alerts[i].ID, Permanent: true, Err: err}
+			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode " + alerts[i].ID, Err: err})
 		}
 		msgs = append(msgs, m)
 	}
-	err := alert.Retry(ctx, n.cfg.Retry, func(attempt int, wait time.Duration, err error) {
-		n.retries.Inc()
-		n.log.Warn("kafka alert notifier: retrying", "topic", n.cfg.Topic, "attempt", attempt, "in", wait, "err", err)
-	}, func(ctx context.Context) error {
-		err := n.w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		// Write what failed again, not what the broker already has.
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) && len(werrs) == len(msgs) {
-			var left []kafka.Message
-			for i, e := range werrs {
-				if e != nil {
-					left = append(left, msgs[i])
-				}
-			}
-			msgs = left
-		}
-		return n.classify("write to "+n.cfg.Topic, err)
-	})
-	if err != nil {
+	if err := n.w.WriteMessages(ctx, msgs...); err != nil {
+		err = kafkaclient.Classify("", &alert.NotifyError{Notifier: Name, Op: "write to " + n.cfg.Topic, Err: err})
 		return fmt.Errorf("kafka alert notifier: %d alerts: %w", len(alerts), err)
 	}
 	return nil
@@ -239,41 +168,4 @@ func (n *Notifier) Close() error {
 		n.tr.CloseIdleConnections()
 	})
 	return n.closeErr
-}
-
-// classify wraps err in an *alert.NotifyError, permanent when a retry
-// cannot fix it.
-func (n *Notifier) classify(op string, err error) error {
-	return &alert.NotifyError{Notifier: Name, Op: op, Permanent: permanent(err), Err: err}
-}
-
-// permanent reports whether a Kafka error is one a retry cannot fix: a
-// broker error code that is not temporary (message too large, not
-// authorised, invalid topic or record) or a message too large for the
-// writer. Connection errors, EOFs (the first request after a broker
-// restart), timeouts, temporary codes (leader changes, unknown topic while
-// it is created) and unknown errors are retryable; the retries are
-// bounded.
-func permanent(err error) bool {
-	var tooLarge kafka.MessageTooLargeError
-	if errors.As(err, &tooLarge) {
-		return true
-	}
-	var werrs kafka.WriteErrors
-	if errors.As(err, &werrs) {
-		for _, e := range werrs {
-			if e != nil && permanent(e) {
-				return true
-			}
-		}
-		return false
-	}
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		return !kerr.Temporary() && kerr != kafka.RequestTimedOut && kerr != kafka.NetworkException
-	}
-	// Network errors, EOFs, timeouts and anything unknown: a transient
-	// failure wrongly called fatal would lose alerts, a fatal one wrongly
-	// retried only costs the bounded retries.
-	return false
 }

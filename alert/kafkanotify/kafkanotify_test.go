@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -46,17 +45,28 @@ func alerts(t *testing.T, job string) []alert.Alert {
 	return out
 }
 
-func newNotifier(t *testing.T, brokers []string, topic string, retry alert.RetryPolicy) *Notifier {
+// testNotifier is a Notifier whose Notify is retried with a policy, as
+// alert.Fanout retries a notifier.
+type testNotifier struct {
+	*Notifier
+	policy retry.Policy
+}
+
+func (n testNotifier) Notify(ctx context.Context, alerts []alert.Alert) error {
+	return retry.Do(ctx, n.policy, nil, func(ctx context.Context) error { return n.Notifier.Notify(ctx, alerts) })
+}
+
+func newNotifier(t *testing.T, brokers []string, topic string, policy retry.Policy) testNotifier {
 	t.Helper()
-	if retry.MinBackoff == 0 {
-		retry = alert.RetryPolicy{MaxRetries: 20, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	if policy.MinBackoff == 0 {
+		policy = retry.Policy{MaxRetries: 20, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	}
-	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second, Retry: retry}, nil, prometheus.NewRegistry())
+	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
-	return n
+	return testNotifier{n, policy}
 }
 
 // readN reads every message of the topic's two partitions (up to their
@@ -118,7 +128,7 @@ func readN(t *testing.T, brokers []string, topic string, n int) []kafka.Message 
 func TestNotifyRealBroker(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	topic := fmt.Sprintf("alerts-%d", time.Now().UnixNano())
-	n := newNotifier(t, brokers, topic, alert.RetryPolicy{})
+	n := newNotifier(t, brokers, topic, retry.Policy{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := n.EnsureTopic(ctx); err != nil {
@@ -168,7 +178,7 @@ func TestNotifyRealBroker(t *testing.T) {
 func TestNotifyAfterBrokerRestart(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	topic := fmt.Sprintf("alerts-restart-%d", time.Now().UnixNano())
-	n := newNotifier(t, brokers, topic, alert.RetryPolicy{})
+	n := newNotifier(t, brokers, topic, retry.Policy{})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if err := n.EnsureTopic(ctx); err != nil {
@@ -193,7 +203,7 @@ func TestNotifyFatal(t *testing.T) {
 	defer cancel()
 
 	small := fmt.Sprintf("alerts-small-%d", time.Now().UnixNano())
-	n := newNotifier(t, brokers, small, alert.RetryPolicy{MaxRetries: 5, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	n := newNotifier(t, brokers, small, retry.Policy{MaxRetries: 5, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err := n.EnsureTopic(ctx, kafka.ConfigEntry{ConfigName: "max.message.bytes", ConfigValue: "200"}); err != nil {
 		t.Fatal(err)
 	}
@@ -202,45 +212,18 @@ func TestNotifyFatal(t *testing.T) {
 	start := time.Now()
 	err := n.Notify(ctx, big)
 	var werrs kafka.WriteErrors
-	if err == nil || !alert.IsFatal(err) || !errors.As(err, &werrs) || !errors.Is(werrs[0], kafka.MessageSizeTooLarge) {
-		t.Fatalf("err = %v (fatal %v), want a fatal MessageSizeTooLarge", err, alert.IsFatal(err))
+	if err == nil || !retry.IsPermanent(err) || !errors.As(err, &werrs) || !errors.Is(werrs[0], kafka.MessageSizeTooLarge) {
+		t.Fatalf("err = %v (fatal %v), want a fatal MessageSizeTooLarge", err, retry.IsPermanent(err))
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("fatal error took %s: retried?", d)
 	}
 
 	missing := newNotifier(t, brokers, fmt.Sprintf("alerts-missing-%d", time.Now().UnixNano()),
-		alert.RetryPolicy{MaxRetries: 1, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		retry.Policy{MaxRetries: 1, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	err = missing.Notify(ctx, alerts(t, "job-m")[:1])
-	if err == nil || alert.IsFatal(err) {
-		t.Fatalf("missing topic: err = %v (fatal %v), want a retryable error", err, alert.IsFatal(err))
-	}
-}
-
-func TestPermanent(t *testing.T) {
-	tests := []struct {
-		err  error
-		want bool
-	}{
-		{io.EOF, false},
-		{io.ErrUnexpectedEOF, false},
-		{context.DeadlineExceeded, false},
-		{kafka.LeaderNotAvailable, false},
-		{kafka.UnknownTopicOrPartition, false},
-		{kafka.RequestTimedOut, false},
-		{kafka.MessageSizeTooLarge, true},
-		{kafka.TopicAuthorizationFailed, true},
-		{kafka.InvalidTopic, true},
-		{kafka.MessageTooLargeError{}, true},
-		{kafka.WriteErrors{nil, io.EOF}, false},
-		{kafka.WriteErrors{io.EOF, kafka.MessageSizeTooLarge}, true},
-		{fmt.Errorf("wrapped: %w", kafka.MessageSizeTooLarge), true},
-		{errors.New("unknown"), false},
-	}
-	for _, tt := range tests {
-		if got := permanent(tt.err); got != tt.want {
-			t.Errorf("permanent(%v) = %v, want %v", tt.err, got, tt.want)
-		}
+	if err == nil || retry.IsPermanent(err) {
+		t.Fatalf("missing topic: err = %v (fatal %v), want a retryable error", err, retry.IsPermanent(err))
 	}
 }
 

@@ -3,9 +3,10 @@
 // a Message: {"version":"1","sender":"skewlens","alerts":[...]}, each
 // alert in the alert.Alert JSON form (docs/alerts.md).
 //
-// Notify blocks until every batch is accepted (a 2xx answer), a batch is
-// refused for good (a 4xx other than 408/425/429: *alert.NotifyError with
-// Fatal() true), the retries are used up, or ctx ends. Retryable failures
-// (5xx, network errors, timeouts) are retried with exponential backoff.
-// A Notifier is safe for concurrent use.
+// Notify makes one attempt: it blocks until every batch is accepted (a
+// 2xx answer), a request fails, or ctx ends. A batch refused for good (a
+// 4xx other than 408/425/429) is an *alert.NotifyError marked with
+// retry.Permanent; other failures (5xx, network errors, timeouts) are
+// retryable, and the caller (alert.Fanout) retries them. A Notifier is
+// safe for concurrent use.
 package webhook

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Name is the notifier's name in errors and the default Target name.
@@ -33,9 +31,6 @@ type Config struct {
 	MaxBatch int
 	// Sender is the body's sender field. Default "skewlens".
 	Sender string
-	// Retry bounds the retries of one request (alert.RetryPolicy
-	// defaults: 5 retries, 100ms to 5s).
-	Retry alert.RetryPolicy
 }
 
 // Defaults.
@@ -66,9 +61,6 @@ func (c *Config) Validate() error {
 	if c.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
 	}
-	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("webhook notifier config: %w", err)
 	}
@@ -85,58 +77,35 @@ type Message struct {
 
 // Notifier posts alerts to a webhook.
 type Notifier struct {
-	cfg     Config
-	client  *http.Client
-	header  http.Header
-	log     *slog.Logger
-	retries prometheus.Counter
+	cfg    Config
+	client *http.Client
+	header http.Header
 }
 
 // New returns a Notifier. It does no I/O.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
+func New(cfg Config) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	n := &Notifier{
-		cfg:    cfg,
-		client: &http.Client{},
-		header: make(http.Header, len(cfg.Headers)),
-		log:    log,
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skewlens_alert_webhook_retries_total",
-			Help: "Webhook requests retried after a retryable failure.",
-		}),
-	}
+	n := &Notifier{cfg: cfg, client: &http.Client{}, header: make(http.Header, len(cfg.Headers))}
 	for k, v := range cfg.Headers {
 		n.header.Set(k, v)
-	}
-	if reg != nil {
-		if err := reg.Register(n.retries); err != nil {
-			return nil, fmt.Errorf("register webhook notifier metrics: %w", err)
-		}
 	}
 	return n, nil
 }
 
-// Notify posts the alerts, MaxBatch per request.
+// Notify posts the alerts, MaxBatch per request, once each: it does not
+// retry (the Fanout does). A failed request ends the call; the batches
+// before it were accepted, and a retry of the call posts them again.
 func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 	for len(alerts) > 0 {
 		batch := alerts[:min(len(alerts), n.cfg.MaxBatch)]
 		alerts = alerts[len(batch):]
 		body, err := json.Marshal(Message{Version: "1", Sender: n.cfg.Sender, Alerts: batch})
 		if err != nil {
-			return &alert.NotifyError{Notifier: Name, Op: "encode", Permanent: true, Err: err}
+			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode", Err: err})
 		}
-		err = alert.Retry(ctx, n.cfg.Retry, func(attempt int, wait time.Duration, err error) {
-			n.retries.Inc()
-			n.log.Warn("webhook notifier: retrying", "attempt", attempt, "in", wait, "err", err)
-		}, func(ctx context.Context) error {
-			return httpjson.Post(ctx, n.client, Name, n.cfg.URL, body, n.header, n.cfg.Timeout)
-		})
-		if err != nil {
+		if err := httpjson.Post(ctx, n.client, Name, n.cfg.URL, body, n.header, n.cfg.Timeout); err != nil {
 			return fmt.Errorf("webhook: %d alerts: %w", len(batch), err)
 		}
 	}

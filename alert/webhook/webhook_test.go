@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -111,18 +109,23 @@ func TestNotify(t *testing.T) {
 			s := &server{statuses: tt.statuses, delay: tt.delay}
 			srv := httptest.NewServer(s)
 			defer srv.Close()
-			reg := prometheus.NewRegistry()
 			n, err := New(Config{
 				URL: srv.URL + "/hook", Headers: map[string]string{"X-Token": "t"}, Timeout: 100 * time.Millisecond, MaxBatch: tt.maxBatch,
-				Retry: alert.RetryPolicy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
-			}, nil, reg)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer n.Close()
-			err = n.Notify(context.Background(), testAlerts(tt.alerts))
-			if (err != nil) != tt.wantErr || alert.IsFatal(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, alert.IsFatal(err), tt.wantErr, tt.wantFatal)
+			// The notifier makes one attempt; its caller retries, as
+			// alert.Fanout does, with retry.Do.
+			retries := 0
+			policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+			alerts := testAlerts(tt.alerts)
+			err = retry.Do(context.Background(), policy, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
+				return n.Notify(ctx, alerts)
+			})
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
+				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -142,7 +145,7 @@ func TestNotify(t *testing.T) {
 					}
 				}
 			}
-			if r := testutil.ToFloat64(n.retries); r != tt.wantRetry {
+			if r := float64(retries); r != tt.wantRetry {
 				t.Errorf("retries = %v, want %v", r, tt.wantRetry)
 			}
 		})
@@ -152,15 +155,16 @@ func TestNotify(t *testing.T) {
 func TestNotifyContextCanceled(t *testing.T) {
 	srv := httptest.NewServer(&server{statuses: []int{500, 500, 500, 500, 500, 500}})
 	defer srv.Close()
-	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"},
-		Retry: alert.RetryPolicy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}}, nil, nil)
+	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = n.Notify(ctx, testAlerts(1))
+	err = retry.Do(ctx, retry.Policy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}, nil, func(ctx context.Context) error {
+		return n.Notify(ctx, testAlerts(1))
+	})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Errorf("err = %v after %s, want the context's deadline promptly", err, time.Since(start))
 	}
@@ -175,7 +179,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{}, "url"},
 		{Config{URL: "x/hook"}, "scheme"},
 		{Config{URL: "http://x", Timeout: -1}, "timeout"},
-		{Config{URL: "http://x", Retry: alert.RetryPolicy{MinBackoff: time.Second, MaxBackoff: time.Millisecond}}, "min exceeds max"},
+		{Config{URL: "http://x", MaxBatch: -1}, "max batch"},
 	} {
 		err := tt.cfg.Validate()
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {

@@ -335,14 +335,14 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		targets = append(targets, alert.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
-		n, err := webhook.New(webhook.Config{URL: c.AlertWebhookURL}, log, reg)
+		n, err := webhook.New(webhook.Config{URL: c.AlertWebhookURL})
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, alert.Target{Name: "webhook", Notifier: n})
 	}
 	if c.AlertsTopic != "" {
-		n, err := kafkanotify.New(kafkanotify.Config{Brokers: brokers, Topic: c.AlertsTopic}, log, reg)
+		n, err := kafkanotify.New(kafkanotify.Config{Brokers: brokers, Topic: c.AlertsTopic}, log)
 		if err != nil {
 			return nil, err
 		}

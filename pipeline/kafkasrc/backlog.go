@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Backlog returns every partition of the topics (all) and those that hold
@@ -26,16 +29,15 @@ func Backlog(ctx context.Context, brokers []string, group string, topics []strin
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	var b backoff
-	for {
+	err = retry.Do(ctx, retryPolicy(), nil, func(ctx context.Context) error {
+		var err error
 		all, unread, err = backlog(ctx, brokers, group, topics, startFromLatest)
-		if err == nil || !transient(err) || ctx.Err() != nil {
-			return all, unread, err
-		}
-		if serr := sleep(ctx, b.delay()); serr != nil {
-			return nil, nil, fmt.Errorf("%w (last error: %v)", serr, err)
-		}
+		return kafkaclient.Classify("backlog", err)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return all, unread, nil
 }
 
 func backlog(ctx context.Context, brokers []string, group string, topics []string, startFromLatest bool) (all, unread []kafka.Partition, err error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -13,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Dead-letter header names.
@@ -57,23 +59,17 @@ func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*D
 	}
 	log = log.With("component", "kafkasrc.deadletters")
 	tr := &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: 2 * time.Second}
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
+	// One record per request: Send is synchronous and must not wait for
+	// a batch to fill.
+	w := kafkaclient.NewWriter(kafkaclient.WriterConfig{
+		Brokers:      cfg.Brokers,
 		Topic:        cfg.DeadLetterTopic,
-		Balancer:     &kafka.Hash{}, // same key, same partition, as in the source topic
-		RequiredAcks: kafka.RequireAll,
-		// One record per request: Send is synchronous and must not wait
-		// for a batch to fill (kafka-go's default BatchTimeout is 1 s).
 		BatchSize:    1,
 		BatchTimeout: time.Millisecond,
 		WriteTimeout: cfg.WriteTimeout,
-		ReadTimeout:  cfg.WriteTimeout,
-		MaxAttempts:  3,
 		Transport:    tr,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
-		}),
-	}
+		Log:          log,
+	})
 	m := newDeadLetterMetrics()
 	unreg, err := register(reg, m.collectors())
 	if err != nil {
@@ -140,32 +136,28 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 		kafka.Header{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
 	)
 
-	var b backoff
-	for {
-		if d.closed.Load() {
-			return ErrClosed
-		}
-		err := d.w.WriteMessages(ctx, out)
-		if err == nil {
-			d.m.sent.WithLabelValues(reason).Inc()
-			return nil
-		}
-		if ctx.Err() != nil || !transient(err) || errors.Is(err, io.ErrClosedPipe) {
-			d.m.failed.WithLabelValues(reason).Inc()
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
-			return fmt.Errorf("kafkasrc: dead letter %s from %s/%d@%d to %s: %w",
-				reason, msg.Topic, msg.Partition, msg.Offset, d.cfg.DeadLetterTopic, err)
-		}
+	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
 		d.m.retries.Inc()
-		delay := b.delay()
-		d.log.Warn("dead-letter write failed; retrying", "err", err, "backoff", delay)
-		if err := sleep(ctx, delay); err != nil {
-			d.m.failed.WithLabelValues(reason).Inc()
-			return fmt.Errorf("kafkasrc: dead letter %s: %w", reason, err)
+		d.log.Warn("dead-letter write failed; retrying", "err", err, "backoff", wait)
+	}, func(ctx context.Context) error {
+		if d.closed.Load() {
+			return retry.Permanent("", ErrClosed)
 		}
+		return kafkaclient.Classify("write", d.w.WriteMessages(ctx, out))
+	})
+	if errors.Is(err, ErrClosed) {
+		return ErrClosed
 	}
+	if err != nil {
+		d.m.failed.WithLabelValues(reason).Inc()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("kafkasrc: dead letter %s from %s/%d@%d to %s: %w",
+			reason, msg.Topic, msg.Partition, msg.Offset, d.cfg.DeadLetterTopic, err)
+	}
+	d.m.sent.WithLabelValues(reason).Inc()
+	return nil
 }
 
 // Close flushes and closes the writer and unregisters the metrics. Sends

@@ -11,7 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -70,7 +72,7 @@ func produceMsgs(t testing.TB, brokers []string, topic string, msgs []kafka.Mess
 	defer cancel()
 	var err error
 	for range 50 {
-		if err = w.WriteMessages(ctx, msgs...); err == nil || !transient(err) {
+		if err = w.WriteMessages(ctx, msgs...); err == nil || !kafkaclient.Retryable(err) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

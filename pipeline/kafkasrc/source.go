@@ -12,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // ErrClosed is returned by the methods of a closed Source or DeadLetters.
@@ -113,33 +116,35 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 // backoff capped at 5 s until ctx is done; other errors are returned.
 // After Close, Fetch returns ErrClosed.
 func (s *Source) Fetch(ctx context.Context) (kafka.Message, error) {
-	var b backoff
-	for {
-		if s.closed.Load() {
-			return kafka.Message{}, ErrClosed
-		}
-		msg, err := s.reader.FetchMessage(ctx)
-		if err == nil {
-			s.observe(&msg)
-			return msg, nil
-		}
-		if ctx.Err() != nil {
-			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", ctx.Err())
-		}
-		if errors.Is(err, io.EOF) { // kafka-go's word for "reader closed"
-			return kafka.Message{}, ErrClosed
-		}
-		if !transient(err) {
-			s.m.fetchErrors.WithLabelValues("fatal").Inc()
-			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch from %v: %w", s.cfg.Topics, err)
-		}
+	var msg kafka.Message
+	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
 		s.m.fetchErrors.WithLabelValues("transient").Inc()
-		d := b.delay()
-		s.log.Warn("kafka fetch failed; retrying", "err", err, "backoff", d)
-		if err := sleep(ctx, d); err != nil {
-			return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", err)
+		s.log.Warn("kafka fetch failed; retrying", "err", err, "backoff", wait)
+	}, func(ctx context.Context) error {
+		if s.closed.Load() {
+			return retry.Permanent("", ErrClosed)
 		}
+		var err error
+		msg, err = s.reader.FetchMessage(ctx)
+		switch {
+		case err == nil, ctx.Err() != nil:
+			return err
+		case errors.Is(err, io.EOF): // kafka-go's word for "reader closed"
+			return retry.Permanent("", ErrClosed)
+		}
+		return kafkaclient.Classify(fmt.Sprintf("fetch from %v", s.cfg.Topics), err)
+	})
+	switch {
+	case err == nil:
+		s.observe(&msg)
+		return msg, nil
+	case errors.Is(err, ErrClosed):
+		return kafka.Message{}, ErrClosed
+	case ctx.Err() != nil:
+		return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", ctx.Err())
 	}
+	s.m.fetchErrors.WithLabelValues("fatal").Inc()
+	return kafka.Message{}, fmt.Errorf("kafkasrc: %w", err)
 }
 
 // observe counts msg and updates its topic's lag.
@@ -176,38 +181,33 @@ func (s *Source) Commit(ctx context.Context, msgs ...kafka.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	start := time.Now()
-	var b backoff
-	for {
-		if s.closed.Load() {
-			return ErrClosed
-		}
-		err := s.reader.CommitMessages(ctx, msgs...)
-		if err == nil {
-			s.m.commits.WithLabelValues("ok").Inc()
-			s.m.commitLatency.Observe(time.Since(start).Seconds())
-			return nil
-		}
-		fail := func(err error) error {
-			s.m.commits.WithLabelValues("error").Inc()
-			s.m.commitLatency.Observe(time.Since(start).Seconds())
-			return fmt.Errorf("kafkasrc: commit %d records: %w", len(msgs), err)
-		}
-		switch {
-		case ctx.Err() != nil:
-			return fail(ctx.Err())
-		case errors.Is(err, io.ErrClosedPipe): // reader closed meanwhile
-			return fail(ErrClosed)
-		case !transient(err):
-			return fail(err)
-		}
-		s.m.commitRetries.Inc()
-		d := b.delay()
-		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", d)
-		if err := sleep(ctx, d); err != nil {
-			return fail(err)
-		}
+	if s.closed.Load() {
+		return ErrClosed
 	}
+	start := time.Now()
+	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
+		s.m.commitRetries.Inc()
+		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
+	}, func(ctx context.Context) error {
+		err := s.reader.CommitMessages(ctx, msgs...)
+		if errors.Is(err, io.ErrClosedPipe) || err != nil && s.closed.Load() { // reader closed meanwhile
+			return retry.Permanent("", ErrClosed)
+		}
+		return kafkaclient.Classify("commit", err)
+	})
+	s.m.commitLatency.Observe(time.Since(start).Seconds())
+	if err == nil {
+		s.m.commits.WithLabelValues("ok").Inc()
+		return nil
+	}
+	s.m.commits.WithLabelValues("error").Inc()
+	switch {
+	case errors.Is(err, ErrClosed):
+		err = ErrClosed
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	}
+	return fmt.Errorf("kafkasrc: commit %d records: %w", len(msgs), err)
 }
 
 // Ready is a readiness check (ops.Check): it asks the brokers for the
@@ -218,8 +218,7 @@ func (s *Source) Ready(ctx context.Context) error {
 	}
 	tr := &kafka.Transport{DialTimeout: 2 * time.Second}
 	defer tr.CloseIdleConnections()
-	cl := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Transport: tr}
-	if err := topicsReady(ctx, cl, s.cfg.Topics); err != nil {
+	if err := kafkaclient.TopicsReady(ctx, kafkaclient.AdminConfig{Brokers: s.cfg.Brokers, Transport: tr}, s.cfg.Topics...); err != nil {
 		return fmt.Errorf("kafkasrc: %w", err)
 	}
 	return nil

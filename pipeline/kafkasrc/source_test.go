@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -55,45 +54,19 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestTransient(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"eof", fmt.Errorf("read: %w", io.EOF), true},
-		{"unexpected eof", io.ErrUnexpectedEOF, true},
-		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
-		{"reset", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
-		{"deadline", context.DeadlineExceeded, true},
-		{"rebalance", kafka.RebalanceInProgress, true},
-		{"not coordinator", kafka.NotCoordinatorForGroup, true},
-		{"leader moved", kafka.NotLeaderForPartition, true},
-		{"unknown topic", kafka.UnknownTopicOrPartition, true},
-		{"authorization", kafka.TopicAuthorizationFailed, false},
-		{"too large", kafka.MessageSizeTooLarge, false},
-		{"write errors transient", kafka.WriteErrors{kafka.LeaderNotAvailable, nil}, true},
-		{"write errors fatal", kafka.WriteErrors{kafka.MessageSizeTooLarge}, false},
-		{"canceled", context.Canceled, false},
-		{"other", errors.New("boom"), false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := transient(tc.err); got != tc.want {
-				t.Fatalf("transient(%v) = %v, want %v", tc.err, got, tc.want)
-			}
-		})
-	}
-}
-
+// TestBackoff checks the source's retry waits: 50 ms doubling to 5 s,
+// each jittered to between half and all of its step.
 func TestBackoff(t *testing.T) {
-	var b backoff
+	b := retry.Backoff{Policy: retryPolicy()}
 	want := []time.Duration{50, 100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
-		if got := b.delay(); got != w*time.Millisecond {
-			t.Fatalf("delay %d = %s, want %s", i, got, w*time.Millisecond)
+		w *= time.Millisecond
+		if got := b.Next(); got < w/2 || got > w {
+			t.Fatalf("delay %d = %s, want within [%s, %s]", i, got, w/2, w)
 		}
+	}
+	if p := retryPolicy(); p.MaxRetries >= 0 || p.Validate() != nil {
+		t.Fatalf("policy %+v: want valid, retrying until the context ends", p)
 	}
 }
 

@@ -81,9 +81,16 @@ func Do(ctx context.Context, p Policy, notify Notify, op func(context.Context) e
 	}
 }
 
-// Backoff yields the waits of Policy for a loop that cannot use Do, such
-// as a delivery goroutine that requeues its batch between attempts. It is
-// not safe for concurrent use.
+// Backoff yields the waits of Policy, the ones Do takes; it is exported
+// so that a component can show (and test) the waits of its policy, not
+// for loops of its own: Do is the one retry loop. It is not safe for
+// concurrent use.
+//
+// It is written here rather than taken from github.com/cenkalti/backoff/v5:
+// all it needs is a doubling step, a cap and a jitter (a dozen lines),
+// while backoff/v5's Retry brings its own permanent-error type,
+// elapsed-time limit and notify signature, which would have to be mapped
+// onto Policy and PermanentError at every call.
 type Backoff struct {
 	Policy Policy
 	next   time.Duration
@@ -132,11 +139,13 @@ type PermanentError struct {
 	Err error
 }
 
+// Error reads "op: fatal: err": "fatal" is the word skewlens' logs and
+// metric labels have always used for these errors.
 func (e *PermanentError) Error() string {
 	if e.Op == "" {
-		return "permanent: " + e.Err.Error()
+		return "fatal: " + e.Err.Error()
 	}
-	return e.Op + ": permanent: " + e.Err.Error()
+	return e.Op + ": fatal: " + e.Err.Error()
 }
 
 // Unwrap returns the underlying error.

@@ -30,7 +30,7 @@ func TestDo(t *testing.T) {
 		{"retries used up", fast(2), 10, errFlaky, 3, "giving up after 3 attempts: flaky", false},
 		{"no retries", fast(0), 10, errFlaky, 1, "giving up after 1 attempts", false},
 		{"unlimited", fast(Unlimited), 50, errFlaky, 51, "", false},
-		{"permanent stops at once", fast(5), 10, Permanent("insert", bad), 1, "insert: permanent: bad data", true},
+		{"permanent stops at once", fast(5), 10, Permanent("insert", bad), 1, "insert: fatal: bad data", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

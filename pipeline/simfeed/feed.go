@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
@@ -77,13 +79,11 @@ func New(cfg Config, log *slog.Logger) (*Feed, error) {
 		}
 		f.gens = append(f.gens, g)
 	}
-	f.w = &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Balancer:     &kafka.Hash{},
+	f.w = kafkaclient.NewWriter(kafkaclient.WriterConfig{
+		Brokers:      cfg.Brokers,
 		BatchSize:    1000,
 		BatchTimeout: 20 * time.Millisecond,
-		RequiredAcks: kafka.RequireAll,
-	}
+	})
 	return f, nil
 }
 
@@ -143,26 +143,21 @@ func (f *Feed) Run(ctx context.Context) error {
 	}
 }
 
-// write retries transient failures (a broker restarting, topics not yet
-// visible to the writer's metadata) until ctx is done.
+// write retries retryable failures (a broker restarting, topics not yet
+// visible to the writer's metadata) until ctx is done, waiting 100 ms
+// doubling to 5 s; an error no retry can fix (a record too large) ends
+// Run.
 func (f *Feed) write(ctx context.Context, msgs []kafka.Message) error {
-	wait := 100 * time.Millisecond
-	for {
-		err := f.w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+	err := retry.Do(ctx, policy, func(_ int, wait time.Duration, err error) {
 		if f.log != nil {
 			f.log.Warn("simfeed write failed; retrying", "err", err, "in", wait)
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		wait = min(2*wait, 5*time.Second)
+	}, func(ctx context.Context) error {
+		return kafkaclient.Classify("simfeed write", f.w.WriteMessages(ctx, msgs...))
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -606,38 +607,42 @@ func (r *Runner) unpause(d time.Duration) {
 	}
 }
 
-// fatal is implemented by sink errors that a retry cannot fix.
-type fatal interface{ Fatal() bool }
-
-// retry runs one write to the sink (findings or engine state), retrying
-// errors that are not fatal with exponential backoff (100 ms doubling to
-// 30 s) for as long as it takes: while it waits, nothing is consumed (the
-// fetch queue fills and the fetcher blocks), so memory stays bounded and
-// nothing is lost. A fatal error, ctx ending, or Stop ends the wait with an
-// error; the offsets are then not committed and are read again after a
-// restart. Each attempt writes a new version: a later write replaces.
+// retry runs one write to the sink (findings or engine state) with
+// retry.Do, retrying errors that are not permanent (retry.IsPermanent)
+// with jittered exponential backoff (100 ms doubling to 30 s) for as long
+// as it takes: while it waits, nothing is consumed (the fetch queue fills
+// and the fetcher blocks), so memory stays bounded and nothing is lost.
+// The runner is the one layer that retries a write: the sink makes one
+// attempt and classifies. A permanent error, ctx ending, or Stop ends the
+// wait with an error; the offsets are then not committed and are read
+// again after a restart. Stop ends the waits, not an attempt in flight.
+// Each attempt writes a new version: a later write replaces.
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
-	wait := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn(ctx)
-		if err == nil {
-			return nil
+	waits, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-waits.Done():
 		}
-		var f fatal
-		if errors.As(err, &f) && f.Fatal() {
-			return fmt.Errorf("%s: %w", what, err)
-		}
+	}()
+	var last error
+	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second}
+	err := retry.Do(waits, policy, func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
 		if r.log != nil {
 			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
-		case <-r.stop:
-			return fmt.Errorf("%s: %w (gave up: stopping)", what, err)
-		}
-		wait = min(2*wait, 30*time.Second)
+	}, func(context.Context) error {
+		last = fn(ctx)
+		return last
+	})
+	switch {
+	case err == nil:
+		return nil
+	case retry.IsPermanent(err), ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, err)
 	}
+	return fmt.Errorf("%s: %w (gave up: stopping)", what, last)
 }

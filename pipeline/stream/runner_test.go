@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
@@ -210,8 +211,8 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 	for i, l := range lines {
 		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
 	}
-	boom := fatalErr{errors.New("table skewlens.findings does not exist")}
-	r := newRunner(t, src, &fakeSink{fail: boom}, &fakeDead{})
+	boom := errors.New("table skewlens.findings does not exist")
+	r := newRunner(t, src, &fakeSink{fail: retry.Permanent("", boom)}, &fakeDead{})
 	err := r.Run(context.Background())
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run = %v, want the sink error", err)
@@ -220,10 +221,6 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 		t.Fatalf("committed %v although nothing was written", src.commits)
 	}
 }
-
-type fatalErr struct{ error }
-
-func (fatalErr) Fatal() bool { return true }
 
 // TestRunnerRetriesUnavailableSink: a sink that is down for a while makes
 // the runner wait and retry; nothing is lost and it carries on.

@@ -36,9 +36,10 @@ type Config struct {
 	// table sees at most about one insert per FlushInterval. Default 1s; a
 	// negative value disables the pacing.
 	FlushInterval time.Duration
-	// MaxRetries is how often a failed insert or migration step is retried
-	// when the error is retryable. Default 10; a negative value disables
-	// retries.
+	// MaxRetries is how often a failed migration step, read, or plan or
+	// override write is retried when the error is retryable (Write and
+	// SaveState are retried by their caller). Default 10; a negative value
+	// disables retries.
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// retries (each wait is jittered between half and all of the current

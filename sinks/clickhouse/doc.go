@@ -44,18 +44,20 @@
 //
 // A Sink is safe for concurrent use; Write and Migrate calls are
 // serialised. Write blocks until the server has acknowledged every row (so
-// the caller may then commit its input offsets), retrying retryable errors
-// with jittered exponential backoff, and pacing inserts to about one per
-// Config.FlushInterval per table; pass a whole window's findings (or more)
-// per call. Every blocking call returns promptly when its context ends.
+// the caller may then commit its input offsets), and paces inserts to
+// about one per Config.FlushInterval per table; pass a whole window's
+// findings (or more) per call. Write and SaveState make one attempt and
+// do not retry: their caller (the stream runner) does, so the retries of
+// one write do not nest. Migrate, the reads and the plan and override
+// writes, which the Sink's users call directly, retry retryable errors
+// with retry.Do (jittered exponential backoff, Config.MaxRetries). Every blocking call returns promptly when its context ends.
 // An acknowledged insert is in the server's parts; ClickHouse does not
 // fsync them by default.
 //
-// Errors that retrying cannot fix are *FatalError (test with errors.As):
-// a finding that cannot be stored, a missing table or column, a syntax
-// error, failed authentication, a closed Sink. Other errors are returned
-// when the context ends or Config.MaxRetries is used up, and may succeed
-// when the caller tries again later.
+// Errors that retrying cannot fix are marked with retry.Permanent (test
+// with retry.IsPermanent): a finding that cannot be stored, a missing
+// table or column, a syntax error, failed authentication, a closed Sink.
+// Other errors may succeed when the caller tries again later.
 //
 // Values are always sent in the native format through batches with an
 // explicit column list, never spliced into SQL; the only identifier in SQL

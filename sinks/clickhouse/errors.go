@@ -3,35 +3,21 @@ package clickhouse
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"syscall"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
-// FatalError is an error that retrying cannot fix: bad data (a finding
-// that cannot be stored), a schema mismatch, a syntax error, failed
-// authentication. The caller should stop and alert rather than replay.
-// Test for it with errors.As.
-type FatalError struct {
-	// Op says what failed, e.g. "insert hot_keys" or "map finding 3".
-	Op  string
-	Err error
-}
-
-func (e *FatalError) Error() string {
-	return fmt.Sprintf("clickhouse sink: %s: fatal: %v", e.Op, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *FatalError) Unwrap() error { return e.Err }
-
-// Fatal marks the error as one a retry cannot fix, for callers that
-// classify errors by behaviour (errors.As to interface{ Fatal() bool })
-// without importing this package.
-func (e *FatalError) Fatal() bool { return true }
+// fatal marks err, which op caused, as one retrying cannot fix (bad data,
+// a schema mismatch, a syntax error, failed authentication), in this
+// package's words ("clickhouse sink: op: fatal: err"). The caller should
+// stop and alert rather than replay; retry.IsPermanent reports such
+// errors.
+func fatal(op string, err error) error { return retry.Permanent("clickhouse sink: "+op, err) }
 
 // errorClass names how an error is handled; it is also the metric label.
 type errorClass string
@@ -86,8 +72,7 @@ func classify(ctx context.Context, err error) errorClass {
 	if ctx.Err() != nil {
 		return classCanceled
 	}
-	var fatal *FatalError
-	if errors.As(err, &fatal) {
+	if retry.IsPermanent(err) {
 		return classFatal
 	}
 	var ex *ch.Exception

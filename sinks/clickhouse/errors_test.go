@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestClassify(t *testing.T) {
@@ -36,7 +37,7 @@ func TestClassify(t *testing.T) {
 		{"too many queries", bg, &ch.Exception{Code: 202}, classRetryable},
 		{"memory limit", bg, &ch.Exception{Code: 241}, classRetryable},
 		{"op error", bg, &ch.OpError{Op: "Append", ColumnName: "a", Err: errors.New("bad")}, classFatal},
-		{"fatal wrapped", bg, fmt.Errorf("w: %w", &FatalError{Op: "x", Err: io.EOF}), classFatal},
+		{"fatal wrapped", bg, fmt.Errorf("w: %w", retry.Permanent("x", io.EOF)), classFatal},
 		{"eof", bg, io.EOF, classRetryable},
 		{"unexpected eof", bg, fmt.Errorf("read: %w", io.ErrUnexpectedEOF), classRetryable},
 		{"refused", bg, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, classRetryable},
@@ -99,9 +100,8 @@ func TestRetry(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			var fe *FatalError
-			if got := errors.As(err, &fe); got != tt.wantFatal {
-				t.Errorf("errors.As(FatalError) = %v, want %v (err %v)", got, tt.wantFatal, err)
+			if got := retry.IsPermanent(err); got != tt.wantFatal {
+				t.Errorf("IsPermanent = %v, want %v (err %v)", got, tt.wantFatal, err)
 			}
 			if got := testutil.ToFloat64(s.m.retries.WithLabelValues("tbl")); got != tt.wantRetries {
 				t.Errorf("retries metric = %v, want %v", got, tt.wantRetries)
@@ -122,16 +122,18 @@ func TestRetryHonoursContext(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("retry ignored the context for %s", time.Since(start))
 	}
-	var fe *FatalError
-	if errors.As(err, &fe) {
+	if retry.IsPermanent(err) {
 		t.Errorf("a canceled retry is not fatal: %v", err)
 	}
 }
 
+// TestJitter checks the waits of the sink's retries (retry.Backoff, as
+// retry.Do takes them): jittered to between half and all of the step.
 func TestJitter(t *testing.T) {
 	for _, d := range []time.Duration{0, 1, 2, 100 * time.Millisecond, 10 * time.Second} {
 		for range 50 {
-			got := jitter(d)
+			b := retry.Backoff{Policy: retry.Policy{MinBackoff: d, MaxBackoff: d}}
+			got := b.Next()
 			if got < d/2 || got > d {
 				t.Fatalf("jitter(%s) = %s, outside [%s, %s]", d, got, d/2, d)
 			}
@@ -140,8 +142,9 @@ func TestJitter(t *testing.T) {
 }
 
 func TestFatalErrorMessage(t *testing.T) {
-	err := &FatalError{Op: "insert findings", Err: errors.New("boom")}
-	if !strings.Contains(err.Error(), "insert findings") || !errors.Is(err, err.Err) {
-		t.Errorf("FatalError = %q", err)
+	boom := errors.New("boom")
+	err := fatal("insert findings", boom)
+	if err.Error() != "clickhouse sink: insert findings: fatal: boom" || !errors.Is(err, boom) || !retry.IsPermanent(err) {
+		t.Errorf("fatal error = %q", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -340,7 +341,7 @@ func testDocQueries(ctx context.Context, t *testing.T, s *Sink, fs []skew.Findin
 	}
 }
 
-// TestWriteFatal checks that errors retrying cannot fix are *FatalError.
+// TestWriteFatal checks that errors retrying cannot fix are permanent.
 func TestWriteFatal(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -350,9 +351,8 @@ func TestWriteFatal(t *testing.T) {
 
 	// Not migrated: the tables do not exist (a schema mismatch).
 	err := s.Write(ctx, 1, good)
-	var fe *FatalError
-	if !errors.As(err, &fe) {
-		t.Fatalf("write before Migrate: err = %v, want *FatalError", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("write before Migrate: err = %v, want a permanent error", err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -360,8 +360,8 @@ func TestWriteFatal(t *testing.T) {
 	// Bad data: nothing is inserted.
 	bad := append([]skew.Finding{good[0]}, skew.Finding{Kind: skew.KindHotKey, TaskName: "t"})
 	err = s.Write(ctx, 1, bad)
-	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "job_id") {
-		t.Fatalf("bad finding: err = %v, want *FatalError about job_id", err)
+	if !retry.IsPermanent(err) || !strings.Contains(err.Error(), "job_id") {
+		t.Fatalf("bad finding: err = %v, want a permanent error about job_id", err)
 	}
 	got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table("findings"))
 	if err != nil {
@@ -375,8 +375,8 @@ func TestWriteFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Write(ctx, 2, fixtures(time.Now())[24:26])
-	if !errors.As(err, &fe) {
-		t.Fatalf("missing column: err = %v, want *FatalError", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("missing column: err = %v, want a permanent error", err)
 	}
 	// Closed.
 	if err := s.Close(); err != nil {
@@ -385,7 +385,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.Write(ctx, 3, good); !errors.As(err, &fe) || !errors.Is(err, ErrClosed) {
+	if err := s.Write(ctx, 3, good); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -449,8 +449,20 @@ func (p *proxy) down() {
 	p.conns = nil
 }
 
+// writeRetrying calls Write as its caller, the stream runner, does:
+// retried with retry.Do (here with the sink's Config policy) unless the
+// error is permanent. Write itself makes one attempt. retries counts the
+// retries.
+func writeRetrying(ctx context.Context, s *Sink, version uint64, fs []skew.Finding, retries *int) error {
+	p := retry.Policy{MaxRetries: s.cfg.MaxRetries, MinBackoff: s.cfg.MinBackoff, MaxBackoff: s.cfg.MaxBackoff}
+	return retry.Do(ctx, p, func(int, time.Duration, error) { *retries++ }, func(ctx context.Context) error {
+		return s.Write(ctx, version, fs)
+	})
+}
+
 // TestWriteRetriesThroughOutage cuts the network during a Write and
-// restores it: Write retries and succeeds, and the retries are counted.
+// restores it: Write, retried by its caller, succeeds; the retries and
+// the sink's retryable errors are counted.
 func TestWriteRetriesThroughOutage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -469,12 +481,9 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		p.up(addr)
 	}()
 	fs := fixtures(time.Now())
-	if err := s.Write(ctx, 7, fs); err != nil {
+	retries := 0
+	if err := writeRetrying(ctx, s, 7, fs, &retries); err != nil {
 		t.Fatalf("Write through outage: %v", err)
-	}
-	var retries float64
-	for _, table := range append(tableOrder(), "migrate") {
-		retries += testutil.ToFloat64(s.m.retries.WithLabelValues(table))
 	}
 	if retries == 0 {
 		t.Error("no retries counted during the outage")
@@ -493,15 +502,15 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 	// With the server gone for good, Write gives up with a non-fatal error.
 	p.down()
 	s.cfg.MaxRetries = 2
-	err = s.Write(ctx, 8, fs[:1])
-	var fe *FatalError
-	if err == nil || errors.As(err, &fe) {
+	err = writeRetrying(ctx, s, 8, fs[:1], &retries)
+	if err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "giving up after 3 attempts") {
 		t.Errorf("Write with the server gone: err = %v, want a non-fatal error", err)
 	}
 }
 
-// TestWriteHonoursContext checks that Write returns promptly when ctx ends
-// while it waits to retry.
+// TestWriteHonoursContext checks that Write, retried by its caller,
+// returns promptly when ctx ends while it waits to retry: its error while
+// the server is away is retryable, not permanent.
 func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
@@ -514,7 +523,8 @@ func TestWriteHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := s.Write(ctx, 1, fixtures(time.Now())[:1])
+	retries := 0
+	err := writeRetrying(ctx, s, 1, fixtures(time.Now())[:1], &retries)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
@@ -537,9 +547,8 @@ func TestForcedModernOnLegacyServer(t *testing.T) {
 	}
 	forced, _ := newTestSink(t, Config{Database: testDatabase("forced"), Dialect: string(DialectModern)})
 	err := forced.Migrate(ctx)
-	var fe *FatalError
-	if !errors.As(err, &fe) {
-		t.Fatalf("modern DDL on %s: err = %v, want *FatalError", forced.ServerVersion(), err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("modern DDL on %s: err = %v, want a permanent error", forced.ServerVersion(), err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("legacy Migrate after the failed modern one: %v", err)

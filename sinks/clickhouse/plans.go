@@ -114,7 +114,7 @@ func (s *Sink) closedNow() bool {
 func (s *Sink) query(ctx context.Context, op, label, sql string, args []any, scan func(rows rowScanner) error) error {
 	return s.retry(ctx, op, label, func(ctx context.Context) error {
 		if s.closedNow() {
-			return &FatalError{Op: op, Err: ErrClosed}
+			return fatal(op, ErrClosed)
 		}
 		rows, err := s.conn.Query(ctx, sql, args...)
 		if err != nil {
@@ -148,7 +148,9 @@ type rowScanner interface {
 // will consider it expired.
 //
 // Like Write it is serialised with the other writes, paced by
-// FlushInterval, retries retryable errors, and returns a *FatalError for
+// FlushInterval; unlike Write it retries retryable errors itself, as
+// planpub.Publisher.Publish does (the plan sink calls both the same way,
+// as publishers of plan changes), and returns a permanent error for
 // a change that cannot be stored (nothing is inserted then).
 func (s *Sink) WritePlans(ctx context.Context, changes []plans.Change) error {
 	rows := make([]planRow, 0, len(changes))
@@ -156,7 +158,7 @@ func (s *Sink) WritePlans(ctx context.Context, changes []plans.Change) error {
 	for i, c := range changes {
 		op := fmt.Sprintf("plan change %d (job %s, task %s)", i, c.JobID, c.TaskName)
 		if c.JobID == "" || c.TaskName == "" {
-			return &FatalError{Op: op, Err: errors.New("empty job_id or task_name")}
+			return fatal(op, errors.New("empty job_id or task_name"))
 		}
 		if c.Retired {
 			retiring[planTask{c.JobID, c.TaskName}] = true
@@ -165,14 +167,14 @@ func (s *Sink) WritePlans(ctx context.Context, changes []plans.Change) error {
 		}
 		p := c.Plan
 		if p == nil {
-			return &FatalError{Op: op, Err: errors.New("no plan and not retired")}
+			return fatal(op, errors.New("no plan and not retired"))
 		}
 		if p.JobID != c.JobID || p.TaskName != c.TaskName {
-			return &FatalError{Op: op, Err: fmt.Errorf("plan is for job %q task %q", p.JobID, p.TaskName)}
+			return fatal(op, fmt.Errorf("plan is for job %q task %q", p.JobID, p.TaskName))
 		}
 		body, err := marshalJSON(p)
 		if err != nil {
-			return &FatalError{Op: op + ": encode", Err: err}
+			return fatal(op+": encode", err)
 		}
 		rows = append(rows, planRow{job: p.JobID, task: p.TaskName, version: p.Version,
 			generatedAt: epochMs(p.GeneratedAt), updatedAt: epochMs(p.UpdatedAt),
@@ -181,7 +183,7 @@ func (s *Sink) WritePlans(ctx context.Context, changes []plans.Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: "write plans", Err: ErrClosed}
+		return fatal("write plans", ErrClosed)
 	}
 	// newest is each retiring task's newest state: stored, then as this
 	// call changes it, so a retirement retires what precedes it.
@@ -320,7 +322,7 @@ func (s *Sink) currentPlans(ctx context.Context, jobID, taskName string, now tim
 			}
 			var p plans.Plan
 			if err := json.Unmarshal([]byte(body), &p); err != nil {
-				return &FatalError{Op: "decode plan " + plans.Key(job, task), Err: err}
+				return fatal("decode plan "+plans.Key(job, task), err)
 			}
 			// The columns hold the exact bytes; JSON cannot carry
 			// invalid UTF-8.
@@ -352,7 +354,7 @@ func (s *Sink) Overrides(ctx context.Context) ([]plans.Override, error) {
 			}
 			var o plans.Override
 			if err := json.Unmarshal([]byte(body), &o); err != nil {
-				return &FatalError{Op: "decode override " + plans.Key(job, task) + " " + action, Err: err}
+				return fatal("decode override "+plans.Key(job, task)+" "+action, err)
 			}
 			o.JobID, o.TaskName, o.Action, o.Key = job, task, action, key
 			out = append(out, o)
@@ -374,14 +376,14 @@ func (s *Sink) Overrides(ctx context.Context) ([]plans.Override, error) {
 // happen (and the caller got an error).
 func (s *Sink) PutOverride(ctx context.Context, o plans.Override, audit AuditEntry) error {
 	if err := o.Validate(); err != nil {
-		return &FatalError{Op: "put override", Err: err}
+		return fatal("put override", err)
 	}
 	if o.At.IsZero() || o.At.UnixNano() <= 0 {
-		return &FatalError{Op: "put override", Err: errors.New("override without a time")}
+		return fatal("put override", errors.New("override without a time"))
 	}
 	body, err := marshalJSON(o)
 	if err != nil {
-		return &FatalError{Op: "put override: encode", Err: err}
+		return fatal("put override: encode", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	r := row{o.JobID, o.TaskName, o.Action, o.Key, body, o.By, o.At.UnixMilli(), uint8(0), uint64(o.At.UnixNano()), now}
@@ -394,10 +396,10 @@ func (s *Sink) PutOverride(ctx context.Context, o plans.Override, audit AuditEnt
 // an override that is not there writes the row all the same.
 func (s *Sink) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit AuditEntry) error {
 	if jobID == "" || taskName == "" || action == "" {
-		return &FatalError{Op: "delete override", Err: errors.New("empty job_id, task_name or action")}
+		return fatal("delete override", errors.New("empty job_id, task_name or action"))
 	}
 	if audit.At.IsZero() || audit.At.UnixNano() <= 0 {
-		return &FatalError{Op: "delete override", Err: errors.New("audit entry without a time")}
+		return fatal("delete override", errors.New("audit entry without a time"))
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	r := row{jobID, taskName, action, key, "", audit.By, audit.At.UnixMilli(), uint8(1), uint64(audit.At.UnixNano()), now}
@@ -408,12 +410,12 @@ func (s *Sink) DeleteOverride(ctx context.Context, jobID, taskName, action, key 
 func (s *Sink) writeOverride(ctx context.Context, op string, r row, audit AuditEntry) error {
 	ar, err := auditRow(audit)
 	if err != nil {
-		return &FatalError{Op: op, Err: err}
+		return fatal(op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: op, Err: ErrClosed}
+		return fatal(op, ErrClosed)
 	}
 	err = s.retry(ctx, op+": audit", tablePlanAudit, func(ctx context.Context) error {
 		return s.insertRows(ctx, tablePlanAudit, auditColumns(), []row{ar})

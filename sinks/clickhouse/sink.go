@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -14,10 +13,11 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
-// ErrClosed is returned (inside a *FatalError) by calls on a closed Sink.
+// ErrClosed is returned (marked retry.Permanent) by calls on a closed Sink.
 var ErrClosed = errors.New("clickhouse sink is closed")
 
 // Sink writes skewlens findings to ClickHouse. Create it with New, call
@@ -42,18 +42,18 @@ type Sink struct {
 // New validates cfg, registers the sink's metrics with reg (nil: none),
 // connects to the server and reads its version, which picks the schema
 // dialect. It blocks for at most cfg.DialTimeout. An error from a server
-// that cannot be reached is not a *FatalError: the caller may retry New.
+// that cannot be reached is not permanent: the caller may retry New.
 // log may be nil to discard the sink's log records.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, fatal("new", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, fatal("new", err)
 	}
 	conn, err := ch.Open(&ch.Options{
 		Protocol: ch.Native,
@@ -70,7 +70,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Sink, error)
 		ConnOpenStrategy: ch.ConnOpenInOrder,
 	})
 	if err != nil {
-		return nil, &FatalError{Op: "open " + cfg.Addr, Err: err}
+		return nil, fatal("open "+cfg.Addr, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
@@ -78,14 +78,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Sink, error)
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
 		_ = conn.Close()
 		if classify(context.Background(), err) == classFatal {
-			return nil, &FatalError{Op: "connect " + cfg.Addr, Err: err}
+			return nil, fatal("connect "+cfg.Addr, err)
 		}
 		return nil, fmt.Errorf("clickhouse sink: connect %s: %w", cfg.Addr, err)
 	}
 	dialect, err := dialectFor(version, Dialect(cfg.Dialect))
 	if err != nil {
 		_ = conn.Close()
-		return nil, &FatalError{Op: "connect " + cfg.Addr, Err: err}
+		return nil, fatal("connect "+cfg.Addr, err)
 	}
 	log.Info("clickhouse sink connected", "addr", cfg.Addr, "server_version", version,
 		"dialect", string(dialect), "database", cfg.Database)
@@ -140,11 +140,11 @@ func (s *Sink) Migrate(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: "migrate", Err: ErrClosed}
+		return fatal("migrate", ErrClosed)
 	}
 	ms, err := Migrations()
 	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
+		return fatal("migrate", err)
 	}
 	exec := func(op, sql string) error {
 		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
@@ -156,7 +156,7 @@ func (s *Sink) Migrate(ctx context.Context) error {
 	}
 	ledger, err := ms[0].Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
 	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
+		return fatal("migrate", err)
 	}
 	for _, stmt := range ledger {
 		if err := exec("migration 0000", stmt); err != nil {
@@ -188,7 +188,7 @@ func (s *Sink) Migrate(ctx context.Context) error {
 		}
 		stmts, err := m.Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
 		if err != nil {
-			return &FatalError{Op: "migrate", Err: err}
+			return fatal("migrate", err)
 		}
 		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
 		for i, stmt := range stmts {
@@ -218,12 +218,15 @@ func (s *Sink) Migrate(ctx context.Context) error {
 // duplicate them.
 //
 // Write blocks until every row is acknowledged by the server, so the
-// caller may commit its input offsets when it returns nil. It retries
-// retryable errors with exponential backoff and paces inserts per table by
-// FlushInterval. A finding that cannot be stored, or a server error that
-// retrying cannot fix, gives a *FatalError (nothing of fs is inserted when
-// the findings themselves are bad). When ctx ends it returns ctx's error;
-// a failed or interrupted Write may have inserted some of the tables, which
+// caller may commit its input offsets when it returns nil. It paces
+// inserts per table by FlushInterval. It makes one attempt and does not
+// retry: its caller does (the stream runner retries a write for as long as
+// it takes, consumption paused), so retries do not nest. Errors are
+// classified: a finding that cannot be stored, or a server error that
+// retrying cannot fix, is permanent (retry.IsPermanent; nothing of fs is
+// inserted when the findings themselves are bad); other errors may succeed
+// when Write is called again. When ctx ends it returns ctx's error; a
+// failed or interrupted Write may have inserted some of the tables, which
 // is harmless because replays replace.
 func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	rows := tableRows{}
@@ -232,16 +235,13 @@ func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) err
 		f := &fs[i]
 		if err := mapFinding(rows, f, version, now); err != nil {
 			s.m.insertErrors.WithLabelValues(string(classFatal)).Inc()
-			return &FatalError{
-				Op:  fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart),
-				Err: err,
-			}
+			return fatal(fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart), err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: "write", Err: ErrClosed}
+		return fatal("write", ErrClosed)
 	}
 	for _, table := range tableOrder() {
 		rs := rows[table]
@@ -252,7 +252,7 @@ func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) err
 				return err
 			}
 			op := fmt.Sprintf("insert %d rows into %s", len(chunk), table)
-			err := s.retry(ctx, op, table, func(ctx context.Context) error {
+			err := s.attempt(ctx, op, func(ctx context.Context) error {
 				return s.insertRows(ctx, table, cols, chunk)
 			})
 			s.lastInsert[table] = time.Now()
@@ -301,7 +301,7 @@ func (s *Sink) insertRows(ctx context.Context, table string, cols []string, rows
 	for i, r := range rows {
 		if err := batch.Append(r...); err != nil {
 			_ = batch.Abort()
-			return &FatalError{Op: fmt.Sprintf("append row %d to %s", i, table), Err: err}
+			return fatal(fmt.Sprintf("append row %d to %s", i, table), err)
 		}
 	}
 	if err := batch.Send(); err != nil {
@@ -312,50 +312,38 @@ func (s *Sink) insertRows(ctx context.Context, table string, cols []string, rows
 	return nil
 }
 
-// retry runs fn until it succeeds, fails with a fatal error, ctx ends or
-// MaxRetries retries are used up, waiting an exponentially growing,
-// jittered backoff between attempts. label is the retries metric label.
-func (s *Sink) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
-	backoff := s.cfg.MinBackoff
-	for attempt := 0; ; attempt++ {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		class := classify(ctx, err)
-		s.m.insertErrors.WithLabelValues(string(class)).Inc()
-		switch class {
-		case classCanceled:
-			return fmt.Errorf("clickhouse sink: %s: %w (last error: %v)", op, ctx.Err(), err)
-		case classFatal:
-			var fe *FatalError
-			if errors.As(err, &fe) {
-				return err
-			}
-			return &FatalError{Op: op, Err: err}
-		}
-		if s.cfg.MaxRetries < 0 || attempt >= s.cfg.MaxRetries {
-			return fmt.Errorf("clickhouse sink: %s: giving up after %d attempts: %w", op, attempt+1, err)
-		}
-		wait := jitter(backoff)
-		s.log.Warn("clickhouse sink: retrying", "op", op, "attempt", attempt+1, "wait", wait, "err", err)
-		s.m.retries.WithLabelValues(label).Inc()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("clickhouse sink: %s: %w (last error: %v)", op, ctx.Err(), err)
-		case <-t.C:
-		}
-		backoff = min(backoff*2, s.cfg.MaxBackoff)
+// attempt makes one call of fn, counts its error by class, and returns it
+// classified: marked permanent when retrying cannot fix it, with ctx's
+// error when ctx ended, else wrapped with op (retryable).
+func (s *Sink) attempt(ctx context.Context, op string, fn func(context.Context) error) error {
+	err := fn(ctx)
+	if err == nil {
+		return nil
 	}
+	class := classify(ctx, err)
+	s.m.insertErrors.WithLabelValues(string(class)).Inc()
+	switch class {
+	case classCanceled:
+		return fmt.Errorf("clickhouse sink: %s: %w (last error: %v)", op, ctx.Err(), err)
+	case classFatal:
+		return fatal(op, err)
+	}
+	return fmt.Errorf("clickhouse sink: %s: %w", op, err)
 }
 
-// jitter returns a duration between d/2 and d.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+// retry runs fn with retry.Do until it succeeds, fails with a fatal error,
+// ctx ends or MaxRetries retries are used up. It serves the operations the
+// Sink is the caller of (migrations, reads, plan and override writes), not
+// Write and SaveState, whose caller retries. label is the retries metric
+// label.
+func (s *Sink) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
+	// A negative MaxRetries disables retries here, where retry.Policy
+	// would read it as unlimited.
+	p := retry.Policy{MaxRetries: max(s.cfg.MaxRetries, 0), MinBackoff: s.cfg.MinBackoff, MaxBackoff: s.cfg.MaxBackoff}
+	return retry.Do(ctx, p, func(attempt int, wait time.Duration, err error) {
+		s.log.Warn("clickhouse sink: retrying", "op", op, "attempt", attempt, "wait", wait, "err", err)
+		s.m.retries.WithLabelValues(label).Inc()
+	}, func(ctx context.Context) error {
+		return s.attempt(ctx, op, fn)
+	})
 }

@@ -14,8 +14,9 @@ var stateColumns = []string{"consumer_group", "job_id", "closed_up_to", "state",
 
 // SaveState stores the engine's cross-window state of each job for a
 // consumer group, under version (later versions win), and returns once the
-// server has acknowledged it. Retryable errors are retried like Write's;
-// an error is a *FatalError when a retry cannot help. It is not paced: the
+// server has acknowledged it. Like Write it makes one attempt (its caller
+// retries) and its error is permanent (retry.IsPermanent) when a retry
+// cannot help. It is not paced: the
 // pipeline saves state only when windows close.
 func (s *Sink) SaveState(ctx context.Context, group string, version uint64, states []skew.JobState) error {
 	if len(states) == 0 {
@@ -27,17 +28,17 @@ func (s *Sink) SaveState(ctx context.Context, group string, version uint64, stat
 		st := &states[i]
 		b, err := json.Marshal(st)
 		if err != nil {
-			return &FatalError{Op: fmt.Sprintf("encode state of job %.64q", st.JobID), Err: err}
+			return fatal(fmt.Sprintf("encode state of job %.64q", st.JobID), err)
 		}
 		rows = append(rows, row{group, st.JobID, st.ClosedUpTo, string(b), version, now})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: "save state", Err: ErrClosed}
+		return fatal("save state", ErrClosed)
 	}
 	op := fmt.Sprintf("insert %d rows into engine_state", len(rows))
-	return s.retry(ctx, op, "engine_state", func(ctx context.Context) error {
+	return s.attempt(ctx, op, func(ctx context.Context) error {
 		return s.insertRows(ctx, "engine_state", stateColumns, rows)
 	})
 }
@@ -62,7 +63,7 @@ func (s *Sink) LoadState(ctx context.Context, group string) ([]skew.JobState, er
 			}
 			var st skew.JobState
 			if err := json.Unmarshal([]byte(body), &st); err != nil {
-				return &FatalError{Op: fmt.Sprintf("decode engine state of job %.64q", id), Err: err}
+				return fatal(fmt.Sprintf("decode engine state of job %.64q", id), err)
 			}
 			out = append(out, st)
 		}

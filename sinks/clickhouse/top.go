@@ -2,7 +2,6 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -168,18 +167,18 @@ type TopSaturated struct {
 // TopView makes one attempt (no retries: a view refreshing every few
 // seconds is its own retry loop) and blocks until the server answered or
 // ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
-// yet) are *FatalError; the caller may still try again later, for example
+// yet) are permanent (retry.IsPermanent); the caller may still try again later, for example
 // after a migration. It is safe for concurrent use, also with Write.
 func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
 	q, err := q.withDefaults(time.Now())
 	if err != nil {
-		return TopSnapshot{}, &FatalError{Op: "top view", Err: err}
+		return TopSnapshot{}, fatal("top view", err)
 	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return TopSnapshot{}, &FatalError{Op: "top view", Err: ErrClosed}
+		return TopSnapshot{}, fatal("top view", ErrClosed)
 	}
 	jobs := map[string]*TopJob{}
 	if err := s.topRun(ctx, s.topWindowsRead(q), jobs); err != nil {
@@ -240,14 +239,10 @@ func (s *Sink) topRun(ctx context.Context, r topRead, jobs map[string]*TopJob) e
 	if err == nil {
 		return nil
 	}
-	// Fatal errors (e.g. the tables do not exist) become *FatalError;
+	// Fatal errors (e.g. the tables do not exist) are marked permanent;
 	// others keep their context so the caller can show and retry them.
 	if classify(ctx, err) == classFatal {
-		var fe *FatalError
-		if errors.As(err, &fe) {
-			return err
-		}
-		return &FatalError{Op: "top view: " + r.op, Err: err}
+		return fatal("top view: "+r.op, err)
 	}
 	return fmt.Errorf("clickhouse sink: top view: %s: %w", r.op, err)
 }

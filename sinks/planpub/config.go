@@ -46,7 +46,7 @@ type Config struct {
 	// MaxMessageBytes is the largest message (key, value and headers)
 	// Publish sends, and the largest batch (default 1000000, just under
 	// the broker's default message.max.bytes of 1048588). A larger plan
-	// is a *FatalError.
+	// is a permanent error (retry.IsPermanent).
 	MaxMessageBytes int
 }
 

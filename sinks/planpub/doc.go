@@ -30,22 +30,23 @@
 // until the broker acknowledged every message of the call (all in-sync
 // replicas), retrying retryable errors (broker restarts, a topic whose
 // metadata has not propagated yet, timeouts) with jittered exponential
-// backoff, at most Config.MaxRetries times. A retry resends the messages
-// from the first one that failed, so every key's last message is its last
-// change; a message may be written twice, which compaction makes
-// harmless. Every blocking call returns promptly when its context ends.
+// backoff (retry.Do), at most Config.MaxRetries times: the Publisher is
+// its own caller, so this is the one layer that retries a publish. A
+// retry resends the messages from the first one that failed, so every
+// key's last message is its last change; a message may be written twice,
+// which compaction makes harmless. Every blocking call returns promptly when its context ends.
 // Publish holds no queue of its own: the caller's slice is the batch. A
 // Sink keeps the changes it could not publish, at most one per task (a
 // later change of a task replaces it), and publishes them with the next
 // ones; metric skewlens_planpub_pending_changes. Load blocks until it has
 // read the topic to the end it had when called.
 //
-// Errors that retrying cannot fix are *FatalError (errors.As, or any
-// error with a Fatal() bool method): a change that cannot be encoded or is
-// larger than Config.MaxMessageBytes, a topic that exists but is not
-// compacted, authorization or configuration errors, a closed Publisher.
-// Other errors are returned when the context ends or the retries are used
-// up, and may succeed when the caller tries again.
+// Errors that retrying cannot fix are marked permanent (retry.IsPermanent
+// reports them): a change that cannot be encoded or is larger than
+// Config.MaxMessageBytes, a topic that exists but is not compacted,
+// authorization or configuration errors, a closed Publisher. Other errors
+// are returned when the context ends or the retries are used up, and may
+// succeed when the caller tries again.
 //
 // # Metrics
 //

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -47,10 +49,10 @@ type Publisher struct {
 // its metrics on reg (nil: not registered) until Close. It does not
 // connect; call EnsureTopic before the first Publish (the brokers do not
 // create topics on their own, and the topic must be compacted). log may
-// be nil to discard the Publisher's log records. Errors are *FatalError.
+// be nil to discard the Publisher's log records. Errors are permanent error (retry.IsPermanent).
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, fatal("new", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -59,34 +61,28 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, e
 	m := newMetrics()
 	unreg, err := register(reg, m.collectors())
 	if err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, fatal("new", err)
 	}
 	// One transport for the admin client and the writer: a topic created
 	// through it refreshes the metadata the writer uses, and a short TTL
 	// bounds how long the writer can miss a topic created elsewhere
 	// (kafka-go's default is 6 s).
 	tr := &kafka.Transport{DialTimeout: cfg.DialTimeout, MetadataTTL: time.Second}
-	w := &kafka.Writer{
-		Addr:  kafka.TCP(cfg.Brokers...),
-		Topic: cfg.Topic,
+	w := kafkaclient.NewWriter(kafkaclient.WriterConfig{
+		Brokers: cfg.Brokers,
+		Topic:   cfg.Topic,
 		// Kafka's Java default partitioner, so that any producer of these
 		// keys picks the same partition and compaction sees one key once.
-		Balancer:     kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll,
+		Balancer: kafka.Murmur2Balancer{},
 		// Publish is synchronous and retries itself (resending in order):
-		// no waiting for batches to fill, no retries inside kafka-go.
-		BatchSize:              10000,
-		BatchBytes:             int64(cfg.MaxMessageBytes),
-		BatchTimeout:           time.Millisecond,
-		MaxAttempts:            1,
-		WriteTimeout:           cfg.WriteTimeout,
-		ReadTimeout:            cfg.WriteTimeout,
-		AllowAutoTopicCreation: false,
-		Transport:              tr,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
-		}),
-	}
+		// no waiting for batches to fill.
+		BatchSize:    10000,
+		BatchBytes:   int64(cfg.MaxMessageBytes),
+		BatchTimeout: time.Millisecond,
+		WriteTimeout: cfg.WriteTimeout,
+		Transport:    tr,
+		Log:          log,
+	})
 	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.WriteTimeout, Transport: tr}
 	return &Publisher{cfg: cfg, log: log, m: m, unreg: unreg, tr: tr, cl: cl, w: w}, nil
 }
@@ -98,14 +94,14 @@ func (p *Publisher) Topic() string { return p.cfg.Topic }
 // Config.TopicConfigs, Partitions and ReplicationFactor) if it does not
 // exist, and waits until every partition has a leader. It is idempotent.
 // A topic that exists is left as it is, but must be compacted: one with
-// another cleanup.policy is a *FatalError, since its plans would be
+// another cleanup.policy is a permanent error (retry.IsPermanent), since its plans would be
 // deleted by age and a reader starting from the beginning could miss a
 // task's plan. Retryable errors (a broker still starting) are retried.
 func (p *Publisher) EnsureTopic(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return &FatalError{Op: "ensure topic", Err: ErrClosed}
+		return fatal("ensure topic", ErrClosed)
 	}
 	entries := []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
 	for k, v := range p.cfg.TopicConfigs {
@@ -117,23 +113,19 @@ func (p *Publisher) EnsureTopic(ctx context.Context) error {
 		ConfigEntries: entries,
 	}
 	op := "ensure topic " + p.cfg.Topic
-	return p.retry(ctx, op, func(ctx context.Context) error {
-		res, err := p.cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
-		if err != nil {
-			return fmt.Errorf("create: %w", err)
-		}
-		switch err := res.Errors[p.cfg.Topic]; {
-		case err == nil:
-			p.log.Info("plans topic created", "partitions", p.cfg.Partitions)
-		case errors.Is(err, kafka.TopicAlreadyExists):
-			if err := p.checkCompacted(ctx); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("create: %w", err)
-		}
-		return p.ready(ctx)
-	})
+	created, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{
+		Brokers: p.cfg.Brokers, Transport: p.tr, Timeout: p.cfg.WriteTimeout, Retry: p.policy(), Log: p.log,
+	}, tc)
+	switch {
+	case retry.IsPermanent(err):
+		return err
+	case err != nil:
+		return fmt.Errorf("planpub: %s: %w", op, err)
+	case len(created) > 0:
+		p.log.Info("plans topic created", "partitions", p.cfg.Partitions)
+		return nil
+	}
+	return p.retry(ctx, op, p.checkCompacted)
 }
 
 // CleanupPolicy returns the plans topic's cleanup.policy as the broker
@@ -168,39 +160,9 @@ func (p *Publisher) checkCompacted(ctx context.Context) error {
 		return err
 	}
 	if !slices.Contains(strings.Split(pol, ","), "compact") {
-		return &FatalError{Op: "ensure topic " + p.cfg.Topic,
-			Err: fmt.Errorf("the topic exists with cleanup.policy=%s; a plans topic must be compacted", pol)}
+		return fatal("ensure topic "+p.cfg.Topic, fmt.Errorf("the topic exists with cleanup.policy=%s; a plans topic must be compacted", pol))
 	}
 	return nil
-}
-
-// ready checks that the topic has a leader for every partition.
-func (p *Publisher) ready(ctx context.Context) error {
-	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
-	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	for _, t := range md.Topics {
-		if t.Name != p.cfg.Topic {
-			continue
-		}
-		if t.Error != nil {
-			return fmt.Errorf("metadata: %w", t.Error)
-		}
-		if len(t.Partitions) == 0 {
-			return fmt.Errorf("metadata: no partitions: %w", kafka.LeaderNotAvailable)
-		}
-		for _, pt := range t.Partitions {
-			if pt.Error != nil {
-				return fmt.Errorf("metadata: partition %d: %w", pt.ID, pt.Error)
-			}
-			if pt.Leader.Host == "" {
-				return fmt.Errorf("metadata: partition %d: %w", pt.ID, kafka.LeaderNotAvailable)
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("metadata: %w", kafka.UnknownTopicOrPartition)
 }
 
 // Message returns the Kafka message of one change: key job_id/task_name,
@@ -247,7 +209,7 @@ func size(m *kafka.Message) int {
 // the broker has acknowledged all of them. See the package documentation
 // for retries and errors. A change that cannot be encoded, or whose
 // message is larger than Config.MaxMessageBytes, fails the whole call
-// with a *FatalError before anything is sent.
+// with a permanent error (retry.IsPermanent) before anything is sent.
 func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 	if len(changes) == 0 {
 		return nil
@@ -261,14 +223,14 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 		}
 		if err != nil {
 			p.m.failures.WithLabelValues(string(classFatal)).Inc()
-			return &FatalError{Op: fmt.Sprintf("%s: change %d", op, i), Err: err}
+			return fatal(fmt.Sprintf("%s: change %d", op, i), err)
 		}
 		msgs[i] = m
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return &FatalError{Op: op, Err: ErrClosed}
+		return fatal(op, ErrClosed)
 	}
 	start := time.Now()
 	pending := msgs

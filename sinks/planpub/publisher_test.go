@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
@@ -110,10 +111,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func isFatal(err error) bool {
-	var f interface{ Fatal() bool }
-	return errors.As(err, &f) && f.Fatal()
-}
+func isFatal(err error) bool { return retry.IsPermanent(err) }
 
 func header(m kafka.Message, key string) (string, bool) {
 	for _, h := range m.Headers {
@@ -191,7 +189,7 @@ func TestClassify(t *testing.T) {
 		{"write errors with a fatal one", nil, kafka.WriteErrors{io.EOF, kafka.TopicAuthorizationFailed}, classFatal},
 		{"kafka-go message too large", nil, kafka.MessageTooLargeError{}, classFatal},
 		{"closed writer", nil, io.ErrClosedPipe, classFatal},
-		{"our fatal error", nil, &FatalError{Op: "x", Err: io.EOF}, classFatal},
+		{"our fatal error", nil, retry.Permanent("x", io.EOF), classFatal},
 		{"canceled", canceled, io.EOF, classCanceled},
 	}
 	for _, tt := range tests {

@@ -96,7 +96,7 @@ const RepublishEvery = 5 * time.Minute
 // not registered). log may be nil.
 func NewSink(next Writer, mgr *plans.Manager, pub ChangePublisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if next == nil || mgr == nil || pub == nil {
-		return nil, &FatalError{Op: "new sink", Err: errors.New("nil writer, manager or publisher")}
+		return nil, fatal("new sink", errors.New("nil writer, manager or publisher"))
 	}
 	return newSink(next, mgr, pub, log, reg)
 }
@@ -108,7 +108,7 @@ func newSink(next Writer, mgr *plans.Manager, pub publisher, log *slog.Logger, r
 	m := newSinkMetrics(mgr)
 	unreg, err := register(reg, []prometheus.Collector{m.pending, m})
 	if err != nil {
-		return nil, &FatalError{Op: "new sink", Err: err}
+		return nil, fatal("new sink", err)
 	}
 	return &Sink{next: next, mgr: mgr, pub: pub, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
 		index: map[string]int{}}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // maxErrorBody is how much of an error response is kept in the error.
@@ -19,9 +20,10 @@ const maxErrorBody = 512
 
 // Post sends body to url with Content-Type application/json and the
 // given extra headers, giving up after timeout. A 2xx answer is success.
-// Errors are *alert.NotifyError: permanent for 4xx answers other than 408
-// (request timeout), 425 (too early) and 429 (too many requests), and for
-// other non-2xx answers below 500; retryable for 5xx, network errors and
+// It makes one attempt; the caller retries. Errors are *alert.NotifyError,
+// marked with retry.Permanent for 4xx answers other than 408 (request
+// timeout), 425 (too early) and 429 (too many requests), and for other
+// non-2xx answers below 500; retryable for 5xx, network errors and
 // timeouts.
 func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []byte, header http.Header, timeout time.Duration) error {
 	op := "POST " + redact(rawURL)
@@ -29,7 +31,7 @@ func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []b
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
-		return &alert.NotifyError{Notifier: notifier, Op: op, Permanent: true, Err: err}
+		return retry.Permanent("", &alert.NotifyError{Notifier: notifier, Op: op, Err: err})
 	}
 	for k, vs := range header {
 		for _, v := range vs {
@@ -57,13 +59,11 @@ func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []b
 	if text == "" {
 		text = http.StatusText(resp.StatusCode)
 	}
-	return &alert.NotifyError{
-		Notifier:   notifier,
-		Op:         op,
-		StatusCode: resp.StatusCode,
-		Permanent:  permanent(resp.StatusCode),
-		Err:        fmt.Errorf("%s", text),
+	err = &alert.NotifyError{Notifier: notifier, Op: op, StatusCode: resp.StatusCode, Err: fmt.Errorf("%s", text)}
+	if permanent(resp.StatusCode) {
+		return retry.Permanent("", err)
 	}
+	return err
 }
 
 // permanent reports whether a non-2xx status is one a retry cannot fix.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestPost(t *testing.T) {
@@ -50,8 +51,8 @@ func TestPost(t *testing.T) {
 			defer srv.Close()
 			h := http.Header{"Authorization": {"Bearer x"}}
 			err := Post(context.Background(), srv.Client(), "test", srv.URL+"/hook?token=secret", []byte(`{"a":1}`), h, 100*time.Millisecond)
-			if (err != nil) != tt.wantErr || alert.IsFatal(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, alert.IsFatal(err), tt.wantErr, tt.wantFatal)
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
+				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
 			}
 			if tt.delay == 0 && (gotBody != `{"a":1}` || gotCT != "application/json" || gotAuth != "Bearer x") {
 				t.Errorf("server got body %q content-type %q auth %q", gotBody, gotCT, gotAuth)
@@ -78,7 +79,7 @@ func TestPostConnectionRefused(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	err := Post(context.Background(), http.DefaultClient, "test", url, nil, nil, time.Second)
-	if err == nil || alert.IsFatal(err) {
+	if err == nil || retry.IsPermanent(err) {
 		t.Errorf("err = %v, want a retryable error", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 )
 
 // EnvBrokers names the environment variable with the addresses of an
@@ -141,59 +143,11 @@ func CreateTopicConfigs(t testing.TB, brokers []string, topics ...kafka.TopicCon
 	}
 }
 
+// createTopics creates the topics with the shared helper, retrying (a
+// broker still starting) until ctx ends.
 func createTopics(ctx context.Context, brokers []string, topics []kafka.TopicConfig) error {
-	tr := &kafka.Transport{DialTimeout: 5 * time.Second}
-	defer tr.CloseIdleConnections()
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
-	names := make([]string, len(topics))
-	for i, tc := range topics {
-		names[i] = tc.Topic
-	}
-	var last error
-	for {
-		last = tryCreate(ctx, cl, topics, names)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%v: %w", names, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func tryCreate(ctx context.Context, cl *kafka.Client, topics []kafka.TopicConfig, names []string) error {
-	res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: topics})
-	if err != nil {
-		return err
-	}
-	for n, e := range res.Errors {
-		if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
-			return fmt.Errorf("%s: %w", n, e)
-		}
-	}
-	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
-	if err != nil {
-		return err
-	}
-	ready := 0
-	for _, tp := range md.Topics {
-		if tp.Error != nil || len(tp.Partitions) == 0 {
-			continue
-		}
-		ok := true
-		for _, p := range tp.Partitions {
-			ok = ok && p.Error == nil && p.Leader.Host != ""
-		}
-		if ok {
-			ready++
-		}
-	}
-	if ready != len(names) {
-		return fmt.Errorf("%d of %d topics ready", ready, len(names))
-	}
-	return nil
+	_, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, topics...)
+	return err
 }
 
 // scriptsDir finds deploy/kafka from this source file's location.
