@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 // Results recorded in the audit log.
@@ -67,7 +67,7 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	fq := clickhouse.FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
+	fq := FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
 	if v, ok := q["job_id"]; ok {
 		err = errors.Join(err, checkJobID(v))
 	}
@@ -92,7 +92,7 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	fs, err := s.store.Findings(ctx, fq)
+	fs, err := s.store.Findings.Findings(ctx, fq)
 	if err != nil {
 		s.storeError(w, "findings", err)
 		return
@@ -134,16 +134,16 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	entries, err := s.store.Audit(ctx, q["job_id"], limit)
+	entries, err := s.store.Audit.Audit(ctx, q["job_id"], limit)
 	if err != nil {
 		s.storeError(w, "audit", err)
 		return
 	}
 	if entries == nil {
-		entries = []clickhouse.AuditEntry{}
+		entries = []AuditEntry{}
 	}
 	body, err := encodeJSON(struct {
-		Entries []clickhouse.AuditEntry `json:"entries"`
+		Entries []AuditEntry `json:"entries"`
 	}{entries})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the answer failed")
@@ -233,7 +233,7 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 		if action == plans.ActionPin && existing == nil {
 			// A pin freezes the plan served now; without one there is
 			// nothing to freeze.
-			stored, err := s.store.Plan(ctx, t.job, t.task, time.Now())
+			stored, err := s.store.Plans.Plan(ctx, t.job, t.task, time.Now())
 			if err != nil {
 				s.storeError(w, "plan", err)
 				return
@@ -254,11 +254,11 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, "internal error: encoding the override failed")
 			return
 		}
-		audit := clickhouse.AuditEntry{
+		audit := AuditEntry{
 			At: o.At, By: who, Method: r.Method, Action: action, JobID: t.job, TaskName: t.task,
 			Key: o.Key, What: bytes.TrimSuffix(what, []byte("\n")), RemoteAddr: r.RemoteAddr, Result: result,
 		}
-		if err := s.store.PutOverride(ctx, o, audit); err != nil {
+		if err := s.store.Overrides.PutOverride(ctx, o, audit); err != nil {
 			s.storeError(w, "put override", err)
 			return
 		}
@@ -327,12 +327,12 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the audit entry failed")
 		return
 	}
-	audit := clickhouse.AuditEntry{
+	audit := AuditEntry{
 		At: s.clock.next(existing.At), By: who, Method: r.Method, Action: action, JobID: t.job,
 		TaskName: t.task, Key: key, What: bytes.TrimSuffix(what, []byte("\n")),
 		RemoteAddr: r.RemoteAddr, Result: resultDeleted,
 	}
-	if err := s.store.DeleteOverride(ctx, t.job, t.task, action, key, audit); err != nil {
+	if err := s.store.Overrides.DeleteOverride(ctx, t.job, t.task, action, key, audit); err != nil {
 		s.storeError(w, "delete override", err)
 		return
 	}
@@ -353,7 +353,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.store.Ready.Ping(ctx); err != nil {
 		s.m.storeErrors.WithLabelValues("ping").Inc()
 		s.log.Warn("skewlens API: store not ready", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the store does not answer")
@@ -381,7 +381,7 @@ func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request) (ctx context
 		return nil, nil, nil, false
 	}
 	done = func() { unlock(); cancel(); release() }
-	ovs, err = s.store.Overrides(ctx)
+	ovs, err = s.store.Plans.Overrides(ctx)
 	if err != nil {
 		done()
 		s.storeError(w, "overrides", err)
@@ -490,16 +490,15 @@ func (s *Server) lockWrites(ctx context.Context) (func(), error) {
 }
 
 // storeError answers a failed store call: 504 when it timed out, 500 when
-// retrying cannot help (a *clickhouse.FatalError: schema mismatch, bad
-// data), else 503 with Retry-After. Details go to the log, not the client.
+// retrying cannot help (retry.IsPermanent: schema mismatch, bad data),
+// else 503 with Retry-After. Details go to the log, not the client.
 func (s *Server) storeError(w http.ResponseWriter, op string, err error) {
 	s.m.storeErrors.WithLabelValues(op).Inc()
-	var fatal interface{ Fatal() bool }
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		s.log.Warn("skewlens API: store call timed out", "op", op, "err", err)
 		writeError(w, http.StatusGatewayTimeout, "the store did not answer in time")
-	case errors.As(err, &fatal) && fatal.Fatal():
+	case retry.IsPermanent(err):
 		s.log.Error("skewlens API: store call failed", "op", op, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error (see the server log)")
 	default:

@@ -1,4 +1,4 @@
-package top
+package top_test
 
 import (
 	"bytes"
@@ -15,13 +15,14 @@ import (
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/top"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
 func TestMain(m *testing.M) { chtest.Main(m) }
 
-// *clickhouse.Sink is a Source.
-var _ Source = (*clickhouse.Sink)(nil)
+// *clickhouse.Sink is a top.Reader.
+var _ top.Reader = (*clickhouse.Sink)(nil)
 
 // newSink connects to the chtest server with a database of its own,
 // dropped when the test ends.
@@ -78,7 +79,7 @@ func TestOnceAgainstClickHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	tp, err := New(Config{Once: true, Color: ColorNever}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true, Color: top.ColorNever}, s, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,8 @@ func TestOnceAgainstClickHouse(t *testing.T) {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
 	got := out.String()
-	checkSafe(t, got)
-	checkAligned(t, got, false)
+	top.CheckSafe(t, got)
+	top.CheckAligned(t, got, false)
 	for _, want := range []string{
 		"JOB orders  job-1",
 		"TASK SKEW (1)", "Window  71.0        6.00",
@@ -111,7 +112,7 @@ func TestOnceWithoutSchema(t *testing.T) {
 	defer cancel()
 	s := newSink(t, "noschema")
 	var out bytes.Buffer
-	tp, err := New(Config{Once: true}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true}, s, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestOnceWithoutSchema(t *testing.T) {
 		t.Fatalf("Run = %v, want a fatal error", err)
 	}
 	got := out.String()
-	checkSafe(t, got)
+	top.CheckSafe(t, got)
 	if !strings.Contains(got, "ERROR: clickhouse sink: top view: read newest windows: fatal:") ||
 		!strings.Contains(got, "no data read yet") {
 		t.Errorf("frame lacks the error:\n%s", got)

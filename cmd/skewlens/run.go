@@ -32,6 +32,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
@@ -250,7 +251,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	api, err := c.server(sink, log, reg)
+	api, err := c.server(serve.Store{Ready: sink, Plans: sink, Overrides: sink, Audit: sink, Findings: sink}, log, reg)
 	if err != nil {
 		return err
 	}

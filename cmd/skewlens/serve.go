@@ -78,7 +78,7 @@ func (c *serveCmd) Run(e *env) error {
 	if err := sink.Migrate(ctx); err != nil {
 		return err
 	}
-	srv, err := c.server(sink, log, reg)
+	srv, err := c.server(serve.Store{Ready: sink, Plans: sink, Overrides: sink, Audit: sink, Findings: sink}, log, reg)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
 )
 
 // Tables of migration 0003 (plans, operator overrides, audit log).
@@ -32,41 +33,6 @@ func overrideColumns() []string {
 func auditColumns() []string {
 	return []string{"at", "event_date", "changed_by", "method", "action", "job_id",
 		"task_name", "key", "what", "remote_addr", "result", "inserted_at"}
-}
-
-// AuditEntry is one change made through the HTTP API, as the plan_audit
-// table stores it and GET /v1/audit returns it.
-type AuditEntry struct {
-	// At is when the change was made (stored in milliseconds).
-	At time.Time `json:"at"`
-	// By is the name of the token that authorised the change.
-	By string `json:"by"`
-	// Method is the HTTP method: POST or DELETE.
-	Method string `json:"method"`
-	// Action is the override action: pin, override or exclude.
-	Action   string `json:"action"`
-	JobID    string `json:"job_id"`
-	TaskName string `json:"task_name"`
-	// Key is the excluded key (exclude only).
-	Key string `json:"key,omitempty"`
-	// What is the change as sent, as JSON (the override for POST).
-	What json.RawMessage `json:"what,omitempty"`
-	// RemoteAddr is the client's address as the server saw it.
-	RemoteAddr string `json:"remote_addr"`
-	// Result says what the change did: created, replaced or deleted.
-	Result string `json:"result"`
-}
-
-// FindingsQuery selects findings for Findings. Empty fields do not filter.
-type FindingsQuery struct {
-	// JobID and Kind select one job and one finding kind.
-	JobID string
-	Kind  string
-	// Since is the earliest window start; zero means no lower bound.
-	Since time.Time
-	// Limit caps the number of findings: 0 means DefaultFindingsLimit, and
-	// it is at most MaxFindingsLimit.
-	Limit int
 }
 
 // Limits of Findings and Audit.
@@ -372,7 +338,7 @@ func (s *Sink) Overrides(ctx context.Context) ([]plans.Override, error) {
 // The audit entry is written first, so no change goes unaudited; when the
 // override's insert then fails the audit shows a change that did not
 // happen (and the caller got an error).
-func (s *Sink) PutOverride(ctx context.Context, o plans.Override, audit AuditEntry) error {
+func (s *Sink) PutOverride(ctx context.Context, o plans.Override, audit serve.AuditEntry) error {
 	if err := o.Validate(); err != nil {
 		return &FatalError{Op: "put override", Err: err}
 	}
@@ -392,7 +358,7 @@ func (s *Sink) PutOverride(ctx context.Context, o plans.Override, audit AuditEnt
 // (key is "" except for exclude) and records audit. It writes a deleted
 // row timed audit.At, which must be later than the override's At; deleting
 // an override that is not there writes the row all the same.
-func (s *Sink) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit AuditEntry) error {
+func (s *Sink) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit serve.AuditEntry) error {
 	if jobID == "" || taskName == "" || action == "" {
 		return &FatalError{Op: "delete override", Err: errors.New("empty job_id, task_name or action")}
 	}
@@ -405,7 +371,7 @@ func (s *Sink) DeleteOverride(ctx context.Context, jobID, taskName, action, key 
 }
 
 // writeOverride inserts the audit row, then the override row.
-func (s *Sink) writeOverride(ctx context.Context, op string, r row, audit AuditEntry) error {
+func (s *Sink) writeOverride(ctx context.Context, op string, r row, audit serve.AuditEntry) error {
 	ar, err := auditRow(audit)
 	if err != nil {
 		return &FatalError{Op: op, Err: err}
@@ -427,7 +393,7 @@ func (s *Sink) writeOverride(ctx context.Context, op string, r row, audit AuditE
 }
 
 // auditRow maps an audit entry to its row.
-func auditRow(a AuditEntry) (row, error) {
+func auditRow(a serve.AuditEntry) (row, error) {
 	if a.At.IsZero() {
 		return nil, errors.New("audit entry without a time")
 	}
@@ -444,14 +410,14 @@ func auditRow(a AuditEntry) (row, error) {
 // Audit returns the newest entries of the audit log, newest first: of one
 // job, or of all when jobID is "". limit 0 means DefaultAuditLimit; it is
 // at most MaxAuditLimit.
-func (s *Sink) Audit(ctx context.Context, jobID string, limit int) ([]AuditEntry, error) {
+func (s *Sink) Audit(ctx context.Context, jobID string, limit int) ([]serve.AuditEntry, error) {
 	q, args := auditQuery(s.table(tablePlanAudit), jobID, limit)
-	var out []AuditEntry
+	var out []serve.AuditEntry
 	err := s.query(ctx, "read audit log", tablePlanAudit, q, args, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var (
-				a    AuditEntry
+				a    serve.AuditEntry
 				at   int64
 				what string
 			)
@@ -481,7 +447,7 @@ func (s *Sink) Audit(ctx context.Context, jobID string, limit int) ([]AuditEntry
 // Findings returns findings (their body, the skew.Finding JSON contract)
 // newest window first: the latest version of each finding (argMax by
 // version over the table's sort key, so replays count once).
-func (s *Sink) Findings(ctx context.Context, fq FindingsQuery) ([]json.RawMessage, error) {
+func (s *Sink) Findings(ctx context.Context, fq serve.FindingsQuery) ([]json.RawMessage, error) {
 	q, args := findingsQuery(s.table(tableFindings), fq)
 	var out []json.RawMessage
 	err := s.query(ctx, "read findings", tableFindings, q, args, func(rows rowScanner) error {
@@ -573,7 +539,7 @@ func auditQuery(table, jobID string, limit int) (string, []any) {
 
 // findingsQuery reads the latest version of each finding matching fq,
 // newest window first.
-func findingsQuery(table string, fq FindingsQuery) (string, []any) {
+func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
 	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
 	var (
 		conds []string
