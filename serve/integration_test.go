@@ -19,8 +19,8 @@ import (
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { chtest.Main(m) }
 
 // newTestSink connects a migrated Sink to the chtest server, in a
 // database of its own that is dropped when the test ends.
-func newTestSink(t *testing.T, suffix string) (*clickhouse.Sink, string) {
+func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_serve_%d_%s", os.Getpid(), suffix)
@@ -58,8 +58,8 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Sink, string) {
 }
 
 // chStore is the Store of the ClickHouse sink.
-func chStore(s *clickhouse.Sink) serve.Store {
-	return serve.Store{Ready: s, Plans: s, Overrides: s, Audit: s, Findings: s}
+func chStore(s *clickhouse.Store) serve.Store {
+	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
 }
 
 // runServer runs a serve.Server on store on a real loopback listener and
@@ -169,7 +169,7 @@ func TestHostileInput(t *testing.T) {
 			written[planTask{job, task}] = p
 		}
 	}
-	if err := sink.WritePlans(ctx, changes); err != nil {
+	if err := sink.Writer().WritePlans(ctx, changes); err != nil {
 		t.Fatal(err)
 	}
 	for t0, p := range written {
@@ -199,7 +199,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatalf("exclude %.40q: %d %s", k, r.code, r.body)
 		}
 	}
-	ovs, err := sink.Overrides(ctx)
+	ovs, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,14 +256,14 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("%s: %d %.200s, want %d", b.name, r.code, r.body, b.want)
 		}
 	}
-	after, err := sink.Overrides(ctx)
+	after, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(after) != len(ovs) {
 		t.Errorf("refused requests changed the overrides: %d, were %d", len(after), len(ovs))
 	}
-	if entries, err := sink.Audit(ctx, "", 10000); err != nil || len(entries) != len(keys) {
+	if entries, err := sink.Audit().Audit(ctx, "", 10000); err != nil || len(entries) != len(keys) {
 		t.Errorf("audit after refused requests: %d entries (%v), want %d", len(entries), err, len(keys))
 	}
 
@@ -274,14 +274,14 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("delete %.40q: %d %.200s", k, r.code, r.body)
 		}
 	}
-	if ovs, err := sink.Overrides(ctx); err != nil || len(ovs) != 0 {
+	if ovs, err := sink.Plans().Overrides(ctx); err != nil || len(ovs) != 0 {
 		t.Errorf("after deleting: %d overrides, %v", len(ovs), err)
 	}
 	if r := call(t, "GET", taskURL(base, job, task), "", "", nil); r.code != 200 {
 		t.Errorf("GET after deleting the excludes: %d", r.code)
 	}
 	// The tables are all still there.
-	if ps, err := sink.CurrentPlans(ctx, now); err != nil || len(ps) != len(written) {
+	if ps, err := sink.Plans().CurrentPlans(ctx, now); err != nil || len(ps) != len(written) {
 		t.Errorf("plans after the injection attempts: %d, %v", len(ps), err)
 	}
 }
@@ -296,14 +296,14 @@ func TestUnauthenticatedWritesChangeNothing(t *testing.T) {
 	_, base := runServer(t, serve.Config{CacheTTL: -1}, chStore(sink))
 	now := time.Now().UTC()
 	p := serve.TestPlan(serve.JobID, "T", 1, now, "a", "b")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p}}); err != nil {
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p}}); err != nil {
 		t.Fatal(err)
 	}
 	// One real override, to see that it stays.
 	if r := call(t, "POST", taskURL(base, serve.JobID, "T")+"/exclude", serve.AliceToken, `{"key":"a"}`, nil); r.code != 201 {
 		t.Fatalf("exclude: %d %s", r.code, r.body)
 	}
-	before, err := sink.Overrides(ctx)
+	before, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,14 +324,14 @@ func TestUnauthenticatedWritesChangeNothing(t *testing.T) {
 			t.Errorf("audit with token %q: %d, want 401", tok, r.code)
 		}
 	}
-	after, err := sink.Overrides(ctx)
+	after, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("overrides changed:\n%+v\n%+v", before, after)
 	}
-	entries, err := sink.Audit(ctx, "", 100)
+	entries, err := sink.Audit().Audit(ctx, "", 100)
 	if err != nil || len(entries) != 1 {
 		t.Errorf("audit: %d entries (%v), want only the authenticated one", len(entries), err)
 	}
@@ -345,7 +345,7 @@ func TestUnauthenticatedWritesChangeNothing(t *testing.T) {
 	if r := call(t, "POST", taskURL(roBase, serve.JobID, "T")+"/pin", serve.AliceToken, "", nil); r.code != 403 {
 		t.Errorf("read-only pin: %d, want 403", r.code)
 	}
-	if entries, err := sink.Audit(ctx, "", 100); err != nil || len(entries) != 1 {
+	if entries, err := sink.Audit().Audit(ctx, "", 100); err != nil || len(entries) != 1 {
 		t.Errorf("audit after the read-only server: %d entries (%v)", len(entries), err)
 	}
 }
@@ -360,7 +360,7 @@ func TestETagPollingAndFindings(t *testing.T) {
 	_, base := runServer(t, serve.Config{CacheTTL: -1}, chStore(sink))
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	p1 := serve.TestPlan(serve.JobID, "T", 1, now, "a")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p1}}); err != nil {
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p1}}); err != nil {
 		t.Fatal(err)
 	}
 	first := call(t, "GET", base+"/v1/salting", "", "", nil)
@@ -376,7 +376,7 @@ func TestETagPollingAndFindings(t *testing.T) {
 	}
 	// A new version changes the tag.
 	p2 := serve.TestPlan(serve.JobID, "T", 2, now.Add(time.Second), "a", "b")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p2}}); err != nil {
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p2}}); err != nil {
 		t.Fatal(err)
 	}
 	r := call(t, "GET", base+"/v1/salting", "", "", map[string]string{"If-None-Match": etag})
@@ -398,7 +398,7 @@ func TestETagPollingAndFindings(t *testing.T) {
 			HotKey: &skew.HotKey{Key: k, Share: 0.5, EstimatedRecords: 10}})
 	}
 	for v := uint64(1); v <= 2; v++ {
-		if err := sink.Write(ctx, v, fs); err != nil {
+		if err := sink.Writer().Write(ctx, v, fs); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,20 +13,20 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
 func TestMain(m *testing.M) { chtest.Main(m) }
 
-// *clickhouse.Sink is a top.Reader.
-var _ top.Reader = (*clickhouse.Sink)(nil)
+// The ClickHouse store's top reader is a top.Reader.
+var _ top.Reader = (*clickhouse.TopReader)(nil)
 
 // newSink connects to the chtest server with a database of its own,
 // dropped when the test ends.
-func newSink(t *testing.T, suffix string) *clickhouse.Sink {
+func newSink(t *testing.T, suffix string) *clickhouse.Store {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_top_%d_%s", os.Getpid(), suffix)
@@ -75,11 +75,11 @@ func TestOnceAgainstClickHouse(t *testing.T) {
 			Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Host: "tm-2", Evidence: &skew.Evidence{
 				BusyMsPerSecond: 980, BackPressuredMsPerSecond: 5, SkewScore: 71, MaxMedianRatio: 6}}},
 	}
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	tp, err := top.New(top.Config{Once: true, Color: top.ColorNever}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true, Color: top.ColorNever}, s.Top(), &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestOnceWithoutSchema(t *testing.T) {
 	defer cancel()
 	s := newSink(t, "noschema")
 	var out bytes.Buffer
-	tp, err := top.New(top.Config{Once: true}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true}, s.Top(), &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,9 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 type runCmd struct {
@@ -79,9 +78,9 @@ type runCmd struct {
 // they free (bounded by the runner's final-flush timeout); the override
 // poller stops; the API drains its requests; the progress line and the
 // ops server stop. Then the deferred closes run in reverse order of
-// creation: the alerter drains its notifier queues, the plan sink and
+// creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
-// sink close, and the local ClickHouse and the embedded broker stop.
+// store close, and the local ClickHouse and the embedded broker stop.
 func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
@@ -123,15 +122,15 @@ func (c *runCmd) Run(e *env) error {
 		}()
 		chAddr = local.Addr
 	}
-	sink, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
+	store, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	if err := sink.Migrate(ctx); err != nil {
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	log.Info("ClickHouse ready", "addr", chAddr, "version", sink.ServerVersion(), "dialect", sink.Dialect())
+	log.Info("ClickHouse ready", "addr", chAddr, "version", store.ServerVersion(), "dialect", store.Dialect())
 	if !c.Quiet {
 		host, port, _ := net.SplitHostPort(chAddr)
 		fmt.Fprintf(e.stdout, "Findings land in ClickHouse while this runs. Query them with\n  clickhouse-client --host %s --port %s --database %s\n"+
@@ -161,7 +160,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// Resume the engine's cross-window history where the group left it, so
 	// a restart gives the findings an uninterrupted run gives.
-	states, err := sink.LoadState(ctx, c.Group)
+	states, err := store.Writer().LoadState(ctx, c.Group)
 	if err != nil {
 		return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 	}
@@ -188,7 +187,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("plans: %w", err)
 	}
-	planOut := planpub.ChangePublisher(planpub.PublisherFunc(sink.WritePlans))
+	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
 	if c.PlansTopic != "" {
 		pub, err := planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
 		if err != nil {
@@ -208,7 +207,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 		planOut = planpub.Tee(planOut, pub)
 	} else {
-		current, err := sink.CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
+		current, err := store.Plans().CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
 		if err != nil {
 			return err
 		}
@@ -216,12 +215,12 @@ func (c *runCmd) Run(e *env) error {
 			log.Warn("some salting plans in ClickHouse were not restored", "err", err)
 		}
 	}
-	planSink, err := planpub.NewSink(sink, mgr, planOut, log, reg)
+	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, log, reg)
 	if err != nil {
 		return err
 	}
 	defer planSink.Close()
-	overrides, err := sink.Overrides(ctx)
+	overrides, err := store.Plans().Overrides(ctx)
 	if err != nil {
 		return err
 	}
@@ -235,7 +234,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), store.Writer(), dead, log, reg)
 	if err != nil {
 		return err
 	}
@@ -251,7 +250,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	api, err := c.server(serve.Store{Ready: sink, Plans: sink, Overrides: sink, Audit: sink, Findings: sink}, log, reg)
+	api, err := c.server(serveStore(store), log, reg)
 	if err != nil {
 		return err
 	}
@@ -262,7 +261,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 	}
 	opsSrv.AddCheck("kafka", src.Ready)
-	opsSrv.AddCheck("clickhouse", sink.Ping)
+	opsSrv.AddCheck("clickhouse", store.Ping)
 	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
 
 	var g oklogrun.Group
@@ -284,7 +283,7 @@ func (c *runCmd) Run(e *env) error {
 	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
 	overridesDone := make(chan struct{})
 	g.Add(func() error {
-		return pollOverrides(ctx, c.OverridePoll, sink, planSink, overrides, log, overridesDone)
+		return pollOverrides(ctx, c.OverridePoll, store, planSink, overrides, log, overridesDone)
 	}, func(error) { close(overridesDone) })
 	if api != nil {
 		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
@@ -387,9 +386,9 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 }
 
 // pollOverrides reads the operators' plan overrides from ClickHouse every
-// interval and hands them to the plan sink when they changed, until done
+// interval and hands them to the plan store when they changed, until done
 // is closed. A failed read is logged and tried again next time.
-func pollOverrides(ctx context.Context, every time.Duration, sink *clickhouse.Sink, ps *planpub.Sink, last []plans.Override, log *slog.Logger, done <-chan struct{}) error {
+func pollOverrides(ctx context.Context, every time.Duration, store *clickhouse.Store, ps *planpub.Sink, last []plans.Override, log *slog.Logger, done <-chan struct{}) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -398,7 +397,7 @@ func pollOverrides(ctx context.Context, every time.Duration, sink *clickhouse.Si
 			return nil
 		case <-t.C:
 		}
-		ovs, err := sink.Overrides(ctx)
+		ovs, err := store.Plans().Overrides(ctx)
 		if err != nil {
 			log.Warn("reading plan overrides failed; retrying", "in", every, "err", err)
 			continue

@@ -13,17 +13,18 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/skewlens/skewlens/skew"
 )
 
-// ErrClosed is returned (inside a *FatalError) by calls on a closed Sink.
-var ErrClosed = errors.New("clickhouse sink is closed")
+// ErrClosed is returned (inside a *FatalError) by calls on a closed Store.
+var ErrClosed = errors.New("clickhouse store is closed")
 
-// Sink writes skewlens findings to ClickHouse. Create it with New, call
-// Migrate once, then Write. A Sink is safe for concurrent use; Write and
-// Migrate calls are serialised.
-type Sink struct {
+// Store is the connection to ClickHouse and the schema on it. Create it
+// with New and call Migrate once; then each consumer takes the part it
+// needs: Writer (the pipeline: findings, engine state, plans, and the
+// API's overrides and audit), Plans, Findings and Audit (the readers of
+// skewlens serve) and Top (the reader of skewlens top). A Store and its
+// parts are safe for concurrent use; writes and Migrate are serialised.
+type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	m       *metrics
@@ -37,14 +38,54 @@ type Sink struct {
 	closed     bool
 	closeOnce  sync.Once
 	closeErr   error
+
+	writer   *Writer
+	plans    *PlanReader
+	findings *FindingReader
+	audit    *AuditReader
+	top      *TopReader
 }
 
-// New validates cfg, registers the sink's metrics with reg (nil: none),
+// Writer stores what the pipeline and the API write: findings (Write),
+// the engine's state (SaveState, and LoadState to resume it), plan
+// changes (WritePlans) and the operators' overrides with their audit
+// entries (PutOverride, DeleteOverride). Its writes are serialised with
+// each other and with Migrate.
+type Writer struct{ s *Store }
+
+// PlanReader reads the current plans and overrides (serve.PlanReader).
+type PlanReader struct{ s *Store }
+
+// FindingReader reads findings (serve.FindingReader).
+type FindingReader struct{ s *Store }
+
+// AuditReader reads the audit log (serve.AuditReader).
+type AuditReader struct{ s *Store }
+
+// TopReader reads the view of skewlens top (top.Reader).
+type TopReader struct{ s *Store }
+
+// Writer returns the Store's writer.
+func (s *Store) Writer() *Writer { return s.writer }
+
+// Plans returns the Store's reader of plans and overrides.
+func (s *Store) Plans() *PlanReader { return s.plans }
+
+// Findings returns the Store's reader of findings.
+func (s *Store) Findings() *FindingReader { return s.findings }
+
+// Audit returns the Store's reader of the audit log.
+func (s *Store) Audit() *AuditReader { return s.audit }
+
+// Top returns the Store's reader of the top view.
+func (s *Store) Top() *TopReader { return s.top }
+
+// New validates cfg, registers the store's metrics with reg (nil: none),
 // connects to the server and reads its version, which picks the schema
 // dialect. It blocks for at most cfg.DialTimeout. An error from a server
 // that cannot be reached is not a *FatalError: the caller may retry New.
-// log may be nil to discard the sink's log records.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+// log may be nil to discard the store's log records.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, &FatalError{Op: "new", Err: err}
 	}
@@ -89,22 +130,24 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Sink, error)
 	}
 	log.Info("clickhouse sink connected", "addr", cfg.Addr, "server_version", version,
 		"dialect", string(dialect), "database", cfg.Database)
-	return &Sink{
+	s := &Store{
 		cfg: cfg, log: log, m: m, conn: conn, version: version, dialect: dialect,
 		lastInsert: map[string]time.Time{},
-	}, nil
+	}
+	s.writer, s.plans, s.findings, s.audit, s.top = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &AuditReader{s}, &TopReader{s}
+	return s, nil
 }
 
 // ServerVersion returns the server's version as SELECT version() gave it
-// when the Sink connected, e.g. "18.16.1".
-func (s *Sink) ServerVersion() string { return s.version }
+// when the Store connected, e.g. "18.16.1".
+func (s *Store) ServerVersion() string { return s.version }
 
 // Dialect returns the schema dialect in use.
-func (s *Sink) Dialect() Dialect { return s.dialect }
+func (s *Store) Dialect() Dialect { return s.dialect }
 
 // Ping checks that the server answers. It blocks until it does, ctx ends
 // or the read timeout passes.
-func (s *Sink) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	if err := s.conn.Ping(ctx); err != nil {
 		return fmt.Errorf("clickhouse sink: ping %s: %w", s.cfg.Addr, err)
 	}
@@ -114,7 +157,7 @@ func (s *Sink) Ping(ctx context.Context) error {
 // Close closes the connections. It is safe to call more than once and
 // concurrently with Write, which then fails with ErrClosed; it waits for a
 // running Write or Migrate to finish.
-func (s *Sink) Close() error {
+func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -127,146 +170,13 @@ func (s *Sink) Close() error {
 }
 
 // table returns the quoted, database-qualified name of a table.
-func (s *Sink) table(name string) string {
+func (s *Store) table(name string) string {
 	return "`" + s.cfg.Database + "`.`" + name + "`"
-}
-
-// Migrate creates the database and applies every schema migration that
-// the ledger (schema_migrations) does not list, in the dialect of the
-// server. It is idempotent: every statement is CREATE ... IF NOT EXISTS,
-// so a migration interrupted before it was recorded is simply re-run.
-// Retryable errors are retried; it blocks until done or ctx ends.
-func (s *Sink) Migrate(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return &FatalError{Op: "migrate", Err: ErrClosed}
-	}
-	ms, err := Migrations()
-	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
-	}
-	exec := func(op, sql string) error {
-		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
-			return s.conn.Exec(ctx, sql)
-		})
-	}
-	if err := exec("create database", "CREATE DATABASE IF NOT EXISTS `"+s.cfg.Database+"`"); err != nil {
-		return err
-	}
-	ledger, err := ms[0].Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
-	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
-	}
-	for _, stmt := range ledger {
-		if err := exec("migration 0000", stmt); err != nil {
-			return err
-		}
-	}
-	applied := map[int]bool{}
-	err = s.retry(ctx, "read schema_migrations", "migrate", func(ctx context.Context) error {
-		rows, err := s.conn.Query(ctx, "SELECT DISTINCT version FROM "+s.table("schema_migrations"))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var v uint32
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
-			applied[int(v)] = true
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return err
-	}
-	for _, m := range ms[1:] {
-		if applied[m.Version] {
-			continue
-		}
-		stmts, err := m.Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
-		if err != nil {
-			return &FatalError{Op: "migrate", Err: err}
-		}
-		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
-		for i, stmt := range stmts {
-			if err := exec(fmt.Sprintf("%s statement %d", op, i+1), stmt); err != nil {
-				return err
-			}
-		}
-		rec := []row{{uint32(m.Version), m.Name, string(s.dialect), time.Now().UTC().Truncate(time.Second)}}
-		err = s.retry(ctx, "record "+op, "migrate", func(ctx context.Context) error {
-			return s.insertRows(ctx, "schema_migrations", []string{"version", "name", "dialect", "applied_at"}, rec)
-		})
-		if err != nil {
-			return err
-		}
-		s.log.Info("clickhouse schema migration applied", "version", m.Version, "name", m.Name,
-			"dialect", string(s.dialect), "database", s.cfg.Database)
-	}
-	return nil
-}
-
-// Write stores every finding of fs: one row per finding in the findings
-// table and one in its kind's table (subtask_stats, hot_keys,
-// salting_plans), in batches of at most BatchMaxRows rows. version is the
-// caller's monotonically increasing number (e.g. the highest Kafka offset
-// of the input); rows with the same key and a higher version replace older
-// ones, so writing the same findings again after a crash does not
-// duplicate them.
-//
-// Write blocks until every row is acknowledged by the server, so the
-// caller may commit its input offsets when it returns nil. It retries
-// retryable errors with exponential backoff and paces inserts per table by
-// FlushInterval. A finding that cannot be stored, or a server error that
-// retrying cannot fix, gives a *FatalError (nothing of fs is inserted when
-// the findings themselves are bad). When ctx ends it returns ctx's error;
-// a failed or interrupted Write may have inserted some of the tables, which
-// is harmless because replays replace.
-func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
-	rows := tableRows{}
-	now := time.Now()
-	for i := range fs {
-		f := &fs[i]
-		if err := mapFinding(rows, f, version, now); err != nil {
-			s.m.insertErrors.WithLabelValues(string(classFatal)).Inc()
-			return &FatalError{
-				Op:  fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart),
-				Err: err,
-			}
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return &FatalError{Op: "write", Err: ErrClosed}
-	}
-	for _, table := range tableOrder() {
-		rs := rows[table]
-		cols := insertColumns(table)
-		for start := 0; start < len(rs); start += s.cfg.BatchMaxRows {
-			chunk := rs[start:min(start+s.cfg.BatchMaxRows, len(rs))]
-			if err := s.pace(ctx, table); err != nil {
-				return err
-			}
-			op := fmt.Sprintf("insert %d rows into %s", len(chunk), table)
-			err := s.retry(ctx, op, table, func(ctx context.Context) error {
-				return s.insertRows(ctx, table, cols, chunk)
-			})
-			s.lastInsert[table] = time.Now()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // pace waits until FlushInterval has passed since the last insert into
 // table, or ctx ends.
-func (s *Sink) pace(ctx context.Context, table string) error {
+func (s *Store) pace(ctx context.Context, table string) error {
 	if s.cfg.FlushInterval <= 0 {
 		return nil
 	}
@@ -291,7 +201,7 @@ func (s *Sink) pace(ctx context.Context, table string) error {
 // insertRows sends rows to table as one batch with an explicit column
 // list (18.16 needs it) and returns when the server acknowledged them.
 // Values are sent in the native format, never spliced into SQL.
-func (s *Sink) insertRows(ctx context.Context, table string, cols []string, rows []row) error {
+func (s *Store) insertRows(ctx context.Context, table string, cols []string, rows []row) error {
 	start := time.Now()
 	query := "INSERT INTO " + s.table(table) + " (" + strings.Join(cols, ", ") + ")"
 	batch, err := s.conn.PrepareBatch(ctx, query)
@@ -315,7 +225,7 @@ func (s *Sink) insertRows(ctx context.Context, table string, cols []string, rows
 // retry runs fn until it succeeds, fails with a fatal error, ctx ends or
 // MaxRetries retries are used up, waiting an exponentially growing,
 // jittered backoff between attempts. label is the retries metric label.
-func (s *Sink) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
+func (s *Store) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
 	backoff := s.cfg.MinBackoff
 	for attempt := 0; ; attempt++ {
 		err := fn(ctx)
@@ -358,4 +268,41 @@ func jitter(d time.Duration) time.Duration {
 	}
 	half := d / 2
 	return half + rand.N(d-half+1)
+}
+
+// closedNow reports whether the Store is closed, without waiting: reads
+// must not queue behind a Write that holds the lock while it retries
+// (a lock is not context-aware). When the lock is busy it reports false;
+// a read on a closed connection then fails on its own.
+func (s *Store) closedNow() bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// query runs a read with retries. scan is called once per attempt with the
+// rows of that attempt and must reset what it collects.
+func (s *Store) query(ctx context.Context, op, label, sql string, args []any, scan func(rows rowScanner) error) error {
+	return s.retry(ctx, op, label, func(ctx context.Context) error {
+		if s.closedNow() {
+			return &FatalError{Op: op, Err: ErrClosed}
+		}
+		rows, err := s.conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		return rows.Err()
+	})
+}
+
+// rowScanner is the part of driver.Rows the readers use.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
 }

@@ -54,7 +54,7 @@ func TestClassify(t *testing.T) {
 }
 
 // testSink returns a Sink without a connection, for retry tests.
-func testSink(t *testing.T, cfg Config) *Sink {
+func testSink(t *testing.T, cfg Config) *Store {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func testSink(t *testing.T, cfg Config) *Sink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Sink{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, lastInsert: map[string]time.Time{}}
+	return &Store{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, lastInsert: map[string]time.Time{}}
 }
 
 func TestRetry(t *testing.T) {

@@ -126,10 +126,10 @@ func TestPlansLifecycle(t *testing.T) {
 		},
 	}
 	for _, st := range steps {
-		if err := s.WritePlans(ctx, st.changes); err != nil {
+		if err := s.Writer().WritePlans(ctx, st.changes); err != nil {
 			t.Fatalf("%s: WritePlans: %v", st.name, err)
 		}
-		got, err := s.CurrentPlans(ctx, st.now)
+		got, err := s.Plans().CurrentPlans(ctx, st.now)
 		if err != nil {
 			t.Fatalf("%s: CurrentPlans: %v", st.name, err)
 		}
@@ -138,7 +138,7 @@ func TestPlansLifecycle(t *testing.T) {
 		}
 	}
 	// The zero time filters nothing but retirements (Manager.Restore).
-	all, err := s.CurrentPlans(ctx, time.Time{})
+	all, err := s.Plans().CurrentPlans(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestPlansLifecycle(t *testing.T) {
 
 	// Plan reads one task and round-trips the plan exactly.
 	want := testPlan(job, "A", 3, t0.Add(time.Minute), "k3")
-	got, err := s.Plan(ctx, job, "A", now)
+	got, err := s.Plans().Plan(ctx, job, "A", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestPlansLifecycle(t *testing.T) {
 		t.Errorf("Plan = %+v\nwant %+v", got, want)
 	}
 	for _, tc := range []struct{ job, task string }{{job, "Expired"}, {job, "None"}, {"", "A"}, {job, "'; DROP TABLE plans; --"}} {
-		got, err := s.Plan(ctx, tc.job, tc.task, now)
+		got, err := s.Plans().Plan(ctx, tc.job, tc.task, now)
 		if err != nil || got != nil {
 			t.Errorf("Plan(%q, %q) = %v, %v; want nil, nil", tc.job, tc.task, got, err)
 		}
@@ -177,7 +177,7 @@ func TestPlansLifecycle(t *testing.T) {
 		{{JobID: job, TaskName: "A"}},
 		{{JobID: job, TaskName: "B", Plan: want}},
 	} {
-		if err := s.WritePlans(ctx, bad); !errors.As(err, &fe) {
+		if err := s.Writer().WritePlans(ctx, bad); !errors.As(err, &fe) {
 			t.Errorf("WritePlans(%+v): err = %v, want *FatalError", bad, err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestOverridesAndAudit(t *testing.T) {
 	put := func(o plans.Override, result string) {
 		t.Helper()
 		o.At, o.By = tick(), "alice"
-		if err := s.PutOverride(ctx, o, audit("POST", o, result)); err != nil {
+		if err := s.Writer().PutOverride(ctx, o, audit("POST", o, result)); err != nil {
 			t.Fatalf("PutOverride(%s %s %.20q): %v", o.TaskName, o.Action, o.Key, err)
 		}
 	}
@@ -223,7 +223,7 @@ func TestOverridesAndAudit(t *testing.T) {
 	// Replacing an override keeps one.
 	put(plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "k", Reason: "again"}, "replaced")
 
-	ovs, err := s.Overrides(ctx)
+	ovs, err := s.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,10 +253,10 @@ func TestOverridesAndAudit(t *testing.T) {
 
 	// Delete: the override is gone, the others stay.
 	del := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "'); DROP TABLE plans; --", At: tick()}
-	if err := s.DeleteOverride(ctx, del.JobID, del.TaskName, del.Action, del.Key, audit("DELETE", del, "deleted")); err != nil {
+	if err := s.Writer().DeleteOverride(ctx, del.JobID, del.TaskName, del.Action, del.Key, audit("DELETE", del, "deleted")); err != nil {
 		t.Fatal(err)
 	}
-	ovs, err = s.Overrides(ctx)
+	ovs, err = s.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestOverridesAndAudit(t *testing.T) {
 	}
 
 	// Audit: newest first, per job, limited.
-	entries, err := s.Audit(ctx, job, 0)
+	entries, err := s.Audit().Audit(ctx, job, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,10 +297,10 @@ func TestOverridesAndAudit(t *testing.T) {
 			t.Errorf("audit not newest first at %d", i)
 		}
 	}
-	if entries, err := s.Audit(ctx, job, 2); err != nil || len(entries) != 2 {
+	if entries, err := s.Audit().Audit(ctx, job, 2); err != nil || len(entries) != 2 {
 		t.Errorf("Audit limit 2: %d entries, %v", len(entries), err)
 	}
-	if entries, err := s.Audit(ctx, "other'job", 0); err != nil || len(entries) != 0 {
+	if entries, err := s.Audit().Audit(ctx, "other'job", 0); err != nil || len(entries) != 0 {
 		t.Errorf("Audit of another job: %d entries, %v", len(entries), err)
 	}
 
@@ -313,11 +313,11 @@ func TestOverridesAndAudit(t *testing.T) {
 		{JobID: job, TaskName: "T\n", Action: plans.ActionPin, At: tick()},
 		{JobID: job, TaskName: "T", Action: plans.ActionPin},
 	} {
-		if err := s.PutOverride(ctx, bad, audit("POST", bad, "created")); !errors.As(err, &fe) {
+		if err := s.Writer().PutOverride(ctx, bad, audit("POST", bad, "created")); !errors.As(err, &fe) {
 			t.Errorf("PutOverride(%.60q): err = %v, want *FatalError", fmt.Sprint(bad), err)
 		}
 	}
-	if entries, err := s.Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {
+	if entries, err := s.Audit().Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {
 		t.Errorf("Audit after rejected overrides: %d entries, %v", len(entries), err)
 	}
 
@@ -325,11 +325,11 @@ func TestOverridesAndAudit(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Overrides(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := s.Plans().Overrides(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Overrides after Close: %v", err)
 	}
 	o := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionPin, At: tick()}
-	if err := s.PutOverride(ctx, o, audit("POST", o, "created")); !errors.Is(err, ErrClosed) {
+	if err := s.Writer().PutOverride(ctx, o, audit("POST", o, "created")); !errors.Is(err, ErrClosed) {
 		t.Errorf("PutOverride after Close: %v", err)
 	}
 }
@@ -346,7 +346,7 @@ func TestFindingsQuery(t *testing.T) {
 	fs := fixtures(now)
 	// Written twice, the second time with other summaries at a higher
 	// version: each finding is returned once, as last written.
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	changed := make([]skew.Finding, len(fs))
@@ -354,7 +354,7 @@ func TestFindingsQuery(t *testing.T) {
 	for i := range changed {
 		changed[i].Summary = "v2"
 	}
-	if err := s.Write(ctx, 2, changed); err != nil {
+	if err := s.Writer().Write(ctx, 2, changed); err != nil {
 		t.Fatal(err)
 	}
 	base := fixtureBase(now)
@@ -384,7 +384,7 @@ func TestFindingsQuery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Findings(ctx, tt.q)
+			got, err := s.Findings().Findings(ctx, tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,12 +19,13 @@ import (
 // last, so a window's rows in the other tables are complete when it shows.
 // Replayed rows are deduplicated with argMax(..., version).
 //
-// TopView makes one attempt (no retries: a view refreshing every few
+// View makes one attempt (no retries: a view refreshing every few
 // seconds is its own retry loop) and blocks until the server answered or
 // ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
 // yet) are *FatalError; the caller may still try again later, for example
 // after a migration. It is safe for concurrent use, also with Write.
-func (s *Sink) View(ctx context.Context, q top.Query) (top.Snapshot, error) {
+func (t *TopReader) View(ctx context.Context, q top.Query) (top.Snapshot, error) {
+	s := t.s
 	q, err := q.WithDefaults(time.Now())
 	if err != nil {
 		return top.Snapshot{}, &FatalError{Op: "top view", Err: err}
@@ -77,7 +78,7 @@ type topRead struct {
 }
 
 // topRun runs r and stores its rows in jobs.
-func (s *Sink) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job) error {
+func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job) error {
 	err := func() error {
 		rows, err := s.conn.Query(ctx, r.sql, r.args...)
 		if err != nil {
@@ -119,7 +120,7 @@ func topJobFilter(n int) string {
 // finding with a start in [lower, upper]. Its arguments are those of
 // topWindowArgs. LIMIT BY (no window functions on 18.16) keeps the first
 // rows per job in ORDER BY order.
-func (s *Sink) topWindowsSQL(columns string, jobs int) string {
+func (s *Store) topWindowsSQL(columns string, jobs int) string {
 	return "SELECT " + columns + " FROM " + s.table(tableFindings) +
 		" WHERE window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" + topJobFilter(jobs) +
 		" GROUP BY job_id, window_start ORDER BY job_id, window_start DESC LIMIT ? BY job_id"
@@ -136,7 +137,7 @@ func topWindowArgs(q top.Query, lower, upper int64) []any {
 
 // topWindowsRead reads the newest windows per job; its rows create the
 // jobs.
-func (s *Sink) topWindowsRead(q top.Query) topRead {
+func (s *Store) topWindowsRead(q top.Query) topRead {
 	return topRead{
 		op:   "read newest windows",
 		sql:  s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs)),
@@ -171,7 +172,7 @@ type topFilter struct {
 	limit, maxBytes int64
 }
 
-func newTopFilter(s *Sink, q top.Query, jobs map[string]*top.Job) topFilter {
+func newTopFilter(s *Store, q top.Query, jobs map[string]*top.Job) topFilter {
 	lower, upper := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, j := range jobs {
 		for _, w := range j.Windows {
@@ -192,14 +193,14 @@ func (f topFilter) with(pre []any, post ...any) []any {
 
 // topDetailReads are the queries that fill in the jobs topWindowsRead
 // found.
-func (s *Sink) topDetailReads(f topFilter) []topRead {
+func (s *Store) topDetailReads(f topFilter) []topRead {
 	return []topRead{s.topTasksRead(f), s.topHotKeysRead(f), s.topSaturatedRead(f),
 		s.topHotKeyTotalsRead(f), s.topFindingTotalsRead(f)}
 }
 
 // topTasksRead reads the latest skew score per task. Only subtask_stats
 // and saturation rows carry the score.
-func (s *Sink) topTasksRead(f topFilter) topRead {
+func (s *Store) topTasksRead(f topFilter) topRead {
 	return topRead{
 		op: "read task skew scores",
 		sql: "SELECT job_id, task_name," +
@@ -226,7 +227,7 @@ func (s *Sink) topTasksRead(f topFilter) topRead {
 // topHotKeysRead reads the hot keys: the inner query deduplicates
 // replayed rows per window, the outer one folds the windows per key and
 // subtask. Only a prefix of each key is sent.
-func (s *Sink) topHotKeysRead(f topFilter) topRead {
+func (s *Store) topHotKeysRead(f topFilter) topRead {
 	return topRead{
 		op: "read hot keys",
 		sql: "SELECT job_id, task_name, subtask_index," +
@@ -262,7 +263,7 @@ func (s *Sink) topHotKeysRead(f topFilter) topRead {
 
 // topSaturatedRead reads the saturation findings, folded per task,
 // subtask and cause like topHotKeysRead.
-func (s *Sink) topSaturatedRead(f topFilter) topRead {
+func (s *Store) topSaturatedRead(f topFilter) topRead {
 	return topRead{
 		op: "read saturated subtasks",
 		sql: "SELECT job_id, task_name, subtask_index, cause," +
@@ -300,7 +301,7 @@ func (s *Sink) topSaturatedRead(f topFilter) topRead {
 }
 
 // topHotKeyTotalsRead counts the distinct hot keys per job, limit aside.
-func (s *Sink) topHotKeyTotalsRead(f topFilter) topRead {
+func (s *Store) topHotKeyTotalsRead(f topFilter) topRead {
 	return topRead{
 		op: "count hot keys",
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
@@ -322,7 +323,7 @@ func (s *Sink) topHotKeyTotalsRead(f topFilter) topRead {
 
 // topFindingTotalsRead counts the distinct saturated subtasks and the
 // tasks with a skew score per job, limit aside.
-func (s *Sink) topFindingTotalsRead(f topFilter) topRead {
+func (s *Store) topFindingTotalsRead(f topFilter) topRead {
 	return topRead{
 		op: "count findings",
 		sql: "SELECT job_id," +

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Config configures a Sink. The zero value of every field means its
+// Config configures a Store. The zero value of every field means its
 // default, given in the field's comment; call Validate (New does) to check
 // a Config and fill in the defaults.
 type Config struct {

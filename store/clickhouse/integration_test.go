@@ -30,7 +30,7 @@ func testDatabase(suffix string) string {
 
 // newTestSink connects to the chtest server and drops db when the test
 // ends.
-func newTestSink(t *testing.T, cfg Config) (*Sink, *prometheus.Registry) {
+func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = chtest.Start(t)
@@ -74,7 +74,7 @@ func dropDatabase(t *testing.T, db string) {
 
 // queryStrings runs a query and returns every row with each value printed
 // by fmt.Sprint.
-func queryStrings(ctx context.Context, s *Sink, query string, args ...any) ([][]string, error) {
+func queryStrings(ctx context.Context, s *Store, query string, args ...any) ([][]string, error) {
 	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -146,12 +146,12 @@ func TestIntegration(t *testing.T) {
 	fs := fixtures(time.Now())
 	want := fixtureCounts(fs)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, 100, fs); err != nil {
+		if err := s.Writer().Write(ctx, 100, fs); err != nil {
 			t.Fatalf("Write #%d: %v", i+1, err)
 		}
 	}
 	s.cfg.BatchMaxRows = DefaultBatchMaxRows
-	if err := s.Write(ctx, 100, fs); err != nil {
+	if err := s.Writer().Write(ctx, 100, fs); err != nil {
 		t.Fatalf("Write #3: %v", err)
 	}
 	for _, table := range tableOrder() {
@@ -183,7 +183,7 @@ func TestIntegration(t *testing.T) {
 	// A higher version replaces.
 	first := fs[0]
 	first.Stats = &skew.SubtaskStats{Host: "replaced-host", BusyMsPerSecond: 1}
-	if err := s.Write(ctx, 101, []skew.Finding{first}); err != nil {
+	if err := s.Writer().Write(ctx, 101, []skew.Finding{first}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = queryStrings(ctx, s, "SELECT host, version FROM "+s.table("subtask_stats")+
@@ -217,7 +217,7 @@ func TestIntegration(t *testing.T) {
 
 // testHostileStrings reads back every hostile key, bound with ?, and
 // compares bytes.
-func testHostileStrings(ctx context.Context, t *testing.T, s *Sink) {
+func testHostileStrings(ctx context.Context, t *testing.T, s *Store) {
 	for i, k := range hostileStrings() {
 		got, err := queryStrings(ctx, s, "SELECT key, job_name, summary, length(key) FROM "+s.table("hot_keys")+
 			" FINAL WHERE job_id = ? AND key = ?", jobHostile, k)
@@ -300,7 +300,7 @@ func docPrefix() map[string][][]string {
 
 // testDocQueries runs every legacy query of docs/queries.md and checks
 // some results against fs, the fixtures that were written.
-func testDocQueries(ctx context.Context, t *testing.T, s *Sink, fs []skew.Finding) {
+func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Finding) {
 	expect, prefix := docExpect(fs), docPrefix()
 	qs := docQueriesFor(t, s.Dialect(), s.cfg.Database)
 	seen := map[string]bool{}
@@ -349,7 +349,7 @@ func TestWriteFatal(t *testing.T) {
 	good := fixtures(time.Now())[:1]
 
 	// Not migrated: the tables do not exist (a schema mismatch).
-	err := s.Write(ctx, 1, good)
+	err := s.Writer().Write(ctx, 1, good)
 	var fe *FatalError
 	if !errors.As(err, &fe) {
 		t.Fatalf("write before Migrate: err = %v, want *FatalError", err)
@@ -359,7 +359,7 @@ func TestWriteFatal(t *testing.T) {
 	}
 	// Bad data: nothing is inserted.
 	bad := append([]skew.Finding{good[0]}, skew.Finding{Kind: skew.KindHotKey, TaskName: "t"})
-	err = s.Write(ctx, 1, bad)
+	err = s.Writer().Write(ctx, 1, bad)
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "job_id") {
 		t.Fatalf("bad finding: err = %v, want *FatalError about job_id", err)
 	}
@@ -374,7 +374,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.conn.Exec(ctx, "ALTER TABLE "+s.table("hot_keys")+" DROP COLUMN summary"); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Write(ctx, 2, fixtures(time.Now())[24:26])
+	err = s.Writer().Write(ctx, 2, fixtures(time.Now())[24:26])
 	if !errors.As(err, &fe) {
 		t.Fatalf("missing column: err = %v, want *FatalError", err)
 	}
@@ -385,7 +385,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.Write(ctx, 3, good); !errors.As(err, &fe) || !errors.Is(err, ErrClosed) {
+	if err := s.Writer().Write(ctx, 3, good); !errors.As(err, &fe) || !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -469,7 +469,7 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		p.up(addr)
 	}()
 	fs := fixtures(time.Now())
-	if err := s.Write(ctx, 7, fs); err != nil {
+	if err := s.Writer().Write(ctx, 7, fs); err != nil {
 		t.Fatalf("Write through outage: %v", err)
 	}
 	var retries float64
@@ -493,7 +493,7 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 	// With the server gone for good, Write gives up with a non-fatal error.
 	p.down()
 	s.cfg.MaxRetries = 2
-	err = s.Write(ctx, 8, fs[:1])
+	err = s.Writer().Write(ctx, 8, fs[:1])
 	var fe *FatalError
 	if err == nil || errors.As(err, &fe) {
 		t.Errorf("Write with the server gone: err = %v, want a non-fatal error", err)
@@ -514,7 +514,7 @@ func TestWriteHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := s.Write(ctx, 1, fixtures(time.Now())[:1])
+	err := s.Writer().Write(ctx, 1, fixtures(time.Now())[:1])
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
@@ -558,11 +558,11 @@ func TestWritePacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := fixtures(time.Now())[:1]
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := s.Write(ctx, 2, fs); err != nil {
+	if err := s.Writer().Write(ctx, 2, fs); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < interval-20*time.Millisecond {
@@ -571,7 +571,7 @@ func TestWritePacing(t *testing.T) {
 	// A context that ends while waiting stops the wait.
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	if err := s.Write(short, 3, fs); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.Writer().Write(short, 3, fs); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Write with a short context: err = %v, want deadline exceeded", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the Sink's Prometheus metrics.
+// metrics are the Store's Prometheus metrics.
 type metrics struct {
 	insertSeconds *prometheus.HistogramVec // by table
 	rowsInserted  *prometheus.CounterVec   // by table
@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Sink per registry)", err)
+				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Store per registry)", err)
 			}
 			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)
 		}

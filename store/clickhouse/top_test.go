@@ -139,7 +139,7 @@ func TestTopView(t *testing.T) {
 
 	// Before any finding: no jobs, and the defaults are filled in.
 	before := time.Now()
-	snap, err := s.View(ctx, top.Query{})
+	snap, err := s.Top().View(ctx, top.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,14 +159,14 @@ func TestTopView(t *testing.T) {
 	now := time.Now()
 	fs := fixtures(now)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, 100, fs); err != nil {
+		if err := s.Writer().Write(ctx, 100, fs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := topFixtureJobs(now)
 
 	t.Run("default", func(t *testing.T) {
-		snap, err := s.View(ctx, top.Query{})
+		snap, err := s.Top().View(ctx, top.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestTopView(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, err := s.View(ctx, tc.q)
+			snap, err := s.Top().View(ctx, tc.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,10 +277,10 @@ func TestTopView(t *testing.T) {
 		if len(newest) != 1 {
 			t.Fatalf("%d fixture findings for user-42 in the newest window, want 1", len(newest))
 		}
-		if err := s.Write(ctx, 101, newest); err != nil {
+		if err := s.Writer().Write(ctx, 101, newest); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := s.View(ctx, top.Query{Jobs: []string{jobA}})
+		snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobA}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestTopViewErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := s.View(ctx, tc.q)
+			_, err := s.Top().View(ctx, tc.q)
 			var fe *FatalError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a *FatalError", err)
@@ -340,7 +340,7 @@ func TestTopViewModernChDB(t *testing.T) {
 	lib := installChDB(t)
 	bin := buildChdbExec(t)
 	const db = "skewlens"
-	s := &Sink{cfg: Config{Database: db}}
+	s := &Store{cfg: Config{Database: db}}
 
 	var reqs []chdbRequest
 	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
