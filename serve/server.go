@@ -83,8 +83,12 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 	}
 	s.snaps = &snapshots{
 		ttl: cfg.CacheTTL, timeout: cfg.StoreTimeout, now: time.Now, m: m,
-		build: func(ctx context.Context) (*snapshot, error) {
-			return buildSnapshot(ctx, store, time.Now())
+		build: func(ctx context.Context) (snap *snapshot, err error) {
+			err = s.call(ctx, "snapshot", func(ctx context.Context) (err error) {
+				snap, err = buildSnapshot(ctx, store, time.Now())
+				return err
+			})
+			return snap, err
 		},
 	}
 	s.handler = s.buildHandler()

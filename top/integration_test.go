@@ -3,7 +3,6 @@ package top_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
@@ -117,13 +117,12 @@ func TestOnceWithoutSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tp.Run(ctx)
-	var fatal interface{ Fatal() bool }
-	if !errors.As(err, &fatal) || !fatal.Fatal() {
-		t.Fatalf("Run = %v, want a fatal error", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("Run = %v, want a permanent error", err)
 	}
 	got := out.String()
 	top.CheckSafe(t, got)
-	if !strings.Contains(got, "ERROR: clickhouse sink: top view: read newest windows: fatal:") ||
+	if !strings.Contains(got, "ERROR: clickhouse: top view: read newest windows: permanent:") ||
 		!strings.Contains(got, "no data read yet") {
 		t.Errorf("frame lacks the error:\n%s", got)
 	}

@@ -27,6 +27,7 @@ import (
 	localch "github.com/skewlens/skewlens/deploy/clickhouse"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
@@ -160,7 +161,13 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// Resume the engine's cross-window history where the group left it, so
 	// a restart gives the findings an uninterrupted run gives.
-	states, err := store.Writer().LoadState(ctx, c.Group)
+	// Start-up reads are retried here, their one caller, with the
+	// store's policy; Migrate retries its steps itself.
+	var states []skew.JobState
+	err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+		states, err = store.Writer().LoadState(ctx, c.Group)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 	}
@@ -207,7 +214,11 @@ func (c *runCmd) Run(e *env) error {
 		}
 		planOut = planpub.Tee(planOut, pub)
 	} else {
-		current, err := store.Plans().CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
+		var current []plans.Plan
+		err := retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+			current, err = store.Plans().CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -220,7 +231,11 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	defer planSink.Close()
-	overrides, err := store.Plans().Overrides(ctx)
+	var overrides []plans.Override
+	err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+		overrides, err = store.Plans().Overrides(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
-// Package clickhouse is the skewlens ClickHouse sink: it stores findings
-// (skew.Finding) in ClickHouse tables that people query with SQL.
+// Package clickhouse is the skewlens ClickHouse store: it stores findings
+// (skew.Finding) in ClickHouse tables that people query with SQL, and
+// everything else skewlens keeps there.
 //
 // # Tables
 //
@@ -7,17 +8,27 @@
 // subtask_stats, hot_key and salting_plan, one row of the table of that
 // kind (subtask_stats, hot_keys, salting_plans). The schema is versioned in
 // schema/NNNN_name.sql, embedded in the binary, and applied by
-// Sink.Migrate; schema_migrations records the applied versions. docs/
+// Store.Migrate; schema_migrations records the applied versions. docs/
 // queries.md shows how to query the tables.
 //
-// Besides findings the sink keeps, for the rest of skewlens:
+// Besides findings the store keeps, for the rest of skewlens:
 //   - engine_state (SaveState, LoadState): the engine's cross-window state
 //     per consumer group and job, saved between the findings write and the
 //     offset commit so that a restarted pipeline resumes it;
 //   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
-//     versions and retirements, operators' overrides, and who changed what;
-//   - the readers of skewlens serve (Findings) and skewlens top (TopView).
+//     versions and retirements, operators' overrides, and who changed what.
+//
+// # Parts
+//
+// A Store is the connection and the schema (New, Migrate, Ping, Close).
+// Each consumer takes only its part: the Writer (Write, SaveState,
+// LoadState, WritePlans, PutOverride, DeleteOverride) for the pipeline
+// and the API's changes, and the readers PlanReader, FindingReader and
+// AuditReader (skewlens serve) and TopReader (skewlens top). The readers
+// implement the interfaces their consumers declare (serve.PlanReader,
+// top.Reader, ...), with the consumers' types: this package imports
+// serve and top, never the other way round.
 //
 // # Dialects
 //
@@ -42,20 +53,32 @@
 //
 // # Blocking and safety
 //
-// A Sink is safe for concurrent use; Write and Migrate calls are
-// serialised. Write blocks until the server has acknowledged every row (so
-// the caller may then commit its input offsets), retrying retryable errors
-// with jittered exponential backoff, and pacing inserts to about one per
-// Config.FlushInterval per table; pass a whole window's findings (or more)
-// per call. Every blocking call returns promptly when its context ends.
-// An acknowledged insert is in the server's parts; ClickHouse does not
-// fsync them by default.
+// A Store and its parts are safe for concurrent use; writes and Migrate
+// are serialised. Write blocks until the server has acknowledged every row
+// (so the caller may then commit its input offsets), pacing inserts to
+// about one per Config.FlushInterval per table; pass a whole window's
+// findings (or more) per call. Every blocking call returns promptly when
+// its context ends. An acknowledged insert is in the server's parts;
+// ClickHouse does not fsync them by default.
 //
-// Errors that retrying cannot fix are *FatalError (test with errors.As):
-// a finding that cannot be stored, a missing table or column, a syntax
-// error, failed authentication, a closed Sink. Other errors are returned
-// when the context ends or Config.MaxRetries is used up, and may succeed
-// when the caller tries again later.
+// # Errors and retries
+//
+// Errors are classified once, here, in the vocabulary of pipeline/retry:
+// an error retrying cannot fix is permanent (retry.IsPermanent): a
+// finding that cannot be stored, a missing table or column, a syntax
+// error, failed authentication, a closed Store. Server exceptions are
+// retryable only for a list of codes (overload, timeouts, network);
+// everything else the server or the network says is a plain, retryable
+// error.
+//
+// The caller retries, once. Reads and writes make one attempt: the
+// pipeline's runner retries Write, SaveState and (through planpub.Sink)
+// WritePlans without bound while it stops consuming; skewlens serve
+// retries its store calls within its timeout; start-up reads are retried
+// where skewlens starts; skewlens top's refresh is its own retry. Migrate,
+// which only start-up calls, retries each step itself with
+// Config.RetryPolicy (metric skewlens_clickhouse_retries_total{table=
+// "migrate"}).
 //
 // Values are always sent in the native format through batches with an
 // explicit column list, never spliced into SQL; the only identifier in SQL

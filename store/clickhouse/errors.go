@@ -4,43 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"syscall"
+	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
-// FatalError is an error that retrying cannot fix: bad data (a finding
-// that cannot be stored), a schema mismatch, a syntax error, failed
-// authentication. The caller should stop and alert rather than replay.
-// Test for it with errors.As.
-type FatalError struct {
-	// Op says what failed, e.g. "insert hot_keys" or "map finding 3".
-	Op  string
-	Err error
-}
-
-func (e *FatalError) Error() string {
-	return fmt.Sprintf("clickhouse sink: %s: fatal: %v", e.Op, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *FatalError) Unwrap() error { return e.Err }
-
-// Fatal marks the error as one a retry cannot fix, for callers that
-// classify errors by behaviour (errors.As to interface{ Fatal() bool })
-// without importing this package.
-func (e *FatalError) Fatal() bool { return true }
-
-// errorClass names how an error is handled; it is also the metric label.
-type errorClass string
-
-const (
-	classRetryable errorClass = "retryable"
-	classFatal     errorClass = "fatal"
-	classCanceled  errorClass = "canceled"
-)
+// ErrClosed is returned (permanent: retry.IsPermanent) by calls on a
+// closed Store.
+var ErrClosed = errors.New("clickhouse store is closed")
 
 // retryableCode reports whether a ClickHouse exception code is one that a
 // later attempt can succeed after: overload, timeouts, network trouble,
@@ -73,48 +46,63 @@ func retryableCode(code int32) bool {
 	return false
 }
 
-// classify says whether err is worth retrying. ctx is the caller's
-// context: once it is done, nothing is retried.
-//
-// Server exceptions are retryable only for the codes above; every other
-// code (unknown table or column, type mismatch, syntax, authentication) is
-// fatal. Network errors, EOFs and timeouts are retryable. Unknown errors
-// are retried too, bounded by MaxRetries, because a transient failure
-// wrongly called fatal would stop the pipeline while a fatal one wrongly
-// retried only costs the retries.
-func classify(ctx context.Context, err error) errorClass {
-	if ctx.Err() != nil {
-		return classCanceled
-	}
-	var fatal *FatalError
-	if errors.As(err, &fatal) {
-		return classFatal
+// permanent reports whether no retry can fix err. Server exceptions are
+// retryable only for the codes above; every other code (unknown table or
+// column, type mismatch, syntax, authentication) is permanent, and so is
+// a column conversion while appending (the data does not fit the table).
+// Everything else (network errors, EOFs, timeouts, unknown errors) is
+// retryable: a transient failure wrongly called permanent would stop the
+// pipeline, while a permanent one wrongly retried only costs the retries.
+func permanent(err error) bool {
+	if retry.IsPermanent(err) {
+		return true
 	}
 	var ex *ch.Exception
 	if errors.As(err, &ex) {
-		if retryableCode(ex.Code) {
-			return classRetryable
-		}
-		return classFatal
+		return !retryableCode(ex.Code)
 	}
 	var opErr *ch.OpError
-	if errors.As(err, &opErr) {
-		// Column conversion while appending: the data does not fit the
-		// table.
-		return classFatal
+	return errors.As(err, &opErr)
+}
+
+// classify returns err, which op caused, in the shared error vocabulary,
+// once: retry.Permanent when no retry can fix it, otherwise wrapped with
+// op as a plain (retryable) error. Once ctx has ended nothing is called
+// permanent: the caller gave up, the store did not fail. nil stays nil.
+// It counts the error in the errors metric by class (the labels keep
+// their names: retryable, fatal, canceled).
+func (s *Store) classify(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	var netErr net.Error
 	switch {
-	case errors.As(err, &netErr),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, ch.ErrAcquireConnTimeout),
-		errors.Is(err, ch.ErrConnectionClosed):
-		return classRetryable
+	case ctx.Err() != nil && !retry.IsPermanent(err):
+		s.m.insertErrors.WithLabelValues("canceled").Inc()
+		return fmt.Errorf("clickhouse: %s: %w", op, err)
+	case permanent(err):
+		s.m.insertErrors.WithLabelValues("fatal").Inc()
+		return retry.Permanent("clickhouse: "+op, err)
 	}
-	return classRetryable
+	s.m.insertErrors.WithLabelValues("retryable").Inc()
+	return fmt.Errorf("clickhouse: %s: %w", op, err)
+}
+
+// retry runs fn, an operation the Store is the only caller of (a step of
+// Migrate), with the configured policy: the one retry loop the Store
+// owns. Each retry is logged and counted by label in the retries metric.
+func (s *Store) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
+	notify := func(attempt int, wait time.Duration, err error) {
+		s.log.Warn("clickhouse: retrying", "op", op, "attempt", attempt, "wait", wait, "err", err)
+		s.m.retries.WithLabelValues(label).Inc()
+	}
+	return retry.Do(ctx, s.cfg.RetryPolicy(), notify, func(ctx context.Context) error {
+		return s.classify(ctx, op, fn(ctx))
+	})
+}
+
+// permanentErr marks err, which op caused, as permanent (retry.Permanent)
+// without classifying it: for errors the Store itself finds (bad input,
+// a closed Store), which no retry can fix by definition.
+func permanentErr(op string, err error) error {
+	return retry.Permanent("clickhouse: "+op, err)
 }

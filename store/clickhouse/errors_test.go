@@ -15,6 +15,8 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestClassify(t *testing.T) {
@@ -22,38 +24,50 @@ func TestClassify(t *testing.T) {
 	cancel()
 	bg := context.Background()
 	tests := []struct {
-		name string
-		ctx  context.Context
-		err  error
-		want errorClass
+		name          string
+		ctx           context.Context
+		err           error
+		wantPermanent bool
+		wantLabel     string
 	}{
-		{"unknown table", bg, fmt.Errorf("x: %w", &ch.Exception{Code: 60}), classFatal},
-		{"no such column", bg, &ch.Exception{Code: 16}, classFatal},
-		{"syntax", bg, &ch.Exception{Code: 62}, classFatal},
-		{"wrong password", bg, &ch.Exception{Code: 516}, classFatal},
-		{"too many parts", bg, &ch.Exception{Code: 252}, classRetryable},
-		{"timeout exceeded", bg, &ch.Exception{Code: 159}, classRetryable},
-		{"too many queries", bg, &ch.Exception{Code: 202}, classRetryable},
-		{"memory limit", bg, &ch.Exception{Code: 241}, classRetryable},
-		{"op error", bg, &ch.OpError{Op: "Append", ColumnName: "a", Err: errors.New("bad")}, classFatal},
-		{"fatal wrapped", bg, fmt.Errorf("w: %w", &FatalError{Op: "x", Err: io.EOF}), classFatal},
-		{"eof", bg, io.EOF, classRetryable},
-		{"unexpected eof", bg, fmt.Errorf("read: %w", io.ErrUnexpectedEOF), classRetryable},
-		{"refused", bg, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, classRetryable},
-		{"reset", bg, fmt.Errorf("x: %w", syscall.ECONNRESET), classRetryable},
-		{"acquire timeout", bg, ch.ErrAcquireConnTimeout, classRetryable},
-		{"per-attempt deadline", bg, context.DeadlineExceeded, classRetryable},
-		{"unknown", bg, errors.New("something odd"), classRetryable},
-		{"caller canceled", canceled, &ch.Exception{Code: 60}, classCanceled},
+		{"unknown table", bg, fmt.Errorf("x: %w", &ch.Exception{Code: 60}), true, "fatal"},
+		{"no such column", bg, &ch.Exception{Code: 16}, true, "fatal"},
+		{"syntax", bg, &ch.Exception{Code: 62}, true, "fatal"},
+		{"wrong password", bg, &ch.Exception{Code: 516}, true, "fatal"},
+		{"too many parts", bg, &ch.Exception{Code: 252}, false, "retryable"},
+		{"timeout exceeded", bg, &ch.Exception{Code: 159}, false, "retryable"},
+		{"too many queries", bg, &ch.Exception{Code: 202}, false, "retryable"},
+		{"memory limit", bg, &ch.Exception{Code: 241}, false, "retryable"},
+		{"op error", bg, &ch.OpError{Op: "Append", ColumnName: "a", Err: errors.New("bad")}, true, "fatal"},
+		{"permanent wrapped", bg, fmt.Errorf("w: %w", retry.Permanent("x", io.EOF)), true, "fatal"},
+		{"eof", bg, io.EOF, false, "retryable"},
+		{"unexpected eof", bg, fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, "retryable"},
+		{"refused", bg, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, "retryable"},
+		{"reset", bg, fmt.Errorf("x: %w", syscall.ECONNRESET), false, "retryable"},
+		{"acquire timeout", bg, ch.ErrAcquireConnTimeout, false, "retryable"},
+		{"per-attempt deadline", bg, context.DeadlineExceeded, false, "retryable"},
+		{"unknown", bg, errors.New("something odd"), false, "retryable"},
+		{"caller canceled", canceled, &ch.Exception{Code: 60}, false, "canceled"},
 	}
 	for _, tt := range tests {
-		if got := classify(tt.ctx, tt.err); got != tt.want {
-			t.Errorf("%s: classify = %s, want %s", tt.name, got, tt.want)
+		s := testSink(t, Config{})
+		got := s.classify(tt.ctx, "op", tt.err)
+		if retry.IsPermanent(got) != tt.wantPermanent {
+			t.Errorf("%s: classify = %v, permanent %v, want %v", tt.name, got, retry.IsPermanent(got), tt.wantPermanent)
 		}
+		if !errors.Is(got, tt.err) {
+			t.Errorf("%s: classify = %v does not wrap %v", tt.name, got, tt.err)
+		}
+		if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues(tt.wantLabel)); n != 1 {
+			t.Errorf("%s: errors{class=%q} = %v, want 1", tt.name, tt.wantLabel, n)
+		}
+	}
+	if err := testSink(t, Config{}).classify(bg, "op", nil); err != nil {
+		t.Errorf("classify(nil) = %v", err)
 	}
 }
 
-// testSink returns a Sink without a connection, for retry tests.
+// testSink returns a Store without a connection, for retry tests.
 func testSink(t *testing.T, cfg Config) *Store {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
@@ -99,9 +113,8 @@ func TestRetry(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			var fe *FatalError
-			if got := errors.As(err, &fe); got != tt.wantFatal {
-				t.Errorf("errors.As(FatalError) = %v, want %v (err %v)", got, tt.wantFatal, err)
+			if got := retry.IsPermanent(err); got != tt.wantFatal {
+				t.Errorf("retry.IsPermanent = %v, want %v (err %v)", got, tt.wantFatal, err)
 			}
 			if got := testutil.ToFloat64(s.m.retries.WithLabelValues("tbl")); got != tt.wantRetries {
 				t.Errorf("retries metric = %v, want %v", got, tt.wantRetries)
@@ -122,26 +135,39 @@ func TestRetryHonoursContext(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("retry ignored the context for %s", time.Since(start))
 	}
-	var fe *FatalError
-	if errors.As(err, &fe) {
-		t.Errorf("a canceled retry is not fatal: %v", err)
+	if retry.IsPermanent(err) {
+		t.Errorf("a canceled retry is not permanent: %v", err)
 	}
 }
 
-func TestJitter(t *testing.T) {
-	for _, d := range []time.Duration{0, 1, 2, 100 * time.Millisecond, 10 * time.Second} {
-		for range 50 {
-			got := jitter(d)
-			if got < d/2 || got > d {
-				t.Fatalf("jitter(%s) = %s, outside [%s, %s]", d, got, d/2, d)
+// TestRetryPolicyJitter checks the waits of the Config's policy: each
+// between half and all of its step, doubling from MinBackoff to
+// MaxBackoff, and no retries for a negative MaxRetries.
+func TestRetryPolicyJitter(t *testing.T) {
+	cfg := Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		b := retry.Backoff{Policy: cfg.RetryPolicy()}
+		for _, step := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond} {
+			if got := b.Next(); got < step/2 || got > step {
+				t.Fatalf("wait %s, outside [%s, %s]", got, step/2, step)
 			}
 		}
 	}
+	if p := (Config{MaxRetries: -1}).RetryPolicy(); p.MaxRetries != 0 {
+		t.Errorf("MaxRetries -1: policy retries %d times, want 0", p.MaxRetries)
+	}
+	if p := cfg.RetryPolicy(); p.MaxRetries != DefaultMaxRetries {
+		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, DefaultMaxRetries)
+	}
 }
 
-func TestFatalErrorMessage(t *testing.T) {
-	err := &FatalError{Op: "insert findings", Err: errors.New("boom")}
-	if !strings.Contains(err.Error(), "insert findings") || !errors.Is(err, err.Err) {
-		t.Errorf("FatalError = %q", err)
+func TestPermanentErrorMessage(t *testing.T) {
+	inner := errors.New("boom")
+	err := permanentErr("insert findings", inner)
+	if !strings.Contains(err.Error(), "insert findings") || !errors.Is(err, inner) || !retry.IsPermanent(err) {
+		t.Errorf("permanent error = %q", err)
 	}
 }

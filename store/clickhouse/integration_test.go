@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -340,7 +341,7 @@ func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Findi
 	}
 }
 
-// TestWriteFatal checks that errors retrying cannot fix are *FatalError.
+// TestWriteFatal checks that errors retrying cannot fix are a permanent error.
 func TestWriteFatal(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -350,9 +351,8 @@ func TestWriteFatal(t *testing.T) {
 
 	// Not migrated: the tables do not exist (a schema mismatch).
 	err := s.Writer().Write(ctx, 1, good)
-	var fe *FatalError
-	if !errors.As(err, &fe) {
-		t.Fatalf("write before Migrate: err = %v, want *FatalError", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("write before Migrate: err = %v, want a permanent error", err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -360,8 +360,8 @@ func TestWriteFatal(t *testing.T) {
 	// Bad data: nothing is inserted.
 	bad := append([]skew.Finding{good[0]}, skew.Finding{Kind: skew.KindHotKey, TaskName: "t"})
 	err = s.Writer().Write(ctx, 1, bad)
-	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "job_id") {
-		t.Fatalf("bad finding: err = %v, want *FatalError about job_id", err)
+	if !retry.IsPermanent(err) || !strings.Contains(err.Error(), "job_id") {
+		t.Fatalf("bad finding: err = %v, want a permanent error about job_id", err)
 	}
 	got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table("findings"))
 	if err != nil {
@@ -375,8 +375,8 @@ func TestWriteFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Writer().Write(ctx, 2, fixtures(time.Now())[24:26])
-	if !errors.As(err, &fe) {
-		t.Fatalf("missing column: err = %v, want *FatalError", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("missing column: err = %v, want a permanent error", err)
 	}
 	// Closed.
 	if err := s.Close(); err != nil {
@@ -385,7 +385,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.Writer().Write(ctx, 3, good); !errors.As(err, &fe) || !errors.Is(err, ErrClosed) {
+	if err := s.Writer().Write(ctx, 3, good); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -450,7 +450,9 @@ func (p *proxy) down() {
 }
 
 // TestWriteRetriesThroughOutage cuts the network during a Write and
-// restores it: Write retries and succeeds, and the retries are counted.
+// restores it: the caller's retry loop (retry.Do, as the pipeline's
+// runner retries) gets the write through, the retries are counted there,
+// and the Store counts the retryable errors.
 func TestWriteRetriesThroughOutage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -469,17 +471,16 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		p.up(addr)
 	}()
 	fs := fixtures(time.Now())
-	if err := s.Writer().Write(ctx, 7, fs); err != nil {
+	var retries int
+	count := func(int, time.Duration, error) { retries++ }
+	err := retry.Do(ctx, s.RetryPolicy(), count, func(ctx context.Context) error { return s.Writer().Write(ctx, 7, fs) })
+	if err != nil {
 		t.Fatalf("Write through outage: %v", err)
-	}
-	var retries float64
-	for _, table := range append(tableOrder(), "migrate") {
-		retries += testutil.ToFloat64(s.m.retries.WithLabelValues(table))
 	}
 	if retries == 0 {
 		t.Error("no retries counted during the outage")
 	}
-	if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues(string(classRetryable))); n == 0 {
+	if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues("retryable")); n == 0 {
 		t.Error("no retryable errors counted")
 	}
 	got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table("findings")+" FINAL")
@@ -490,18 +491,24 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		t.Errorf("findings after outage: %s, want %d", got[0][0], fixtureCounts(fs)[tableFindings])
 	}
 
-	// With the server gone for good, Write gives up with a non-fatal error.
+	// With the server gone for good, the retries give up with an error
+	// that is not permanent, and Write alone makes one attempt.
 	p.down()
-	s.cfg.MaxRetries = 2
-	err = s.Writer().Write(ctx, 8, fs[:1])
-	var fe *FatalError
-	if err == nil || errors.As(err, &fe) {
-		t.Errorf("Write with the server gone: err = %v, want a non-fatal error", err)
+	calls := 0
+	policy := s.RetryPolicy()
+	policy.MaxRetries = 2
+	err = retry.Do(ctx, policy, nil, func(ctx context.Context) error { calls++; return s.Writer().Write(ctx, 8, fs[:1]) })
+	if err == nil || retry.IsPermanent(err) {
+		t.Errorf("Write with the server gone: err = %v, want an error that is not permanent", err)
+	}
+	if calls != 3 {
+		t.Errorf("Write with the server gone: %d attempts for 2 retries, want 3 (Write must not retry itself)", calls)
 	}
 }
 
-// TestWriteHonoursContext checks that Write returns promptly when ctx ends
-// while it waits to retry.
+// TestWriteHonoursContext checks that the write path returns promptly
+// when ctx ends while the caller waits to retry, and that Write itself
+// does not wait to retry.
 func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
@@ -514,7 +521,9 @@ func TestWriteHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := s.Writer().Write(ctx, 1, fixtures(time.Now())[:1])
+	err := retry.Do(ctx, s.RetryPolicy(), nil, func(ctx context.Context) error {
+		return s.Writer().Write(ctx, 1, fixtures(time.Now())[:1])
+	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
@@ -537,9 +546,8 @@ func TestForcedModernOnLegacyServer(t *testing.T) {
 	}
 	forced, _ := newTestSink(t, Config{Database: testDatabase("forced"), Dialect: string(DialectModern)})
 	err := forced.Migrate(ctx)
-	var fe *FatalError
-	if !errors.As(err, &fe) {
-		t.Fatalf("modern DDL on %s: err = %v, want *FatalError", forced.ServerVersion(), err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("modern DDL on %s: err = %v, want a permanent error", forced.ServerVersion(), err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("legacy Migrate after the failed modern one: %v", err)

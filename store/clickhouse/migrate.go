@@ -15,11 +15,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: "migrate", Err: ErrClosed}
+		return permanentErr("migrate", ErrClosed)
 	}
 	ms, err := Migrations()
 	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
+		return permanentErr("migrate", err)
 	}
 	exec := func(op, sql string) error {
 		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
@@ -31,7 +31,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	ledger, err := ms[0].Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
 	if err != nil {
-		return &FatalError{Op: "migrate", Err: err}
+		return permanentErr("migrate", err)
 	}
 	for _, stmt := range ledger {
 		if err := exec("migration 0000", stmt); err != nil {
@@ -63,7 +63,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		stmts, err := m.Render(s.dialect, s.cfg.Database, s.cfg.TTLDays)
 		if err != nil {
-			return &FatalError{Op: "migrate", Err: err}
+			return permanentErr("migrate", err)
 		}
 		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
 		for i, stmt := range stmts {

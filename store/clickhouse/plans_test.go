@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
@@ -171,14 +172,13 @@ func TestPlansLifecycle(t *testing.T) {
 	}
 
 	// Bad changes are fatal and insert nothing.
-	var fe *FatalError
 	for _, bad := range [][]plans.Change{
 		{{JobID: "", TaskName: "A", Plan: want}},
 		{{JobID: job, TaskName: "A"}},
 		{{JobID: job, TaskName: "B", Plan: want}},
 	} {
-		if err := s.Writer().WritePlans(ctx, bad); !errors.As(err, &fe) {
-			t.Errorf("WritePlans(%+v): err = %v, want *FatalError", bad, err)
+		if err := s.Writer().WritePlans(ctx, bad); !retry.IsPermanent(err) {
+			t.Errorf("WritePlans(%+v): err = %v, want a permanent error", bad, err)
 		}
 	}
 }
@@ -305,7 +305,6 @@ func TestOverridesAndAudit(t *testing.T) {
 	}
 
 	// Invalid overrides are fatal and write nothing, not even an audit row.
-	var fe *FatalError
 	for _, bad := range []plans.Override{
 		{JobID: job, TaskName: "T", Action: "drop", At: tick()},
 		{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "\xff", At: tick()},
@@ -313,8 +312,8 @@ func TestOverridesAndAudit(t *testing.T) {
 		{JobID: job, TaskName: "T\n", Action: plans.ActionPin, At: tick()},
 		{JobID: job, TaskName: "T", Action: plans.ActionPin},
 	} {
-		if err := s.Writer().PutOverride(ctx, bad, audit("POST", bad, "created")); !errors.As(err, &fe) {
-			t.Errorf("PutOverride(%.60q): err = %v, want *FatalError", fmt.Sprint(bad), err)
+		if err := s.Writer().PutOverride(ctx, bad, audit("POST", bad, "created")); !retry.IsPermanent(err) {
+			t.Errorf("PutOverride(%.60q): err = %v, want a permanent error", fmt.Sprint(bad), err)
 		}
 	}
 	if entries, err := s.Audit().Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {

@@ -24,7 +24,7 @@ const (
 func (r *AuditReader) Audit(ctx context.Context, jobID string, limit int) ([]serve.AuditEntry, error) {
 	q, args := auditQuery(r.s.table(tablePlanAudit), jobID, limit)
 	var out []serve.AuditEntry
-	err := r.s.query(ctx, "read audit log", tablePlanAudit, q, args, func(rows rowScanner) error {
+	err := r.s.query(ctx, "read audit log", q, args, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var (
@@ -61,7 +61,7 @@ func (r *AuditReader) Audit(ctx context.Context, jobID string, limit int) ([]ser
 func (r *FindingReader) Findings(ctx context.Context, fq serve.FindingsQuery) ([]json.RawMessage, error) {
 	q, args := findingsQuery(r.s.table(tableFindings), fq)
 	var out []json.RawMessage
-	err := r.s.query(ctx, "read findings", tableFindings, q, args, func(rows rowScanner) error {
+	err := r.s.query(ctx, "read findings", q, args, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var body string

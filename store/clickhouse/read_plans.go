@@ -38,7 +38,7 @@ func (r *PlanReader) Plan(ctx context.Context, jobID, taskName string, now time.
 func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, now time.Time) ([]plans.Plan, error) {
 	q, args := currentPlansQuery(r.s.table(tablePlans), jobID, taskName, now)
 	var out []plans.Plan
-	err := r.s.query(ctx, "read current plans", tablePlans, q, args, func(rows rowScanner) error {
+	err := r.s.query(ctx, "read current plans", q, args, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var (
@@ -51,7 +51,7 @@ func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, n
 			}
 			var p plans.Plan
 			if err := json.Unmarshal([]byte(body), &p); err != nil {
-				return &FatalError{Op: "decode plan " + plans.Key(job, task), Err: err}
+				return permanentErr("decode plan "+plans.Key(job, task), err)
 			}
 			// The columns hold the exact bytes; JSON cannot carry
 			// invalid UTF-8.
@@ -71,7 +71,7 @@ func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, n
 func (r *PlanReader) Overrides(ctx context.Context) ([]plans.Override, error) {
 	q := overridesQuery(r.s.table(tablePlanOverrides))
 	var out []plans.Override
-	err := r.s.query(ctx, "read overrides", tablePlanOverrides, q, nil, func(rows rowScanner) error {
+	err := r.s.query(ctx, "read overrides", q, nil, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var (
@@ -83,7 +83,7 @@ func (r *PlanReader) Overrides(ctx context.Context) ([]plans.Override, error) {
 			}
 			var o plans.Override
 			if err := json.Unmarshal([]byte(body), &o); err != nil {
-				return &FatalError{Op: "decode override " + plans.Key(job, task) + " " + action, Err: err}
+				return permanentErr("decode override "+plans.Key(job, task)+" "+action, err)
 			}
 			o.JobID, o.TaskName, o.Action, o.Key = job, task, action, key
 			out = append(out, o)

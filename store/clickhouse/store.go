@@ -2,10 +2,8 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -13,10 +11,9 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// ErrClosed is returned (inside a *FatalError) by calls on a closed Store.
-var ErrClosed = errors.New("clickhouse store is closed")
+	"github.com/skewlens/skewlens/pipeline/retry"
+)
 
 // Store is the connection to ClickHouse and the schema on it. Create it
 // with New and call Migrate once; then each consumer takes the part it
@@ -83,18 +80,19 @@ func (s *Store) Top() *TopReader { return s.top }
 // New validates cfg, registers the store's metrics with reg (nil: none),
 // connects to the server and reads its version, which picks the schema
 // dialect. It blocks for at most cfg.DialTimeout. An error from a server
-// that cannot be reached is not a *FatalError: the caller may retry New.
+// that cannot be reached is not permanent (retry.IsPermanent): the
+// caller may retry New.
 // log may be nil to discard the store's log records.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, permanentErr("new", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
-		return nil, &FatalError{Op: "new", Err: err}
+		return nil, permanentErr("new", err)
 	}
 	conn, err := ch.Open(&ch.Options{
 		Protocol: ch.Native,
@@ -111,22 +109,22 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 		ConnOpenStrategy: ch.ConnOpenInOrder,
 	})
 	if err != nil {
-		return nil, &FatalError{Op: "open " + cfg.Addr, Err: err}
+		return nil, permanentErr("open "+cfg.Addr, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
 	var version string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
 		_ = conn.Close()
-		if classify(context.Background(), err) == classFatal {
-			return nil, &FatalError{Op: "connect " + cfg.Addr, Err: err}
+		if permanent(err) {
+			return nil, permanentErr("connect "+cfg.Addr, err)
 		}
-		return nil, fmt.Errorf("clickhouse sink: connect %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("clickhouse: connect %s: %w", cfg.Addr, err)
 	}
 	dialect, err := dialectFor(version, Dialect(cfg.Dialect))
 	if err != nil {
 		_ = conn.Close()
-		return nil, &FatalError{Op: "connect " + cfg.Addr, Err: err}
+		return nil, permanentErr("connect "+cfg.Addr, err)
 	}
 	log.Info("clickhouse sink connected", "addr", cfg.Addr, "server_version", version,
 		"dialect", string(dialect), "database", cfg.Database)
@@ -141,6 +139,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 // ServerVersion returns the server's version as SELECT version() gave it
 // when the Store connected, e.g. "18.16.1".
 func (s *Store) ServerVersion() string { return s.version }
+
+// RetryPolicy returns the Config's retry policy, for the callers that
+// retry the Store's reads and writes (see Config.MaxRetries).
+func (s *Store) RetryPolicy() retry.Policy { return s.cfg.RetryPolicy() }
 
 // Dialect returns the schema dialect in use.
 func (s *Store) Dialect() Dialect { return s.dialect }
@@ -211,7 +213,7 @@ func (s *Store) insertRows(ctx context.Context, table string, cols []string, row
 	for i, r := range rows {
 		if err := batch.Append(r...); err != nil {
 			_ = batch.Abort()
-			return &FatalError{Op: fmt.Sprintf("append row %d to %s", i, table), Err: err}
+			return permanentErr(fmt.Sprintf("append row %d to %s", i, table), err)
 		}
 	}
 	if err := batch.Send(); err != nil {
@@ -222,57 +224,9 @@ func (s *Store) insertRows(ctx context.Context, table string, cols []string, row
 	return nil
 }
 
-// retry runs fn until it succeeds, fails with a fatal error, ctx ends or
-// MaxRetries retries are used up, waiting an exponentially growing,
-// jittered backoff between attempts. label is the retries metric label.
-func (s *Store) retry(ctx context.Context, op, label string, fn func(context.Context) error) error {
-	backoff := s.cfg.MinBackoff
-	for attempt := 0; ; attempt++ {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		class := classify(ctx, err)
-		s.m.insertErrors.WithLabelValues(string(class)).Inc()
-		switch class {
-		case classCanceled:
-			return fmt.Errorf("clickhouse sink: %s: %w (last error: %v)", op, ctx.Err(), err)
-		case classFatal:
-			var fe *FatalError
-			if errors.As(err, &fe) {
-				return err
-			}
-			return &FatalError{Op: op, Err: err}
-		}
-		if s.cfg.MaxRetries < 0 || attempt >= s.cfg.MaxRetries {
-			return fmt.Errorf("clickhouse sink: %s: giving up after %d attempts: %w", op, attempt+1, err)
-		}
-		wait := jitter(backoff)
-		s.log.Warn("clickhouse sink: retrying", "op", op, "attempt", attempt+1, "wait", wait, "err", err)
-		s.m.retries.WithLabelValues(label).Inc()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("clickhouse sink: %s: %w (last error: %v)", op, ctx.Err(), err)
-		case <-t.C:
-		}
-		backoff = min(backoff*2, s.cfg.MaxBackoff)
-	}
-}
-
-// jitter returns a duration between d/2 and d.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
 // closedNow reports whether the Store is closed, without waiting: reads
-// must not queue behind a Write that holds the lock while it retries
-// (a lock is not context-aware). When the lock is busy it reports false;
+// must not queue behind a write that holds the lock while it waits for
+// the server (a lock is not context-aware). When the lock is busy it reports false;
 // a read on a closed connection then fails on its own.
 func (s *Store) closedNow() bool {
 	if !s.mu.TryLock() {
@@ -282,13 +236,14 @@ func (s *Store) closedNow() bool {
 	return s.closed
 }
 
-// query runs a read with retries. scan is called once per attempt with the
-// rows of that attempt and must reset what it collects.
-func (s *Store) query(ctx context.Context, op, label, sql string, args []any, scan func(rows rowScanner) error) error {
-	return s.retry(ctx, op, label, func(ctx context.Context) error {
-		if s.closedNow() {
-			return &FatalError{Op: op, Err: ErrClosed}
-		}
+// query runs a read, once: its caller retries (the readers' callers
+// own that decision, see doc.go). scan is called with the rows and
+// returns what it cannot decode as permanent. The error is classified.
+func (s *Store) query(ctx context.Context, op, sql string, args []any, scan func(rows rowScanner) error) error {
+	if s.closedNow() {
+		return permanentErr(op, ErrClosed)
+	}
+	return s.classify(ctx, op, func() error {
 		rows, err := s.conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -298,7 +253,7 @@ func (s *Store) query(ctx context.Context, op, label, sql string, args []any, sc
 			return err
 		}
 		return rows.Err()
-	})
+	}())
 }
 
 // rowScanner is the part of driver.Rows the readers use.

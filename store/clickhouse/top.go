@@ -2,8 +2,6 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -22,19 +20,19 @@ import (
 // View makes one attempt (no retries: a view refreshing every few
 // seconds is its own retry loop) and blocks until the server answered or
 // ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
-// yet) are *FatalError; the caller may still try again later, for example
-// after a migration. It is safe for concurrent use, also with Write.
+// yet) are permanent (retry.IsPermanent); the caller may still try again
+// later, for example after a migration. It is safe for concurrent use, also with Write.
 func (t *TopReader) View(ctx context.Context, q top.Query) (top.Snapshot, error) {
 	s := t.s
 	q, err := q.WithDefaults(time.Now())
 	if err != nil {
-		return top.Snapshot{}, &FatalError{Op: "top view", Err: err}
+		return top.Snapshot{}, permanentErr("top view", err)
 	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return top.Snapshot{}, &FatalError{Op: "top view", Err: ErrClosed}
+		return top.Snapshot{}, permanentErr("top view", ErrClosed)
 	}
 	jobs := map[string]*top.Job{}
 	if err := s.topRun(ctx, s.topWindowsRead(q), jobs); err != nil {
@@ -92,19 +90,9 @@ func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job)
 		}
 		return rows.Err()
 	}()
-	if err == nil {
-		return nil
-	}
-	// Fatal errors (e.g. the tables do not exist) become *FatalError;
+	// Permanent errors (e.g. the tables do not exist) are marked so;
 	// others keep their context so the caller can show and retry them.
-	if classify(ctx, err) == classFatal {
-		var fe *FatalError
-		if errors.As(err, &fe) {
-			return err
-		}
-		return &FatalError{Op: "top view: " + r.op, Err: err}
-	}
-	return fmt.Errorf("clickhouse sink: top view: %s: %w", r.op, err)
+	return s.classify(ctx, "top view: "+r.op, err)
 }
 
 // topJobFilter returns " AND job_id IN (?, ...)" for n jobs, or "" for

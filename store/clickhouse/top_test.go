@@ -2,7 +2,6 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top"
 )
@@ -318,9 +318,8 @@ func TestTopViewErrors(t *testing.T) {
 				}
 			}
 			_, err := s.Top().View(ctx, tc.q)
-			var fe *FatalError
-			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FatalError", err)
+			if !retry.IsPermanent(err) {
+				t.Fatalf("err = %v, want a a permanent error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.want)

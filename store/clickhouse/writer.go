@@ -21,30 +21,28 @@ import (
 // duplicate them.
 //
 // Write blocks until every row is acknowledged by the server, so the
-// caller may commit its input offsets when it returns nil. It retries
-// retryable errors with exponential backoff and paces inserts per table by
-// FlushInterval. A finding that cannot be stored, or a server error that
-// retrying cannot fix, gives a *FatalError (nothing of fs is inserted when
-// the findings themselves are bad). When ctx ends it returns ctx's error;
-// a failed or interrupted Write may have inserted some of the tables, which
-// is harmless because replays replace.
+// caller may commit its input offsets when it returns nil, and paces
+// inserts per table by FlushInterval. It makes one attempt: the caller
+// retries (the pipeline's runner does, without bound, while it stops
+// consuming). A finding that cannot be stored, or a server error that
+// retrying cannot fix, is permanent (retry.IsPermanent; nothing of fs is
+// inserted when the findings themselves are bad). When ctx ends it
+// returns ctx's error; a failed or interrupted Write may have inserted
+// some of the tables, which is harmless because replays replace.
 func (w *Writer) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	rows := tableRows{}
 	now := time.Now()
 	for i := range fs {
 		f := &fs[i]
 		if err := mapFinding(rows, f, version, now); err != nil {
-			w.s.m.insertErrors.WithLabelValues(string(classFatal)).Inc()
-			return &FatalError{
-				Op:  fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart),
-				Err: err,
-			}
+			w.s.m.insertErrors.WithLabelValues("fatal").Inc()
+			return permanentErr(fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart), err)
 		}
 	}
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.s.closed {
-		return &FatalError{Op: "write", Err: ErrClosed}
+		return permanentErr("write", ErrClosed)
 	}
 	for _, table := range tableOrder() {
 		rs := rows[table]
@@ -55,9 +53,7 @@ func (w *Writer) Write(ctx context.Context, version uint64, fs []skew.Finding) e
 				return err
 			}
 			op := fmt.Sprintf("insert %d rows into %s", len(chunk), table)
-			err := w.s.retry(ctx, op, table, func(ctx context.Context) error {
-				return w.s.insertRows(ctx, table, cols, chunk)
-			})
+			err := w.s.classify(ctx, op, w.s.insertRows(ctx, table, cols, chunk))
 			w.s.lastInsert[table] = time.Now()
 			if err != nil {
 				return err
@@ -72,9 +68,10 @@ var stateColumns = []string{"consumer_group", "job_id", "closed_up_to", "state",
 
 // SaveState stores the engine's cross-window state of each job for a
 // consumer group, under version (later versions win), and returns once the
-// server has acknowledged it. Retryable errors are retried like Write's;
-// an error is a *FatalError when a retry cannot help. It is not paced: the
-// pipeline saves state only when windows close.
+// server has acknowledged it. Like Write it makes one attempt (the caller
+// retries) and its error is permanent (retry.IsPermanent) when a retry
+// cannot help. It is not paced: the pipeline saves state only when
+// windows close.
 func (w *Writer) SaveState(ctx context.Context, group string, version uint64, states []skew.JobState) error {
 	if len(states) == 0 {
 		return nil
@@ -85,34 +82,27 @@ func (w *Writer) SaveState(ctx context.Context, group string, version uint64, st
 		st := &states[i]
 		b, err := json.Marshal(st)
 		if err != nil {
-			return &FatalError{Op: fmt.Sprintf("encode state of job %.64q", st.JobID), Err: err}
+			return permanentErr(fmt.Sprintf("encode state of job %.64q", st.JobID), err)
 		}
 		rows = append(rows, row{group, st.JobID, st.ClosedUpTo, string(b), version, now})
 	}
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.s.closed {
-		return &FatalError{Op: "save state", Err: ErrClosed}
+		return permanentErr("save state", ErrClosed)
 	}
 	op := fmt.Sprintf("insert %d rows into engine_state", len(rows))
-	return w.s.retry(ctx, op, "engine_state", func(ctx context.Context) error {
-		return w.s.insertRows(ctx, "engine_state", stateColumns, rows)
-	})
+	return w.s.classify(ctx, op, w.s.insertRows(ctx, "engine_state", stateColumns, rows))
 }
 
 // LoadState returns the latest saved state of every job of a consumer
 // group, ordered by job ID. A state that does not decode is an error that
-// names the job: starting without it would silently change findings.
+// names the job (permanent): starting without it would silently change
+// findings. It makes one attempt; the caller (start-up) retries.
 func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, error) {
 	var out []skew.JobState
-	err := w.s.retry(ctx, "load engine state", "engine_state", func(ctx context.Context) error {
-		out = out[:0]
-		rows, err := w.s.conn.Query(ctx, "SELECT job_id, argMax(state, version) FROM "+w.s.table("engine_state")+
-			" WHERE consumer_group = ? GROUP BY job_id ORDER BY job_id", group)
-		if err != nil {
-			return fmt.Errorf("query engine_state: %w", err)
-		}
-		defer rows.Close()
+	err := w.s.query(ctx, "load engine state", "SELECT job_id, argMax(state, version) FROM "+w.s.table("engine_state")+
+		" WHERE consumer_group = ? GROUP BY job_id ORDER BY job_id", []any{group}, func(rows rowScanner) error {
 		for rows.Next() {
 			var id, body string
 			if err := rows.Scan(&id, &body); err != nil {
@@ -120,13 +110,16 @@ func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, 
 			}
 			var st skew.JobState
 			if err := json.Unmarshal([]byte(body), &st); err != nil {
-				return &FatalError{Op: fmt.Sprintf("decode engine state of job %.64q", id), Err: err}
+				return permanentErr(fmt.Sprintf("decode engine state of job %.64q", id), err)
 			}
 			out = append(out, st)
 		}
-		return rows.Err()
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Column lists of the inserts into the tables of migration 0003.
@@ -179,15 +172,16 @@ func planRevision(p *plans.Plan) uint64 {
 // will consider it expired.
 //
 // Like Write it is serialised with the other writes, paced by
-// FlushInterval, retries retryable errors, and returns a *FatalError for
-// a change that cannot be stored (nothing is inserted then).
+// FlushInterval, makes one attempt (the caller retries: the runner,
+// through planpub.Sink), and returns a permanent error for a change that
+// cannot be stored (nothing is inserted then).
 func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 	rows := make([]planRow, 0, len(changes))
 	retiring := map[planTask]bool{}
 	for i, c := range changes {
 		op := fmt.Sprintf("plan change %d (job %s, task %s)", i, c.JobID, c.TaskName)
 		if c.JobID == "" || c.TaskName == "" {
-			return &FatalError{Op: op, Err: errors.New("empty job_id or task_name")}
+			return permanentErr(op, errors.New("empty job_id or task_name"))
 		}
 		if c.Retired {
 			retiring[planTask{c.JobID, c.TaskName}] = true
@@ -196,14 +190,14 @@ func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 		}
 		p := c.Plan
 		if p == nil {
-			return &FatalError{Op: op, Err: errors.New("no plan and not retired")}
+			return permanentErr(op, errors.New("no plan and not retired"))
 		}
 		if p.JobID != c.JobID || p.TaskName != c.TaskName {
-			return &FatalError{Op: op, Err: fmt.Errorf("plan is for job %q task %q", p.JobID, p.TaskName)}
+			return permanentErr(op, fmt.Errorf("plan is for job %q task %q", p.JobID, p.TaskName))
 		}
 		body, err := marshalJSON(p)
 		if err != nil {
-			return &FatalError{Op: op + ": encode", Err: err}
+			return permanentErr(op+": encode", err)
 		}
 		rows = append(rows, planRow{job: p.JobID, task: p.TaskName, version: p.Version,
 			generatedAt: epochMs(p.GeneratedAt), updatedAt: epochMs(p.UpdatedAt),
@@ -212,7 +206,7 @@ func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.s.closed {
-		return &FatalError{Op: "write plans", Err: ErrClosed}
+		return permanentErr("write plans", ErrClosed)
 	}
 	// newest is each retiring task's newest state: stored, then as this
 	// call changes it, so a retirement retires what precedes it.
@@ -260,10 +254,8 @@ func (s *Store) insertPlanRows(ctx context.Context, rows []row) error {
 		if err := s.pace(ctx, tablePlans); err != nil {
 			return err
 		}
-		err := s.retry(ctx, fmt.Sprintf("insert %d rows into %s", len(chunk), tablePlans), tablePlans,
-			func(ctx context.Context) error {
-				return s.insertRows(ctx, tablePlans, planColumns(), chunk)
-			})
+		op := fmt.Sprintf("insert %d rows into %s", len(chunk), tablePlans)
+		err := s.classify(ctx, op, s.insertRows(ctx, tablePlans, planColumns(), chunk))
 		s.lastInsert[tablePlans] = time.Now()
 		if err != nil {
 			return err
@@ -293,7 +285,7 @@ func (s *Store) lastPlanRow(ctx context.Context, job, task string) (planRow, boo
 	r := planRow{job: job, task: task}
 	found := false
 	q, args := lastPlanQuery(s.table(tablePlans), job, task)
-	err := s.query(ctx, "read last plan of "+plans.Key(job, task), tablePlans, q, args,
+	err := s.query(ctx, "read last plan of "+plans.Key(job, task), q, args,
 		func(rows rowScanner) error {
 			found = false
 			for rows.Next() {
@@ -314,17 +306,19 @@ func (s *Store) lastPlanRow(ctx context.Context, job, task string) (planRow, boo
 // caller must give each change of one override a later At than the last.
 // The audit entry is written first, so no change goes unaudited; when the
 // override's insert then fails the audit shows a change that did not
-// happen (and the caller got an error).
+// happen (and the caller got an error). It makes one attempt: the caller
+// (skewlens serve) retries, and a retry after the override's insert
+// failed records the audit entry again, with the same time.
 func (w *Writer) PutOverride(ctx context.Context, o plans.Override, audit serve.AuditEntry) error {
 	if err := o.Validate(); err != nil {
-		return &FatalError{Op: "put override", Err: err}
+		return permanentErr("put override", err)
 	}
 	if o.At.IsZero() || o.At.UnixNano() <= 0 {
-		return &FatalError{Op: "put override", Err: errors.New("override without a time")}
+		return permanentErr("put override", errors.New("override without a time"))
 	}
 	body, err := marshalJSON(o)
 	if err != nil {
-		return &FatalError{Op: "put override: encode", Err: err}
+		return permanentErr("put override: encode", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	r := row{o.JobID, o.TaskName, o.Action, o.Key, body, o.By, o.At.UnixMilli(), uint8(0), uint64(o.At.UnixNano()), now}
@@ -337,10 +331,10 @@ func (w *Writer) PutOverride(ctx context.Context, o plans.Override, audit serve.
 // an override that is not there writes the row all the same.
 func (w *Writer) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit serve.AuditEntry) error {
 	if jobID == "" || taskName == "" || action == "" {
-		return &FatalError{Op: "delete override", Err: errors.New("empty job_id, task_name or action")}
+		return permanentErr("delete override", errors.New("empty job_id, task_name or action"))
 	}
 	if audit.At.IsZero() || audit.At.UnixNano() <= 0 {
-		return &FatalError{Op: "delete override", Err: errors.New("audit entry without a time")}
+		return permanentErr("delete override", errors.New("audit entry without a time"))
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	r := row{jobID, taskName, action, key, "", audit.By, audit.At.UnixMilli(), uint8(1), uint64(audit.At.UnixNano()), now}
@@ -351,22 +345,17 @@ func (w *Writer) DeleteOverride(ctx context.Context, jobID, taskName, action, ke
 func (s *Store) writeOverride(ctx context.Context, op string, r row, audit serve.AuditEntry) error {
 	ar, err := auditRow(audit)
 	if err != nil {
-		return &FatalError{Op: op, Err: err}
+		return permanentErr(op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &FatalError{Op: op, Err: ErrClosed}
+		return permanentErr(op, ErrClosed)
 	}
-	err = s.retry(ctx, op+": audit", tablePlanAudit, func(ctx context.Context) error {
-		return s.insertRows(ctx, tablePlanAudit, auditColumns(), []row{ar})
-	})
-	if err != nil {
-		return err
+	if err := s.insertRows(ctx, tablePlanAudit, auditColumns(), []row{ar}); err != nil {
+		return s.classify(ctx, op+": audit", err)
 	}
-	return s.retry(ctx, op, tablePlanOverrides, func(ctx context.Context) error {
-		return s.insertRows(ctx, tablePlanOverrides, overrideColumns(), []row{r})
-	})
+	return s.classify(ctx, op, s.insertRows(ctx, tablePlanOverrides, overrideColumns(), []row{r}))
 }
 
 // auditRow maps an audit entry to its row.
