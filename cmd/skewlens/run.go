@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"reflect"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -242,6 +241,12 @@ func (c *runCmd) Run(e *env) error {
 	if err := planSink.SetOverrides(ctx, overrides); err != nil {
 		log.Warn("plan overrides", "err", err)
 	}
+	// Overrides made through the API (any process) are read back and
+	// handed to the plan sink when they change.
+	poller, err := planpub.NewOverridePoller(c.OverridePoll, store.Plans(), planSink, overrides, log)
+	if err != nil {
+		return err
+	}
 
 	alerter, err := c.alerter(ctx, brokers, mgr, log, reg)
 	if err != nil {
@@ -297,9 +302,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
 	overridesDone := make(chan struct{})
-	g.Add(func() error {
-		return pollOverrides(ctx, c.OverridePoll, store, planSink, overrides, log, overridesDone)
-	}, func(error) { close(overridesDone) })
+	g.Add(func() error { return poller.Run(ctx, overridesDone) }, func(error) { close(overridesDone) })
 	if api != nil {
 		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
 	}
@@ -398,34 +401,6 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 		})
 	}
 	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
-}
-
-// pollOverrides reads the operators' plan overrides from ClickHouse every
-// interval and hands them to the plan store when they changed, until done
-// is closed. A failed read is logged and tried again next time.
-func pollOverrides(ctx context.Context, every time.Duration, store *clickhouse.Store, ps *planpub.Sink, last []plans.Override, log *slog.Logger, done <-chan struct{}) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return nil
-		case <-t.C:
-		}
-		ovs, err := store.Plans().Overrides(ctx)
-		if err != nil {
-			log.Warn("reading plan overrides failed; retrying", "in", every, "err", err)
-			continue
-		}
-		if reflect.DeepEqual(ovs, last) {
-			continue
-		}
-		if err := ps.SetOverrides(ctx, ovs); err != nil {
-			log.Warn("plan overrides", "err", err)
-		}
-		log.Info("plan overrides changed", "overrides", len(ovs))
-		last = ovs
-	}
 }
 
 func newLogger(e *env, format string) *slog.Logger {
