@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -37,8 +38,14 @@ type Config struct {
 	// answers GET /v1/salting* before it is read again (default 1s; a
 	// negative value reads on every request, still one read at a time).
 	CacheTTL time.Duration
-	// StoreTimeout bounds each store call made for a request (default 5s).
+	// StoreTimeout bounds each store call made for a request, its retries
+	// included (default 5s).
 	StoreTimeout time.Duration
+	// Retry is how the Server retries a store call that failed with a
+	// retryable error, within StoreTimeout: the Server is the one layer
+	// that retries them (default retry.DefaultPolicy(): 5 retries, 100ms
+	// doubling to 5s).
+	Retry retry.Policy
 	// MaxConcurrentQueries bounds the store calls in flight for requests
 	// not answered from the snapshot (findings, audit, writes); more are
 	// refused with 503 (default 8).
@@ -90,6 +97,7 @@ func (c *Config) Validate() error {
 	setDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setDefault(&c.CacheTTL, DefaultCacheTTL)
 	setDefault(&c.StoreTimeout, DefaultStoreTimeout)
+	setDefault(&c.Retry, retry.DefaultPolicy())
 	setDefault(&c.MaxConcurrentQueries, DefaultMaxConcurrentQueries)
 	setDefault(&c.MaxOverridesPerTask, DefaultMaxOverridesPerTask)
 	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -131,6 +139,9 @@ func (c *Config) Validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %s: must be positive", d.name, d.v))
 		}
+	}
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max body bytes %d: must be positive", c.MaxBodyBytes))

@@ -32,7 +32,11 @@
 // at Config.MaxConcurrentQueries in flight: a request beyond that is
 // refused at once with 503 and Retry-After (counted in
 // skewlens_serve_rejected_total{reason="busy"}), so nothing queues behind
-// a slow ClickHouse. Each store call is bounded by Config.StoreTimeout.
+// a slow ClickHouse. Each store call is bounded by Config.StoreTimeout;
+// within it the Server retries retryable store errors with Config.Retry
+// (the store itself makes one attempt), and answers 500 for a permanent
+// error (retry.IsPermanent), 503 with Retry-After for a store that stays
+// unavailable and 504 for one that does not answer in time.
 //
 // # Blocking and concurrency
 //

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
@@ -27,9 +26,9 @@ type fakeStore struct {
 	mu        sync.Mutex
 	plans     []plans.Plan
 	overrides []plans.Override
-	audit     []clickhouse.AuditEntry
+	audit     []AuditEntry
 	findings  []json.RawMessage
-	lastQuery clickhouse.FindingsQuery
+	lastQuery FindingsQuery
 	calls     map[string]int
 	// err, when set, fails every call; block, when set, makes calls wait
 	// for it to be closed (or their context to end).
@@ -98,7 +97,7 @@ func (f *fakeStore) Overrides(ctx context.Context) ([]plans.Override, error) {
 	return slices.Clone(f.overrides), nil
 }
 
-func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a clickhouse.AuditEntry) error {
+func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a AuditEntry) error {
 	if err := f.enter(ctx, "put"); err != nil {
 		return err
 	}
@@ -112,7 +111,7 @@ func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a clickho
 	return nil
 }
 
-func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key string, a clickhouse.AuditEntry) error {
+func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key string, a AuditEntry) error {
 	if err := f.enter(ctx, "delete"); err != nil {
 		return err
 	}
@@ -125,13 +124,13 @@ func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key s
 	return nil
 }
 
-func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]clickhouse.AuditEntry, error) {
+func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]AuditEntry, error) {
 	if err := f.enter(ctx, "audit"); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []clickhouse.AuditEntry
+	var out []AuditEntry
 	for i := len(f.audit) - 1; i >= 0 && len(out) < limit; i-- {
 		if job == "" || f.audit[i].JobID == job {
 			out = append(out, f.audit[i])
@@ -140,7 +139,7 @@ func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]clickho
 	return out, nil
 }
 
-func (f *fakeStore) Findings(ctx context.Context, q clickhouse.FindingsQuery) ([]json.RawMessage, error) {
+func (f *fakeStore) Findings(ctx context.Context, q FindingsQuery) ([]json.RawMessage, error) {
 	if err := f.enter(ctx, "findings"); err != nil {
 		return nil, err
 	}
@@ -150,8 +149,19 @@ func (f *fakeStore) Findings(ctx context.Context, q clickhouse.FindingsQuery) ([
 	return f.findings[:min(len(f.findings), q.Limit)], nil
 }
 
-var _ Store = (*fakeStore)(nil)
-var _ Store = (*clickhouse.Sink)(nil)
+// allStore is one value that is every part of a Store, as fakeStore is.
+type allStore interface {
+	Pinger
+	PlanReader
+	OverrideWriter
+	AuditReader
+	FindingReader
+}
+
+var _ allStore = (*fakeStore)(nil)
+
+// storeOf returns the Store whose every part is a.
+func storeOf(a allStore) Store { return Store{Ready: a, Plans: a, Overrides: a, Audit: a, Findings: a} }
 
 // testPlan returns a valid engine plan for job and task with two buckets
 // per key, routed as Flink routes them at parallelism 4 / 128.
@@ -185,7 +195,13 @@ const (
 // newTestServer returns a Server on store with two tokens (alice, bob)
 // unless cfg has its own, and its registry. It is stopped when the test
 // ends.
-func newTestServer(t *testing.T, cfg Config, store Store) (*Server, *prometheus.Registry) {
+func newTestServer(t *testing.T, cfg Config, store allStore) (*Server, *prometheus.Registry) {
+	t.Helper()
+	return newStoreServer(t, cfg, storeOf(store))
+}
+
+// newStoreServer is newTestServer on a Store made of parts.
+func newStoreServer(t *testing.T, cfg Config, store Store) (*Server, *prometheus.Registry) {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"

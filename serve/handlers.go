@@ -13,7 +13,6 @@ import (
 
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 // Results recorded in the audit log.
@@ -68,7 +67,7 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	fq := clickhouse.FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
+	fq := FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
 	if v, ok := q["job_id"]; ok {
 		err = errors.Join(err, checkJobID(v))
 	}
@@ -93,7 +92,11 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	fs, err := s.store.Findings(ctx, fq)
+	var fs []json.RawMessage
+	err = s.call(ctx, "findings", func(ctx context.Context) (err error) {
+		fs, err = s.store.Findings.Findings(ctx, fq)
+		return err
+	})
 	if err != nil {
 		s.storeError(w, "findings", err)
 		return
@@ -135,16 +138,20 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	entries, err := s.store.Audit(ctx, q["job_id"], limit)
+	var entries []AuditEntry
+	err = s.call(ctx, "audit", func(ctx context.Context) (err error) {
+		entries, err = s.store.Audit.Audit(ctx, q["job_id"], limit)
+		return err
+	})
 	if err != nil {
 		s.storeError(w, "audit", err)
 		return
 	}
 	if entries == nil {
-		entries = []clickhouse.AuditEntry{}
+		entries = []AuditEntry{}
 	}
 	body, err := encodeJSON(struct {
-		Entries []clickhouse.AuditEntry `json:"entries"`
+		Entries []AuditEntry `json:"entries"`
 	}{entries})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the answer failed")
@@ -234,7 +241,11 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 		if action == plans.ActionPin && existing == nil {
 			// A pin freezes the plan served now; without one there is
 			// nothing to freeze.
-			stored, err := s.store.Plan(ctx, t.job, t.task, time.Now())
+			var stored *plans.Plan
+			err := s.call(ctx, "plan", func(ctx context.Context) (err error) {
+				stored, err = s.store.Plans.Plan(ctx, t.job, t.task, time.Now())
+				return err
+			})
 			if err != nil {
 				s.storeError(w, "plan", err)
 				return
@@ -255,11 +266,13 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, "internal error: encoding the override failed")
 			return
 		}
-		audit := clickhouse.AuditEntry{
+		audit := AuditEntry{
 			At: o.At, By: who, Method: r.Method, Action: action, JobID: t.job, TaskName: t.task,
 			Key: o.Key, What: bytes.TrimSuffix(what, []byte("\n")), RemoteAddr: r.RemoteAddr, Result: result,
 		}
-		if err := s.store.PutOverride(ctx, o, audit); err != nil {
+		if err := s.call(ctx, "put override", func(ctx context.Context) error {
+			return s.store.Overrides.PutOverride(ctx, o, audit)
+		}); err != nil {
 			s.storeError(w, "put override", err)
 			return
 		}
@@ -328,12 +341,14 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the audit entry failed")
 		return
 	}
-	audit := clickhouse.AuditEntry{
+	audit := AuditEntry{
 		At: s.clock.next(existing.At), By: who, Method: r.Method, Action: action, JobID: t.job,
 		TaskName: t.task, Key: key, What: bytes.TrimSuffix(what, []byte("\n")),
 		RemoteAddr: r.RemoteAddr, Result: resultDeleted,
 	}
-	if err := s.store.DeleteOverride(ctx, t.job, t.task, action, key, audit); err != nil {
+	if err := s.call(ctx, "delete override", func(ctx context.Context) error {
+		return s.store.Overrides.DeleteOverride(ctx, t.job, t.task, action, key, audit)
+	}); err != nil {
 		s.storeError(w, "delete override", err)
 		return
 	}
@@ -354,7 +369,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.store.Ready.Ping(ctx); err != nil {
 		s.m.storeErrors.WithLabelValues("ping").Inc()
 		s.log.Warn("skewlens API: store not ready", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the store does not answer")
@@ -382,7 +397,10 @@ func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request) (ctx context
 		return nil, nil, nil, false
 	}
 	done = func() { unlock(); cancel(); release() }
-	ovs, err = s.store.Overrides(ctx)
+	err = s.call(ctx, "overrides", func(ctx context.Context) (err error) {
+		ovs, err = s.store.Plans.Overrides(ctx)
+		return err
+	})
 	if err != nil {
 		done()
 		s.storeError(w, "overrides", err)
@@ -490,9 +508,31 @@ func (s *Server) lockWrites(ctx context.Context) (func(), error) {
 	}
 }
 
+// call runs one store operation, retrying retryable errors with
+// Config.Retry until the policy or ctx (the request's StoreTimeout) ends:
+// the Server is the one layer that retries store calls. When ctx ends
+// while it waits to retry, the store's last error is returned, so the
+// answer says what the store said (unavailable: 503) rather than that it
+// did not answer in time (504, for a call the deadline cut short).
+func (s *Server) call(ctx context.Context, op string, fn func(context.Context) error) error {
+	var last error
+	notify := func(attempt int, wait time.Duration, err error) {
+		s.m.storeRetries.WithLabelValues(op).Inc()
+		s.log.Debug("skewlens API: retrying a store call", "op", op, "attempt", attempt, "wait", wait, "err", err)
+	}
+	err := retry.Do(ctx, s.cfg.Retry, notify, func(ctx context.Context) error {
+		last = fn(ctx)
+		return last
+	})
+	if err != nil && last != nil && ctx.Err() != nil && !errors.Is(last, ctx.Err()) {
+		return last
+	}
+	return err
+}
+
 // storeError answers a failed store call: 504 when it timed out, 500 when
-// retrying cannot help (retry.IsPermanent: schema mismatch, bad
-// data), else 503 with Retry-After. Details go to the log, not the client.
+// retrying cannot help (retry.IsPermanent: schema mismatch, bad data),
+// else 503 with Retry-After. Details go to the log, not the client.
 func (s *Server) storeError(w http.ResponseWriter, op string, err error) {
 	s.m.storeErrors.WithLabelValues(op).Inc()
 	switch {

@@ -1,4 +1,4 @@
-package serve
+package serve_test
 
 import (
 	"bytes"
@@ -18,8 +18,9 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { chtest.Main(m) }
 
 // newTestSink connects a migrated Sink to the chtest server, in a
 // database of its own that is dropped when the test ends.
-func newTestSink(t *testing.T, suffix string) (*clickhouse.Sink, string) {
+func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_serve_%d_%s", os.Getpid(), suffix)
@@ -56,15 +57,20 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Sink, string) {
 	return sink, db
 }
 
-// runServer runs a Server on store on a real loopback listener and
+// chStore is the Store of the ClickHouse sink.
+func chStore(s *clickhouse.Store) serve.Store {
+	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
+}
+
+// runServer runs a serve.Server on store on a real loopback listener and
 // returns its base URL.
-func runServer(t *testing.T, cfg Config, store Store) (*Server, string) {
+func runServer(t *testing.T, cfg serve.Config, store serve.Store) (*serve.Server, string) {
 	t.Helper()
 	if cfg.StoreTimeout == 0 {
 		// A loaded CI machine must not turn slow inserts into 504s.
 		cfg.StoreTimeout = 30 * time.Second
 	}
-	s, _ := newTestServer(t, cfg, store)
+	s, _ := serve.NewTestServer(t, cfg, store)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	t.Cleanup(func() {
@@ -74,6 +80,13 @@ func runServer(t *testing.T, cfg Config, store Store) (*Server, string) {
 		}
 	})
 	return s, "http://" + s.Addr()
+}
+
+// response is one answer of a running server.
+type response struct {
+	code   int
+	header http.Header
+	body   string
 }
 
 // call makes one request to a running server.
@@ -133,7 +146,7 @@ func TestHostileInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	sink, _ := newTestSink(t, "hostile")
-	_, base := runServer(t, Config{CacheTTL: -1}, sink)
+	_, base := runServer(t, serve.Config{CacheTTL: -1}, chStore(sink))
 	now := time.Now().UTC().Truncate(time.Millisecond)
 
 	tasks := []string{
@@ -142,20 +155,21 @@ func TestHostileInput(t *testing.T) {
 		"'; DROP TABLE plans; --",
 		"a/b?c#d%e",
 		"中文 🔥",
-		strings.Repeat("é", MaxIDBytes/2),
+		strings.Repeat("é", serve.MaxIDBytes/2),
 	}
-	jobs := []string{jobID, "job:1.a_b-c"}
+	jobs := []string{serve.JobID, "job:1.a_b-c"}
 	keys := hostileKeys()
 	var changes []plans.Change
+	type planTask struct{ job, task string }
 	written := map[planTask]plans.Plan{}
 	for _, job := range jobs {
 		for _, task := range tasks {
-			p := testPlan(job, task, 1, now, keys...)
+			p := serve.TestPlan(job, task, 1, now, keys...)
 			changes = append(changes, plans.Change{JobID: job, TaskName: task, Plan: &p})
 			written[planTask{job, task}] = p
 		}
 	}
-	if err := sink.WritePlans(ctx, changes); err != nil {
+	if err := sink.Writer().WritePlans(ctx, changes); err != nil {
 		t.Fatal(err)
 	}
 	for t0, p := range written {
@@ -181,11 +195,11 @@ func TestHostileInput(t *testing.T) {
 	job, task := jobs[0], tasks[2]
 	for _, k := range keys {
 		body, _ := json.Marshal(map[string]string{"key": k, "reason": "reason with 'quotes'\n and \\"})
-		if r := call(t, "POST", taskURL(base, job, task)+"/exclude", aliceToken, string(body), nil); r.code != 201 {
+		if r := call(t, "POST", taskURL(base, job, task)+"/exclude", serve.AliceToken, string(body), nil); r.code != 201 {
 			t.Fatalf("exclude %.40q: %d %s", k, r.code, r.body)
 		}
 	}
-	ovs, err := sink.Overrides(ctx)
+	ovs, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +219,9 @@ func TestHostileInput(t *testing.T) {
 		t.Errorf("GET after excluding every key: %d %.200s", r.code, r.body)
 	}
 	// The audit log has the keys verbatim too.
-	r := call(t, "GET", base+"/v1/audit?limit=1000&job_id="+job, aliceToken, "", nil)
+	r := call(t, "GET", base+"/v1/audit?limit=1000&job_id="+job, serve.AliceToken, "", nil)
 	var audit struct {
-		Entries []clickhouse.AuditEntry `json:"entries"`
+		Entries []serve.AuditEntry `json:"entries"`
 	}
 	if r.code != 200 || json.Unmarshal([]byte(r.body), &audit) != nil {
 		t.Fatalf("audit: %d %.200s", r.code, r.body)
@@ -238,36 +252,36 @@ func TestHostileInput(t *testing.T) {
 		{"SQL in kind", "GET", base + "/v1/findings?kind=" + url.QueryEscape("hot_key' OR 1=1 --"), "", 400},
 	}
 	for _, b := range bad {
-		if r := call(t, b.method, b.target, aliceToken, b.body, nil); r.code != b.want {
+		if r := call(t, b.method, b.target, serve.AliceToken, b.body, nil); r.code != b.want {
 			t.Errorf("%s: %d %.200s, want %d", b.name, r.code, r.body, b.want)
 		}
 	}
-	after, err := sink.Overrides(ctx)
+	after, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(after) != len(ovs) {
 		t.Errorf("refused requests changed the overrides: %d, were %d", len(after), len(ovs))
 	}
-	if entries, err := sink.Audit(ctx, "", 10000); err != nil || len(entries) != len(keys) {
+	if entries, err := sink.Audit().Audit(ctx, "", 10000); err != nil || len(entries) != len(keys) {
 		t.Errorf("audit after refused requests: %d entries (%v), want %d", len(entries), err, len(keys))
 	}
 
 	// Delete them again by query parameter, 64 KiB keys included.
 	for _, k := range keys {
 		u := taskURL(base, job, task) + "/overrides/exclude?key=" + url.QueryEscape(k)
-		if r := call(t, "DELETE", u, bobToken, "", nil); r.code != 204 {
+		if r := call(t, "DELETE", u, serve.BobToken, "", nil); r.code != 204 {
 			t.Errorf("delete %.40q: %d %.200s", k, r.code, r.body)
 		}
 	}
-	if ovs, err := sink.Overrides(ctx); err != nil || len(ovs) != 0 {
+	if ovs, err := sink.Plans().Overrides(ctx); err != nil || len(ovs) != 0 {
 		t.Errorf("after deleting: %d overrides, %v", len(ovs), err)
 	}
 	if r := call(t, "GET", taskURL(base, job, task), "", "", nil); r.code != 200 {
 		t.Errorf("GET after deleting the excludes: %d", r.code)
 	}
 	// The tables are all still there.
-	if ps, err := sink.CurrentPlans(ctx, now); err != nil || len(ps) != len(written) {
+	if ps, err := sink.Plans().CurrentPlans(ctx, now); err != nil || len(ps) != len(written) {
 		t.Errorf("plans after the injection attempts: %d, %v", len(ps), err)
 	}
 }
@@ -279,29 +293,29 @@ func TestUnauthenticatedWritesChangeNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sink, _ := newTestSink(t, "unauth")
-	_, base := runServer(t, Config{CacheTTL: -1}, sink)
+	_, base := runServer(t, serve.Config{CacheTTL: -1}, chStore(sink))
 	now := time.Now().UTC()
-	p := testPlan(jobID, "T", 1, now, "a", "b")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: jobID, TaskName: "T", Plan: &p}}); err != nil {
+	p := serve.TestPlan(serve.JobID, "T", 1, now, "a", "b")
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p}}); err != nil {
 		t.Fatal(err)
 	}
 	// One real override, to see that it stays.
-	if r := call(t, "POST", taskURL(base, jobID, "T")+"/exclude", aliceToken, `{"key":"a"}`, nil); r.code != 201 {
+	if r := call(t, "POST", taskURL(base, serve.JobID, "T")+"/exclude", serve.AliceToken, `{"key":"a"}`, nil); r.code != 201 {
 		t.Fatalf("exclude: %d %s", r.code, r.body)
 	}
-	before, err := sink.Overrides(ctx)
+	before, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := call(t, "GET", taskURL(base, jobID, "T"), "", "", nil)
-	for _, tok := range []string{"", "not-a-valid-token-at-all", aliceToken[:len(aliceToken)-1]} {
+	plan := call(t, "GET", taskURL(base, serve.JobID, "T"), "", "", nil)
+	for _, tok := range []string{"", "not-a-valid-token-at-all", serve.AliceToken[:len(serve.AliceToken)-1]} {
 		for _, w := range []struct{ method, path, body string }{
 			{"POST", "/pin", ""},
 			{"POST", "/exclude", `{"key":"b"}`},
 			{"POST", "/override", `{"plan":{}}`},
 			{"DELETE", "/overrides/exclude?key=a", ""},
 		} {
-			r := call(t, w.method, taskURL(base, jobID, "T")+w.path, tok, w.body, nil)
+			r := call(t, w.method, taskURL(base, serve.JobID, "T")+w.path, tok, w.body, nil)
 			if r.code != 401 || r.header.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s %s with token %q: %d, want 401 with WWW-Authenticate", w.method, w.path, tok, r.code)
 			}
@@ -310,28 +324,28 @@ func TestUnauthenticatedWritesChangeNothing(t *testing.T) {
 			t.Errorf("audit with token %q: %d, want 401", tok, r.code)
 		}
 	}
-	after, err := sink.Overrides(ctx)
+	after, err := sink.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("overrides changed:\n%+v\n%+v", before, after)
 	}
-	entries, err := sink.Audit(ctx, "", 100)
+	entries, err := sink.Audit().Audit(ctx, "", 100)
 	if err != nil || len(entries) != 1 {
 		t.Errorf("audit: %d entries (%v), want only the authenticated one", len(entries), err)
 	}
-	if r := call(t, "GET", taskURL(base, jobID, "T"), "", "", nil); r.body != plan.body {
+	if r := call(t, "GET", taskURL(base, serve.JobID, "T"), "", "", nil); r.body != plan.body {
 		t.Errorf("plan changed:\n%s\n%s", plan.body, r.body)
 	}
 
 	// A read-only server (no tokens) refuses writes with 403, also
 	// changing nothing.
-	_, roBase := runServer(t, Config{Tokens: map[string]string{}}, sink)
-	if r := call(t, "POST", taskURL(roBase, jobID, "T")+"/pin", aliceToken, "", nil); r.code != 403 {
+	_, roBase := runServer(t, serve.Config{Tokens: map[string]string{}}, chStore(sink))
+	if r := call(t, "POST", taskURL(roBase, serve.JobID, "T")+"/pin", serve.AliceToken, "", nil); r.code != 403 {
 		t.Errorf("read-only pin: %d, want 403", r.code)
 	}
-	if entries, err := sink.Audit(ctx, "", 100); err != nil || len(entries) != 1 {
+	if entries, err := sink.Audit().Audit(ctx, "", 100); err != nil || len(entries) != 1 {
 		t.Errorf("audit after the read-only server: %d entries (%v)", len(entries), err)
 	}
 }
@@ -343,10 +357,10 @@ func TestETagPollingAndFindings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sink, _ := newTestSink(t, "etag")
-	_, base := runServer(t, Config{CacheTTL: -1}, sink)
+	_, base := runServer(t, serve.Config{CacheTTL: -1}, chStore(sink))
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	p1 := testPlan(jobID, "T", 1, now, "a")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: jobID, TaskName: "T", Plan: &p1}}); err != nil {
+	p1 := serve.TestPlan(serve.JobID, "T", 1, now, "a")
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p1}}); err != nil {
 		t.Fatal(err)
 	}
 	first := call(t, "GET", base+"/v1/salting", "", "", nil)
@@ -361,16 +375,16 @@ func TestETagPollingAndFindings(t *testing.T) {
 		}
 	}
 	// A new version changes the tag.
-	p2 := testPlan(jobID, "T", 2, now.Add(time.Second), "a", "b")
-	if err := sink.WritePlans(ctx, []plans.Change{{JobID: jobID, TaskName: "T", Plan: &p2}}); err != nil {
+	p2 := serve.TestPlan(serve.JobID, "T", 2, now.Add(time.Second), "a", "b")
+	if err := sink.Writer().WritePlans(ctx, []plans.Change{{JobID: serve.JobID, TaskName: "T", Plan: &p2}}); err != nil {
 		t.Fatal(err)
 	}
 	r := call(t, "GET", base+"/v1/salting", "", "", map[string]string{"If-None-Match": etag})
 	if r.code != 200 || r.header.Get("ETag") == etag || !strings.Contains(r.body, `"version":2`) {
 		t.Errorf("after a new version: %d %q %.200s", r.code, r.header.Get("ETag"), r.body)
 	}
-	one := call(t, "GET", taskURL(base, jobID, "T"), "", "", nil)
-	if one.code != 200 || call(t, "GET", taskURL(base, jobID, "T"), "", "", map[string]string{"If-None-Match": one.header.Get("ETag")}).code != 304 {
+	one := call(t, "GET", taskURL(base, serve.JobID, "T"), "", "", nil)
+	if one.code != 200 || call(t, "GET", taskURL(base, serve.JobID, "T"), "", "", map[string]string{"If-None-Match": one.header.Get("ETag")}).code != 304 {
 		t.Errorf("per-task ETag polling failed: %d", one.code)
 	}
 
@@ -379,16 +393,16 @@ func TestETagPollingAndFindings(t *testing.T) {
 	start := now.Add(-time.Minute).UnixMilli()
 	for i, k := range hostileKeys() {
 		st := i
-		fs = append(fs, skew.Finding{Kind: skew.KindHotKey, JobID: jobID, TaskName: "T", SubtaskIndex: &st,
+		fs = append(fs, skew.Finding{Kind: skew.KindHotKey, JobID: serve.JobID, TaskName: "T", SubtaskIndex: &st,
 			WindowStart: start + int64(i)*1000, WindowEnd: start + int64(i)*1000 + 1000,
 			HotKey: &skew.HotKey{Key: k, Share: 0.5, EstimatedRecords: 10}})
 	}
 	for v := uint64(1); v <= 2; v++ {
-		if err := sink.Write(ctx, v, fs); err != nil {
+		if err := sink.Writer().Write(ctx, v, fs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r = call(t, "GET", base+"/v1/findings?job_id="+jobID+"&kind=hot_key&since="+url.QueryEscape(now.Add(-time.Hour).Format(time.RFC3339)), "", "", nil)
+	r = call(t, "GET", base+"/v1/findings?job_id="+serve.JobID+"&kind=hot_key&since="+url.QueryEscape(now.Add(-time.Hour).Format(time.RFC3339)), "", "", nil)
 	var got struct {
 		Findings []skew.Finding `json:"findings"`
 	}

@@ -13,6 +13,7 @@ type metrics struct {
 	duration      *prometheus.HistogramVec // by route
 	snapshots     *prometheus.CounterVec   // by result: hit, shared, refreshed, failed
 	storeErrors   *prometheus.CounterVec   // by op
+	storeRetries  *prometheus.CounterVec   // by op
 	rejected      *prometheus.CounterVec   // by reason: busy, unauthenticated, forbidden
 	changes       *prometheus.CounterVec   // by method, action
 	queriesActive prometheus.Gauge
@@ -37,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "skewlens", Subsystem: "serve", Name: "store_errors_total",
 			Help: "Failed store calls, by operation.",
 		}, []string{"op"}),
+		storeRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skewlens", Subsystem: "serve", Name: "store_retries_total",
+			Help: "Store calls retried after a retryable error, by operation.",
+		}, []string{"op"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "skewlens", Subsystem: "serve", Name: "rejected_total",
 			Help: "Requests refused before any work, by reason: busy (MaxConcurrentQueries), unauthenticated, forbidden (no tokens configured).",
@@ -53,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.snapshots, m.storeErrors,
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.snapshots, m.storeErrors, m.storeRetries,
 		m.rejected, m.changes, m.queriesActive} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

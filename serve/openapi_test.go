@@ -14,7 +14,6 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -151,7 +150,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"HotKey":          plans.HotKey{},
 		"SaltTarget":      skew.SaltTarget{},
 		"Override":        plans.Override{},
-		"AuditEntry":      clickhouse.AuditEntry{},
+		"AuditEntry":      AuditEntry{},
 		"Error":           apiError{},
 		"PinRequest":      pinRequest{},
 		"OverrideRequest": overrideRequest{},

@@ -17,7 +17,6 @@ import (
 
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 const jobID = "84dce1ec8aa5a4df2d1758d6e9278693"
@@ -445,7 +444,7 @@ func TestWritesAndAudit(t *testing.T) {
 		t.Fatalf("audit: %d %s", r.code, r.body)
 	}
 	var audit struct {
-		Entries []clickhouse.AuditEntry `json:"entries"`
+		Entries []AuditEntry `json:"entries"`
 	}
 	if err := json.Unmarshal([]byte(r.body), &audit); err != nil {
 		t.Fatal(err)
@@ -538,7 +537,7 @@ func TestStoreFailures(t *testing.T) {
 		want  int
 	}{
 		{"unavailable", errors.New("connection refused"), false, 503},
-		{"fatal", retry.Permanent("clickhouse sink: read", errors.New("no such table")), false, 500},
+		{"fatal", retry.Permanent("read", errors.New("no such table")), false, 500},
 		{"timeout", nil, true, 504},
 	}
 	for _, tt := range tests {
@@ -612,7 +611,7 @@ func TestFindingsParameters(t *testing.T) {
 	if r.code != 200 {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	want := clickhouse.FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
+	want := FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
 	if store.lastQuery != want {
 		t.Errorf("query %+v, want %+v", store.lastQuery, want)
 	}

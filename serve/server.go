@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,30 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
-
-// Store is what the Server reads and writes; *clickhouse.Sink implements
-// it. Every method must return promptly when its context ends.
-type Store interface {
-	// Ping checks that the store answers (GET /readyz).
-	Ping(ctx context.Context) error
-	// CurrentPlans returns the plans not retired or expired at now.
-	CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error)
-	// Plan returns one task's current plan, or nil when it has none.
-	Plan(ctx context.Context, jobID, taskName string, now time.Time) (*plans.Plan, error)
-	// Overrides returns the active overrides.
-	Overrides(ctx context.Context) ([]plans.Override, error)
-	// PutOverride stores an override (replacing the one with the same
-	// job, task, action and key) and records audit.
-	PutOverride(ctx context.Context, o plans.Override, audit clickhouse.AuditEntry) error
-	// DeleteOverride deactivates an override and records audit.
-	DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit clickhouse.AuditEntry) error
-	// Audit returns the newest audit entries, of one job or all ("").
-	Audit(ctx context.Context, jobID string, limit int) ([]clickhouse.AuditEntry, error)
-	// Findings returns findings as JSON, newest first.
-	Findings(ctx context.Context, q clickhouse.FindingsQuery) ([]json.RawMessage, error)
-}
 
 // Registry is where the Server registers its metrics and what GET
 // /metrics serves, usually the process's one *prometheus.Registry (which
@@ -83,8 +59,8 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if store == nil {
-		return nil, errors.New("serve: nil store")
+	if err := store.check(); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -107,8 +83,12 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 	}
 	s.snaps = &snapshots{
 		ttl: cfg.CacheTTL, timeout: cfg.StoreTimeout, now: time.Now, m: m,
-		build: func(ctx context.Context) (*snapshot, error) {
-			return buildSnapshot(ctx, store, time.Now())
+		build: func(ctx context.Context) (snap *snapshot, err error) {
+			err = s.call(ctx, "snapshot", func(ctx context.Context) (err error) {
+				snap, err = buildSnapshot(ctx, store, time.Now())
+				return err
+			})
+			return snap, err
 		},
 	}
 	s.handler = s.buildHandler()

@@ -104,11 +104,11 @@ func (c *snapshots) invalidate() {
 // buildSnapshot reads the current plans and overrides and applies the
 // overrides to each task's plan.
 func buildSnapshot(ctx context.Context, store Store, now time.Time) (*snapshot, error) {
-	stored, err := store.CurrentPlans(ctx, now)
+	stored, err := store.Plans.CurrentPlans(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("read current plans: %w", err)
 	}
-	ovs, err := store.Overrides(ctx)
+	ovs, err := store.Plans.Overrides(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read overrides: %w", err)
 	}

@@ -130,7 +130,7 @@ func TestTLSBadFiles(t *testing.T) {
 		{TLSCertFile: certFile},
 	} {
 		c.Addr = "127.0.0.1:0"
-		if s, err := New(c, newFakeStore(), nil, nil); err == nil {
+		if s, err := New(c, storeOf(newFakeStore()), nil, nil); err == nil {
 			s.Stop()
 			t.Errorf("New(%+v): want an error", c)
 		}

@@ -1,7 +1,9 @@
 // Package top is the terminal view of `skewlens top`: per Flink job, the
 // hot keys, the saturated subtasks and the skew score of each task in the
-// job's newest windows, read from ClickHouse (clickhouse.Sink.TopView) and
-// redrawn every few seconds.
+// job's newest windows, read through a Reader (the ClickHouse store's top
+// reader in production) and redrawn every few seconds. The package owns
+// what it reads (Query, Snapshot and the row types), so it compiles
+// without any store.
 //
 // Render draws one frame as text; it is pure (the same arguments give the
 // same bytes), so golden files test it. Every string that comes from the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
 )
 
 // ellipsis marks text that was cut.
@@ -138,55 +140,15 @@ func dropIncompleteRune(s string) string {
 	return s
 }
 
-// isWide reports whether a terminal shows r two columns wide: the East
-// Asian wide and fullwidth blocks and the emoji blocks. It approximates
-// Unicode's East Asian Width property, well enough to keep columns aligned
-// for common scripts.
-func isWide(r rune) bool {
-	switch {
-	case r < 0x1100:
-		return false
-	case r <= 0x115f, // Hangul Jamo
-		r == 0x231a, r == 0x231b, r == 0x2329, r == 0x232a,
-		r >= 0x23e9 && r <= 0x23ec, r == 0x2614, r == 0x2615,
-		r >= 0x2e80 && r <= 0x303e, // CJK radicals, punctuation
-		r >= 0x3041 && r <= 0x33ff, // kana, CJK compatibility
-		r >= 0x3400 && r <= 0x4dbf, // CJK extension A
-		r >= 0x4e00 && r <= 0x9fff, // CJK unified ideographs
-		r >= 0xa000 && r <= 0xa4cf, // Yi
-		r >= 0xa960 && r <= 0xa97f, // Hangul Jamo extended A
-		r >= 0xac00 && r <= 0xd7a3, // Hangul syllables
-		r >= 0xf900 && r <= 0xfaff, // CJK compatibility ideographs
-		r >= 0xfe10 && r <= 0xfe19, // vertical forms
-		r >= 0xfe30 && r <= 0xfe6f, // CJK compatibility forms
-		r >= 0xff00 && r <= 0xff60, // fullwidth forms
-		r >= 0xffe0 && r <= 0xffe6,
-		r >= 0x16fe0 && r <= 0x18aff, // Tangut
-		r >= 0x1b000 && r <= 0x1b2ff, // kana supplement
-		r == 0x1f004, r == 0x1f0cf, r == 0x1f18e,
-		r >= 0x1f191 && r <= 0x1f19a,
-		r >= 0x1f200 && r <= 0x1f2ff,
-		r >= 0x1f300 && r <= 0x1f64f, // emoji
-		r >= 0x1f680 && r <= 0x1f6ff,
-		r >= 0x1f7e0 && r <= 0x1f7eb,
-		r >= 0x1f90c && r <= 0x1f9ff,
-		r >= 0x1fa70 && r <= 0x1faff,
-		r >= 0x20000 && r <= 0x2fffd, // CJK extensions B..F
-		r >= 0x30000 && r <= 0x3fffd:
-		return true
-	}
-	return false
-}
-
-// runeWidth is the number of columns a printable rune takes.
+// runeWidth is the number of columns a printable rune takes, by
+// Unicode's East Asian Width and emoji properties as go-runewidth tables
+// them (maintained with each Unicode version, where a hand-kept list of
+// blocks drifts). The condition is fixed rather than read from the
+// locale: ambiguous runes are narrow and emoji wide, so a frame is the
+// same on every terminal and the golden files stay stable.
 func runeWidth(r rune) int {
-	switch {
-	case unicode.In(r, unicode.Mn, unicode.Me):
-		return 0
-	case isWide(r):
-		return 2
-	}
-	return 1
+	c := runewidth.Condition{EastAsianWidth: false, StrictEmojiNeutral: true}
+	return c.RuneWidth(r)
 }
 
 // textWidth is the number of columns s takes; s must be escaped (only

@@ -1,4 +1,4 @@
-package top
+package top_test
 
 import (
 	"bytes"
@@ -13,19 +13,20 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/pipeline/retry"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/top"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
 func TestMain(m *testing.M) { chtest.Main(m) }
 
-// *clickhouse.Sink is a Source.
-var _ Source = (*clickhouse.Sink)(nil)
+// The ClickHouse store's top reader is a top.Reader.
+var _ top.Reader = (*clickhouse.TopReader)(nil)
 
 // newSink connects to the chtest server with a database of its own,
 // dropped when the test ends.
-func newSink(t *testing.T, suffix string) *clickhouse.Sink {
+func newSink(t *testing.T, suffix string) *clickhouse.Store {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_top_%d_%s", os.Getpid(), suffix)
@@ -74,11 +75,11 @@ func TestOnceAgainstClickHouse(t *testing.T) {
 			Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Host: "tm-2", Evidence: &skew.Evidence{
 				BusyMsPerSecond: 980, BackPressuredMsPerSecond: 5, SkewScore: 71, MaxMedianRatio: 6}}},
 	}
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	tp, err := New(Config{Once: true, Color: ColorNever}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true, Color: top.ColorNever}, s.Top(), &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,8 @@ func TestOnceAgainstClickHouse(t *testing.T) {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
 	got := out.String()
-	checkSafe(t, got)
-	checkAligned(t, got, false)
+	top.CheckSafe(t, got)
+	top.CheckAligned(t, got, false)
 	for _, want := range []string{
 		"JOB orders  job-1",
 		"TASK SKEW (1)", "Window  71.0        6.00",
@@ -111,17 +112,17 @@ func TestOnceWithoutSchema(t *testing.T) {
 	defer cancel()
 	s := newSink(t, "noschema")
 	var out bytes.Buffer
-	tp, err := New(Config{Once: true}, s, &out, nil)
+	tp, err := top.New(top.Config{Once: true}, s.Top(), &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = tp.Run(ctx)
 	if !retry.IsPermanent(err) {
-		t.Fatalf("Run = %v, want a fatal error", err)
+		t.Fatalf("Run = %v, want a permanent error", err)
 	}
 	got := out.String()
-	checkSafe(t, got)
-	if !strings.Contains(got, "ERROR: clickhouse sink: top view: read newest windows: fatal:") ||
+	top.CheckSafe(t, got)
+	if !strings.Contains(got, "ERROR: clickhouse: top view: read newest windows: permanent:") ||
 		!strings.Contains(got, "no data read yet") {
 		t.Errorf("frame lacks the error:\n%s", got)
 	}

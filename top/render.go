@@ -6,15 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 // Frame is what one screen shows: the last snapshot read and how the last
 // refresh went.
 type Frame struct {
 	// Snapshot is the last snapshot read successfully.
-	Snapshot clickhouse.TopSnapshot
+	Snapshot Snapshot
 	// Updated is when Snapshot was read; zero while no refresh succeeded.
 	Updated time.Time
 	// Err is the error of the last refresh, nil when it succeeded. It is
@@ -137,7 +135,7 @@ func (r *renderer) header(f Frame) {
 
 // windowRange returns the oldest start and the newest end of the jobs'
 // windows.
-func windowRange(jobs []clickhouse.TopJob) (lo, hi int64, ok bool) {
+func windowRange(jobs []Job) (lo, hi int64, ok bool) {
 	for _, j := range jobs {
 		for _, w := range j.Windows {
 			if !ok || w.Start < lo {
@@ -152,7 +150,7 @@ func windowRange(jobs []clickhouse.TopJob) (lo, hi int64, ok bool) {
 	return lo, hi, ok
 }
 
-func (r *renderer) job(j *clickhouse.TopJob) {
+func (r *renderer) job(j *Job) {
 	r.line("")
 	name := "JOB "
 	if j.JobName != "" {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -23,36 +22,36 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
 func ms(d time.Duration) int64 { return testNow.Add(d).UnixMilli() }
 
 // win returns the 10 s window that ends at testNow - 5s - i*10s.
-func win(i int) clickhouse.TopWindow {
+func win(i int) Window {
 	end := ms(-5*time.Second - time.Duration(i)*10*time.Second)
-	return clickhouse.TopWindow{Start: end - 10_000, End: end}
+	return Window{Start: end - 10_000, End: end}
 }
 
-func testQuery() clickhouse.TopQuery {
-	return clickhouse.TopQuery{Since: testNow.Add(-time.Hour), Windows: 3, Limit: 10, MaxStringBytes: 244}
+func testQuery() Query {
+	return Query{Since: testNow.Add(-time.Hour), Windows: 3, Limit: 10, MaxStringBytes: 244}
 }
 
-// fixtureSnapshot is a snapshot like TopView returns for the sink's test
+// fixtureSnapshot is a snapshot like the store's top reader returns for the sink's test
 // fixtures: a job with a hot key saturating a subtask and a job with a
 // slow subtask and an under-provisioned task.
-func fixtureSnapshot() clickhouse.TopSnapshot {
-	newest := []clickhouse.TopWindow{win(0), win(1), win(2)}
-	return clickhouse.TopSnapshot{
+func fixtureSnapshot() Snapshot {
+	newest := []Window{win(0), win(1), win(2)}
+	return Snapshot{
 		Query: testQuery(),
-		Jobs: []clickhouse.TopJob{
+		Jobs: []Job{
 			{
 				JobID: "84dce1ec8aa5a4df2d1758d6e9278693", JobName: "clickstream-sessions", Windows: newest,
-				Tasks: []clickhouse.TopTask{
+				Tasks: []Task{
 					{TaskName: "SessionWindow", SkewScore: 62, MaxMedianRatio: 5, Window: win(0)},
 					{TaskName: "Dedup", SkewScore: 40, MaxMedianRatio: 3, Window: win(0)},
 				},
 				TasksTotal: 2,
-				HotKeys: []clickhouse.TopHotKey{
+				HotKeys: []HotKey{
 					{TaskName: "SessionWindow", SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.6, EstimatedRecords: 1_234_567, Window: win(0), Windows: 3},
 					{TaskName: "SessionWindow", SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30_000, Window: win(1), Windows: 2},
 				},
 				HotKeysTotal: 2,
-				Saturated: []clickhouse.TopSaturated{
+				Saturated: []Saturated{
 					{TaskName: "SessionWindow", SubtaskIndex: 3, Cause: skew.CauseDataSkew, BusyMsPerSecond: 950,
 						Host: "tm-3.flink.internal", Summary: "Subtask 3 of SessionWindow is saturated by hot key user-42.",
 						SummaryBytes: 59, Window: win(0), Windows: 3},
@@ -64,12 +63,12 @@ func fixtureSnapshot() clickhouse.TopSnapshot {
 			},
 			{
 				JobID: "f3c1a2b4d5e6f708192a3b4c5d6e7f80", JobName: "payments-fraud", Windows: newest,
-				Tasks: []clickhouse.TopTask{
+				Tasks: []Task{
 					{TaskName: "Enrich", SkewScore: 4, MaxMedianRatio: 1.05, Window: win(0)},
 					{TaskName: "FraudScore", SkewScore: 3, MaxMedianRatio: 1.1, Window: win(0)},
 				},
 				TasksTotal: 2,
-				Saturated: []clickhouse.TopSaturated{
+				Saturated: []Saturated{
 					{TaskName: "FraudScore", SubtaskIndex: 5, Cause: skew.CauseSlowSubtask, BusyMsPerSecond: 990, BackPressuredMsPerSecond: 0,
 						Host: "tm-9.flink.internal", Summary: "Subtask 5 of FraudScore on tm-9.flink.internal is slow; look at its sink client.",
 						SummaryBytes: 81, Window: win(0), Windows: 3},
@@ -85,13 +84,13 @@ func fixtureSnapshot() clickhouse.TopSnapshot {
 // hostileSnapshot has keys and names that try to break the screen:
 // terminal escapes, newlines, invalid UTF-8, bidi overrides, stacked
 // combining marks, wide characters and keys cut by the source.
-func hostileSnapshot() clickhouse.TopSnapshot {
-	key := func(k string, full int) clickhouse.TopHotKey {
-		return clickhouse.TopHotKey{TaskName: "task\t\x1b[2J" + k[:min(len(k), 10)], SubtaskIndex: 0,
+func hostileSnapshot() Snapshot {
+	key := func(k string, full int) HotKey {
+		return HotKey{TaskName: "task\t\x1b[2J" + k[:min(len(k), 10)], SubtaskIndex: 0,
 			Key: k, KeyBytes: full, Share: 0.05, EstimatedRecords: 999, Window: win(0), Windows: 1}
 	}
 	long := strings.Repeat("k", 244)
-	keys := []clickhouse.TopHotKey{
+	keys := []HotKey{
 		key("\x1b[2J\x1b[31mred\x1b]0;title\x07", 0),
 		key("new\nline\r\ttab", 0),
 		key("\xff\xfe invalid UTF-8 \xc3\x28", 0),
@@ -110,18 +109,18 @@ func hostileSnapshot() clickhouse.TopSnapshot {
 		}
 		keys[i].SubtaskIndex = i
 	}
-	return clickhouse.TopSnapshot{
-		Query: clickhouse.TopQuery{Jobs: []string{"hostile'job\\\n", "\x1b[2J"}, Since: testNow.Add(-time.Hour),
+	return Snapshot{
+		Query: Query{Jobs: []string{"hostile'job\\\n", "\x1b[2J"}, Since: testNow.Add(-time.Hour),
 			Windows: 1, Limit: 20, MaxStringBytes: 244},
-		Jobs: []clickhouse.TopJob{{
+		Jobs: []Job{{
 			JobID: "hostile'job\\\n", JobName: "name\x1b[31m\nwith 中文 " + strings.Repeat("n", 100),
-			Windows: []clickhouse.TopWindow{win(0)},
-			Tasks: []clickhouse.TopTask{
+			Windows: []Window{win(0)},
+			Tasks: []Task{
 				{TaskName: "Source: Kafka\n-> Map -> Filter -> " + strings.Repeat("Operator -> ", 20) + "Sink", SkewScore: 99.95, MaxMedianRatio: 100, Window: win(0)},
 			},
 			TasksTotal: 1,
 			HotKeys:    keys, HotKeysTotal: len(keys),
-			Saturated: []clickhouse.TopSaturated{{
+			Saturated: []Saturated{{
 				TaskName: "task\x00", SubtaskIndex: 2147483647, Cause: "cause\x1b[0m", BusyMsPerSecond: 1000, BackPressuredMsPerSecond: 600,
 				Host: "host\x1b[2J\n🔥", Summary: "line one\nline two \x1b[31m" + strings.Repeat("s", 300), SummaryBytes: 10000,
 				Window: win(0), Windows: 1,
@@ -145,7 +144,7 @@ func TestRenderGolden(t *testing.T) {
 	// Windows of yesterday and of the future show their date and "in".
 	otherDay := fixtureSnapshot()
 	otherDay.Jobs = otherDay.Jobs[:1]
-	otherDay.Jobs[0].Windows = []clickhouse.TopWindow{{Start: ms(10 * time.Second), End: ms(20 * time.Second)},
+	otherDay.Jobs[0].Windows = []Window{{Start: ms(10 * time.Second), End: ms(20 * time.Second)},
 		win(0), {Start: ms(-25 * time.Hour), End: ms(-25*time.Hour + 10*time.Second)}}
 
 	updated := testNow.Add(-7 * time.Second)
@@ -161,7 +160,7 @@ func TestRenderGolden(t *testing.T) {
 		{"hostile-color", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{Color: true}},
 		{"truncated", Frame{Snapshot: truncated, Updated: testNow}, Style{}},
 		{"other-day", Frame{Snapshot: otherDay, Updated: testNow}, Style{}},
-		{"empty", Frame{Snapshot: clickhouse.TopSnapshot{Query: clickhouse.TopQuery{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"},
+		{"empty", Frame{Snapshot: Snapshot{Query: Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"},
 			Since: testNow.Add(-time.Hour), Windows: 3}}, Updated: testNow}, Style{}},
 		{"error-stale", Frame{Snapshot: fixture, Updated: updated, Refresh: 2 * time.Second, Failures: 3,
 			Err: errors.New("clickhouse sink: top view: read hot keys: dial tcp 127.0.0.1:9000: connect: connection refused\n\x1b[2Jstack")}, Style{}},

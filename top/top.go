@@ -9,15 +9,17 @@ import (
 	"log/slog"
 	"os"
 	"time"
-
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
-// Source is where the view reads its snapshots; *clickhouse.Sink is one.
-type Source interface {
-	// TopView returns the newest windows of each job and what was wrong in
-	// them; it must return promptly when ctx ends.
-	TopView(ctx context.Context, q clickhouse.TopQuery) (clickhouse.TopSnapshot, error)
+// Reader is where the view reads its snapshots; the ClickHouse store's
+// top reader is one. The view declares it, with the types it reads
+// (Query, Snapshot), so that it depends on no store.
+type Reader interface {
+	// View returns the newest windows of each job and what was wrong in
+	// them; it fills in q's defaults with Query.WithDefaults and returns
+	// the result as Snapshot.Query. It must return promptly when ctx
+	// ends. The view retries nothing: each refresh is the next attempt.
+	View(ctx context.Context, q Query) (Snapshot, error)
 }
 
 // Screen control: cursor home, then clear the screen.
@@ -31,7 +33,7 @@ const separator = "-------------------------------------------------------------
 // Run.
 type Top struct {
 	cfg   Config
-	src   Source
+	src   Reader
 	out   io.Writer
 	log   *slog.Logger
 	style Style
@@ -45,7 +47,7 @@ type Top struct {
 // out. Frames are redrawn in place when out is a terminal (an *os.File on
 // a character device) and printed one after the other, separated by a
 // line, otherwise. log may be nil to discard log records.
-func New(cfg Config, src Source, out io.Writer, log *slog.Logger) (*Top, error) {
+func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -123,8 +125,8 @@ func (t *Top) Run(ctx context.Context) error {
 }
 
 // query is the source query of a refresh at now.
-func (t *Top) query(now time.Time) clickhouse.TopQuery {
-	return clickhouse.TopQuery{
+func (t *Top) query(now time.Time) Query {
+	return Query{
 		Jobs:    t.cfg.Jobs,
 		Since:   now.Add(-t.cfg.Lookback),
 		Windows: t.cfg.Windows,
@@ -140,7 +142,7 @@ func (t *Top) query(now time.Time) clickhouse.TopQuery {
 func (t *Top) refresh(ctx context.Context, fr Frame) Frame {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
-	snap, err := t.src.TopView(ctx, t.query(t.now()))
+	snap, err := t.src.View(ctx, t.query(t.now()))
 	if err != nil {
 		fr.Err = err
 		fr.Failures++

@@ -11,42 +11,40 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 // response is one answer of fakeSource.
 type response struct {
-	snap clickhouse.TopSnapshot
+	snap Snapshot
 	err  error
 	// block makes the call wait for its context to end.
 	block bool
 }
 
-// fakeSource answers TopView calls from a script and cancels the run
+// fakeSource answers View calls from a script and cancels the run
 // (cancel) when the script is used up.
 type fakeSource struct {
 	mu      sync.Mutex
 	script  []response
 	cancel  context.CancelFunc
-	queries []clickhouse.TopQuery
+	queries []Query
 }
 
-func (f *fakeSource) TopView(ctx context.Context, q clickhouse.TopQuery) (clickhouse.TopSnapshot, error) {
+func (f *fakeSource) View(ctx context.Context, q Query) (Snapshot, error) {
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	if len(f.script) == 0 {
 		f.mu.Unlock()
 		f.cancel()
 		<-ctx.Done()
-		return clickhouse.TopSnapshot{}, ctx.Err()
+		return Snapshot{}, ctx.Err()
 	}
 	r := f.script[0]
 	f.script = f.script[1:]
 	f.mu.Unlock()
 	if r.block {
 		<-ctx.Done()
-		return clickhouse.TopSnapshot{}, ctx.Err()
+		return Snapshot{}, ctx.Err()
 	}
 	return r.snap, r.err
 }
@@ -112,7 +110,7 @@ func TestRunRefreshesAndShowsErrors(t *testing.T) {
 		}
 	}
 	// Every refresh asked the same query, built from the Config.
-	want := clickhouse.TopQuery{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"}, Since: testNow.Add(-DefaultLookback),
+	want := Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"}, Since: testNow.Add(-DefaultLookback),
 		Windows: 2, Limit: 5, MaxStringBytes: 4*DefaultSummaryWidth + 4}
 	if len(src.queries) != 5 {
 		t.Errorf("%d refreshes, want 5", len(src.queries))
@@ -241,7 +239,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       Config
-		src       Source
+		src       Reader
 		out       *bytes.Buffer
 		wantErr   string
 		wantColor bool

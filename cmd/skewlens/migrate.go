@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 type migrateCmd struct {
@@ -23,14 +23,14 @@ func (c *migrateCmd) Run(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := newLogger(e, c.LogFormat)
-	sink, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, prometheus.NewRegistry())
+	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	if err := sink.Migrate(ctx); err != nil {
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "schema of %s is current (ClickHouse %s, %s dialect)\n", c.Database, sink.ServerVersion(), sink.Dialect())
+	_, err = fmt.Fprintf(e.stdout, "schema of %s is current (ClickHouse %s, %s dialect)\n", c.Database, store.ServerVersion(), store.Dialect())
 	return err
 }

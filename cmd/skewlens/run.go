@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"reflect"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,14 +26,15 @@ import (
 	localch "github.com/skewlens/skewlens/deploy/clickhouse"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 type runCmd struct {
@@ -78,9 +78,9 @@ type runCmd struct {
 // they free (bounded by the runner's final-flush timeout); the override
 // poller stops; the API drains its requests; the progress line and the
 // ops server stop. Then the deferred closes run in reverse order of
-// creation: the alerter drains its notifier queues, the plan sink and
+// creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
-// sink close, and the local ClickHouse and the embedded broker stop.
+// store close, and the local ClickHouse and the embedded broker stop.
 func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
@@ -122,15 +122,15 @@ func (c *runCmd) Run(e *env) error {
 		}()
 		chAddr = local.Addr
 	}
-	sink, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
+	store, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	if err := sink.Migrate(ctx); err != nil {
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	log.Info("ClickHouse ready", "addr", chAddr, "version", sink.ServerVersion(), "dialect", sink.Dialect())
+	log.Info("ClickHouse ready", "addr", chAddr, "version", store.ServerVersion(), "dialect", store.Dialect())
 	if !c.Quiet {
 		host, port, _ := net.SplitHostPort(chAddr)
 		fmt.Fprintf(e.stdout, "Findings land in ClickHouse while this runs. Query them with\n  clickhouse-client --host %s --port %s --database %s\n"+
@@ -160,7 +160,13 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// Resume the engine's cross-window history where the group left it, so
 	// a restart gives the findings an uninterrupted run gives.
-	states, err := sink.LoadState(ctx, c.Group)
+	// Start-up reads are retried here, their one caller, with the
+	// store's policy; Migrate retries its steps itself.
+	var states []skew.JobState
+	err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+		states, err = store.Writer().LoadState(ctx, c.Group)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 	}
@@ -187,7 +193,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("plans: %w", err)
 	}
-	planOut := planpub.ChangePublisher(planpub.PublisherFunc(sink.WritePlans))
+	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
 	if c.PlansTopic != "" {
 		pub, err := planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
 		if err != nil {
@@ -207,7 +213,11 @@ func (c *runCmd) Run(e *env) error {
 		}
 		planOut = planpub.Tee(planOut, pub)
 	} else {
-		current, err := sink.CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
+		var current []plans.Plan
+		err := retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+			current, err = store.Plans().CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -215,17 +225,27 @@ func (c *runCmd) Run(e *env) error {
 			log.Warn("some salting plans in ClickHouse were not restored", "err", err)
 		}
 	}
-	planSink, err := planpub.NewSink(sink, mgr, planOut, log, reg)
+	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, log, reg)
 	if err != nil {
 		return err
 	}
 	defer planSink.Close()
-	overrides, err := sink.Overrides(ctx)
+	var overrides []plans.Override
+	err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+		overrides, err = store.Plans().Overrides(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	if err := planSink.SetOverrides(ctx, overrides); err != nil {
 		log.Warn("plan overrides", "err", err)
+	}
+	// Overrides made through the API (any process) are read back and
+	// handed to the plan sink when they change.
+	poller, err := planpub.NewOverridePoller(c.OverridePoll, store.Plans(), planSink, overrides, log)
+	if err != nil {
+		return err
 	}
 
 	alerter, err := c.alerter(ctx, brokers, mgr, log, reg)
@@ -234,7 +254,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), store.Writer(), dead, log, reg)
 	if err != nil {
 		return err
 	}
@@ -250,7 +270,7 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	api, err := c.server(sink, log, reg)
+	api, err := c.server(serveStore(store), log, reg)
 	if err != nil {
 		return err
 	}
@@ -261,7 +281,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 	}
 	opsSrv.AddCheck("kafka", src.Ready)
-	opsSrv.AddCheck("clickhouse", sink.Ping)
+	opsSrv.AddCheck("clickhouse", store.Ping)
 	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
 
 	var g oklogrun.Group
@@ -282,9 +302,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	g.Add(func() error { return runner.Run(ctx) }, func(error) { runner.Stop() })
 	overridesDone := make(chan struct{})
-	g.Add(func() error {
-		return pollOverrides(ctx, c.OverridePoll, sink, planSink, overrides, log, overridesDone)
-	}, func(error) { close(overridesDone) })
+	g.Add(func() error { return poller.Run(ctx, overridesDone) }, func(error) { close(overridesDone) })
 	if api != nil {
 		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
 	}
@@ -383,34 +401,6 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 		})
 	}
 	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
-}
-
-// pollOverrides reads the operators' plan overrides from ClickHouse every
-// interval and hands them to the plan sink when they changed, until done
-// is closed. A failed read is logged and tried again next time.
-func pollOverrides(ctx context.Context, every time.Duration, sink *clickhouse.Sink, ps *planpub.Sink, last []plans.Override, log *slog.Logger, done <-chan struct{}) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return nil
-		case <-t.C:
-		}
-		ovs, err := sink.Overrides(ctx)
-		if err != nil {
-			log.Warn("reading plan overrides failed; retrying", "in", every, "err", err)
-			continue
-		}
-		if reflect.DeepEqual(ovs, last) {
-			continue
-		}
-		if err := ps.SetOverrides(ctx, ovs); err != nil {
-			log.Warn("plan overrides", "err", err)
-		}
-		log.Info("plan overrides changed", "overrides", len(ovs))
-		last = ovs
-	}
 }
 
 func newLogger(e *env, format string) *slog.Logger {

@@ -14,7 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 // apiFlags configure the salting-suggestion HTTP API, served by
@@ -69,16 +69,16 @@ func (c *serveCmd) Run(e *env) error {
 	if c.APIListen == "" {
 		return fmt.Errorf("--api-listen is empty: nothing to serve")
 	}
-	sink, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, reg)
+	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, reg)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
+	defer store.Close()
 	// The tables may not exist yet when serve starts before the pipeline.
-	if err := sink.Migrate(ctx); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	srv, err := c.server(sink, log, reg)
+	srv, err := c.server(serveStore(store), log, reg)
 	if err != nil {
 		return err
 	}
@@ -87,4 +87,10 @@ func (c *serveCmd) Run(e *env) error {
 	g.Add(func() error { return srv.Run(ctx) }, func(error) { srv.Stop() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
+}
+
+// serveStore is the API's store: the parts of the ClickHouse store it
+// reads and writes.
+func serveStore(st *clickhouse.Store) serve.Store {
+	return serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(), Findings: st.Findings()}
 }

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 
@@ -39,13 +39,13 @@ func (c *topCmd) Run(e *env) error {
 	if _, ok := os.LookupEnv("NO_COLOR"); ok && color == top.ColorAuto {
 		color = top.ColorNever
 	}
-	sink, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, nil)
+	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, nil)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
+	defer store.Close()
 	view, err := top.New(top.Config{Refresh: c.Refresh, Jobs: c.Job, MaxRows: c.Rows, Windows: c.Windows,
-		Lookback: c.Lookback, Color: color, Once: c.Once}, sink, e.stdout, log)
+		Lookback: c.Lookback, Color: color, Once: c.Once}, store.Top(), e.stdout, log)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
 // TestMain stops the ClickHouse server the benchmark may have started.
@@ -145,7 +145,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			eng, _ := skew.New(skew.Config{})
 			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
 			lim := &limited{Source: src, n: len(msgs)}
-			r, err := New(Config{}, lim, stage, sink, nil, dead, nil, prometheus.NewRegistry())
+			r, err := New(Config{}, lim, stage, sink.Writer(), nil, dead, nil, prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}

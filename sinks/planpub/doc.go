@@ -21,7 +21,12 @@
 // Sink wraps the pipeline's findings sink: after each successful write of
 // findings it feeds them to a plans.Manager and publishes the changes.
 // Load reads the topic back after a restart, for plans.Manager.Restore, so
-// that versions continue. EnsureTopic creates the topic.
+// that versions continue. EnsureTopic creates the topic. OverridePoller
+// reads the operators' overrides (made through the API, possibly by
+// another process) every few seconds and hands a changed set, compared
+// by override identity and time, to the Sink; its Run blocks until its
+// done channel closes or its context ends, and a failed read is simply
+// tried again at the next tick.
 //
 // # Blocking and safety
 //

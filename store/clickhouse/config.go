@@ -6,9 +6,11 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
-// Config configures a Sink. The zero value of every field means its
+// Config configures a Store. The zero value of every field means its
 // default, given in the field's comment; call Validate (New does) to check
 // a Config and fill in the defaults.
 type Config struct {
@@ -36,14 +38,15 @@ type Config struct {
 	// table sees at most about one insert per FlushInterval. Default 1s; a
 	// negative value disables the pacing.
 	FlushInterval time.Duration
-	// MaxRetries is how often a failed migration step, read, or plan or
-	// override write is retried when the error is retryable (Write and
-	// SaveState are retried by their caller). Default 10; a negative value
-	// disables retries.
+	// MaxRetries is how often a retryable failure is retried by the
+	// callers that retry with RetryPolicy: Migrate's steps, and the
+	// start-up reads and the API's store calls that skewlens wires with
+	// it. Default 10; a negative value disables retries. The pipeline's
+	// writes are retried by its runner instead, without bound.
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// retries (each wait is jittered between half and all of the current
-	// step). Defaults 100ms and 10s.
+	// those retries (each wait is jittered between half and all of the
+	// current step). Defaults 100ms and 10s.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	// TTLDays is the retention of the finding tables, in days, applied by
@@ -53,6 +56,12 @@ type Config struct {
 	// Dialect forces the schema dialect: "legacy" (ClickHouse < 20.3) or
 	// "modern". Default "" picks it from the server version.
 	Dialect string
+}
+
+// RetryPolicy returns the retry policy of MaxRetries, MinBackoff and
+// MaxBackoff, for retry.Do; call it on a validated Config.
+func (c Config) RetryPolicy() retry.Policy {
+	return retry.Policy{MaxRetries: max(c.MaxRetries, 0), MinBackoff: c.MinBackoff, MaxBackoff: c.MaxBackoff}
 }
 
 // Defaults, named for the comments above and the tests.

@@ -2,192 +2,46 @@ package clickhouse
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/top"
 )
 
-// Defaults of TopQuery, named for its field comments and the tests.
-const (
-	DefaultTopLookback       = time.Hour
-	DefaultTopWindows        = 3
-	DefaultTopLimit          = 10
-	DefaultTopMaxStringBytes = 256
-	// maxTopWindows, maxTopLimit and maxTopStringBytes bound what one
-	// TopView call may ask the server for.
-	maxTopWindows     = 1000
-	maxTopLimit       = 10000
-	maxTopStringBytes = 1 << 20
-)
-
-// TopQuery selects what TopView reads. The zero value of every field means
-// its default, given in the field's comment.
-type TopQuery struct {
-	// Jobs restricts the view to these job ids. Default: every job.
-	Jobs []string
-	// Since is the oldest window start looked at. Default: one hour
-	// (DefaultTopLookback) before the call.
-	Since time.Time
-	// Windows is how many of each job's newest windows (with any finding)
-	// the view covers. Default 3.
-	Windows int
-	// Limit is the most rows of each section (tasks, hot keys, saturated
-	// subtasks) per job. Default 10.
-	Limit int
-	// MaxStringBytes is how many bytes of each key and summary are read;
-	// longer ones are cut (keys may be 64 KB). Default 256.
-	MaxStringBytes int
-}
-
-// withDefaults returns q with the defaults filled in, or an error when a
-// field is out of range.
-func (q TopQuery) withDefaults(now time.Time) (TopQuery, error) {
-	if q.Since.IsZero() {
-		q.Since = now.Add(-DefaultTopLookback)
-	}
-	q.Since = q.Since.UTC()
-	if q.Since.UnixMilli() < 0 {
-		q.Since = time.UnixMilli(0).UTC()
-	}
-	for _, set := range []struct {
-		name     string
-		v        *int
-		def, max int
-	}{
-		{"windows", &q.Windows, DefaultTopWindows, maxTopWindows},
-		{"limit", &q.Limit, DefaultTopLimit, maxTopLimit},
-		{"max string bytes", &q.MaxStringBytes, DefaultTopMaxStringBytes, maxTopStringBytes},
-	} {
-		switch {
-		case *set.v == 0:
-			*set.v = set.def
-		case *set.v < 0 || *set.v > set.max:
-			return q, fmt.Errorf("top query: %s %d outside 1..%d", set.name, *set.v, set.max)
-		}
-	}
-	q.Jobs = append([]string(nil), q.Jobs...)
-	return q, nil
-}
-
-// TopSnapshot is what TopView read: per job, its newest windows and what
-// was wrong in them.
-type TopSnapshot struct {
-	// Query is the query as run, with the defaults filled in.
-	Query TopQuery
-	// Jobs are sorted by job name, then job id. A job appears when it has
-	// any finding since Query.Since.
-	Jobs []TopJob
-}
-
-// TopJob is one job's part of a TopSnapshot. Each section holds at most
-// Query.Limit rows; the Total fields count the rows there would be without
-// the limit.
-type TopJob struct {
-	JobID   string
-	JobName string
-	// Windows are the windows covered, newest first (at most
-	// Query.Windows).
-	Windows []TopWindow
-	// Tasks holds the latest skew score of each task, highest first.
-	Tasks      []TopTask
-	TasksTotal int
-	// HotKeys are the job's hot keys in those windows, by their latest
-	// share, highest first.
-	HotKeys      []TopHotKey
-	HotKeysTotal int
-	// Saturated are the saturation findings in those windows, per task,
-	// subtask and cause; the most recent first, then the busiest.
-	Saturated      []TopSaturated
-	SaturatedTotal int
-}
-
-// TopWindow is one window, in epoch milliseconds as in the findings
-// contract.
-type TopWindow struct {
-	Start, End int64
-}
-
-// TopTask is the latest skew score of one task (Flink's data-skew score of
-// the whole task, from subtask_stats and saturation findings).
-type TopTask struct {
-	TaskName       string
-	SkewScore      float64
-	MaxMedianRatio float64
-	// Window is the newest window the score is from.
-	Window TopWindow
-}
-
-// TopHotKey is one hot key of one subtask, over the covered windows.
-type TopHotKey struct {
-	TaskName string
-	// SubtaskIndex is -1 when the finding named no subtask.
-	SubtaskIndex int
-	// Key holds at most Query.MaxStringBytes bytes of the key (possibly
-	// cut inside a UTF-8 sequence); KeyBytes is the key's full length.
-	Key      string
-	KeyBytes int
-	// Share and EstimatedRecords are those of the newest window the key
-	// was hot in, which is Window.
-	Share            float64
-	EstimatedRecords float64
-	Window           TopWindow
-	// Windows is in how many of the covered windows the key was hot.
-	Windows int
-}
-
-// TopSaturated is one saturation cause of one subtask (SubtaskIndex -1:
-// the whole task) over the covered windows. The numbers and texts are
-// those of Window, the newest window it was found in.
-type TopSaturated struct {
-	TaskName                 string
-	SubtaskIndex             int
-	Cause                    string
-	BusyMsPerSecond          float64
-	BackPressuredMsPerSecond float64
-	Host                     string
-	// Summary holds at most Query.MaxStringBytes bytes of the summary;
-	// SummaryBytes is its full length.
-	Summary      string
-	SummaryBytes int
-	Window       TopWindow
-	// Windows is in how many of the covered windows it was found.
-	Windows int
-}
-
-// TopView reads, for the newest windows of each job since q.Since, the
+// View reads (top.Reader), for the newest windows of each job since q.Since, the
 // current hot keys, the saturated subtasks and the latest skew score per
 // task. Windows are taken from the findings table, which Write inserts
 // last, so a window's rows in the other tables are complete when it shows.
 // Replayed rows are deduplicated with argMax(..., version).
 //
-// TopView makes one attempt (no retries: a view refreshing every few
+// View makes one attempt (no retries: a view refreshing every few
 // seconds is its own retry loop) and blocks until the server answered or
 // ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
-// yet) are permanent (retry.IsPermanent); the caller may still try again later, for example
-// after a migration. It is safe for concurrent use, also with Write.
-func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
-	q, err := q.withDefaults(time.Now())
+// yet) are permanent (retry.IsPermanent); the caller may still try again
+// later, for example after a migration. It is safe for concurrent use, also with Write.
+func (t *TopReader) View(ctx context.Context, q top.Query) (top.Snapshot, error) {
+	s := t.s
+	q, err := q.WithDefaults(time.Now())
 	if err != nil {
-		return TopSnapshot{}, fatal("top view", err)
+		return top.Snapshot{}, permanentErr("top view", err)
 	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return TopSnapshot{}, fatal("top view", ErrClosed)
+		return top.Snapshot{}, permanentErr("top view", ErrClosed)
 	}
-	jobs := map[string]*TopJob{}
+	jobs := map[string]*top.Job{}
 	if err := s.topRun(ctx, s.topWindowsRead(q), jobs); err != nil {
-		return TopSnapshot{}, err
+		return top.Snapshot{}, err
 	}
 	if len(jobs) > 0 {
 		for _, r := range s.topDetailReads(newTopFilter(s, q, jobs)) {
 			if err := s.topRun(ctx, r, jobs); err != nil {
-				return TopSnapshot{}, err
+				return top.Snapshot{}, err
 			}
 		}
 	}
@@ -195,8 +49,8 @@ func (s *Sink) TopView(ctx context.Context, q TopQuery) (TopSnapshot, error) {
 }
 
 // topSnapshot returns the jobs sorted by name, then id.
-func topSnapshot(q TopQuery, jobs map[string]*TopJob) TopSnapshot {
-	snap := TopSnapshot{Query: q}
+func topSnapshot(q top.Query, jobs map[string]*top.Job) top.Snapshot {
+	snap := top.Snapshot{Query: q}
 	for _, j := range jobs {
 		snap.Jobs = append(snap.Jobs, *j)
 	}
@@ -218,11 +72,11 @@ type topRead struct {
 	sql  string
 	args []any
 	// row scans one row with scan and stores it in jobs.
-	row func(jobs map[string]*TopJob, scan func(dest ...any) error) error
+	row func(jobs map[string]*top.Job, scan func(dest ...any) error) error
 }
 
 // topRun runs r and stores its rows in jobs.
-func (s *Sink) topRun(ctx context.Context, r topRead, jobs map[string]*TopJob) error {
+func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job) error {
 	err := func() error {
 		rows, err := s.conn.Query(ctx, r.sql, r.args...)
 		if err != nil {
@@ -236,15 +90,9 @@ func (s *Sink) topRun(ctx context.Context, r topRead, jobs map[string]*TopJob) e
 		}
 		return rows.Err()
 	}()
-	if err == nil {
-		return nil
-	}
-	// Fatal errors (e.g. the tables do not exist) are marked permanent;
+	// Permanent errors (e.g. the tables do not exist) are marked so;
 	// others keep their context so the caller can show and retry them.
-	if classify(ctx, err) == classFatal {
-		return fatal("top view: "+r.op, err)
-	}
-	return fmt.Errorf("clickhouse sink: top view: %s: %w", r.op, err)
+	return s.classify(ctx, "top view: "+r.op, err)
 }
 
 // topJobFilter returns " AND job_id IN (?, ...)" for n jobs, or "" for
@@ -260,14 +108,14 @@ func topJobFilter(n int) string {
 // finding with a start in [lower, upper]. Its arguments are those of
 // topWindowArgs. LIMIT BY (no window functions on 18.16) keeps the first
 // rows per job in ORDER BY order.
-func (s *Sink) topWindowsSQL(columns string, jobs int) string {
+func (s *Store) topWindowsSQL(columns string, jobs int) string {
 	return "SELECT " + columns + " FROM " + s.table(tableFindings) +
 		" WHERE window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" + topJobFilter(jobs) +
 		" GROUP BY job_id, window_start ORDER BY job_id, window_start DESC LIMIT ? BY job_id"
 }
 
 // topWindowArgs are the arguments of topWindowsSQL.
-func topWindowArgs(q TopQuery, lower, upper int64) []any {
+func topWindowArgs(q top.Query, lower, upper int64) []any {
 	args := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
 	for _, j := range q.Jobs {
 		args = append(args, j)
@@ -277,21 +125,21 @@ func topWindowArgs(q TopQuery, lower, upper int64) []any {
 
 // topWindowsRead reads the newest windows per job; its rows create the
 // jobs.
-func (s *Sink) topWindowsRead(q TopQuery) topRead {
+func (s *Store) topWindowsRead(q top.Query) topRead {
 	return topRead{
 		op:   "read newest windows",
 		sql:  s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs)),
 		args: topWindowArgs(q, q.Since.UnixMilli(), math.MaxInt64),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id, name string
-			var w TopWindow
+			var w top.Window
 			if err := scan(&id, &name, &w.Start, &w.End); err != nil {
 				return err
 			}
 			j := jobs[id]
 			if j == nil {
 				// Rows come newest first: the name is the newest window's.
-				j = &TopJob{JobID: id, JobName: name}
+				j = &top.Job{JobID: id, JobName: name}
 				jobs[id] = j
 			}
 			j.Windows = append(j.Windows, w)
@@ -312,7 +160,7 @@ type topFilter struct {
 	limit, maxBytes int64
 }
 
-func newTopFilter(s *Sink, q TopQuery, jobs map[string]*TopJob) topFilter {
+func newTopFilter(s *Store, q top.Query, jobs map[string]*top.Job) topFilter {
 	lower, upper := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, j := range jobs {
 		for _, w := range j.Windows {
@@ -333,14 +181,14 @@ func (f topFilter) with(pre []any, post ...any) []any {
 
 // topDetailReads are the queries that fill in the jobs topWindowsRead
 // found.
-func (s *Sink) topDetailReads(f topFilter) []topRead {
+func (s *Store) topDetailReads(f topFilter) []topRead {
 	return []topRead{s.topTasksRead(f), s.topHotKeysRead(f), s.topSaturatedRead(f),
 		s.topHotKeyTotalsRead(f), s.topFindingTotalsRead(f)}
 }
 
 // topTasksRead reads the latest skew score per task. Only subtask_stats
 // and saturation rows carry the score.
-func (s *Sink) topTasksRead(f topFilter) topRead {
+func (s *Store) topTasksRead(f topFilter) topRead {
 	return topRead{
 		op: "read task skew scores",
 		sql: "SELECT job_id, task_name," +
@@ -350,9 +198,9 @@ func (s *Sink) topTasksRead(f topFilter) topRead {
 			" WHERE kind IN (?, ?) AND " + f.sql +
 			" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id",
 		args: f.with([]any{skew.KindSubtaskStats, skew.KindSaturation}, f.limit),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
-			var t TopTask
+			var t top.Task
 			if err := scan(&id, &t.TaskName, &t.SkewScore, &t.MaxMedianRatio, &t.Window.Start, &t.Window.End); err != nil {
 				return err
 			}
@@ -367,7 +215,7 @@ func (s *Sink) topTasksRead(f topFilter) topRead {
 // topHotKeysRead reads the hot keys: the inner query deduplicates
 // replayed rows per window, the outer one folds the windows per key and
 // subtask. Only a prefix of each key is sent.
-func (s *Sink) topHotKeysRead(f topFilter) topRead {
+func (s *Store) topHotKeysRead(f topFilter) topRead {
 	return topRead{
 		op: "read hot keys",
 		sql: "SELECT job_id, task_name, subtask_index," +
@@ -383,11 +231,11 @@ func (s *Sink) topHotKeysRead(f topFilter) topRead {
 			" ORDER BY job_id, share_latest DESC, last_start DESC, task_name, subtask_index, key" +
 			" LIMIT ? BY job_id",
 		args: f.with([]any{f.maxBytes}, f.limit),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
 			var sub int32
 			var keyBytes, windows uint64
-			var h TopHotKey
+			var h top.HotKey
 			if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
 				&h.Window.Start, &h.Window.End, &windows); err != nil {
 				return err
@@ -403,7 +251,7 @@ func (s *Sink) topHotKeysRead(f topFilter) topRead {
 
 // topSaturatedRead reads the saturation findings, folded per task,
 // subtask and cause like topHotKeysRead.
-func (s *Sink) topSaturatedRead(f topFilter) topRead {
+func (s *Store) topSaturatedRead(f topFilter) topRead {
 	return topRead{
 		op: "read saturated subtasks",
 		sql: "SELECT job_id, task_name, subtask_index, cause," +
@@ -422,11 +270,11 @@ func (s *Sink) topSaturatedRead(f topFilter) topRead {
 			" ORDER BY job_id, last_start DESC, busy_latest DESC, task_name, subtask_index, cause" +
 			" LIMIT ? BY job_id",
 		args: f.with([]any{f.maxBytes, skew.KindSaturation}, f.limit),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
 			var sub int32
 			var summaryBytes, windows uint64
-			var st TopSaturated
+			var st top.Saturated
 			if err := scan(&id, &st.TaskName, &sub, &st.Cause, &st.BusyMsPerSecond, &st.BackPressuredMsPerSecond,
 				&st.Host, &st.Summary, &summaryBytes, &st.Window.Start, &st.Window.End, &windows); err != nil {
 				return err
@@ -441,13 +289,13 @@ func (s *Sink) topSaturatedRead(f topFilter) topRead {
 }
 
 // topHotKeyTotalsRead counts the distinct hot keys per job, limit aside.
-func (s *Sink) topHotKeyTotalsRead(f topFilter) topRead {
+func (s *Store) topHotKeyTotalsRead(f topFilter) topRead {
 	return topRead{
 		op: "count hot keys",
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
 			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id",
 		args: f.with(nil),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
 			var n uint64
 			if err := scan(&id, &n); err != nil {
@@ -463,7 +311,7 @@ func (s *Sink) topHotKeyTotalsRead(f topFilter) topRead {
 
 // topFindingTotalsRead counts the distinct saturated subtasks and the
 // tasks with a skew score per job, limit aside.
-func (s *Sink) topFindingTotalsRead(f topFilter) topRead {
+func (s *Store) topFindingTotalsRead(f topFilter) topRead {
 	return topRead{
 		op: "count findings",
 		sql: "SELECT job_id," +
@@ -471,7 +319,7 @@ func (s *Sink) topFindingTotalsRead(f topFilter) topRead {
 			" uniqExactIf(task_name, kind IN (?, ?)) AS tasks" +
 			" FROM " + s.table(tableFindings) + " WHERE " + f.sql + " GROUP BY job_id",
 		args: f.with([]any{skew.KindSaturation, skew.KindSubtaskStats, skew.KindSaturation}),
-		row: func(jobs map[string]*TopJob, scan func(...any) error) error {
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
 			var saturated, tasks uint64
 			if err := scan(&id, &saturated, &tasks); err != nil {

@@ -37,11 +37,11 @@ func TestStateRoundTrip(t *testing.T) {
 		version uint64
 		states  []skew.JobState
 	}{{"g", 1, v1}, {"g", 2, v2}, {"other", 5, other}} {
-		if err := s.SaveState(ctx, step.group, step.version, step.states); err != nil {
+		if err := s.Writer().SaveState(ctx, step.group, step.version, step.states); err != nil {
 			t.Fatalf("SaveState %s v%d: %v", step.group, step.version, err)
 		}
 	}
-	got, err := s.LoadState(ctx, "g")
+	got, err := s.Writer().LoadState(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("LoadState:\n got %+v\nwant %+v", got, want)
 	}
-	none, err := s.LoadState(ctx, "nobody")
+	none, err := s.Writer().LoadState(ctx, "nobody")
 	if err != nil || len(none) != 0 {
 		t.Fatalf("LoadState of an unknown group: %v, %v", none, err)
 	}

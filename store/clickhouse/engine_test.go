@@ -95,7 +95,7 @@ func TestEngineFindingsRoundTrip(t *testing.T) {
 		// in batches would; version = the batch's end.
 		for start := 0; start < len(fs); start += 500 {
 			end := min(start+500, len(fs))
-			if err := s.Write(ctx, uint64(end), fs[start:end]); err != nil {
+			if err := s.Writer().Write(ctx, uint64(end), fs[start:end]); err != nil {
 				t.Fatal(err)
 			}
 		}

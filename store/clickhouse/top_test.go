@@ -12,31 +12,32 @@ import (
 
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/top"
 )
 
 // topFixtureJobs returns what TopView should read from fixtures(now) with
 // the default query: for each fixture job, the job as TopView returns it.
-func topFixtureJobs(now time.Time) map[string]TopJob {
+func topFixtureJobs(now time.Time) map[string]top.Job {
 	base := fixtureBase(now)
-	win := func(w int) TopWindow {
+	win := func(w int) top.Window {
 		s := base + int64(w)*windowMs
-		return TopWindow{Start: s, End: s + windowMs}
+		return top.Window{Start: s, End: s + windowMs}
 	}
-	newest := []TopWindow{win(5), win(4), win(3)}
-	jobs := map[string]TopJob{
+	newest := []top.Window{win(5), win(4), win(3)}
+	jobs := map[string]top.Job{
 		jobA: {
 			JobID: jobA, JobName: jobAName, Windows: newest,
-			Tasks: []TopTask{
+			Tasks: []top.Task{
 				{TaskName: taskA, SkewScore: 62, MaxMedianRatio: 5, Window: win(5)},
 				{TaskName: taskADedup, SkewScore: 40, MaxMedianRatio: 3, Window: win(5)},
 			},
 			TasksTotal: 2,
-			HotKeys: []TopHotKey{
+			HotKeys: []top.HotKey{
 				{TaskName: taskA, SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.4, EstimatedRecords: 120000, Window: win(5), Windows: 3},
 				{TaskName: taskA, SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30000, Window: win(5), Windows: 3},
 			},
 			HotKeysTotal: 2,
-			Saturated: []TopSaturated{
+			Saturated: []top.Saturated{
 				{TaskName: taskA, SubtaskIndex: 3, Cause: skew.CauseDataSkew, BusyMsPerSecond: 950,
 					Host: "tm-3.flink.internal", Summary: "Subtask 3 of SessionWindow is saturated by hot key user-42.",
 					SummaryBytes: 59, Window: win(5), Windows: 3},
@@ -48,12 +49,12 @@ func topFixtureJobs(now time.Time) map[string]TopJob {
 		},
 		jobB: {
 			JobID: jobB, JobName: jobBName, Windows: newest,
-			Tasks: []TopTask{
+			Tasks: []top.Task{
 				{TaskName: taskBUnder, SkewScore: 4, MaxMedianRatio: 1.05, Window: win(5)},
 				{TaskName: taskBSlow, SkewScore: 3, MaxMedianRatio: 1.1, Window: win(5)},
 			},
 			TasksTotal: 2,
-			Saturated: []TopSaturated{
+			Saturated: []top.Saturated{
 				{TaskName: taskBSlow, SubtaskIndex: 5, Cause: skew.CauseSlowSubtask, BusyMsPerSecond: 990,
 					Host:    "tm-9.flink.internal",
 					Summary: "Subtask 5 of FraudScore on tm-9.flink.internal is slow; look at its sink client.",
@@ -69,11 +70,11 @@ func topFixtureJobs(now time.Time) map[string]TopJob {
 		s.SummaryBytes = len(s.Summary)
 	}
 	// The hostile job: one window, ten hot keys of equal share, ordered by
-	// task name, subtask and key; keys cut to DefaultTopMaxStringBytes.
-	h := TopJob{JobID: jobHostile, Windows: []TopWindow{win(0)}}
+	// task name, subtask and key; keys cut to top.DefaultQueryMaxStringBytes.
+	h := top.Job{JobID: jobHostile, Windows: []top.Window{win(0)}}
 	for i, k := range hostileStrings() {
-		h.HotKeys = append(h.HotKeys, TopHotKey{TaskName: "task\t" + k[:min(len(k), 20)], SubtaskIndex: i,
-			Key: k[:min(len(k), DefaultTopMaxStringBytes)], KeyBytes: len(k), Share: 0.05,
+		h.HotKeys = append(h.HotKeys, top.HotKey{TaskName: "task\t" + k[:min(len(k), 20)], SubtaskIndex: i,
+			Key: k[:min(len(k), top.DefaultQueryMaxStringBytes)], KeyBytes: len(k), Share: 0.05,
 			EstimatedRecords: float64(i), Window: win(0), Windows: 1})
 	}
 	sort.Slice(h.HotKeys, func(a, b int) bool {
@@ -90,9 +91,9 @@ func topFixtureJobs(now time.Time) map[string]TopJob {
 
 // checkTopJobs compares the jobs of snap with want by job id; the hostile
 // job's name is not compared (its findings carry ten different names).
-func checkTopJobs(t *testing.T, snap TopSnapshot, want map[string]TopJob) {
+func checkTopJobs(t *testing.T, snap top.Snapshot, want map[string]top.Job) {
 	t.Helper()
-	got := map[string]TopJob{}
+	got := map[string]top.Job{}
 	for _, j := range snap.Jobs {
 		if j.JobID == jobHostile {
 			j.JobName = ""
@@ -117,10 +118,10 @@ func checkTopJobs(t *testing.T, snap TopSnapshot, want map[string]TopJob) {
 }
 
 // topJobString prints a job with long keys shortened, for test failures.
-func topJobString(j TopJob) string {
+func topJobString(j top.Job) string {
 	for i := range j.HotKeys {
 		if k := j.HotKeys[i].Key; len(k) > 40 {
-			j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+			j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
 			j.HotKeys[i].Key = k[:40] + "..."
 		}
 	}
@@ -138,7 +139,7 @@ func TestTopView(t *testing.T) {
 
 	// Before any finding: no jobs, and the defaults are filled in.
 	before := time.Now()
-	snap, err := s.TopView(ctx, TopQuery{})
+	snap, err := s.Top().View(ctx, top.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,25 +148,25 @@ func TestTopView(t *testing.T) {
 		t.Errorf("empty tables: %d jobs", len(snap.Jobs))
 	}
 	q := snap.Query
-	if q.Windows != DefaultTopWindows || q.Limit != DefaultTopLimit || q.MaxStringBytes != DefaultTopMaxStringBytes {
+	if q.Windows != top.DefaultWindows || q.Limit != top.DefaultQueryLimit || q.MaxStringBytes != top.DefaultQueryMaxStringBytes {
 		t.Errorf("defaults not filled in: %+v", q)
 	}
-	if q.Since.Before(before.Add(-DefaultTopLookback).Truncate(time.Millisecond)) || q.Since.After(after.Add(-DefaultTopLookback)) {
-		t.Errorf("default Since %v, want %v before the call (%v..%v)", q.Since, DefaultTopLookback, before, after)
+	if q.Since.Before(before.Add(-top.DefaultLookback).Truncate(time.Millisecond)) || q.Since.After(after.Add(-top.DefaultLookback)) {
+		t.Errorf("default Since %v, want %v before the call (%v..%v)", q.Since, top.DefaultLookback, before, after)
 	}
 
 	// The fixtures, twice (a replay): TopView sees each finding once.
 	now := time.Now()
 	fs := fixtures(now)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, 100, fs); err != nil {
+		if err := s.Writer().Write(ctx, 100, fs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := topFixtureJobs(now)
 
 	t.Run("default", func(t *testing.T) {
-		snap, err := s.TopView(ctx, TopQuery{})
+		snap, err := s.Top().View(ctx, top.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,36 +185,36 @@ func TestTopView(t *testing.T) {
 
 	tests := []struct {
 		name string
-		q    TopQuery
-		want func() map[string]TopJob
+		q    top.Query
+		want func() map[string]top.Job
 	}{
 		{
 			name: "jobs filter with a hostile id",
-			q:    TopQuery{Jobs: []string{jobB, jobHostile, "no-such-job"}},
-			want: func() map[string]TopJob {
-				return map[string]TopJob{jobB: want[jobB], jobHostile: want[jobHostile]}
+			q:    top.Query{Jobs: []string{jobB, jobHostile, "no-such-job"}},
+			want: func() map[string]top.Job {
+				return map[string]top.Job{jobB: want[jobB], jobHostile: want[jobHostile]}
 			},
 		},
 		{
 			name: "newest window only",
-			q:    TopQuery{Jobs: []string{jobA}, Windows: 1},
-			want: func() map[string]TopJob {
+			q:    top.Query{Jobs: []string{jobA}, Windows: 1},
+			want: func() map[string]top.Job {
 				j := want[jobA]
 				j.Windows = j.Windows[:1]
-				j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+				j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
 				for i := range j.HotKeys {
 					j.HotKeys[i].Windows = 1
 				}
-				j.Saturated = append([]TopSaturated(nil), j.Saturated...)
+				j.Saturated = append([]top.Saturated(nil), j.Saturated...)
 				j.Saturated[0].Windows = 1
-				return map[string]TopJob{jobA: j}
+				return map[string]top.Job{jobA: j}
 			},
 		},
 		{
 			name: "limit one row per section",
-			q:    TopQuery{Jobs: []string{jobA, jobB}, Limit: 1},
-			want: func() map[string]TopJob {
-				out := map[string]TopJob{}
+			q:    top.Query{Jobs: []string{jobA, jobB}, Limit: 1},
+			want: func() map[string]top.Job {
+				out := map[string]top.Job{}
 				for _, id := range []string{jobA, jobB} {
 					j := want[id]
 					j.Tasks = j.Tasks[:1]
@@ -228,34 +229,34 @@ func TestTopView(t *testing.T) {
 		},
 		{
 			name: "short strings",
-			q:    TopQuery{Jobs: []string{jobA}, MaxStringBytes: 4},
-			want: func() map[string]TopJob {
+			q:    top.Query{Jobs: []string{jobA}, MaxStringBytes: 4},
+			want: func() map[string]top.Job {
 				j := want[jobA]
-				j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+				j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
 				for i := range j.HotKeys {
 					j.HotKeys[i].Key = j.HotKeys[i].Key[:4]
 				}
-				j.Saturated = append([]TopSaturated(nil), j.Saturated...)
+				j.Saturated = append([]top.Saturated(nil), j.Saturated...)
 				for i := range j.Saturated {
 					j.Saturated[i].Summary = j.Saturated[i].Summary[:4]
 				}
-				return map[string]TopJob{jobA: j}
+				return map[string]top.Job{jobA: j}
 			},
 		},
 		{
 			name: "since after every window",
-			q:    TopQuery{Since: now.Add(time.Hour)},
-			want: func() map[string]TopJob { return map[string]TopJob{} },
+			q:    top.Query{Since: now.Add(time.Hour)},
+			want: func() map[string]top.Job { return map[string]top.Job{} },
 		},
 		{
 			name: "since between windows",
-			q:    TopQuery{Jobs: []string{jobHostile}, Since: time.UnixMilli(fixtureBase(now) + 1)},
-			want: func() map[string]TopJob { return map[string]TopJob{} },
+			q:    top.Query{Jobs: []string{jobHostile}, Since: time.UnixMilli(fixtureBase(now) + 1)},
+			want: func() map[string]top.Job { return map[string]top.Job{} },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, err := s.TopView(ctx, tc.q)
+			snap, err := s.Top().View(ctx, tc.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,17 +277,17 @@ func TestTopView(t *testing.T) {
 		if len(newest) != 1 {
 			t.Fatalf("%d fixture findings for user-42 in the newest window, want 1", len(newest))
 		}
-		if err := s.Write(ctx, 101, newest); err != nil {
+		if err := s.Writer().Write(ctx, 101, newest); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := s.TopView(ctx, TopQuery{Jobs: []string{jobA}})
+		snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobA}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		j := want[jobA]
-		j.HotKeys = append([]TopHotKey(nil), j.HotKeys...)
+		j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
 		j.HotKeys[0].Share = 0.5
-		checkTopJobs(t, snap, map[string]TopJob{jobA: j})
+		checkTopJobs(t, snap, map[string]top.Job{jobA: j})
 	})
 }
 
@@ -299,14 +300,14 @@ func TestTopViewErrors(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		q     TopQuery
+		q     top.Query
 		close bool
 		want  string
 	}{
 		{name: "missing tables", want: "read newest windows"},
-		{name: "negative windows", q: TopQuery{Windows: -1}, want: "windows -1"},
-		{name: "limit too large", q: TopQuery{Limit: maxTopLimit + 1}, want: "limit"},
-		{name: "negative max string bytes", q: TopQuery{MaxStringBytes: -5}, want: "max string bytes"},
+		{name: "negative windows", q: top.Query{Windows: -1}, want: "windows -1"},
+		{name: "limit too large", q: top.Query{Limit: top.MaxQueryLimit + 1}, want: "limit"},
+		{name: "negative max string bytes", q: top.Query{MaxStringBytes: -5}, want: "max string bytes"},
 		{name: "closed", close: true, want: ErrClosed.Error()},
 	}
 	for _, tc := range tests {
@@ -316,9 +317,9 @@ func TestTopViewErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := s.TopView(ctx, tc.q)
+			_, err := s.Top().View(ctx, tc.q)
 			if !retry.IsPermanent(err) {
-				t.Fatalf("err = %v, want a permanent error", err)
+				t.Fatalf("err = %v, want a a permanent error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.want)
@@ -338,7 +339,7 @@ func TestTopViewModernChDB(t *testing.T) {
 	lib := installChDB(t)
 	bin := buildChdbExec(t)
 	const db = "skewlens"
-	s := &Sink{cfg: Config{Database: db}}
+	s := &Store{cfg: Config{Database: db}}
 
 	var reqs []chdbRequest
 	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
@@ -372,15 +373,15 @@ func TestTopViewModernChDB(t *testing.T) {
 		}
 	}
 
-	q, err := TopQuery{Jobs: []string{jobA, jobB}}.withDefaults(now)
+	q, err := top.Query{Jobs: []string{jobA, jobB}}.WithDefaults(now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := topFixtureJobs(now)
-	want := map[string]TopJob{jobA: all[jobA], jobB: all[jobB]}
-	known := map[string]*TopJob{}
+	want := map[string]top.Job{jobA: all[jobA], jobB: all[jobB]}
+	known := map[string]*top.Job{}
 	for id, j := range want {
-		known[id] = &TopJob{JobID: id, Windows: j.Windows}
+		known[id] = &top.Job{JobID: id, Windows: j.Windows}
 	}
 	reads := append([]topRead{s.topWindowsRead(q)}, s.topDetailReads(newTopFilter(s, q, known))...)
 	for _, r := range reads {
@@ -393,7 +394,7 @@ func TestTopViewModernChDB(t *testing.T) {
 			t.Fatalf("%s: %s\n%s", r.Name, got.Error, firstLines(r.SQL, 10))
 		}
 	}
-	jobs := map[string]*TopJob{}
+	jobs := map[string]*top.Job{}
 	for _, r := range reads {
 		for _, line := range strings.Split(strings.TrimSuffix(res["top "+r.op].Output, "\n"), "\n") {
 			if line == "" {

@@ -31,7 +31,7 @@ func testDatabase(suffix string) string {
 
 // newTestSink connects to the chtest server and drops db when the test
 // ends.
-func newTestSink(t *testing.T, cfg Config) (*Sink, *prometheus.Registry) {
+func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = chtest.Start(t)
@@ -75,7 +75,7 @@ func dropDatabase(t *testing.T, db string) {
 
 // queryStrings runs a query and returns every row with each value printed
 // by fmt.Sprint.
-func queryStrings(ctx context.Context, s *Sink, query string, args ...any) ([][]string, error) {
+func queryStrings(ctx context.Context, s *Store, query string, args ...any) ([][]string, error) {
 	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -147,12 +147,12 @@ func TestIntegration(t *testing.T) {
 	fs := fixtures(time.Now())
 	want := fixtureCounts(fs)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, 100, fs); err != nil {
+		if err := s.Writer().Write(ctx, 100, fs); err != nil {
 			t.Fatalf("Write #%d: %v", i+1, err)
 		}
 	}
 	s.cfg.BatchMaxRows = DefaultBatchMaxRows
-	if err := s.Write(ctx, 100, fs); err != nil {
+	if err := s.Writer().Write(ctx, 100, fs); err != nil {
 		t.Fatalf("Write #3: %v", err)
 	}
 	for _, table := range tableOrder() {
@@ -184,7 +184,7 @@ func TestIntegration(t *testing.T) {
 	// A higher version replaces.
 	first := fs[0]
 	first.Stats = &skew.SubtaskStats{Host: "replaced-host", BusyMsPerSecond: 1}
-	if err := s.Write(ctx, 101, []skew.Finding{first}); err != nil {
+	if err := s.Writer().Write(ctx, 101, []skew.Finding{first}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = queryStrings(ctx, s, "SELECT host, version FROM "+s.table("subtask_stats")+
@@ -218,7 +218,7 @@ func TestIntegration(t *testing.T) {
 
 // testHostileStrings reads back every hostile key, bound with ?, and
 // compares bytes.
-func testHostileStrings(ctx context.Context, t *testing.T, s *Sink) {
+func testHostileStrings(ctx context.Context, t *testing.T, s *Store) {
 	for i, k := range hostileStrings() {
 		got, err := queryStrings(ctx, s, "SELECT key, job_name, summary, length(key) FROM "+s.table("hot_keys")+
 			" FINAL WHERE job_id = ? AND key = ?", jobHostile, k)
@@ -301,7 +301,7 @@ func docPrefix() map[string][][]string {
 
 // testDocQueries runs every legacy query of docs/queries.md and checks
 // some results against fs, the fixtures that were written.
-func testDocQueries(ctx context.Context, t *testing.T, s *Sink, fs []skew.Finding) {
+func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Finding) {
 	expect, prefix := docExpect(fs), docPrefix()
 	qs := docQueriesFor(t, s.Dialect(), s.cfg.Database)
 	seen := map[string]bool{}
@@ -341,7 +341,7 @@ func testDocQueries(ctx context.Context, t *testing.T, s *Sink, fs []skew.Findin
 	}
 }
 
-// TestWriteFatal checks that errors retrying cannot fix are permanent.
+// TestWriteFatal checks that errors retrying cannot fix are a permanent error.
 func TestWriteFatal(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -350,7 +350,7 @@ func TestWriteFatal(t *testing.T) {
 	good := fixtures(time.Now())[:1]
 
 	// Not migrated: the tables do not exist (a schema mismatch).
-	err := s.Write(ctx, 1, good)
+	err := s.Writer().Write(ctx, 1, good)
 	if !retry.IsPermanent(err) {
 		t.Fatalf("write before Migrate: err = %v, want a permanent error", err)
 	}
@@ -359,7 +359,7 @@ func TestWriteFatal(t *testing.T) {
 	}
 	// Bad data: nothing is inserted.
 	bad := append([]skew.Finding{good[0]}, skew.Finding{Kind: skew.KindHotKey, TaskName: "t"})
-	err = s.Write(ctx, 1, bad)
+	err = s.Writer().Write(ctx, 1, bad)
 	if !retry.IsPermanent(err) || !strings.Contains(err.Error(), "job_id") {
 		t.Fatalf("bad finding: err = %v, want a permanent error about job_id", err)
 	}
@@ -374,7 +374,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.conn.Exec(ctx, "ALTER TABLE "+s.table("hot_keys")+" DROP COLUMN summary"); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Write(ctx, 2, fixtures(time.Now())[24:26])
+	err = s.Writer().Write(ctx, 2, fixtures(time.Now())[24:26])
 	if !retry.IsPermanent(err) {
 		t.Fatalf("missing column: err = %v, want a permanent error", err)
 	}
@@ -385,7 +385,7 @@ func TestWriteFatal(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.Write(ctx, 3, good); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
+	if err := s.Writer().Write(ctx, 3, good); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -449,20 +449,10 @@ func (p *proxy) down() {
 	p.conns = nil
 }
 
-// writeRetrying calls Write as its caller, the stream runner, does:
-// retried with retry.Do (here with the sink's Config policy) unless the
-// error is permanent. Write itself makes one attempt. retries counts the
-// retries.
-func writeRetrying(ctx context.Context, s *Sink, version uint64, fs []skew.Finding, retries *int) error {
-	p := retry.Policy{MaxRetries: s.cfg.MaxRetries, MinBackoff: s.cfg.MinBackoff, MaxBackoff: s.cfg.MaxBackoff}
-	return retry.Do(ctx, p, func(int, time.Duration, error) { *retries++ }, func(ctx context.Context) error {
-		return s.Write(ctx, version, fs)
-	})
-}
-
 // TestWriteRetriesThroughOutage cuts the network during a Write and
-// restores it: Write, retried by its caller, succeeds; the retries and
-// the sink's retryable errors are counted.
+// restores it: the caller's retry loop (retry.Do, as the pipeline's
+// runner retries) gets the write through, the retries are counted there,
+// and the Store counts the retryable errors.
 func TestWriteRetriesThroughOutage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -481,14 +471,16 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		p.up(addr)
 	}()
 	fs := fixtures(time.Now())
-	retries := 0
-	if err := writeRetrying(ctx, s, 7, fs, &retries); err != nil {
+	var retries int
+	count := func(int, time.Duration, error) { retries++ }
+	err := retry.Do(ctx, s.RetryPolicy(), count, func(ctx context.Context) error { return s.Writer().Write(ctx, 7, fs) })
+	if err != nil {
 		t.Fatalf("Write through outage: %v", err)
 	}
 	if retries == 0 {
 		t.Error("no retries counted during the outage")
 	}
-	if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues(string(classRetryable))); n == 0 {
+	if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues("retryable")); n == 0 {
 		t.Error("no retryable errors counted")
 	}
 	got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table("findings")+" FINAL")
@@ -499,18 +491,24 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 		t.Errorf("findings after outage: %s, want %d", got[0][0], fixtureCounts(fs)[tableFindings])
 	}
 
-	// With the server gone for good, Write gives up with a non-fatal error.
+	// With the server gone for good, the retries give up with an error
+	// that is not permanent, and Write alone makes one attempt.
 	p.down()
-	s.cfg.MaxRetries = 2
-	err = writeRetrying(ctx, s, 8, fs[:1], &retries)
-	if err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "giving up after 3 attempts") {
-		t.Errorf("Write with the server gone: err = %v, want a non-fatal error", err)
+	calls := 0
+	policy := s.RetryPolicy()
+	policy.MaxRetries = 2
+	err = retry.Do(ctx, policy, nil, func(ctx context.Context) error { calls++; return s.Writer().Write(ctx, 8, fs[:1]) })
+	if err == nil || retry.IsPermanent(err) {
+		t.Errorf("Write with the server gone: err = %v, want an error that is not permanent", err)
+	}
+	if calls != 3 {
+		t.Errorf("Write with the server gone: %d attempts for 2 retries, want 3 (Write must not retry itself)", calls)
 	}
 }
 
-// TestWriteHonoursContext checks that Write, retried by its caller,
-// returns promptly when ctx ends while it waits to retry: its error while
-// the server is away is retryable, not permanent.
+// TestWriteHonoursContext checks that the write path returns promptly
+// when ctx ends while the caller waits to retry, and that Write itself
+// does not wait to retry.
 func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
@@ -523,8 +521,9 @@ func TestWriteHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	retries := 0
-	err := writeRetrying(ctx, s, 1, fixtures(time.Now())[:1], &retries)
+	err := retry.Do(ctx, s.RetryPolicy(), nil, func(ctx context.Context) error {
+		return s.Writer().Write(ctx, 1, fixtures(time.Now())[:1])
+	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
@@ -567,11 +566,11 @@ func TestWritePacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := fixtures(time.Now())[:1]
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := s.Write(ctx, 2, fs); err != nil {
+	if err := s.Writer().Write(ctx, 2, fs); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < interval-20*time.Millisecond {
@@ -580,7 +579,7 @@ func TestWritePacing(t *testing.T) {
 	// A context that ends while waiting stops the wait.
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	if err := s.Write(short, 3, fs); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.Writer().Write(short, 3, fs); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Write with a short context: err = %v, want deadline exceeded", err)
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the Sink's Prometheus metrics.
+// metrics are the Store's Prometheus metrics.
 type metrics struct {
 	insertSeconds *prometheus.HistogramVec // by table
 	rowsInserted  *prometheus.CounterVec   // by table
-	insertErrors  *prometheus.CounterVec   // by class: retryable, fatal, canceled
-	retries       *prometheus.CounterVec   // by table (or "migrate")
+	insertErrors  *prometheus.CounterVec   // by class: retryable, fatal (permanent), canceled
+	retries       *prometheus.CounterVec   // by label of the one loop the Store owns: "migrate"
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,12 +31,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		insertErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "skewlens", Subsystem: "clickhouse",
 			Name: "errors_total",
-			Help: "Failed inserts and migration steps, by class (retryable, fatal, canceled).",
+			Help: "Failed inserts, reads and migration steps, by class (retryable, fatal: permanent, canceled).",
 		}, []string{"class"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "skewlens", Subsystem: "clickhouse",
 			Name: "retries_total",
-			Help: "Retries after retryable errors, by table (\"migrate\" for schema changes).",
+			Help: "Retries the store makes itself after retryable errors: \"migrate\" for schema changes (callers retry the other operations and count their own).",
 		}, []string{"table"}),
 	}
 	if reg == nil {
@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Sink per registry)", err)
+				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Store per registry)", err)
 			}
 			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
@@ -126,10 +127,10 @@ func TestPlansLifecycle(t *testing.T) {
 		},
 	}
 	for _, st := range steps {
-		if err := s.WritePlans(ctx, st.changes); err != nil {
+		if err := s.Writer().WritePlans(ctx, st.changes); err != nil {
 			t.Fatalf("%s: WritePlans: %v", st.name, err)
 		}
-		got, err := s.CurrentPlans(ctx, st.now)
+		got, err := s.Plans().CurrentPlans(ctx, st.now)
 		if err != nil {
 			t.Fatalf("%s: CurrentPlans: %v", st.name, err)
 		}
@@ -138,7 +139,7 @@ func TestPlansLifecycle(t *testing.T) {
 		}
 	}
 	// The zero time filters nothing but retirements (Manager.Restore).
-	all, err := s.CurrentPlans(ctx, time.Time{})
+	all, err := s.Plans().CurrentPlans(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestPlansLifecycle(t *testing.T) {
 
 	// Plan reads one task and round-trips the plan exactly.
 	want := testPlan(job, "A", 3, t0.Add(time.Minute), "k3")
-	got, err := s.Plan(ctx, job, "A", now)
+	got, err := s.Plans().Plan(ctx, job, "A", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestPlansLifecycle(t *testing.T) {
 		t.Errorf("Plan = %+v\nwant %+v", got, want)
 	}
 	for _, tc := range []struct{ job, task string }{{job, "Expired"}, {job, "None"}, {"", "A"}, {job, "'; DROP TABLE plans; --"}} {
-		got, err := s.Plan(ctx, tc.job, tc.task, now)
+		got, err := s.Plans().Plan(ctx, tc.job, tc.task, now)
 		if err != nil || got != nil {
 			t.Errorf("Plan(%q, %q) = %v, %v; want nil, nil", tc.job, tc.task, got, err)
 		}
@@ -176,7 +177,7 @@ func TestPlansLifecycle(t *testing.T) {
 		{{JobID: job, TaskName: "A"}},
 		{{JobID: job, TaskName: "B", Plan: want}},
 	} {
-		if err := s.WritePlans(ctx, bad); !retry.IsPermanent(err) {
+		if err := s.Writer().WritePlans(ctx, bad); !retry.IsPermanent(err) {
 			t.Errorf("WritePlans(%+v): err = %v, want a permanent error", bad, err)
 		}
 	}
@@ -193,15 +194,15 @@ func TestOverridesAndAudit(t *testing.T) {
 	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
-	audit := func(method string, o plans.Override, result string) AuditEntry {
+	audit := func(method string, o plans.Override, result string) serve.AuditEntry {
 		what, _ := json.Marshal(o)
-		return AuditEntry{At: o.At, By: "alice", Method: method, Action: o.Action, JobID: o.JobID,
+		return serve.AuditEntry{At: o.At, By: "alice", Method: method, Action: o.Action, JobID: o.JobID,
 			TaskName: o.TaskName, Key: o.Key, What: what, RemoteAddr: "192.0.2.1:5555", Result: result}
 	}
 	put := func(o plans.Override, result string) {
 		t.Helper()
 		o.At, o.By = tick(), "alice"
-		if err := s.PutOverride(ctx, o, audit("POST", o, result)); err != nil {
+		if err := s.Writer().PutOverride(ctx, o, audit("POST", o, result)); err != nil {
 			t.Fatalf("PutOverride(%s %s %.20q): %v", o.TaskName, o.Action, o.Key, err)
 		}
 	}
@@ -222,7 +223,7 @@ func TestOverridesAndAudit(t *testing.T) {
 	// Replacing an override keeps one.
 	put(plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "k", Reason: "again"}, "replaced")
 
-	ovs, err := s.Overrides(ctx)
+	ovs, err := s.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +253,10 @@ func TestOverridesAndAudit(t *testing.T) {
 
 	// Delete: the override is gone, the others stay.
 	del := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "'); DROP TABLE plans; --", At: tick()}
-	if err := s.DeleteOverride(ctx, del.JobID, del.TaskName, del.Action, del.Key, audit("DELETE", del, "deleted")); err != nil {
+	if err := s.Writer().DeleteOverride(ctx, del.JobID, del.TaskName, del.Action, del.Key, audit("DELETE", del, "deleted")); err != nil {
 		t.Fatal(err)
 	}
-	ovs, err = s.Overrides(ctx)
+	ovs, err = s.Plans().Overrides(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestOverridesAndAudit(t *testing.T) {
 	}
 
 	// Audit: newest first, per job, limited.
-	entries, err := s.Audit(ctx, job, 0)
+	entries, err := s.Audit().Audit(ctx, job, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,10 +297,10 @@ func TestOverridesAndAudit(t *testing.T) {
 			t.Errorf("audit not newest first at %d", i)
 		}
 	}
-	if entries, err := s.Audit(ctx, job, 2); err != nil || len(entries) != 2 {
+	if entries, err := s.Audit().Audit(ctx, job, 2); err != nil || len(entries) != 2 {
 		t.Errorf("Audit limit 2: %d entries, %v", len(entries), err)
 	}
-	if entries, err := s.Audit(ctx, "other'job", 0); err != nil || len(entries) != 0 {
+	if entries, err := s.Audit().Audit(ctx, "other'job", 0); err != nil || len(entries) != 0 {
 		t.Errorf("Audit of another job: %d entries, %v", len(entries), err)
 	}
 
@@ -311,11 +312,11 @@ func TestOverridesAndAudit(t *testing.T) {
 		{JobID: job, TaskName: "T\n", Action: plans.ActionPin, At: tick()},
 		{JobID: job, TaskName: "T", Action: plans.ActionPin},
 	} {
-		if err := s.PutOverride(ctx, bad, audit("POST", bad, "created")); !retry.IsPermanent(err) {
+		if err := s.Writer().PutOverride(ctx, bad, audit("POST", bad, "created")); !retry.IsPermanent(err) {
 			t.Errorf("PutOverride(%.60q): err = %v, want a permanent error", fmt.Sprint(bad), err)
 		}
 	}
-	if entries, err := s.Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {
+	if entries, err := s.Audit().Audit(ctx, "", MaxAuditLimit+5); err != nil || len(entries) != len(hostile)+4 {
 		t.Errorf("Audit after rejected overrides: %d entries, %v", len(entries), err)
 	}
 
@@ -323,11 +324,11 @@ func TestOverridesAndAudit(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Overrides(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := s.Plans().Overrides(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Overrides after Close: %v", err)
 	}
 	o := plans.Override{JobID: job, TaskName: "T", Action: plans.ActionPin, At: tick()}
-	if err := s.PutOverride(ctx, o, audit("POST", o, "created")); !errors.Is(err, ErrClosed) {
+	if err := s.Writer().PutOverride(ctx, o, audit("POST", o, "created")); !errors.Is(err, ErrClosed) {
 		t.Errorf("PutOverride after Close: %v", err)
 	}
 }
@@ -344,7 +345,7 @@ func TestFindingsQuery(t *testing.T) {
 	fs := fixtures(now)
 	// Written twice, the second time with other summaries at a higher
 	// version: each finding is returned once, as last written.
-	if err := s.Write(ctx, 1, fs); err != nil {
+	if err := s.Writer().Write(ctx, 1, fs); err != nil {
 		t.Fatal(err)
 	}
 	changed := make([]skew.Finding, len(fs))
@@ -352,7 +353,7 @@ func TestFindingsQuery(t *testing.T) {
 	for i := range changed {
 		changed[i].Summary = "v2"
 	}
-	if err := s.Write(ctx, 2, changed); err != nil {
+	if err := s.Writer().Write(ctx, 2, changed); err != nil {
 		t.Fatal(err)
 	}
 	base := fixtureBase(now)
@@ -367,22 +368,22 @@ func TestFindingsQuery(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		q    FindingsQuery
+		q    serve.FindingsQuery
 		want int
 	}{
-		{"all", FindingsQuery{Limit: MaxFindingsLimit}, len(fs)},
-		{"default limit", FindingsQuery{}, min(len(fs), DefaultFindingsLimit)},
-		{"limit", FindingsQuery{Limit: 3}, 3},
-		{"job", FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
-		{"hostile job", FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
-		{"kind", FindingsQuery{Kind: skew.KindHotKey, Limit: 1000}, count(func(f *skew.Finding) bool { return f.Kind == skew.KindHotKey })},
-		{"since", FindingsQuery{Since: time.UnixMilli(base + 3*windowMs), Limit: 1000}, count(func(f *skew.Finding) bool { return f.WindowStart >= base+3*windowMs })},
-		{"since the future", FindingsQuery{Since: now.Add(time.Hour)}, 0},
-		{"injection", FindingsQuery{JobID: "x' OR 1=1 --", Kind: "'; DROP TABLE findings; --"}, 0},
+		{"all", serve.FindingsQuery{Limit: MaxFindingsLimit}, len(fs)},
+		{"default limit", serve.FindingsQuery{}, min(len(fs), DefaultFindingsLimit)},
+		{"limit", serve.FindingsQuery{Limit: 3}, 3},
+		{"job", serve.FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
+		{"hostile job", serve.FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
+		{"kind", serve.FindingsQuery{Kind: skew.KindHotKey, Limit: 1000}, count(func(f *skew.Finding) bool { return f.Kind == skew.KindHotKey })},
+		{"since", serve.FindingsQuery{Since: time.UnixMilli(base + 3*windowMs), Limit: 1000}, count(func(f *skew.Finding) bool { return f.WindowStart >= base+3*windowMs })},
+		{"since the future", serve.FindingsQuery{Since: now.Add(time.Hour)}, 0},
+		{"injection", serve.FindingsQuery{JobID: "x' OR 1=1 --", Kind: "'; DROP TABLE findings; --"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Findings(ctx, tt.q)
+			got, err := s.Findings().Findings(ctx, tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -512,12 +513,12 @@ func TestPlanQueriesChDB(t *testing.T) {
 		{job, "T", "exclude", "k2", `{"key":"k2"}`, "alice", ms0, uint8(0), uint64(3), ins},
 		{job, "T", "pin", "", `{"action":"pin"}`, "alice", ms0, uint8(0), uint64(4), ins},
 	})
-	a1, err := auditRow(AuditEntry{At: now, By: "alice", Method: "POST", Action: "pin", JobID: job, TaskName: "T", Result: "created", What: json.RawMessage(`{"a":1}`)})
+	a1, err := auditRow(serve.AuditEntry{At: now, By: "alice", Method: "POST", Action: "pin", JobID: job, TaskName: "T", Result: "created", What: json.RawMessage(`{"a":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := auditRow(AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
-	a3, _ := auditRow(AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
+	a2, _ := auditRow(serve.AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
+	a3, _ := auditRow(serve.AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
 	insert("audit", tablePlanAudit, auditColumns(), []row{a1, a2, a3})
 	fs := fixtures(time.Now())
 	for v := uint64(1); v <= 2; v++ {
@@ -537,10 +538,10 @@ func TestPlanQueriesChDB(t *testing.T) {
 		"overrides":     func() (string, []any) { return overridesQuery(table(tablePlanOverrides)), nil },
 		"audit":         func() (string, []any) { return auditQuery(table(tablePlanAudit), job, 10) },
 		"findings": func() (string, []any) {
-			return findingsQuery(table(tableFindings), FindingsQuery{Limit: MaxFindingsLimit})
+			return findingsQuery(table(tableFindings), serve.FindingsQuery{Limit: MaxFindingsLimit})
 		},
 		"findings of a job since": func() (string, []any) {
-			return findingsQuery(table(tableFindings), FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(fixtureBase(time.Now())), Limit: 3})
+			return findingsQuery(table(tableFindings), serve.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(fixtureBase(time.Now())), Limit: 3})
 		},
 	}
 	for name, q := range queries {

@@ -1,0 +1,17 @@
+package serve
+
+// The integration tests (package serve_test) run the Server on the
+// ClickHouse store, which imports serve for the types of its interfaces;
+// a test inside package serve cannot import it. These are the unit tests'
+// helpers they share.
+var (
+	NewTestServer = newStoreServer
+	TestPlan      = testPlan
+)
+
+// Test tokens and job, for package serve_test.
+const (
+	AliceToken = aliceToken
+	BobToken   = bobToken
+	JobID      = jobID
+)

@@ -1,0 +1,112 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/skewlens/skewlens/plans"
+)
+
+// The Server's store is declared here, one small interface per concern,
+// with the types they carry (AuditEntry, FindingsQuery), so that serve
+// depends on no database: the ClickHouse store implements them, and the
+// tests use an in-memory fake. Every method must return promptly when its
+// context ends, and must classify its errors with pipeline/retry (a
+// permanent error is one no retry can fix): the Server is the layer that
+// retries a store call, within Config.StoreTimeout.
+
+// Pinger checks that the store answers (GET /readyz).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// PlanReader reads the plans skewlens run stored and the operators'
+// overrides.
+type PlanReader interface {
+	// CurrentPlans returns the plans not retired or expired at now.
+	CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error)
+	// Plan returns one task's current plan, or nil when it has none.
+	Plan(ctx context.Context, jobID, taskName string, now time.Time) (*plans.Plan, error)
+	// Overrides returns the active overrides.
+	Overrides(ctx context.Context) ([]plans.Override, error)
+}
+
+// OverrideWriter stores the operators' changes, each with its audit entry.
+type OverrideWriter interface {
+	// PutOverride stores an override (replacing the one with the same
+	// job, task, action and key) and records audit.
+	PutOverride(ctx context.Context, o plans.Override, audit AuditEntry) error
+	// DeleteOverride deactivates an override and records audit.
+	DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit AuditEntry) error
+}
+
+// AuditReader reads the audit log.
+type AuditReader interface {
+	// Audit returns the newest audit entries, of one job or all (""),
+	// newest first.
+	Audit(ctx context.Context, jobID string, limit int) ([]AuditEntry, error)
+}
+
+// FindingReader reads findings.
+type FindingReader interface {
+	// Findings returns findings as JSON (the skew.Finding contract),
+	// newest window first.
+	Findings(ctx context.Context, q FindingsQuery) ([]json.RawMessage, error)
+}
+
+// Store is what the Server reads and writes. Every field is required; in
+// production each is a part of the ClickHouse store, in tests one fake
+// may fill them all.
+type Store struct {
+	Ready     Pinger
+	Plans     PlanReader
+	Overrides OverrideWriter
+	Audit     AuditReader
+	Findings  FindingReader
+}
+
+// check reports a field left nil.
+func (s Store) check() error {
+	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil {
+		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit or Findings)")
+	}
+	return nil
+}
+
+// AuditEntry is one change made through the HTTP API, as the audit log
+// stores it and GET /v1/audit returns it (its JSON is part of the API).
+type AuditEntry struct {
+	// At is when the change was made (stored in milliseconds).
+	At time.Time `json:"at"`
+	// By is the name of the token that authorised the change.
+	By string `json:"by"`
+	// Method is the HTTP method: POST or DELETE.
+	Method string `json:"method"`
+	// Action is the override action: pin, override or exclude.
+	Action   string `json:"action"`
+	JobID    string `json:"job_id"`
+	TaskName string `json:"task_name"`
+	// Key is the excluded key (exclude only).
+	Key string `json:"key,omitempty"`
+	// What is the change as sent, as JSON (the override for POST).
+	What json.RawMessage `json:"what,omitempty"`
+	// RemoteAddr is the client's address as the server saw it.
+	RemoteAddr string `json:"remote_addr"`
+	// Result says what the change did: created, replaced or deleted.
+	Result string `json:"result"`
+}
+
+// FindingsQuery selects findings for FindingReader.Findings. Empty fields
+// do not filter.
+type FindingsQuery struct {
+	// JobID and Kind select one job and one finding kind.
+	JobID string
+	Kind  string
+	// Since is the earliest window start; zero means no lower bound.
+	Since time.Time
+	// Limit caps the number of findings; 0 means the store's default
+	// (the Server always sets it, at most MaxLimit).
+	Limit int
+}

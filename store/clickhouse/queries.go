@@ -1,0 +1,99 @@
+package clickhouse
+
+import (
+	"strings"
+	"time"
+
+	"github.com/skewlens/skewlens/serve"
+)
+
+// Tables of migration 0003 (plans, operator overrides, audit log).
+const (
+	tablePlans         = "plans"
+	tablePlanOverrides = "plan_overrides"
+	tablePlanAudit     = "plan_audit"
+)
+
+// The SQL of the readers, as functions of the quoted table name and the
+// caller's values so that the chDB test runs the same text. Every value
+// is a bound ? argument.
+
+// lastPlanQuery reads the newest row of one task's plan.
+func lastPlanQuery(table, job, task string) (string, []any) {
+	return "SELECT version, generated_at, updated_at, expires_at, retired, body, revision FROM " + table +
+		" WHERE job_id = ? AND task_name = ? ORDER BY version DESC, revision DESC LIMIT 1", []any{job, task}
+}
+
+// currentPlansQuery reads the newest state per task, by (version,
+// revision), of every task or of one (jobID not ""), unless retired or
+// expired at now. GROUP BY with argMax rather than FINAL: FINAL would
+// still leave every version of a task, and 18.16 merges per partition
+// only.
+func currentPlansQuery(table, jobID, taskName string, now time.Time) (string, []any) {
+	where, args := "", []any{}
+	if jobID != "" {
+		where = " WHERE job_id = ? AND task_name = ?"
+		args = append(args, jobID, taskName)
+	}
+	args = append(args, now.UnixMilli())
+	return "SELECT job_id, task_name, argMax(body, (version, revision)) AS cur_body," +
+		" argMax(retired, (version, revision)) AS cur_retired," +
+		" argMax(expires_at, (version, revision)) AS cur_expires" +
+		" FROM " + table + where +
+		" GROUP BY job_id, task_name HAVING cur_retired = 0 AND (cur_expires = 0 OR cur_expires > ?)" +
+		" ORDER BY job_id, task_name", args
+}
+
+// overridesQuery reads the newest state of every override that is not
+// deleted.
+func overridesQuery(table string) string {
+	return "SELECT job_id, task_name, action, key, argMax(body, revision) AS cur_body," +
+		" argMax(deleted, revision) AS cur_deleted FROM " + table +
+		" GROUP BY job_id, task_name, action, key HAVING cur_deleted = 0" +
+		" ORDER BY job_id, task_name, action, key"
+}
+
+// auditQuery reads the newest audit entries, of one job or all.
+func auditQuery(table, jobID string, limit int) (string, []any) {
+	limit = clampLimit(limit, DefaultAuditLimit, MaxAuditLimit)
+	where, args := "", []any{}
+	if jobID != "" {
+		where = " WHERE job_id = ?"
+		args = append(args, jobID)
+	}
+	args = append(args, limit)
+	return "SELECT at, changed_by, method, action, job_id, task_name, key, what, remote_addr, result FROM " +
+		table + where + " ORDER BY at DESC, job_id, task_name, action LIMIT ?", args
+}
+
+// findingsQuery reads the latest version of each finding matching fq,
+// newest window first.
+func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
+	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
+	var (
+		conds []string
+		args  []any
+	)
+	if !fq.Since.IsZero() {
+		since := fq.Since.UTC()
+		// window_date prunes whole partitions; window_start is exact.
+		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
+		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
+	}
+	if fq.JobID != "" {
+		conds = append(conds, "job_id = ?")
+		args = append(args, fq.JobID)
+	}
+	if fq.Kind != "" {
+		conds = append(conds, "kind = ?")
+		args = append(args, fq.Kind)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	args = append(args, limit)
+	return "SELECT argMax(body, version) AS cur_body FROM " + table + where +
+		" GROUP BY job_id, task_name, window_start, kind, subtask_index, cause, key" +
+		" ORDER BY window_start DESC, job_id, task_name, kind, subtask_index, cause, key LIMIT ?", args
+}

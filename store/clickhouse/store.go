@@ -1,0 +1,263 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
+)
+
+// Store is the connection to ClickHouse and the schema on it. Create it
+// with New and call Migrate once; then each consumer takes the part it
+// needs: Writer (the pipeline: findings, engine state, plans, and the
+// API's overrides and audit), Plans, Findings and Audit (the readers of
+// skewlens serve) and Top (the reader of skewlens top). A Store and its
+// parts are safe for concurrent use; writes and Migrate are serialised.
+type Store struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	conn    driver.Conn
+	version string
+	dialect Dialect
+
+	// mu serialises Write and Migrate and guards lastInsert and closed.
+	mu         sync.Mutex
+	lastInsert map[string]time.Time
+	closed     bool
+	closeOnce  sync.Once
+	closeErr   error
+
+	writer   *Writer
+	plans    *PlanReader
+	findings *FindingReader
+	audit    *AuditReader
+	top      *TopReader
+}
+
+// Writer stores what the pipeline and the API write: findings (Write),
+// the engine's state (SaveState, and LoadState to resume it), plan
+// changes (WritePlans) and the operators' overrides with their audit
+// entries (PutOverride, DeleteOverride). Its writes are serialised with
+// each other and with Migrate.
+type Writer struct{ s *Store }
+
+// PlanReader reads the current plans and overrides (serve.PlanReader).
+type PlanReader struct{ s *Store }
+
+// FindingReader reads findings (serve.FindingReader).
+type FindingReader struct{ s *Store }
+
+// AuditReader reads the audit log (serve.AuditReader).
+type AuditReader struct{ s *Store }
+
+// TopReader reads the view of skewlens top (top.Reader).
+type TopReader struct{ s *Store }
+
+// Writer returns the Store's writer.
+func (s *Store) Writer() *Writer { return s.writer }
+
+// Plans returns the Store's reader of plans and overrides.
+func (s *Store) Plans() *PlanReader { return s.plans }
+
+// Findings returns the Store's reader of findings.
+func (s *Store) Findings() *FindingReader { return s.findings }
+
+// Audit returns the Store's reader of the audit log.
+func (s *Store) Audit() *AuditReader { return s.audit }
+
+// Top returns the Store's reader of the top view.
+func (s *Store) Top() *TopReader { return s.top }
+
+// New validates cfg, registers the store's metrics with reg (nil: none),
+// connects to the server and reads its version, which picks the schema
+// dialect. It blocks for at most cfg.DialTimeout. An error from a server
+// that cannot be reached is not permanent (retry.IsPermanent): the
+// caller may retry New.
+// log may be nil to discard the store's log records.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, permanentErr("new", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, permanentErr("new", err)
+	}
+	conn, err := ch.Open(&ch.Options{
+		Protocol: ch.Native,
+		Addr:     []string{cfg.Addr},
+		// No default database: it may not exist before Migrate; every
+		// statement names its database.
+		Auth:             ch.Auth{Username: cfg.Username, Password: cfg.Password},
+		DialTimeout:      cfg.DialTimeout,
+		ReadTimeout:      cfg.ReadTimeout,
+		MaxOpenConns:     4,
+		MaxIdleConns:     2,
+		ConnMaxLifetime:  10 * time.Minute,
+		Compression:      &ch.Compression{Method: ch.CompressionLZ4},
+		ConnOpenStrategy: ch.ConnOpenInOrder,
+	})
+	if err != nil {
+		return nil, permanentErr("open "+cfg.Addr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	var version string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
+		_ = conn.Close()
+		if permanent(err) {
+			return nil, permanentErr("connect "+cfg.Addr, err)
+		}
+		return nil, fmt.Errorf("clickhouse: connect %s: %w", cfg.Addr, err)
+	}
+	dialect, err := dialectFor(version, Dialect(cfg.Dialect))
+	if err != nil {
+		_ = conn.Close()
+		return nil, permanentErr("connect "+cfg.Addr, err)
+	}
+	log.Info("clickhouse sink connected", "addr", cfg.Addr, "server_version", version,
+		"dialect", string(dialect), "database", cfg.Database)
+	s := &Store{
+		cfg: cfg, log: log, m: m, conn: conn, version: version, dialect: dialect,
+		lastInsert: map[string]time.Time{},
+	}
+	s.writer, s.plans, s.findings, s.audit, s.top = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &AuditReader{s}, &TopReader{s}
+	return s, nil
+}
+
+// ServerVersion returns the server's version as SELECT version() gave it
+// when the Store connected, e.g. "18.16.1".
+func (s *Store) ServerVersion() string { return s.version }
+
+// RetryPolicy returns the Config's retry policy, for the callers that
+// retry the Store's reads and writes (see Config.MaxRetries).
+func (s *Store) RetryPolicy() retry.Policy { return s.cfg.RetryPolicy() }
+
+// Dialect returns the schema dialect in use.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Ping checks that the server answers. It blocks until it does, ctx ends
+// or the read timeout passes.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("clickhouse sink: ping %s: %w", s.cfg.Addr, err)
+	}
+	return nil
+}
+
+// Close closes the connections. It is safe to call more than once and
+// concurrently with Write, which then fails with ErrClosed; it waits for a
+// running Write or Migrate to finish.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		if err := s.conn.Close(); err != nil {
+			s.closeErr = fmt.Errorf("clickhouse sink: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// table returns the quoted, database-qualified name of a table.
+func (s *Store) table(name string) string {
+	return "`" + s.cfg.Database + "`.`" + name + "`"
+}
+
+// pace waits until FlushInterval has passed since the last insert into
+// table, or ctx ends.
+func (s *Store) pace(ctx context.Context, table string) error {
+	if s.cfg.FlushInterval <= 0 {
+		return nil
+	}
+	last, ok := s.lastInsert[table]
+	if !ok {
+		return nil
+	}
+	wait := time.Until(last.Add(s.cfg.FlushInterval))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("clickhouse sink: waiting to insert into %s: %w", table, ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// insertRows sends rows to table as one batch with an explicit column
+// list (18.16 needs it) and returns when the server acknowledged them.
+// Values are sent in the native format, never spliced into SQL.
+func (s *Store) insertRows(ctx context.Context, table string, cols []string, rows []row) error {
+	start := time.Now()
+	query := "INSERT INTO " + s.table(table) + " (" + strings.Join(cols, ", ") + ")"
+	batch, err := s.conn.PrepareBatch(ctx, query)
+	if err != nil {
+		return fmt.Errorf("prepare insert into %s: %w", table, err)
+	}
+	for i, r := range rows {
+		if err := batch.Append(r...); err != nil {
+			_ = batch.Abort()
+			return permanentErr(fmt.Sprintf("append row %d to %s", i, table), err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send %d rows to %s: %w", len(rows), table, err)
+	}
+	s.m.insertSeconds.WithLabelValues(table).Observe(time.Since(start).Seconds())
+	s.m.rowsInserted.WithLabelValues(table).Add(float64(len(rows)))
+	return nil
+}
+
+// closedNow reports whether the Store is closed, without waiting: reads
+// must not queue behind a write that holds the lock while it waits for
+// the server (a lock is not context-aware). When the lock is busy it reports false;
+// a read on a closed connection then fails on its own.
+func (s *Store) closedNow() bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// query runs a read, once: its caller retries (the readers' callers
+// own that decision, see doc.go). scan is called with the rows and
+// returns what it cannot decode as permanent. The error is classified.
+func (s *Store) query(ctx context.Context, op, sql string, args []any, scan func(rows rowScanner) error) error {
+	if s.closedNow() {
+		return permanentErr(op, ErrClosed)
+	}
+	return s.classify(ctx, op, func() error {
+		rows, err := s.conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		return rows.Err()
+	}())
+}
+
+// rowScanner is the part of driver.Rows the readers use.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+}
