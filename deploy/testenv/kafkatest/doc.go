@@ -6,8 +6,9 @@
 // installs (deploy/kafka/install.sh, once into SKEWLENS_KAFKA_HOME,
 // default $XDG_CACHE_HOME/skewlens/kafka) and starts (deploy/kafka/start.sh)
 // on a free loopback port in a temporary directory. Java 17+ and Maven
-// must be installed for that; Start never skips: it fails the test with
-// the tail of the broker's server.log.
+// must be installed for that. Under go test -short, Start skips the test;
+// otherwise it never skips: it fails the test with the tail of the
+// broker's server.log.
 //
 // A package using Start lets Main run its tests (TestMain), which stops
 // the broker afterwards. Should the test process die anyway, the broker

@@ -48,6 +48,9 @@ var shared struct {
 // first call (see the package documentation). It fails t if there is none.
 func Start(t testing.TB) []string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a Kafka broker; skipped under -short")
+	}
 	shared.once.Do(func() {
 		if v := os.Getenv(EnvBrokers); v != "" {
 			for _, a := range strings.Split(v, ",") {
