@@ -30,7 +30,8 @@
 // matching notification arrives or its timeout passes.
 //
 // Start, Stop and the Server methods are safe for concurrent use. The
-// package keeps the one server of the test process in package-level
-// variables guarded by a sync.Mutex: it is per process by nature, and
-// TestMain must reach it without a value being passed around.
+// package keeps the one server of the test process in a package-level
+// testenv.Shared: it is per process by nature, and TestMain must reach it
+// without a value being passed around. The process handling (ports,
+// scripts, log tails, stop) is package testenv's.
 package amtest

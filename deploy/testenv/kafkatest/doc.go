@@ -19,5 +19,6 @@
 //
 // Start, Restart and CreateTopics block and are safe for concurrent use
 // (Restart is serialised with Start). The package keeps the one broker
-// of the test process in a package-level sync.Once-guarded value.
+// of the test process in a package-level testenv.Shared; the process
+// handling (ports, scripts, log tails, stop) is package testenv's.
 package kafkatest
