@@ -181,13 +181,6 @@ func (s *Server) WaitNotification(t testing.TB, timeout time.Duration, match fun
 	}
 }
 
-// Notifications returns a copy of every recorded notification.
-func (s *Server) Notifications() []Notification {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Notification(nil), s.got...)
-}
-
 // Alerts returns GET /api/v2/alerts, filtered by Alertmanager matchers
 // such as `job_id="j1"`. It fails t on errors.
 func (s *Server) Alerts(t testing.TB, matchers ...string) []APIAlert {
