@@ -39,10 +39,11 @@ test-fuzz: ## Run each fuzz target for 10 s.
 bench: ## Run the benchmarks on one core.
 	$(GO) test $(BENCHFLAGS) ./...
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck, and go.mod/go.sum tidy (CI runs this before make test).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	@$(GO) mod tidy -diff || { echo 'go.mod/go.sum are not tidy: run go mod tidy'; exit 1; }
 
 incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update

@@ -192,9 +192,6 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, jobs: map[string]*jobState{}, closedUpTo: math.MinInt64}, nil
 }
 
-// Config returns the engine's configuration with defaults filled in.
-func (e *Engine) Config() Config { return e.cfg }
-
 // WindowStart returns the start of the tumbling window that holds event
 // time ts (epoch ms).
 func (e *Engine) WindowStart(ts int64) int64 {
@@ -614,7 +611,9 @@ func (e *Engine) Flush(dst []Finding) []Finding {
 	return e.Advance(e.open[len(e.open)-1]+e.cfg.WindowMs, dst)
 }
 
-// OpenWindows returns the number of windows not yet closed.
+// OpenWindows returns the number of windows not yet closed. Only tests
+// (here and in pipeline/window) call it, to check that Flush and Advance
+// leave no window open.
 func (e *Engine) OpenWindows() int { return len(e.open) }
 
 func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {

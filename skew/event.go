@@ -30,11 +30,6 @@ type KeySample struct {
 	Subtask int32
 }
 
-// EstimatedRecords is the number of real records this sample represents.
-func (k *KeySample) EstimatedRecords() float64 {
-	return k.Weight / k.SampleRate
-}
-
 // MetricName identifies one of the Flink metrics skewlens understands. The
 // decoders map both naming generations (legacy buffers_* and
 // Shuffle_Netty_*) onto the same name.
@@ -73,7 +68,8 @@ const (
 	numMetricNames
 )
 
-// String returns the short Flink name of the metric (without scope prefix).
+// String returns the short Flink name of the metric (without scope prefix),
+// for %v in messages; today only test failure messages use it.
 func (m MetricName) String() string {
 	names := [numMetricNames]string{
 		"unknown",

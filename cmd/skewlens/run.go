@@ -32,6 +32,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/promreg"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
@@ -87,7 +88,9 @@ func (c *runCmd) Run(e *env) error {
 	}
 	log := newLogger(e, c.LogFormat)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := promreg.Register(reg, "process", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return err
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 

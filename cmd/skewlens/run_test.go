@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +11,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/deploy/testenv"
 	"github.com/skewlens/skewlens/deploy/testenv/amtest"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
@@ -26,14 +23,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" {
 		main() // the crash test's child process: act as skewlens
 	}
-	code := m.Run()
-	for _, stop := range []func() error{kafkatest.Stop, chtest.Stop, amtest.Stop} {
-		if err := stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = max(code, 1)
-		}
-	}
-	os.Exit(code)
+	testenv.Main(m, kafkatest.Stop, chtest.Stop, amtest.Stop)
 }
 
 // TestRunEndToEnd runs `skewlens run` against a real Kafka broker and a
@@ -169,23 +159,8 @@ func TestRunDeadLetters(t *testing.T) {
 // lose no window.
 func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	brokers := kafkatest.Start(t)
-	root := chtest.RepoRoot()
-	dir := t.TempDir()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := func(name string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("bash", append([]string{filepath.Join(root, "deploy", "clickhouse", name)}, args...)...)
-		cmd.Env = append(os.Environ(), "SKEWLENS_CH_WATCH_PID="+strconv.Itoa(os.Getpid()))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, out)
-		}
-	}
-	script("start.sh", dir, strconv.Itoa(port))
-	defer script("stop.sh", dir)
-	chAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	server := chtest.StartPrivate(t)
+	chAddr := server.Addr
 
 	done := make(chan struct{})
 	var code int
@@ -198,9 +173,13 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 			"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
 	}()
 	time.Sleep(8 * time.Second)
-	script("stop.sh", dir)
+	if err := server.Halt(); err != nil {
+		t.Error(err)
+	}
 	time.Sleep(12 * time.Second)
-	script("start.sh", dir, strconv.Itoa(port))
+	if err := server.Resume(); err != nil {
+		t.Error(err)
+	}
 	<-done
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"gopkg.in/yaml.v3"
 
+	"github.com/skewlens/skewlens/promreg"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/store/clickhouse"
 )
@@ -63,7 +64,9 @@ type serveCmd struct {
 func (c *serveCmd) Run(e *env) error {
 	log := newLogger(e, c.LogFormat)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := promreg.Register(reg, "process", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return err
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if c.APIListen == "" {

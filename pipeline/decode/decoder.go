@@ -54,7 +54,10 @@ func ParseFormat(s string) (Format, error) {
 	return FormatAuto, fmt.Errorf("unknown format %q (want auto, json, influx or prometheus)", s)
 }
 
-// MarshalText implements encoding.TextMarshaler.
+// MarshalText implements encoding.TextMarshaler. No command reads a Format
+// from a flag or config file today (they take decode.ParseFormat's string);
+// MarshalText and UnmarshalText are kept, tested, so that a Format can be
+// a flag or JSON field value without a wrapper.
 func (f Format) MarshalText() ([]byte, error) {
 	if f >= numFormats {
 		return nil, fmt.Errorf("invalid format %d", uint8(f))
@@ -85,6 +88,8 @@ const (
 	KindMetric
 )
 
+// String names the kind, for %v in messages (today only test failure
+// messages).
 func (k Kind) String() string {
 	switch k {
 	case KindNone:
@@ -141,7 +146,8 @@ func NewDecoder(f Format) *Decoder {
 	return &Decoder{format: f, scratch: make([]byte, 0, 256)}
 }
 
-// Format returns the format the Decoder was created for.
+// Format returns the format the Decoder was created for. Only tests call
+// it; it is the Decoder's one read accessor and costs nothing to keep.
 func (d *Decoder) Format() Format { return d.format }
 
 // ScrapeTimeDirective begins the comment line that gives the time of a

@@ -146,6 +146,9 @@ func (c *Counts) Add(r Reason) {
 	c.n[r]++
 }
 
+// AddErr, Get and Reset are used only by tests today (the pipeline counts
+// with Add and reads with Total and Each); they complete the counter's API.
+
 // AddErr counts err by its Reason if it is an *Error (anything else is
 // counted as ReasonUnknown). A nil err is not counted.
 func (c *Counts) AddErr(err error) {

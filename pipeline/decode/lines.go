@@ -94,7 +94,9 @@ func (lr *LineReader) tooLong() *Error {
 }
 
 // Reset makes lr read from r, starting again at line 1, and keeps its
-// buffer (no allocation).
+// buffer (no allocation). Only tests call Reset and LineNumber today
+// (callers count lines themselves); they are kept for reusing one reader
+// across files and for error positions.
 func (lr *LineReader) Reset(r io.Reader) {
 	lr.br.Reset(r)
 	lr.n = 0

@@ -1,6 +1,7 @@
 // Package ops serves the operational endpoints of a skewlens process:
-// /metrics in the Prometheus text format, /healthz (the process is alive)
-// and /readyz (every registered readiness check passes).
+// /metrics in the Prometheus text format, /healthz (the process is alive:
+// {"status":"ok"}, the same JSON as skewlens serve's /healthz) and /readyz
+// (every registered readiness check passes).
 //
 // A Server is safe for concurrent use. Checks run on each /readyz request
 // with the request's context, so they must be quick and must not block

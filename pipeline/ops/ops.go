@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,10 +65,23 @@ func New(cfg Config, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, ln: ln, checks: map[string]Check{}}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.ready)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
+}
+
+// healthBody is the /healthz answer of every skewlens process, this ops
+// server's and skewlens serve's alike, so one probe configuration fits
+// both ports.
+const healthBody = `{"status":"ok"}` + "\n"
+
+// healthz answers that the process is alive: it checks nothing else.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, healthBody)
 }
 
 // Addr is the address the server listens on.

@@ -22,6 +22,17 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// header returns the named header of the answer to GET url.
+func header(t *testing.T, url, name string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get(name)
+}
+
 func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_test_total", Help: "test"})
@@ -34,8 +45,12 @@ func TestEndpoints(t *testing.T) {
 	go s.Serve()
 	defer s.Stop()
 	base := "http://" + s.Addr()
-	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+	// The same answer as skewlens serve's /healthz (serve's TestLifecycle).
+	if code, body := get(t, base+"/healthz"); code != 200 || body != `{"status":"ok"}`+"\n" {
 		t.Errorf("healthz %d %q", code, body)
+	}
+	if ct := header(t, base+"/healthz", "Content-Type"); ct != "application/json" {
+		t.Errorf("healthz Content-Type %q, want application/json", ct)
 	}
 	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, "skewlens_test_total 3") {
 		t.Errorf("metrics %d %q", code, body)

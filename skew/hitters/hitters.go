@@ -100,6 +100,12 @@ func New(k int) *Sketch {
 	}
 }
 
+// The engine uses New, AddTagged, Top and Reset. K, Len, Total, MinCount,
+// Estimate, Add and Merge are used only by this package's tests, fuzz
+// target and benchmarks (deadcode lists them): they are kept as the
+// sketch's complete, tested API, because the tests check the Space-Saving
+// guarantees through them.
+
 // K returns the number of counters the sketch may use.
 func (s *Sketch) K() int { return s.k }
 
@@ -401,7 +407,13 @@ type mergeCand struct {
 }
 
 // Merge folds o into s, so that s summarizes the concatenation of both
-// streams; o is not modified. s keeps s.K() counters, and its total becomes
+// streams; o is not modified.
+//
+// Only tests and benchmarks call Merge: the engine keeps one sketch per
+// subtask and window and never combines them. It is kept because the fuzz
+// target and TestDeterministic exercise the sketch through merges too, and
+// a task-wide or multi-instance view of hot keys would need exactly this
+// bound-preserving merge; remove it with those tests if neither comes. s keeps s.K() counters, and its total becomes
 // N = N_s + N_o.
 //
 // Each sketch is read as an estimate for every key: a key's count if it has

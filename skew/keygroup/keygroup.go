@@ -43,6 +43,10 @@ func StringHash(s string) int32 {
 	return h
 }
 
+// IntHash, LongHash and TupleHash are used only by the tests today:
+// skewlens samples keys as strings (StringHash). They are kept, checked
+// against Flink's own values, for jobs keyed by numbers or tuples.
+
 // IntHash is Java's Integer.hashCode: the value itself.
 func IntHash(v int32) int32 { return v }
 
@@ -105,7 +109,8 @@ func OperatorIndex(keyGroup, maxParallelism, parallelism int) int {
 }
 
 // Range returns the inclusive key-group range [start, end] owned by
-// subtask index, as computeKeyGroupRangeForOperatorIndex does.
+// subtask index, as computeKeyGroupRangeForOperatorIndex does. Only tests
+// call it (to check OperatorIndex against Flink's range rule).
 func Range(maxParallelism, parallelism, index int) (start, end int) {
 	start = (index*maxParallelism + parallelism - 1) / parallelism
 	end = ((index+1)*maxParallelism - 1) / parallelism

@@ -40,6 +40,9 @@ type chdbResponse struct {
 // CHDB_LIB_PATH, when set, wins.
 func installChDB(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs chDB (npm and network to install it); skipped under -short")
+	}
 	if p := os.Getenv("CHDB_LIB_PATH"); p != "" {
 		return p
 	}

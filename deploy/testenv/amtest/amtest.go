@@ -1,24 +1,20 @@
 package amtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/deploy/testenv"
 )
 
 // maxNotifications bounds the recorded notifications (oldest dropped).
@@ -73,95 +69,42 @@ type Server struct {
 	// Dir holds its configuration, data and log.
 	Dir string
 
+	p    *testenv.Process
 	hook *http.Server
 	mu   sync.Mutex
 	cond *sync.Cond
 	got  []Notification
 }
 
-var shared struct {
-	mu      sync.Mutex
-	started bool
-	s       *Server
-	err     error
-}
+// shared is the test process's one Alertmanager. See the package doc for
+// why this is package-level state.
+var shared testenv.Shared[*Server]
 
 // Start returns the running Alertmanager, starting it the first time (see
-// the package doc). It fails t, never skips, when it cannot start.
+// the package doc). It skips t under -short and fails t when Alertmanager
+// cannot start.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.started {
-		shared.started = true
-		begin := time.Now()
-		shared.s, shared.err = start()
-		if shared.err == nil {
-			fmt.Fprintf(os.Stderr, "amtest: Alertmanager %s ready in %s (dir %s)\n",
-				shared.s.URL, time.Since(begin).Round(10*time.Millisecond), shared.s.Dir)
-		}
-	}
-	if shared.err != nil {
-		t.Fatalf("amtest: cannot start Alertmanager: %v", shared.err)
-	}
-	return shared.s
+	return shared.Get(t, "an Alertmanager", start)
 }
 
 // Stop stops the Alertmanager and receiver Start started, if any, and
 // removes the folder. Safe to call more than once.
 func Stop() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	s := shared.s
-	if s == nil {
-		return nil
-	}
-	shared.s = nil
-	shared.err = errors.New("the server was stopped")
-	out, err := exec.Command(script("stop.sh"), s.Dir).CombinedOutput()
-	_ = s.hook.Close()
-	if err != nil {
-		return fmt.Errorf("amtest: stop.sh %s: %w\n%s", s.Dir, err, out)
-	}
-	if err := os.RemoveAll(s.Dir); err != nil {
-		return fmt.Errorf("amtest: remove %s: %w", s.Dir, err)
-	}
-	return nil
+	return shared.Stop(func(s *Server) error {
+		err := s.p.Stop()
+		_ = s.hook.Close()
+		return err
+	})
 }
 
 // Main runs the tests of m, stops the server and exits with the tests'
 // exit code. Call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	if err := Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func Main(m *testing.M) { testenv.Main(m, Stop) }
 
-// repoRoot is the module root, found from this file's location.
-func repoRoot() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "."
-	}
-	// file is ROOT/deploy/testenv/amtest/amtest.go
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-}
-
-func script(name string) string {
-	return filepath.Join(repoRoot(), "deploy", "alertmanager", name)
-}
-
-// start starts the receiver, installs Alertmanager when needed and starts
-// it, retrying a few times when the picked port was taken meanwhile.
+// start starts the receiver, then Alertmanager (installed when needed)
+// with a configuration that routes every alert to the receiver.
 func start() (*Server, error) {
-	if out, err := exec.Command(script("install.sh")).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("install.sh: %w\n%s", err, tail(out, 40))
-	}
 	s := &Server{}
 	s.cond = sync.NewCond(&s.mu)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -171,47 +114,26 @@ func start() (*Server, error) {
 	s.hook = &http.Server{Handler: http.HandlerFunc(s.receive), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.hook.Serve(ln) }()
 	hookURL := "http://" + ln.Addr().String() + "/hook"
-
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			break
-		}
-		dir, err := os.MkdirTemp("", "skewlens-alertmanager-")
-		if err != nil {
-			lastErr = fmt.Errorf("make server folder: %w", err)
-			break
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, script("start.sh"), dir, strconv.Itoa(port), hookURL)
-		cmd.Env = append(os.Environ(),
-			"SKEWLENS_AM_WATCH_PID="+strconv.Itoa(os.Getpid()),
+	l := &testenv.Launcher{
+		Name:    "alertmanager",
+		Scripts: testenv.DeployDir("alertmanager"),
+		Env: []string{
+			"SKEWLENS_AM_WATCH_PID=" + strconv.Itoa(os.Getpid()),
 			"SKEWLENS_AM_GROUP_WAIT=200ms",
 			"SKEWLENS_AM_GROUP_INTERVAL=500ms",
 			"SKEWLENS_AM_REPEAT_INTERVAL=1h",
-		)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		// start.sh leaves Alertmanager and its watchdog running in their
-		// own sessions; do not wait for their inherited output pipes.
-		cmd.WaitDelay = time.Second
-		err = cmd.Run()
-		cancel()
-		if err == nil {
-			s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-			s.Dir = dir
-			return s, nil
-		}
-		lastErr = fmt.Errorf("start.sh %s %d: %w\n%s\n%s", dir, port, err, tail(out.Bytes(), 40), logTail(dir, 40))
-		_ = exec.Command(script("stop.sh"), dir).Run()
-		_ = os.RemoveAll(dir)
-		if !strings.Contains(out.String(), "already in use") {
-			break
-		}
+		},
+		StartArgs: func(string) ([]string, error) { return []string{hookURL}, nil },
+		Logs:      []string{"alertmanager.log"},
 	}
-	_ = s.hook.Close()
-	return nil, lastErr
+	s.p, err = l.Start()
+	if err != nil {
+		_ = s.hook.Close()
+		return nil, err
+	}
+	s.URL = "http://" + s.p.Addr
+	s.Dir = s.p.Dir
+	return s, nil
 }
 
 // receive records one webhook notification.
@@ -259,13 +181,6 @@ func (s *Server) WaitNotification(t testing.TB, timeout time.Duration, match fun
 	}
 }
 
-// Notifications returns a copy of every recorded notification.
-func (s *Server) Notifications() []Notification {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Notification(nil), s.got...)
-}
-
 // Alerts returns GET /api/v2/alerts, filtered by Alertmanager matchers
 // such as `job_id="j1"`. It fails t on errors.
 func (s *Server) Alerts(t testing.TB, matchers ...string) []APIAlert {
@@ -297,31 +212,4 @@ func (s *Server) Alerts(t testing.TB, matchers ...string) []APIAlert {
 }
 
 // LogTail returns the last n lines of Alertmanager's log.
-func (s *Server) LogTail(n int) string { return logTail(s.Dir, n) }
-
-func logTail(dir string, n int) string {
-	data, err := os.ReadFile(filepath.Join(dir, "alertmanager.log"))
-	if err != nil || len(data) == 0 {
-		return ""
-	}
-	return "--- tail of alertmanager.log:\n" + tail(data, n)
-}
-
-// freePort asks the kernel for a free loopback TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(b []byte, lines int) string {
-	s := strings.TrimRight(string(b), "\n")
-	parts := strings.Split(s, "\n")
-	if len(parts) > lines {
-		parts = parts[len(parts)-lines:]
-	}
-	return strings.Join(parts, "\n")
-}
+func (s *Server) LogTail(n int) string { return s.p.LogTail(n) }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -38,34 +36,5 @@ func TestStart(t *testing.T) {
 	n := s.WaitNotification(t, 10*time.Second, func(n *Notification) bool { return n.CommonLabels["job_id"] == job })
 	if n.Status != "firing" || len(n.Alerts) != 1 || n.Alerts[0].Annotations["summary"] != "probe" || n.Receiver != "skewlens-webhook" {
 		t.Errorf("notification = %+v", n)
-	}
-}
-
-func TestScriptsExecutable(t *testing.T) {
-	for _, name := range []string{"install.sh", "start.sh", "stop.sh"} {
-		st, err := os.Stat(filepath.Join(repoRoot(), "deploy", "alertmanager", name))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if st.Mode()&0o111 == 0 {
-			t.Errorf("%s is not executable", name)
-		}
-	}
-}
-
-func TestTail(t *testing.T) {
-	for _, tt := range []struct {
-		in    string
-		lines int
-		want  string
-	}{
-		{"a\nb\nc\n", 2, "b\nc"},
-		{"a\nb", 5, "a\nb"},
-		{"", 3, ""},
-	} {
-		if got := tail([]byte(tt.in), tt.lines); got != tt.want {
-			t.Errorf("tail(%q, %d) = %q, want %q", tt.in, tt.lines, got, tt.want)
-		}
 	}
 }

@@ -10,8 +10,9 @@
 // deploy/alertmanager/start.sh in a temporary folder, on a free loopback
 // port, gossip off, routing every alert to the receiver with short
 // timings (group_wait 200ms, group_interval 500ms, send_resolved on). Later
-// calls return the same server. Start never skips: when Alertmanager
-// cannot start, it fails the test with the tail of its log. There is no
+// calls return the same server. Under go test -short, Start skips the
+// test; otherwise it never skips: when Alertmanager cannot start, it
+// fails the test with the tail of its log. There is no
 // environment variable for an external Alertmanager, because the tests
 // need it to call back into the test process.
 //
@@ -29,7 +30,8 @@
 // matching notification arrives or its timeout passes.
 //
 // Start, Stop and the Server methods are safe for concurrent use. The
-// package keeps the one server of the test process in package-level
-// variables guarded by a sync.Mutex: it is per process by nature, and
-// TestMain must reach it without a value being passed around.
+// package keeps the one server of the test process in a package-level
+// testenv.Shared: it is per process by nature, and TestMain must reach it
+// without a value being passed around. The process handling (ports,
+// scripts, log tails, stop) is package testenv's.
 package amtest

@@ -2,8 +2,6 @@ package chtest
 
 import (
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -21,35 +19,5 @@ func TestStart(t *testing.T) {
 	c.Close()
 	if again := Start(t); again != addr {
 		t.Errorf("second Start = %s, want %s", again, addr)
-	}
-}
-
-func TestScriptsExist(t *testing.T) {
-	for _, name := range []string{"install.sh", "start.sh", "stop.sh", "install-chdb.sh"} {
-		st, err := os.Stat(filepath.Join(RepoRoot(), "deploy", "clickhouse", name))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if st.Mode()&0o111 == 0 {
-			t.Errorf("%s is not executable", name)
-		}
-	}
-}
-
-func TestTail(t *testing.T) {
-	tests := []struct {
-		in    string
-		lines int
-		want  string
-	}{
-		{"a\nb\nc\n", 2, "b\nc"},
-		{"a\nb", 5, "a\nb"},
-		{"", 3, ""},
-	}
-	for _, tt := range tests {
-		if got := tail([]byte(tt.in), tt.lines); got != tt.want {
-			t.Errorf("tail(%q, %d) = %q, want %q", tt.in, tt.lines, got, tt.want)
-		}
 	}
 }

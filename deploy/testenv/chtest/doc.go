@@ -6,8 +6,9 @@
 // installs ClickHouse if it is missing (deploy/clickhouse/install.sh, which
 // needs root and apt), picks a free loopback port and starts a private
 // server with deploy/clickhouse/start.sh in a temporary folder; later calls
-// return the same server. Start never skips: when no server can be
-// started, it fails the test with the tail of the server log.
+// return the same server. Under go test -short, Start skips the test;
+// otherwise it never skips: when no server can be started, it fails the
+// test with the tail of the server log.
 //
 // A package whose tests call Start stops the server after all its tests
 // by calling Main from TestMain:
@@ -18,11 +19,15 @@
 // second of the test process exiting, so a crashed or killed test binary
 // does not leak a server either.
 //
-// Start and Stop are safe for concurrent use. Start blocks for up to about
-// 30 s the first time (plus the apt install, if one is needed).
+// StartPrivate starts a server of the calling test's own, which the test
+// may halt and resume (an outage) and which is stopped when it ends.
+//
+// Start, StartPrivate and Stop are safe for concurrent use. Start blocks
+// for up to about 30 s the first time (plus the apt install, if one is
+// needed). The process handling is package testenv's.
 //
 // Unlike the product packages, this test-support package keeps its state
-// (the one server of the test process) in package-level variables guarded
-// by a sync.Mutex: the server is per process by nature, and TestMain must
-// reach it without a value being passed around.
+// (the one server of the test process) in a package-level testenv.Shared:
+// the server is per process by nature, and TestMain must reach it without
+// a value being passed around.
 package chtest

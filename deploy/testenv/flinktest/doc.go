@@ -11,7 +11,8 @@
 // (SIGTERM, then SIGKILL), and the kernel kills it should the test process
 // die first (Pdeathsig).
 //
-// Java 17+ and Maven must be installed; nothing here skips: a build or
+// Java 17+ and Maven must be installed. Under go test -short, Classpath
+// and StartScenario skip the test; otherwise nothing here skips: a build or
 // start failure fails the test with the tail of the output.
 //
 // Classpath and StartScenario block and are safe for concurrent use. The

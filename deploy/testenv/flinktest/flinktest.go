@@ -3,17 +3,17 @@ package flinktest
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/deploy/testenv"
 )
 
 // build is the module build of this test process.
@@ -25,15 +25,11 @@ var build struct {
 
 // ModuleDir returns the directory of the deploy/flink Maven module.
 func ModuleDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the flinktest source file")
-	}
-	d := filepath.Join(filepath.Dir(file), "..", "..", "flink")
+	d := testenv.DeployDir("flink")
 	if _, err := os.Stat(filepath.Join(d, "pom.xml")); err != nil {
 		return "", fmt.Errorf("deploy/flink: %w", err)
 	}
-	return filepath.Abs(d)
+	return d, nil
 }
 
 // Classpath builds deploy/flink's main and test classes (once per test
@@ -41,6 +37,7 @@ func ModuleDir() (string, error) {
 // when the build fails.
 func Classpath(t testing.TB) string {
 	t.Helper()
+	testenv.SkipShort(t, "Java and Maven to build deploy/flink")
 	build.once.Do(func() {
 		start := time.Now()
 		build.cp, build.err = buildModule()
@@ -72,7 +69,7 @@ mvn -B -q -DskipTests test-compile dependency:build-classpath \
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("build deploy/flink: %w\n%s", err, tailLines(string(out), 40))
+		return "", fmt.Errorf("build deploy/flink: %w\n%s", err, testenv.Tail(string(out), 40))
 	}
 	deps, err := os.ReadFile(cpFile)
 	if err != nil {
@@ -175,12 +172,4 @@ func (j *Job) Output() string {
 }
 
 // Tail returns the last n lines the job printed.
-func (j *Job) Tail(n int) string { return tailLines(j.Output(), n) }
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (j *Job) Tail(n int) string { return testenv.Tail(j.Output(), n) }

@@ -6,8 +6,9 @@
 // installs (deploy/kafka/install.sh, once into SKEWLENS_KAFKA_HOME,
 // default $XDG_CACHE_HOME/skewlens/kafka) and starts (deploy/kafka/start.sh)
 // on a free loopback port in a temporary directory. Java 17+ and Maven
-// must be installed for that; Start never skips: it fails the test with
-// the tail of the broker's server.log.
+// must be installed for that. Under go test -short, Start skips the test;
+// otherwise it never skips: it fails the test with the tail of the
+// broker's server.log.
 //
 // A package using Start lets Main run its tests (TestMain), which stops
 // the broker afterwards. Should the test process die anyway, the broker
@@ -18,5 +19,6 @@
 //
 // Start, Restart and CreateTopics block and are safe for concurrent use
 // (Restart is serialised with Start). The package keeps the one broker
-// of the test process in a package-level sync.Once-guarded value.
+// of the test process in a package-level testenv.Shared; the process
+// handling (ports, scripts, log tails, stop) is package testenv's.
 package kafkatest

@@ -2,21 +2,17 @@ package kafkatest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/deploy/testenv"
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 )
 
@@ -28,75 +24,59 @@ const EnvBrokers = "SKEWLENS_KAFKA_BROKERS"
 // jars are installed to (default: the user cache dir + skewlens/kafka).
 const EnvHome = "SKEWLENS_KAFKA_HOME"
 
-// broker is the test process's own broker.
+// broker is the broker of the tests: p is nil for the one named by
+// EnvBrokers, which the tests did not start.
 type broker struct {
-	dir     string // the broker's directory: libs link, data, server.log
-	scripts string // deploy/kafka
-	port    int
-	addr    string
+	addrs []string
+	p     *testenv.Process
 }
 
-// shared is the broker of this test process: started by the first Start
-// (once), stopped by Main. mu serialises Restart and stop with each other.
-var shared struct {
-	once sync.Once
-	mu   sync.Mutex
-	b    *broker
-	err  error
-	env  []string // brokers from EnvBrokers
-}
+// shared is the broker of this test process: started by the first Start,
+// stopped by Main; Restart and stop are serialised with each other.
+var shared testenv.Shared[broker]
 
 // Start returns the addresses of a running broker, starting one on the
-// first call (see the package documentation). It fails t if there is none.
+// first call (see the package documentation). It skips t under -short and
+// fails t if there is none.
 func Start(t testing.TB) []string {
 	t.Helper()
-	shared.once.Do(func() {
+	b := shared.Get(t, "a Kafka broker", func() (broker, error) {
 		if v := os.Getenv(EnvBrokers); v != "" {
+			var addrs []string
 			for _, a := range strings.Split(v, ",") {
 				if a = strings.TrimSpace(a); a != "" {
-					shared.env = append(shared.env, a)
+					addrs = append(addrs, a)
 				}
 			}
-			return
+			return broker{addrs: addrs}, nil
 		}
-		start := time.Now()
-		shared.b, shared.err = startBroker()
-		if shared.err == nil {
-			fmt.Fprintf(os.Stderr, "kafkatest: broker %s ready in %s (dir %s)\n",
-				shared.b.addr, time.Since(start).Round(100*time.Millisecond), shared.b.dir)
+		l, err := launcher()
+		if err != nil {
+			return broker{}, err
 		}
+		p, err := l.Start()
+		if err != nil {
+			return broker{}, err
+		}
+		return broker{addrs: []string{p.Addr}, p: p}, nil
 	})
-	if shared.err != nil {
-		t.Fatalf("kafkatest: no broker: %v", shared.err)
-	}
-	if shared.env != nil {
-		return append([]string(nil), shared.env...)
-	}
-	return []string{shared.b.addr}
+	return append([]string(nil), b.addrs...)
 }
 
-// Main runs the tests of a package that uses Start and then stops the
-// broker Start started. Call it from TestMain: func TestMain(m *testing.M)
-// { kafkatest.Main(m) }; the testing package exits with m.Run's code.
-func Main(m *testing.M) {
-	m.Run()
-	if err := Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
-	}
-}
+// Main runs the tests of a package that uses Start, then stops the broker
+// Start started and exits with the tests' exit code. Call it from
+// TestMain: func TestMain(m *testing.M) { kafkatest.Main(m) }.
+func Main(m *testing.M) { testenv.Main(m, Stop) }
 
 // Stop stops the broker Start started, if any, and removes its data. For a
 // TestMain that also stops other servers; Main calls it.
 func Stop() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.b == nil {
-		return nil
-	}
-	err := shared.b.stop()
-	_ = os.RemoveAll(shared.b.dir)
-	shared.b = nil
-	return err
+	return shared.Stop(func(b broker) error {
+		if b.p == nil {
+			return nil
+		}
+		return b.p.Stop()
+	})
 }
 
 // Restart stops the broker and starts it again on the same port with the
@@ -106,20 +86,20 @@ func Stop() error {
 func Restart(t testing.TB) {
 	t.Helper()
 	Start(t)
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.b == nil {
-		t.Fatalf("kafkatest: Restart needs the broker kafkatest starts itself; unset %s", EnvBrokers)
-	}
-	b := shared.b
-	if err := b.stop(); err != nil {
+	var err error
+	shared.Do(func(b broker, running bool) {
+		if !running || b.p == nil {
+			err = fmt.Errorf("Restart needs the broker kafkatest starts itself; unset %s", EnvBrokers)
+			return
+		}
+		begin := time.Now()
+		if err = b.p.Restart(); err == nil {
+			t.Logf("kafkatest: broker restarted in %s", time.Since(begin).Round(100*time.Millisecond))
+		}
+	})
+	if err != nil {
 		t.Fatalf("kafkatest: restart: %v", err)
 	}
-	start := time.Now()
-	if err := b.start(); err != nil {
-		t.Fatalf("kafkatest: restart: %v", err)
-	}
-	t.Logf("kafkatest: broker restarted in %s", time.Since(start).Round(100*time.Millisecond))
 }
 
 // CreateTopics creates topics with one partition each (already existing
@@ -150,17 +130,39 @@ func createTopics(ctx context.Context, brokers []string, topics []kafka.TopicCon
 	return err
 }
 
-// scriptsDir finds deploy/kafka from this source file's location.
-func scriptsDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the kafkatest source file")
+// launcher starts brokers with deploy/kafka's scripts, each in a folder
+// that links the jars installed once into homeDir.
+func launcher() (*testenv.Launcher, error) {
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
 	}
-	d := filepath.Join(filepath.Dir(file), "..", "..", "kafka")
-	if _, err := os.Stat(filepath.Join(d, "start.sh")); err != nil {
-		return "", fmt.Errorf("deploy/kafka scripts: %w", err)
+	return &testenv.Launcher{
+		Name:        "kafka",
+		Scripts:     testenv.DeployDir("kafka"),
+		InstallArgs: []string{home},
+		Env:         []string{"KAFKA_WATCH_PID=" + strconv.Itoa(os.Getpid())},
+		Prepare: func(dir string) error {
+			return os.Symlink(filepath.Join(home, "libs"), filepath.Join(dir, "libs"))
+		},
+		StartArgs: controllerPort,
+		Logs:      []string{"server.log"},
+		// start.sh waits up to 60 s for the broker itself.
+		Timeout: 2 * time.Minute,
+	}, nil
+}
+
+// controllerPort picks the KRaft controller's port on a folder's first
+// start; later starts reuse the one start.sh kept in controller.port.
+func controllerPort(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "controller.port")); err == nil {
+		return nil, nil
 	}
-	return d, nil
+	p, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return []string{strconv.Itoa(p)}, nil
 }
 
 func homeDir() (string, error) {
@@ -174,102 +176,14 @@ func homeDir() (string, error) {
 	return filepath.Join(c, "skewlens", "kafka"), nil
 }
 
-func startBroker() (*broker, error) {
-	scripts, err := scriptsDir()
-	if err != nil {
-		return nil, err
-	}
-	home, err := homeDir()
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if out, err := exec.Command("bash", filepath.Join(scripts, "install.sh"), home).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("install.sh %s: %w\n%s", home, err, out)
-	}
-	if d := time.Since(start); d > time.Second {
-		fmt.Fprintf(os.Stderr, "kafkatest: installed the broker into %s in %s\n", home, d.Round(100*time.Millisecond))
-	}
-	dir, err := os.MkdirTemp("", "skewlens-kafka-")
-	if err != nil {
-		return nil, fmt.Errorf("broker dir: %w", err)
-	}
-	if err := os.Symlink(filepath.Join(home, "libs"), filepath.Join(dir, "libs")); err != nil {
-		return nil, fmt.Errorf("broker dir: %w", err)
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	b := &broker{dir: dir, scripts: scripts, port: port, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	if err := b.start(); err != nil {
-		_ = b.stop()
-		return nil, err
-	}
-	return b, nil
-}
-
-func (b *broker) start() error {
-	cport := ""
-	if _, err := os.Stat(filepath.Join(b.dir, "controller.port")); err != nil {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		cport = strconv.Itoa(p)
-	}
-	args := []string{filepath.Join(b.scripts, "start.sh"), b.dir, strconv.Itoa(b.port)}
-	if cport != "" {
-		args = append(args, cport)
-	}
-	cmd := exec.Command("bash", args...)
-	cmd.Env = append(os.Environ(), "KAFKA_WATCH_PID="+strconv.Itoa(os.Getpid()))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("start.sh %s %d: %w\n%s\n--- tail of %s:\n%s", b.dir, b.port, err, out,
-			filepath.Join(b.dir, "server.log"), tail(filepath.Join(b.dir, "server.log"), 40))
-	}
-	return nil
-}
-
-func (b *broker) stop() error {
-	out, err := exec.Command("bash", filepath.Join(b.scripts, "stop.sh"), b.dir).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("stop.sh %s: %w\n%s", b.dir, err, out)
-	}
-	return nil
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // ServerLogTail returns the last n lines of the broker's server.log, for
 // test failure messages; "" when the broker is not kafkatest's own.
 func ServerLogTail(n int) string {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.b == nil {
-		return ""
-	}
-	return tail(filepath.Join(shared.b.dir, "server.log"), n)
+	var s string
+	shared.Do(func(b broker, running bool) {
+		if running && b.p != nil {
+			s = b.p.LogTail(n)
+		}
+	})
+	return s
 }
