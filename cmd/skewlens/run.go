@@ -32,7 +32,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/promreg"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
