@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
 // Config configures an Alerter: its state machine and its fan-out.
 type Config struct {
-	Tracker TrackerConfig
+	Tracker alert.TrackerConfig
 	Fanout  FanoutConfig
 }
 
@@ -29,7 +30,7 @@ func (c *Config) Validate() error {
 // for concurrent use, and Observe and Advance never wait for a notifier.
 type Alerter struct {
 	mu      sync.Mutex
-	t       *Tracker
+	t       *alert.Tracker
 	out     *Fanout
 	m       *alerterMetrics
 	log     *slog.Logger
@@ -45,7 +46,7 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t, err := NewTracker(cfg.Tracker)
+	t, err := alert.NewTracker(cfg.Tracker)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
 }
 
 // Active returns the firing alerts.
-func (a *Alerter) Active() []Alert {
+func (a *Alerter) Active() []alert.Alert {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.t.Active()
@@ -95,8 +96,8 @@ func (a *Alerter) Stop() { a.out.Stop() }
 
 // handle counts the events and sends the notifications. Called with mu
 // held, so notifications reach the queues in event order.
-func (a *Alerter) handle(events []Event) {
-	var out []Alert
+func (a *Alerter) handle(events []alert.Event) {
+	var out []alert.Alert
 	for i := range events {
 		e := &events[i]
 		a.m.transitions.WithLabelValues(string(e.Kind)).Inc()
@@ -104,7 +105,7 @@ func (a *Alerter) handle(events []Event) {
 			out = append(out, e.Alert)
 		}
 		switch e.Kind {
-		case EventFiring, EventResolved:
+		case alert.EventFiring, alert.EventResolved:
 			a.log.Info("alert "+string(e.Kind), "alert", e.Alert.Labels["alertname"], "id", e.Alert.ID, "summary", e.Alert.Annotations["summary"])
 		}
 	}
