@@ -25,16 +25,17 @@ func (c *Config) Validate() error {
 	return c.Fanout.Validate()
 }
 
-// Alerter is what the pipeline wires in: a Tracker fed with findings and
-// watermarks, whose notifications go to a Fanout, with metrics. It is safe
-// for concurrent use, and Observe and Advance never wait for a notifier.
+// Alerter is what the pipeline wires in: an alert.Tracker fed with
+// findings and watermarks, whose notifications go to a Fanout, with
+// metrics. It is safe for concurrent use, and Observe and Advance never
+// wait for a notifier.
 type Alerter struct {
 	mu      sync.Mutex
 	t       *alert.Tracker
 	out     *Fanout
 	m       *alerterMetrics
 	log     *slog.Logger
-	refused uint64 // Tracker.Refused already counted in the metric
+	refused uint64 // alert.Tracker.Refused already counted in the metric
 }
 
 // New returns an Alerter delivering to targets (it owns them: Stop closes
@@ -77,7 +78,8 @@ func (a *Alerter) Advance(watermark int64) {
 	a.handle(a.t.Advance(watermark))
 }
 
-// JobsReported is Tracker.JobsReported (for TrackerConfig.RequireReports).
+// JobsReported is alert.Tracker.JobsReported (for
+// alert.TrackerConfig.RequireReports).
 func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
