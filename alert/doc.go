@@ -1,10 +1,11 @@
-// Package alert turns skewlens findings into alerts for the people on
-// call: a deterministic state machine (Tracker) decides when a condition
-// fires and when it is over, and a fan-out (Fanout) delivers the changes
-// to notifiers (Alertmanager, a JSON webhook, a Kafka topic; see the
-// subpackages). Alerter combines the two with metrics and is what the
-// pipeline wires in. docs/alerts.md describes the behaviour and the
-// message formats.
+// Package alert is the alert state machine of skewlens: findings in,
+// alert transitions out. A Tracker decides when a condition fires and
+// when it is over, and renders each alert's labels and annotations (the
+// content of docs/alerts.md). Delivering the transitions (queues,
+// goroutines, retries, metrics, logging) is package alert/deliver's job,
+// and the notifiers (Alertmanager, a JSON webhook, a Kafka topic) are its
+// siblings alert/alertmanager, alert/webhook and alert/kafkanotify; they
+// import this package, never the other way round.
 //
 // # The state machine
 //
@@ -18,22 +19,16 @@
 // Advance), never a clock, so equal inputs give equal outputs, and a
 // replay alerts exactly like the live run did.
 //
-// # Blocking and concurrency
+// # Blocking and safety
 //
-// Tracker does no I/O and never blocks; it is not safe for concurrent use
-// (one goroutine owns it). Alerter is safe for concurrent use; its Observe
-// and Advance never wait for a notifier: deliveries are queued in the
-// Fanout, one bounded queue and one goroutine per notifier, so a slow or
-// unreachable notifier delays neither the pipeline nor the other
-// notifiers. A queue keeps the latest state of each alert (a newer state
-// replaces an older one still waiting) and, when full, drops its oldest
-// alert (skewlens_alert_queue_dropped_total{reason="overflow"}). Stop
-// lets the queues drain for FanoutConfig.DrainTimeout, then closes the
-// notifiers; it blocks until then and is safe to call twice.
-//
-// One layer retries: the Fanout, with retry.Do and context-aware
-// exponential backoff, keeping the failed alerts queued between attempts.
-// Notifiers make one attempt per Notify call and only classify: errors a
-// retry cannot fix (an HTTP 4xx, a message Kafka refuses) are marked with
-// retry.Permanent, and the Fanout drops their alerts instead of retrying.
+// The package is pure: it does no I/O, reads no clock, starts no
+// goroutine, keeps no metrics and logs nothing (TestPure checks its
+// imports). No function of it blocks. A Tracker is not safe for
+// concurrent use: one goroutine owns it (deliver.Alerter serialises its
+// calls on a mutex), and TrackerConfig.PlanVersion is called on that
+// goroutine. The Tracker's memory is bounded by TrackerConfig.MaxTracked;
+// findings of new conditions beyond it are refused and counted
+// (Tracker.Refused). Nothing here panics on bad input: findings that make
+// no alert (other kinds, missing fields) are ignored, and an invalid
+// TrackerConfig is an error of NewTracker.
 package alert

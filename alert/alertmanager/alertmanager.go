@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
@@ -220,7 +221,7 @@ func (n *Notifier) post(ctx context.Context, alerts []alert.Alert) error {
 		}
 		body, err := json.Marshal(ps)
 		if err != nil {
-			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode", Err: err})
+			return retry.Permanent("", &deliver.NotifyError{Notifier: Name, Op: "encode", Err: err})
 		}
 		if err := httpjson.Post(ctx, n.client, Name, n.url, body, n.header, n.cfg.Timeout); err != nil {
 			return fmt.Errorf("alertmanager: %d alerts: %w", len(batch), err)

@@ -123,7 +123,7 @@ func TestNotify(t *testing.T) {
 			f := &fakeAM{statuses: tt.statuses}
 			n := newTest(t, f, Config{ResendInterval: time.Hour, GeneratorURL: "http://skewlens/x"}, nil)
 			// The notifier makes one attempt; its caller retries, as
-			// alert.Fanout does, with retry.Do.
+			// deliver.Fanout does, with retry.Do.
 			policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
 			err := retry.Do(context.Background(), policy, nil, func(ctx context.Context) error {
 				return n.Notify(ctx, []alert.Alert{testAlert("a", alert.StatusFiring), testAlert("b", alert.StatusResolved)})

@@ -15,9 +15,9 @@
 //
 // Notify makes one attempt: it blocks until Alertmanager accepted every
 // alert, a POST failed, or ctx ends. Alerts refused for good (a 4xx) are
-// an *alert.NotifyError marked with retry.Permanent; other failures are
-// retryable, and the caller (alert.Fanout) retries them. A Notifier is safe for concurrent use; posts are
-// serialised, so a re-post never overtakes a resolution. Close stops the
-// re-posting goroutine (it does not resolve anything) and is safe to call
-// twice.
+// a *deliver.NotifyError marked with retry.Permanent; other failures are
+// retryable, and the caller (deliver.Fanout) retries them. A Notifier is
+// safe for concurrent use; posts are serialised, so a re-post never
+// overtakes a resolution. Close stops the re-posting goroutine (it does
+// not resolve anything) and is safe to call twice.
 package alertmanager

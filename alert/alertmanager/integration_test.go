@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/deploy/testenv/amtest"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -50,10 +51,10 @@ func TestRealAlertmanager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := alert.New(alert.Config{
+	a, err := deliver.New(deliver.Config{
 		Tracker: alert.TrackerConfig{PlanVersion: func(j, task string) (uint64, bool) { return 4, j == job && task == "Window agg" }},
-		Fanout:  alert.FanoutConfig{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
-	}, []alert.Target{{Name: Name, Notifier: n}}, nil, reg)
+		Fanout:  deliver.FanoutConfig{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+	}, []deliver.Target{{Name: Name, Notifier: n}}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

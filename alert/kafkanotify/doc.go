@@ -10,10 +10,10 @@
 //
 // Notify makes one attempt: it blocks until the broker acknowledged every
 // message (acks=all), the write failed, or ctx ends. Errors are
-// *alert.NotifyError, classified by kafkaclient.Classify: a message
+// *deliver.NotifyError, classified by kafkaclient.Classify: a message
 // refused for good (too large, not authorised, an invalid topic) is marked
 // with retry.Permanent; connection errors, including the EOF of the first
 // request after a broker restart, and leader changes are retryable, and
-// the caller (alert.Fanout) retries them. A Notifier is safe for
+// the caller (deliver.Fanout) retries them. A Notifier is safe for
 // concurrent use; Close is safe to call twice.
 package kafkanotify

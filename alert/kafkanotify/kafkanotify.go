@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
@@ -150,12 +151,12 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 	for i := range alerts {
 		m, err := Message(&alerts[i])
 		if err != nil {
-			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode " + alerts[i].ID, Err: err})
+			return retry.Permanent("", &deliver.NotifyError{Notifier: Name, Op: "encode " + alerts[i].ID, Err: err})
 		}
 		msgs = append(msgs, m)
 	}
 	if err := n.w.WriteMessages(ctx, msgs...); err != nil {
-		err = kafkaclient.Classify("", &alert.NotifyError{Notifier: Name, Op: "write to " + n.cfg.Topic, Err: err})
+		err = kafkaclient.Classify("", &deliver.NotifyError{Notifier: Name, Op: "write to " + n.cfg.Topic, Err: err})
 		return fmt.Errorf("kafka alert notifier: %d alerts: %w", len(alerts), err)
 	}
 	return nil

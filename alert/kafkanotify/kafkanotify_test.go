@@ -46,7 +46,7 @@ func alerts(t *testing.T, job string) []alert.Alert {
 }
 
 // testNotifier is a Notifier whose Notify is retried with a policy, as
-// alert.Fanout retries a notifier.
+// deliver.Fanout retries a notifier.
 type testNotifier struct {
 	*Notifier
 	policy retry.Policy

@@ -5,8 +5,8 @@
 //
 // Notify makes one attempt: it blocks until every batch is accepted (a
 // 2xx answer), a request fails, or ctx ends. A batch refused for good (a
-// 4xx other than 408/425/429) is an *alert.NotifyError marked with
+// 4xx other than 408/425/429) is a *deliver.NotifyError marked with
 // retry.Permanent; other failures (5xx, network errors, timeouts) are
-// retryable, and the caller (alert.Fanout) retries them. A Notifier is
+// retryable, and the caller (deliver.Fanout) retries them. A Notifier is
 // safe for concurrent use.
 package webhook

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
@@ -103,7 +104,7 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 		alerts = alerts[len(batch):]
 		body, err := json.Marshal(Message{Version: "1", Sender: n.cfg.Sender, Alerts: batch})
 		if err != nil {
-			return retry.Permanent("", &alert.NotifyError{Notifier: Name, Op: "encode", Err: err})
+			return retry.Permanent("", &deliver.NotifyError{Notifier: Name, Op: "encode", Err: err})
 		}
 		if err := httpjson.Post(ctx, n.client, Name, n.cfg.URL, body, n.header, n.cfg.Timeout); err != nil {
 			return fmt.Errorf("webhook: %d alerts: %w", len(batch), err)

@@ -117,7 +117,7 @@ func TestNotify(t *testing.T) {
 			}
 			defer n.Close()
 			// The notifier makes one attempt; its caller retries, as
-			// alert.Fanout does, with retry.Do.
+			// deliver.Fanout does, with retry.Do.
 			retries := 0
 			policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
 			alerts := testAlerts(tt.alerts)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	localch "github.com/skewlens/skewlens/deploy/clickhouse"
@@ -257,7 +258,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), store.Writer(), dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, deliver.NewSink(planSink, alerter), store.Writer(), dead, log, reg)
 	if err != nil {
 		return err
 	}
@@ -346,21 +347,21 @@ func (c *runCmd) Run(e *env) error {
 // alerter builds the alert state machine and its notifiers from the
 // flags. With no notifier configured, alerts are still tracked (metrics
 // skewlens_alert_*) and logged when they fire or resolve.
-func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*alert.Alerter, error) {
-	var targets []alert.Target
+func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
+	var targets []deliver.Target
 	if c.AlertmanagerURL != "" {
 		n, err := alertmanager.New(alertmanager.Config{URL: c.AlertmanagerURL}, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, alert.Target{Name: "alertmanager", Notifier: n})
+		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
 		n, err := webhook.New(webhook.Config{URL: c.AlertWebhookURL})
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, alert.Target{Name: "webhook", Notifier: n})
+		targets = append(targets, deliver.Target{Name: "webhook", Notifier: n})
 	}
 	if c.AlertsTopic != "" {
 		n, err := kafkanotify.New(kafkanotify.Config{Brokers: brokers, Topic: c.AlertsTopic}, log)
@@ -370,13 +371,13 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		if err := n.EnsureTopic(ctx); err != nil {
 			return nil, err
 		}
-		targets = append(targets, alert.Target{Name: "kafka", Notifier: n})
+		targets = append(targets, deliver.Target{Name: "kafka", Notifier: n})
 	}
 	salting := c.SaltingURL
 	if salting == "" && c.APIListen != "" {
 		salting = "http://" + c.APIListen
 	}
-	return alert.New(alert.Config{Tracker: alert.TrackerConfig{
+	return deliver.New(deliver.Config{Tracker: alert.TrackerConfig{
 		For: c.AlertFor, ResolveAfter: c.AlertResolve, RenotifyInterval: c.AlertRenotify, SaltingURL: salting,
 		PlanVersion: func(job, task string) (uint64, bool) {
 			if p := mgr.Plan(job, task); p != nil {

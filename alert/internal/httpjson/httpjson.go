@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -20,7 +20,7 @@ const maxErrorBody = 512
 
 // Post sends body to url with Content-Type application/json and the
 // given extra headers, giving up after timeout. A 2xx answer is success.
-// It makes one attempt; the caller retries. Errors are *alert.NotifyError,
+// It makes one attempt; the caller retries. Errors are *deliver.NotifyError,
 // marked with retry.Permanent for 4xx answers other than 408 (request
 // timeout), 425 (too early) and 429 (too many requests), and for other
 // non-2xx answers below 500; retryable for 5xx, network errors and
@@ -31,7 +31,7 @@ func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []b
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
-		return retry.Permanent("", &alert.NotifyError{Notifier: notifier, Op: op, Err: err})
+		return retry.Permanent("", &deliver.NotifyError{Notifier: notifier, Op: op, Err: err})
 	}
 	for k, vs := range header {
 		for _, v := range vs {
@@ -46,7 +46,7 @@ func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []b
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return &alert.NotifyError{Notifier: notifier, Op: op, Err: err}
+		return &deliver.NotifyError{Notifier: notifier, Op: op, Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -59,7 +59,7 @@ func Post(ctx context.Context, c *http.Client, notifier, rawURL string, body []b
 	if text == "" {
 		text = http.StatusText(resp.StatusCode)
 	}
-	err = &alert.NotifyError{Notifier: notifier, Op: op, StatusCode: resp.StatusCode, Err: fmt.Errorf("%s", text)}
+	err = &deliver.NotifyError{Notifier: notifier, Op: op, StatusCode: resp.StatusCode, Err: fmt.Errorf("%s", text)}
 	if permanent(resp.StatusCode) {
 		return retry.Permanent("", err)
 	}

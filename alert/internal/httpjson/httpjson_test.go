@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -60,7 +60,7 @@ func TestPost(t *testing.T) {
 			if err == nil {
 				return
 			}
-			var ne *alert.NotifyError
+			var ne *deliver.NotifyError
 			if !errors.As(err, &ne) || ne.StatusCode != tt.wantCode {
 				t.Errorf("err %#v: want a NotifyError with status %d", err, tt.wantCode)
 			}

@@ -1,9 +1,11 @@
-package alert
+package deliver
 
 import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/alert"
 )
 
 // fanoutMetrics are a Fanout's metrics, by notifier.
@@ -85,7 +87,7 @@ func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
 			Help: "Findings of new conditions ignored because the tracker held its maximum number of alerts.",
 		}),
 	}
-	for _, k := range []EventKind{EventPending, EventFiring, EventRenotify, EventResolved, EventDiscarded} {
+	for _, k := range []alert.EventKind{alert.EventPending, alert.EventFiring, alert.EventRenotify, alert.EventResolved, alert.EventDiscarded} {
 		m.transitions.WithLabelValues(string(k))
 	}
 	if err := register(reg, "alerter", m.firing, m.pending, m.transitions, m.refused); err != nil {

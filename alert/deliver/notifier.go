@@ -1,6 +1,10 @@
-package alert
+package deliver
 
-import "context"
+import (
+	"context"
+
+	"github.com/skewlens/skewlens/alert"
+)
 
 // Notifier delivers alerts somewhere. Notify makes one attempt: it blocks
 // until every alert is delivered, a delivery fails, or ctx ends, and does
@@ -9,14 +13,14 @@ import "context"
 // used by a Fanout gets one Notify call at a time; Fanout.Stop closes it
 // when it implements io.Closer.
 type Notifier interface {
-	Notify(ctx context.Context, alerts []Alert) error
+	Notify(ctx context.Context, alerts []alert.Alert) error
 }
 
 // NotifierFunc adapts a function to Notifier.
-type NotifierFunc func(ctx context.Context, alerts []Alert) error
+type NotifierFunc func(ctx context.Context, alerts []alert.Alert) error
 
 // Notify calls f.
-func (f NotifierFunc) Notify(ctx context.Context, alerts []Alert) error { return f(ctx, alerts) }
+func (f NotifierFunc) Notify(ctx context.Context, alerts []alert.Alert) error { return f(ctx, alerts) }
 
 // Target is a named notifier; the name is the notifier label of the
 // metrics and must be unique within a Fanout.

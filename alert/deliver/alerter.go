@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
 // Config configures an Alerter: its state machine and its fan-out.
 type Config struct {
-	Tracker TrackerConfig
+	Tracker alert.TrackerConfig
 	Fanout  FanoutConfig
 }
 
@@ -24,16 +25,17 @@ func (c *Config) Validate() error {
 	return c.Fanout.Validate()
 }
 
-// Alerter is what the pipeline wires in: a Tracker fed with findings and
-// watermarks, whose notifications go to a Fanout, with metrics. It is safe
-// for concurrent use, and Observe and Advance never wait for a notifier.
+// Alerter is what the pipeline wires in: an alert.Tracker fed with
+// findings and watermarks, whose notifications go to a Fanout, with
+// metrics. It is safe for concurrent use, and Observe and Advance never
+// wait for a notifier.
 type Alerter struct {
 	mu      sync.Mutex
-	t       *Tracker
+	t       *alert.Tracker
 	out     *Fanout
 	m       *alerterMetrics
 	log     *slog.Logger
-	refused uint64 // Tracker.Refused already counted in the metric
+	refused uint64 // alert.Tracker.Refused already counted in the metric
 }
 
 // New returns an Alerter delivering to targets (it owns them: Stop closes
@@ -45,7 +47,7 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t, err := NewTracker(cfg.Tracker)
+	t, err := alert.NewTracker(cfg.Tracker)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +78,8 @@ func (a *Alerter) Advance(watermark int64) {
 	a.handle(a.t.Advance(watermark))
 }
 
-// JobsReported is Tracker.JobsReported (for TrackerConfig.RequireReports).
+// JobsReported is alert.Tracker.JobsReported (for
+// alert.TrackerConfig.RequireReports).
 func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -84,7 +87,7 @@ func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
 }
 
 // Active returns the firing alerts.
-func (a *Alerter) Active() []Alert {
+func (a *Alerter) Active() []alert.Alert {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.t.Active()
@@ -95,8 +98,8 @@ func (a *Alerter) Stop() { a.out.Stop() }
 
 // handle counts the events and sends the notifications. Called with mu
 // held, so notifications reach the queues in event order.
-func (a *Alerter) handle(events []Event) {
-	var out []Alert
+func (a *Alerter) handle(events []alert.Event) {
+	var out []alert.Alert
 	for i := range events {
 		e := &events[i]
 		a.m.transitions.WithLabelValues(string(e.Kind)).Inc()
@@ -104,7 +107,7 @@ func (a *Alerter) handle(events []Event) {
 			out = append(out, e.Alert)
 		}
 		switch e.Kind {
-		case EventFiring, EventResolved:
+		case alert.EventFiring, alert.EventResolved:
 			a.log.Info("alert "+string(e.Kind), "alert", e.Alert.Labels["alertname"], "id", e.Alert.ID, "summary", e.Alert.Annotations["summary"])
 		}
 	}

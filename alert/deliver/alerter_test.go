@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -51,7 +52,7 @@ func TestAlerter(t *testing.T) {
 	if got := r.ids(); !slices.Equal(got, want) {
 		t.Errorf("notified %v, want %v", got, want)
 	}
-	for kind, want := range map[EventKind]float64{EventPending: 3, EventFiring: 2, EventResolved: 2, EventDiscarded: 1, EventRenotify: 0} {
+	for kind, want := range map[alert.EventKind]float64{alert.EventPending: 3, alert.EventFiring: 2, alert.EventResolved: 2, alert.EventDiscarded: 1, alert.EventRenotify: 0} {
 		if got := testutil.ToFloat64(a.m.transitions.WithLabelValues(string(kind))); got != want {
 			t.Errorf("transitions{to=%s} = %v, want %v", kind, got, want)
 		}
@@ -67,7 +68,7 @@ func TestAlerter(t *testing.T) {
 }
 
 func TestAlerterRefusedMetric(t *testing.T) {
-	a, err := New(Config{Tracker: TrackerConfig{MaxTracked: 1}}, nil, nil, prometheus.NewRegistry())
+	a, err := New(Config{Tracker: alert.TrackerConfig{MaxTracked: 1}}, nil, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

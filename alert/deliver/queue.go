@@ -1,6 +1,10 @@
-package alert
+package deliver
 
-import "container/list"
+import (
+	"container/list"
+
+	"github.com/skewlens/skewlens/alert"
+)
 
 // queue holds the alerts waiting for one notifier, at most one per alert
 // id: a newer state of an alert replaces the older one in place (the
@@ -8,7 +12,7 @@ import "container/list"
 // concurrent use: the Fanout guards it.
 type queue struct {
 	capacity int
-	order    *list.List               // of *Alert, oldest first
+	order    *list.List               // of *alert.Alert, oldest first
 	byID     map[string]*list.Element // id -> element in order
 }
 
@@ -21,14 +25,14 @@ func (q *queue) len() int { return q.order.Len() }
 // push appends a, or replaces the waiting state of the same alert. When
 // the queue is full, the oldest alert is dropped to make room (the policy:
 // the newest state matters most) and push returns 1, else 0.
-func (q *queue) push(a Alert) (dropped int) {
+func (q *queue) push(a alert.Alert) (dropped int) {
 	if e, ok := q.byID[a.ID]; ok {
 		e.Value = &a
 		return 0
 	}
 	if q.order.Len() >= q.capacity {
 		oldest := q.order.Front()
-		delete(q.byID, oldest.Value.(*Alert).ID)
+		delete(q.byID, oldest.Value.(*alert.Alert).ID)
 		q.order.Remove(oldest)
 		dropped = 1
 	}
@@ -37,11 +41,11 @@ func (q *queue) push(a Alert) (dropped int) {
 }
 
 // take removes and returns up to n of the oldest alerts.
-func (q *queue) take(n int) []Alert {
-	out := make([]Alert, 0, min(n, q.order.Len()))
+func (q *queue) take(n int) []alert.Alert {
+	out := make([]alert.Alert, 0, min(n, q.order.Len()))
 	for len(out) < n && q.order.Len() > 0 {
 		e := q.order.Front()
-		a := e.Value.(*Alert)
+		a := e.Value.(*alert.Alert)
 		q.order.Remove(e)
 		delete(q.byID, a.ID)
 		out = append(out, *a)
@@ -52,7 +56,7 @@ func (q *queue) take(n int) []Alert {
 // requeue puts alerts whose delivery failed back at the front, oldest
 // first, unless a newer state of the same alert arrived meanwhile. Alerts
 // that do not fit are dropped (they are the oldest); it returns how many.
-func (q *queue) requeue(alerts []Alert) (dropped int) {
+func (q *queue) requeue(alerts []alert.Alert) (dropped int) {
 	for i := len(alerts) - 1; i >= 0; i-- {
 		a := alerts[i]
 		if _, ok := q.byID[a.ID]; ok {

@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -27,7 +28,7 @@ func (w *failingWriter) Advance(_ context.Context, now time.Time) error {
 // then resolve the alert.
 func TestSinkAlertsOnlyOnStoredFindings(t *testing.T) {
 	r := newRecorder()
-	a, err := New(Config{Tracker: TrackerConfig{For: -1}, Fanout: FanoutConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
+	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1}, Fanout: FanoutConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
 		[]Target{{"rec", r}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

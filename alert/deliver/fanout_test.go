@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -18,7 +19,7 @@ import (
 // released, and fails with the errors queued in fail.
 type recorder struct {
 	mu      sync.Mutex
-	got     []Alert
+	got     []alert.Alert
 	calls   int
 	fail    []error       // returned by the next calls, in order
 	block   chan struct{} // when not nil, Notify waits for it (or ctx)
@@ -28,7 +29,7 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{entered: make(chan struct{}, 100)} }
 
-func (r *recorder) Notify(ctx context.Context, alerts []Alert) error {
+func (r *recorder) Notify(ctx context.Context, alerts []alert.Alert) error {
 	r.entered <- struct{}{}
 	r.mu.Lock()
 	block := r.block
@@ -81,7 +82,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func mk(id, status string) Alert { return Alert{ID: id, Status: status} }
+func mk(id, status string) alert.Alert { return alert.Alert{ID: id, Status: status} }
 
 func fastFanout(t *testing.T, cfg FanoutConfig, reg prometheus.Registerer, targets ...Target) *Fanout {
 	t.Helper()
@@ -103,8 +104,8 @@ func TestFanoutDeliversToEveryNotifier(t *testing.T) {
 	a, b := newRecorder(), newRecorder()
 	reg := prometheus.NewRegistry()
 	f := fastFanout(t, FanoutConfig{}, reg, Target{"a", a}, Target{"b", b})
-	f.Send([]Alert{mk("x", StatusFiring), mk("y", StatusFiring)})
-	f.Send([]Alert{mk("x", StatusResolved)})
+	f.Send([]alert.Alert{mk("x", alert.StatusFiring), mk("y", alert.StatusFiring)})
+	f.Send([]alert.Alert{mk("x", alert.StatusResolved)})
 	want := []string{"x:firing", "y:firing", "x:resolved"}
 	for _, r := range []*recorder{a, b} {
 		// x:resolved may have replaced x:firing while it waited.
@@ -122,7 +123,7 @@ func TestFanoutSlowNotifierDelaysNoOther(t *testing.T) {
 	slow, fast := newRecorder(), newRecorder()
 	slow.block = make(chan struct{})
 	f := fastFanout(t, FanoutConfig{}, nil, Target{"slow", slow}, Target{"fast", fast})
-	f.Send([]Alert{mk("x", StatusFiring)})
+	f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
 	waitFor(t, "fast delivery", func() bool { return len(fast.ids()) == 1 })
 	if got := slow.ids(); len(got) != 0 {
 		t.Errorf("slow notifier got %v while blocked", got)
@@ -135,20 +136,20 @@ func TestFanoutQueue(t *testing.T) {
 	tests := []struct {
 		name        string
 		capacity    int
-		send        [][]Alert
+		send        [][]alert.Alert
 		wantGot     []string // after the block is released (the first batch was in flight)
 		wantDropped float64
 	}{
 		{
 			name:     "overflow drops the oldest waiting alerts",
 			capacity: 2,
-			send:     [][]Alert{{mk("a", StatusFiring)}, {mk("b", StatusFiring), mk("c", StatusFiring), mk("d", StatusFiring)}},
+			send:     [][]alert.Alert{{mk("a", alert.StatusFiring)}, {mk("b", alert.StatusFiring), mk("c", alert.StatusFiring), mk("d", alert.StatusFiring)}},
 			wantGot:  []string{"a:firing", "c:firing", "d:firing"}, wantDropped: 1,
 		},
 		{
 			name:     "a newer state replaces the waiting one without taking room",
 			capacity: 2,
-			send:     [][]Alert{{mk("a", StatusFiring)}, {mk("b", StatusFiring), mk("c", StatusFiring)}, {mk("b", StatusResolved), mk("c", StatusResolved)}},
+			send:     [][]alert.Alert{{mk("a", alert.StatusFiring)}, {mk("b", alert.StatusFiring), mk("c", alert.StatusFiring)}, {mk("b", alert.StatusResolved), mk("c", alert.StatusResolved)}},
 			wantGot:  []string{"a:firing", "b:resolved", "c:resolved"},
 		},
 	}
@@ -197,7 +198,7 @@ func TestFanoutFailures(t *testing.T) {
 			r := newRecorder()
 			r.fail = tt.fail
 			f := fastFanout(t, FanoutConfig{}, nil, Target{"r", r})
-			f.Send([]Alert{mk("x", StatusFiring)})
+			f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
 			waitFor(t, "all calls", func() bool {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -231,9 +232,9 @@ func TestFanoutStop(t *testing.T) {
 		r := newRecorder()
 		r.block = make(chan struct{})
 		f := fastFanout(t, FanoutConfig{DrainTimeout: 5 * time.Second}, nil, Target{"r", r})
-		f.Send([]Alert{mk("a", StatusFiring)})
+		f.Send([]alert.Alert{mk("a", alert.StatusFiring)})
 		<-r.entered
-		f.Send([]Alert{mk("b", StatusFiring)})
+		f.Send([]alert.Alert{mk("b", alert.StatusFiring)})
 		go func() { time.Sleep(20 * time.Millisecond); close(r.block) }()
 		f.Stop()
 		f.Stop()
@@ -243,7 +244,7 @@ func TestFanoutStop(t *testing.T) {
 		if r.closed != 1 {
 			t.Errorf("closed %d times, want 1", r.closed)
 		}
-		f.Send([]Alert{mk("c", StatusFiring)})
+		f.Send([]alert.Alert{mk("c", alert.StatusFiring)})
 		if d := testutil.ToFloat64(f.m.dropped.WithLabelValues("r", "stopped")); d != 1 {
 			t.Errorf("dropped{stopped} = %v, want 1", d)
 		}
@@ -254,7 +255,7 @@ func TestFanoutStop(t *testing.T) {
 			r.fail = append(r.fail, errors.New("down"))
 		}
 		f := fastFanout(t, FanoutConfig{DrainTimeout: 100 * time.Millisecond}, nil, Target{"r", r})
-		f.Send([]Alert{mk("a", StatusFiring), mk("b", StatusFiring)})
+		f.Send([]alert.Alert{mk("a", alert.StatusFiring), mk("b", alert.StatusFiring)})
 		<-r.entered
 		start := time.Now()
 		f.Stop()

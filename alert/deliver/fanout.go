@@ -1,4 +1,4 @@
-package alert
+package deliver
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -159,7 +160,7 @@ func NewFanout(cfg FanoutConfig, targets []Target, log *slog.Logger, reg prometh
 
 // Send queues alerts for every notifier and returns at once. After Stop,
 // alerts are dropped (reason "stopped").
-func (f *Fanout) Send(alerts []Alert) {
+func (f *Fanout) Send(alerts []alert.Alert) {
 	if len(alerts) == 0 {
 		return
 	}
@@ -252,7 +253,7 @@ func (f *Fanout) run(w *worker) {
 				continue
 			}
 		}
-		var batch []Alert
+		var batch []alert.Alert
 		err := retry.Do(f.ctx, policy, func(_ int, wait time.Duration, err error) {
 			f.m.retries.WithLabelValues(w.name).Inc()
 			f.log.Warn("alert notifier failed; will retry", "notifier", w.name, "alerts", len(batch), "in", wait, "err", err)
@@ -294,7 +295,7 @@ func (f *Fanout) run(w *worker) {
 }
 
 // deliver makes one Notify call and counts its outcome.
-func (f *Fanout) deliver(ctx context.Context, w *worker, batch []Alert) error {
+func (f *Fanout) deliver(ctx context.Context, w *worker, batch []alert.Alert) error {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.NotifyTimeout)
 	defer cancel()
 	start := time.Now()
