@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 )
 
 // metrics are the Server's Prometheus metrics.
@@ -55,18 +53,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Store calls in flight for findings, audit and writes (bounded by MaxConcurrentQueries).",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.snapshots, m.storeErrors, m.storeRetries,
-		m.rejected, m.changes, m.queriesActive} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register serve metrics: %w (one Server per registry)", err)
-			}
-			return nil, fmt.Errorf("register serve metrics: %w", err)
-		}
+	if _, err := promreg.Register(reg, "skewlens API server", m.requests, m.duration, m.snapshots, m.storeErrors, m.storeRetries,
+		m.rejected, m.changes, m.queriesActive); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

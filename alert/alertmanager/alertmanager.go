@@ -17,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -336,13 +337,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.resends.WithLabelValues("ok")
 	m.resends.WithLabelValues("error")
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.resends, m.active, m.untracked} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register alertmanager notifier metrics: %w", err)
-		}
+	if _, err := promreg.Register(reg, "alertmanager notifier", m.resends, m.active, m.untracked); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

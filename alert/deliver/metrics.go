@@ -1,11 +1,10 @@
 package deliver
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 )
 
 // fanoutMetrics are a Fanout's metrics, by notifier.
@@ -41,7 +40,7 @@ func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
 			Help: "Notify calls retried after a retryable failure, by notifier.",
 		}, []string{"notifier"}),
 	}
-	if err := register(reg, "alert fanout", m.notifications, m.dropped, m.queued, m.latency, m.retries); err != nil {
+	if _, err := promreg.Register(reg, "alert fanout", m.notifications, m.dropped, m.queued, m.latency, m.retries); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -90,21 +89,8 @@ func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
 	for _, k := range []alert.EventKind{alert.EventPending, alert.EventFiring, alert.EventRenotify, alert.EventResolved, alert.EventDiscarded} {
 		m.transitions.WithLabelValues(string(k))
 	}
-	if err := register(reg, "alerter", m.firing, m.pending, m.transitions, m.refused); err != nil {
+	if _, err := promreg.Register(reg, "alerter", m.firing, m.pending, m.transitions, m.refused); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers collectors; a nil registry registers nothing.
-func register(reg prometheus.Registerer, what string, cs ...prometheus.Collector) error {
-	if reg == nil {
-		return nil
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("register %s metrics: %w (one per registry)", what, err)
-		}
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -71,7 +72,7 @@ func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*D
 		Log:          log,
 	})
 	m := newDeadLetterMetrics()
-	unreg, err := register(reg, m.collectors())
+	unreg, err := promreg.Register(reg, "dead-letter writer", m.collectors()...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: dead letters: %w", err)
 	}

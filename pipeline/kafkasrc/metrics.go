@@ -1,8 +1,6 @@
 package kafkasrc
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -158,31 +156,4 @@ func newDeadLetterMetrics() *deadLetterMetrics {
 
 func (m *deadLetterMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.sent, m.failed, m.retries, m.inFlight}
-}
-
-// register registers cs on reg and returns a function that unregisters
-// them. A nil reg registers nothing. On error, whatever was registered is
-// unregistered again.
-func register(reg prometheus.Registerer, cs []prometheus.Collector) (func(), error) {
-	if reg == nil {
-		return func() {}, nil
-	}
-	var done []prometheus.Collector
-	undo := func() {
-		for _, c := range done {
-			reg.Unregister(c)
-		}
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			undo()
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register metrics: %w (one Source and one DeadLetters per registry at a time)", err)
-			}
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
-		done = append(done, c)
-	}
-	return undo, nil
 }

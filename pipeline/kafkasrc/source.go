@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
@@ -99,7 +100,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 	}
 	r := kafka.NewReader(rc)
 	m := newSourceMetrics(cfg.Topics, r)
-	unreg, err := register(reg, m.collectors())
+	unreg, err := promreg.Register(reg, "kafka source", m.collectors()...)
 	if err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("kafkasrc: %w", err)

@@ -43,7 +43,7 @@ func TestRegister(t *testing.T) {
 				}
 				cs = append(cs, counter(n))
 			}
-			err := Register(reg, "test component", cs...)
+			unregister, err := Register(reg, "test component", cs...)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Register: %v", err)
@@ -51,6 +51,13 @@ func TestRegister(t *testing.T) {
 				for _, c := range cs {
 					if reg.Register(c) == nil {
 						t.Errorf("a collector was not registered")
+					}
+				}
+				// unregister frees every name for the next component.
+				unregister()
+				for _, c := range cs {
+					if err := reg.Register(c); err != nil {
+						t.Errorf("after unregister: %v", err)
 					}
 				}
 				return
@@ -72,7 +79,9 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterNil(t *testing.T) {
-	if err := Register(nil, "x", counter("a_total"), counter("a_total")); err != nil {
+	unregister, err := Register(nil, "x", counter("a_total"), counter("a_total"))
+	if err != nil {
 		t.Fatalf("Register(nil) = %v, want nil", err)
 	}
+	unregister() // must not panic
 }

@@ -1,9 +1,6 @@
 package planpub
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,30 +41,4 @@ func newMetrics() *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.plans, m.tombstones, m.failures, m.retries, m.seconds}
-}
-
-// register registers cs on reg (nil: nowhere) and returns the function
-// that unregisters them again.
-func register(reg prometheus.Registerer, cs []prometheus.Collector) (func(), error) {
-	if reg == nil {
-		return func() {}, nil
-	}
-	var done []prometheus.Collector
-	undo := func() {
-		for _, c := range done {
-			reg.Unregister(c)
-		}
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			undo()
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register planpub metrics: %w (one Publisher per registry at a time)", err)
-			}
-			return nil, fmt.Errorf("register planpub metrics: %w", err)
-		}
-		done = append(done, c)
-	}
-	return undo, nil
 }

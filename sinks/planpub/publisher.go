@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 )
@@ -59,7 +60,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, e
 	}
 	log = log.With("component", "planpub", "topic", cfg.Topic)
 	m := newMetrics()
-	unreg, err := register(reg, m.collectors())
+	unreg, err := promreg.Register(reg, "plan publisher", m.collectors()...)
 	if err != nil {
 		return nil, fatal("new", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/pipeline/promreg"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -106,7 +107,7 @@ func newSink(next Writer, mgr *plans.Manager, pub publisher, log *slog.Logger, r
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := newSinkMetrics(mgr)
-	unreg, err := register(reg, []prometheus.Collector{m.pending, m})
+	unreg, err := promreg.Register(reg, "plan sink", m.pending, m)
 	if err != nil {
 		return nil, fatal("new sink", err)
 	}

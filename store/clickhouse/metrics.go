@@ -1,10 +1,8 @@
 package clickhouse
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/skewlens/skewlens/pipeline/promreg"
 )
 
 // metrics are the Store's Prometheus metrics.
@@ -39,17 +37,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Retries the store makes itself after retryable errors: \"migrate\" for schema changes (callers retry the other operations and count their own).",
 		}, []string{"table"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.insertSeconds, m.rowsInserted, m.insertErrors, m.retries} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("register clickhouse sink metrics: %w (one Store per registry)", err)
-			}
-			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)
-		}
+	if _, err := promreg.Register(reg, "clickhouse store", m.insertSeconds, m.rowsInserted, m.insertErrors, m.retries); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
