@@ -198,8 +198,9 @@ func (c *runCmd) Run(e *env) error {
 		return fmt.Errorf("plans: %w", err)
 	}
 	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
+	var pub *planpub.Publisher // nil: no plans topic
 	if c.PlansTopic != "" {
-		pub, err := planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
+		pub, err = planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
 		if err != nil {
 			return err
 		}
@@ -207,27 +208,10 @@ func (c *runCmd) Run(e *env) error {
 		if err := pub.EnsureTopic(ctx); err != nil {
 			return err
 		}
-		// Versions continue where the topic left them.
-		loaded, err := pub.Load(ctx)
-		if err != nil {
-			return err
-		}
-		if err := mgr.Restore(loaded); err != nil {
-			log.Warn("some salting plans on the topic were not restored", "err", err)
-		}
 		planOut = planpub.Tee(planOut, pub)
-	} else {
-		var current []plans.Plan
-		err := retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
-			current, err = store.Plans().CurrentPlans(ctx, time.Time{}) // zero: every plan not retired, expired or not
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := mgr.Restore(current); err != nil {
-			log.Warn("some salting plans in ClickHouse were not restored", "err", err)
-		}
+	}
+	if err := planpub.Restore(ctx, mgr, pub, store.Plans(), store.RetryPolicy(), log); err != nil {
+		return err
 	}
 	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, log, reg)
 	if err != nil {

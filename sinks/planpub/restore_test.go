@@ -1,0 +1,93 @@
+package planpub
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/plans"
+)
+
+// fakeLister is the plans table: it fails the first failures reads with
+// err, then returns ps.
+type fakeLister struct {
+	ps       []plans.Plan
+	failures int
+	err      error
+	reads    int
+}
+
+func (l *fakeLister) CurrentPlans(_ context.Context, now time.Time) ([]plans.Plan, error) {
+	l.reads++
+	if !now.IsZero() {
+		return nil, errors.New("restore must read every plan not retired (the zero time)")
+	}
+	if l.reads <= l.failures {
+		return nil, l.err
+	}
+	return l.ps, nil
+}
+
+func TestRestoreFromTheTable(t *testing.T) {
+	changes := enginePlans(t, "j", "agg")
+	v1, v2 := *changes[0].Plan, *changes[1].Plan
+	broken := v2
+	broken.TaskName, broken.JobID = "other", "" // no job: the Manager refuses it
+	policy := retry.Policy{MaxRetries: 3, MinBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
+	tests := []struct {
+		name        string
+		lister      fakeLister
+		wantErr     string
+		wantVersion uint64 // of j/agg after Restore; 0: none
+		wantReads   int
+		wantWarn    bool
+	}{
+		{name: "latest plan", lister: fakeLister{ps: []plans.Plan{v2}}, wantVersion: v2.Version, wantReads: 1},
+		{name: "an older plan", lister: fakeLister{ps: []plans.Plan{v1}}, wantVersion: v1.Version, wantReads: 1},
+		{name: "nothing stored", lister: fakeLister{}, wantReads: 1},
+		{name: "retryable failures are retried", lister: fakeLister{ps: []plans.Plan{v2}, failures: 2, err: errors.New("connection refused")},
+			wantVersion: v2.Version, wantReads: 3},
+		{name: "retries used up", lister: fakeLister{failures: 10, err: errors.New("connection refused")},
+			wantErr: "restore salting plans from the ClickHouse", wantReads: 4},
+		{name: "permanent error", lister: fakeLister{failures: 10, err: retry.Permanent("read plans", errors.New("no such table"))},
+			wantErr: "no such table", wantReads: 1},
+		{name: "a bad plan is skipped, the others restored", lister: fakeLister{ps: []plans.Plan{broken, v2}},
+			wantVersion: v2.Version, wantReads: 1, wantWarn: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mgr, err := plans.NewManager(plans.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			err = Restore(context.Background(), mgr, nil, &tt.lister, policy, log)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Restore = %v, want an error containing %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			if tt.lister.reads != tt.wantReads {
+				t.Errorf("reads = %d, want %d", tt.lister.reads, tt.wantReads)
+			}
+			var got uint64
+			if p := mgr.Plan("j", "agg"); p != nil {
+				got = p.Version
+			}
+			if got != tt.wantVersion {
+				t.Errorf("restored version of j/agg = %d, want %d", got, tt.wantVersion)
+			}
+			if warned := strings.Contains(logged.String(), "not restored"); warned != tt.wantWarn {
+				t.Errorf("warned = %v, want %v; log:\n%s", warned, tt.wantWarn, logged.String())
+			}
+		})
+	}
+}
