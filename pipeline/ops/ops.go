@@ -2,13 +2,14 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -94,33 +95,37 @@ func (s *Server) AddCheck(name string, c Check) {
 	s.checks[name] = c
 }
 
+// readyBody is the /readyz answer: "ready" with every check "ok", or
+// "not ready" with the failed checks' errors. Its status field is the one
+// skewlens serve's /readyz answers with, so one probe fits both ports.
+type readyBody struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks"`
+}
+
+// ready runs every check, each bounded by ReadyTimeout, and answers 200
+// when all pass, else 503.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
-		names = append(names, n)
-	}
-	checks := s.checks
+	checks := maps.Clone(s.checks)
 	s.mu.Unlock()
-	sort.Strings(names)
+	body := readyBody{Status: "ready", Checks: make(map[string]string, len(checks))}
 	status := http.StatusOK
-	var lines []string
-	for _, n := range names {
+	for n, check := range checks {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
-		err := checks[n](ctx)
+		err := check(ctx)
 		cancel()
 		if err != nil {
-			status = http.StatusServiceUnavailable
-			lines = append(lines, fmt.Sprintf("%s: %v", n, err))
-		} else {
-			lines = append(lines, n+": ok")
+			status, body.Status, body.Checks[n] = http.StatusServiceUnavailable, "not ready", err.Error()
+			continue
 		}
+		body.Checks[n] = "ok"
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	for _, l := range lines {
-		fmt.Fprintln(w, l)
-	}
+	_ = json.NewEncoder(w).Encode(body) // map keys are written sorted
 }
 
 // Serve serves until Stop; it returns nil after Stop.

@@ -58,13 +58,18 @@ func TestEndpoints(t *testing.T) {
 	ready := errors.New("clickhouse: connection refused")
 	s.AddCheck("kafka", func(context.Context) error { return nil })
 	s.AddCheck("clickhouse", func(context.Context) error { return ready })
-	if code, body := get(t, base+"/readyz"); code != 503 || !strings.Contains(body, "clickhouse: clickhouse: connection refused") || !strings.Contains(body, "kafka: ok") {
-		t.Errorf("readyz %d %q", code, body)
+	const notReady = `{"status":"not ready","checks":{"clickhouse":"clickhouse: connection refused","kafka":"ok"}}` + "\n"
+	if code, body := get(t, base+"/readyz"); code != 503 || body != notReady {
+		t.Errorf("readyz %d %q, want 503 %q", code, body, notReady)
+	}
+	if ct := header(t, base+"/readyz", "Content-Type"); ct != "application/json" {
+		t.Errorf("readyz Content-Type %q, want application/json", ct)
 	}
 	ready = nil
 	s.AddCheck("clickhouse", func(context.Context) error { return nil })
-	if code, _ := get(t, base+"/readyz"); code != 200 {
-		t.Errorf("readyz %d after recovery", code)
+	const isReady = `{"status":"ready","checks":{"clickhouse":"ok","kafka":"ok"}}` + "\n"
+	if code, body := get(t, base+"/readyz"); code != 200 || body != isReady {
+		t.Errorf("readyz %d %q after recovery, want 200 %q", code, body, isReady)
 	}
 	s.Stop()
 	s.Stop()
