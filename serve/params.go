@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -146,10 +145,4 @@ func checkKind(s string) error {
 		return badRequestf("kind %q: must be one of %s", s, strings.Join(findingKinds(), ", "))
 	}
 	return nil
-}
-
-// isBadRequest reports whether err is a client error.
-func isBadRequest(err error) bool {
-	var br *badRequest
-	return errors.As(err, &br)
 }

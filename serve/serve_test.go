@@ -727,3 +727,9 @@ func TestLifecycle(t *testing.T) {
 		t.Error("Run did not return after its context ended")
 	}
 }
+
+// isBadRequest reports whether err is a client error (400).
+func isBadRequest(err error) bool {
+	var br *badRequest
+	return errors.As(err, &br)
+}

@@ -16,12 +16,6 @@ type Notifier interface {
 	Notify(ctx context.Context, alerts []alert.Alert) error
 }
 
-// NotifierFunc adapts a function to Notifier.
-type NotifierFunc func(ctx context.Context, alerts []alert.Alert) error
-
-// Notify calls f.
-func (f NotifierFunc) Notify(ctx context.Context, alerts []alert.Alert) error { return f(ctx, alerts) }
-
 // Target is a named notifier; the name is the notifier label of the
 // metrics and must be unique within a Fanout.
 type Target struct {
