@@ -174,9 +174,13 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	wcfg := c.windowConfig()
-	wcfg.ExternalWatermark = true // the runner takes the minimum over partitions
-	stage, err := window.New(wcfg, eng)
+	// The runner marks event times by partition; the watermark is the
+	// minimum over the active ones.
+	wms, err := window.NewWatermarks(window.WatermarkConfig{}, time.Now)
+	if err != nil {
+		return err
+	}
+	stage, err := window.NewPartitioned(c.windowConfig(), eng, wms)
 	if err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			dead, _ := kafkasrc.NewDeadLetters(kafkasrc.Config{Brokers: brokers, Topics: []string{"samples"}, DeadLetterTopic: "dead"}, quiet, nil)
 			eng, _ := skew.New(skew.Config{})
-			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+			stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 			lim := &limited{Source: src, n: len(msgs)}
 			r, err := New(Config{}, lim, stage, sink, nil, dead, nil, prometheus.NewRegistry())
 			if err != nil {

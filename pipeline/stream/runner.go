@@ -69,29 +69,20 @@ type Config struct {
 	// MaxPending writes findings at once when this many are pending
 	// (default 50000), bounding memory while ClickHouse is slow.
 	MaxPending int
-	// IdleTimeout is how long a partition may deliver nothing, while
-	// others deliver, before it stops holding the watermark back (default
-	// 15s). The watermark is the lowest event time over the partitions that
-	// delivered recently, minus the stage's delay, as in Flink.
-	IdleTimeout time.Duration
 	// Partitions lists the partitions of the consumed topics
 	// (kafkasrc.Backlog). Each holds the watermark back from the start
-	// until it delivers a message, or for StartupGrace (of deliveries by
-	// others) if it does not: it is empty, or another instance of the
-	// group reads it. Without it, the partition whose reader starts first
-	// would move the watermark past the records of the others, which
-	// kafka-go starts reading a moment later, and make them late.
+	// until it delivers a message, or for the stage's
+	// WatermarkConfig.StartupGrace (of deliveries by others) if it does
+	// not: it is empty, or another instance of the group reads it. Without
+	// it, the partition whose reader starts first would move the watermark
+	// past the records of the others, which kafka-go starts reading a
+	// moment later, and make them late.
 	Partitions []kafka.Partition
 	// Backlog lists the partitions that hold unread records at startup
-	// (kafkasrc.Backlog too). They hold the watermark for up to IdleTimeout
-	// instead of StartupGrace: a restart after a crash drains them
-	// partition by partition.
+	// (kafkasrc.Backlog too). They hold the watermark for up to the
+	// WatermarkConfig.IdleTimeout instead: a restart after a crash drains
+	// them partition by partition.
 	Backlog []kafka.Partition
-	// StartupGrace is how long (of deliveries by other partitions) a
-	// listed partition without backlog may take to deliver its first
-	// message (default 3s). Keep it short: the watermark stands still
-	// meanwhile, and windows pile up.
-	StartupGrace time.Duration
 	// Group names the consumer group whose engine state is saved (with a
 	// StateStore; default "skewlens").
 	Group string
@@ -112,17 +103,11 @@ func (c *Config) Validate() error {
 	if c.MaxPending == 0 {
 		c.MaxPending = 50000
 	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 15 * time.Second
-	}
 	if c.Group == "" {
 		c.Group = "skewlens"
 	}
 	if c.FinalFlushTimeout == 0 {
 		c.FinalFlushTimeout = 30 * time.Second
-	}
-	if c.StartupGrace == 0 {
-		c.StartupGrace = 3 * time.Second
 	}
 	var errs []error
 	if c.QueueCapacity < 1 {
@@ -153,8 +138,8 @@ type Runner struct {
 	dec    *decode.Decoder
 	ledger *ledger
 	// wms holds each partition's highest event time and when it last
-	// delivered, for the watermark.
-	wms     map[partKey]*partWatermark
+	// delivered: the stage's watermark comes from it.
+	wms     *window.Watermarks
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
 	// savedUpTo is the watermark window whose engine state was last saved.
@@ -162,7 +147,6 @@ type Runner struct {
 	states    []skew.JobState
 
 	lastWrite time.Time // when pending findings were last written
-	delivered bool      // a message has been processed
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -233,17 +217,22 @@ func (m *metrics) message(topic string) prometheus.Counter {
 	return c
 }
 
-// New returns a Runner that feeds stage. Offsets are held by the stage's
-// windows, so the window length comes from there. state may be nil: then
-// a restarted runner starts the engine's cross-window history afresh.
+// New returns a Runner that feeds stage, which must be partitioned
+// (window.NewPartitioned): the runner marks each message's event times on
+// its Watermarks by partition. Offsets are held by the stage's windows, so
+// the window length comes from there. state may be nil: then a restarted
+// runner starts the engine's cross-window history afresh.
 func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if !stage.Partitioned() {
+		return nil, errors.New("stream: the window stage must be partitioned (window.NewPartitioned)")
+	}
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
 		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
-		wms:       map[partKey]*partWatermark{},
+		wms:       stage.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
 	}, nil
@@ -268,10 +257,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	// (see process): joining the consumer group takes seconds, and their
 	// grace must not run out before anything could be delivered.
 	for _, p := range r.cfg.Partitions {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.StartupGrace}
+		r.wms.Expect(window.Partition{Topic: p.Topic, ID: p.ID}, false)
 	}
 	for _, p := range r.cfg.Backlog {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.IdleTimeout}
+		r.wms.Expect(window.Partition{Topic: p.Topic, ID: p.ID}, true)
 	}
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
@@ -390,6 +379,7 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 	r.m.message(msg.Topic).Inc()
 	r.messages.Add(1)
 	k := partKey{msg.Topic, msg.Partition}
+	wp := window.Partition{Topic: msg.Topic, ID: msg.Partition}
 	r.ledger.consumed(k, msg.Offset)
 	r.dec.DefaultTS = msg.Time.UnixMilli()
 	rest := msg.Value
@@ -440,77 +430,19 @@ func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
 			r.m.outcomeMetric.Inc()
 		}
 		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
-		p := r.wms[k]
-		if p == nil {
-			p = &partWatermark{}
-			r.wms[k] = p
-		}
-		if !p.hasTS {
-			p.maxTS, p.hasTS = ts, true
-		}
-		p.maxTS = max(p.maxTS, ts)
+		r.wms.Observe(wp, ts)
 	}
-	now := r.now()
-	if !r.delivered {
-		r.delivered = true
-		for _, p := range r.wms {
-			p.seen = now // the listed partitions' wait starts now
-		}
-	}
-	if p := r.wms[k]; p != nil {
-		// Its first message ends a partition's wait, whatever it held: a
-		// partition of skipped or bad records has no event time to hold
-		// the watermark with.
-		p.seen, p.waiting = now, false
-	}
+	r.wms.Delivered(wp)
 	r.advance()
 	r.m.pending.Set(float64(len(r.pending)))
 	return nil
 }
 
-type partWatermark struct {
-	maxTS int64
-	hasTS bool // an accepted event set maxTS
-	seen  time.Time
-	// waiting: a listed partition that has not delivered a message yet;
-	// it holds the watermark for hold.
-	waiting bool
-	hold    time.Duration
-}
-
-// advance moves the watermark to the lowest event time over the partitions
-// that delivered within IdleTimeout, minus the stage's delay. A listed
-// partition still waiting for its first message holds it where it is.
-//
-// Idleness is wall-clock time minus the time the actor spent in flushes:
-// while it writes (or waits for an absent sink, or for a commit across a
-// broker restart) nothing is consumed, so no partition can deliver, and
-// none may count as idle for it, or the first partition to deliver after
-// the pause would move the watermark past the others' records (see
-// unpause).
+// advance moves the watermark to the lowest event time over the active
+// partitions, minus the stage's delay (see window.Watermarks). Only
+// accepted events count: a late, replayed or rejected one holds no window.
 func (r *Runner) advance() {
-	now := r.now()
-	low, any := int64(0), false
-	for _, p := range r.wms {
-		if p.waiting {
-			if now.Sub(p.seen) <= p.hold {
-				return
-			}
-			continue
-		}
-		if now.Sub(p.seen) > r.cfg.IdleTimeout {
-			continue
-		}
-		if !p.hasTS {
-			continue
-		}
-		if !any || p.maxTS < low {
-			low, any = p.maxTS, true
-		}
-	}
-	if any {
-		r.pending = r.stage.AdvanceTo(low-r.stage.Delay(), r.pending)
-	}
+	r.pending = r.stage.Advance(r.pending)
 }
 
 // finalFlush is the flush when Run ends: it outlives ctx (the caller's
@@ -523,7 +455,13 @@ func (r *Runner) finalFlush(ctx context.Context) error {
 
 // flush writes pending findings, then commits every offset that no open
 // window holds any more.
+//
+// The actor consumes nothing meanwhile, so no partition can deliver: the
+// time in a flush (writing, retrying, committing across a broker restart)
+// counts toward no partition's idleness.
 func (r *Runner) flush(ctx context.Context) error {
+	r.wms.Pause()
+	defer r.wms.Resume()
 	start := r.now()
 	if len(r.pending) > 0 {
 		write := func(ctx context.Context) error {
@@ -591,19 +529,8 @@ func (r *Runner) flush(ctx context.Context) error {
 		r.ledger.committed(cps)
 		r.m.commits.Inc()
 	}
-	took := r.now().Sub(start)
-	r.m.flush.Observe(took.Seconds())
-	r.unpause(took)
+	r.m.flush.Observe(r.now().Sub(start).Seconds())
 	return nil
-}
-
-// unpause moves every partition's last delivery on by d, the time the
-// actor spent in a flush (writing, retrying, committing), consuming
-// nothing, so that it counts toward no partition's idleness.
-func (r *Runner) unpause(d time.Duration) {
-	for _, p := range r.wms {
-		p.seen = p.seen.Add(d)
-	}
 }
 
 // fatal is implemented by sink errors that a retry cannot fix.

@@ -91,13 +91,23 @@ func incident(t *testing.T) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n"))
 }
 
+// partitioned returns a window stage for a runner, with the default window
+// configuration and watermarks on clock.
+func partitioned(eng *skew.Engine, wcfg window.WatermarkConfig, clock func() time.Time) (*window.Stage, error) {
+	wms, err := window.NewWatermarks(wcfg, clock)
+	if err != nil {
+		return nil, err
+	}
+	return window.NewPartitioned(window.Config{}, eng, wms)
+}
+
 func newRunner(t *testing.T, src Source, sink Sink, dead DeadLetters) *Runner {
 	t.Helper()
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, dead, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

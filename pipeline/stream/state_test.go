@@ -79,7 +79,7 @@ func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	sink := &loggedSink{log: ops}
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond, Group: "g1"}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
@@ -132,6 +132,7 @@ func TestRunnerStartupHold(t *testing.T) {
 	type holdConfig struct {
 		Config
 		startDelay time.Duration
+		wm         window.WatermarkConfig
 	}
 	for _, tc := range []struct {
 		name         string
@@ -142,15 +143,15 @@ func TestRunnerStartupHold(t *testing.T) {
 		{"unlisted", holdConfig{}, true, true},
 		{"listed", holdConfig{Config: Config{Partitions: both}}, false, true},
 		{"backlog", holdConfig{Config: Config{Backlog: both}}, false, true},
-		{"silent partition, grace over", holdConfig{Config: Config{Partitions: silent, StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}}, true, true},
-		{"silent backlog partition holds", holdConfig{Config: Config{Partitions: silent, Backlog: silent, IdleTimeout: time.Hour}}, false, false},
+		{"silent partition, grace over", holdConfig{Config: Config{Partitions: silent}, wm: window.WatermarkConfig{StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}}, true, true},
+		{"silent backlog partition holds", holdConfig{Config: Config{Partitions: silent, Backlog: silent}, wm: window.WatermarkConfig{IdleTimeout: time.Hour}}, false, false},
 		// The first message comes 200 ms after Run starts (a consumer
 		// group joining): the 100 ms grace starts only then.
-		{"grace starts with the first message", holdConfig{Config{Partitions: both, StartupGrace: 100 * time.Millisecond}, 200 * time.Millisecond}, false, true},
+		{"grace starts with the first message", holdConfig{Config{Partitions: both}, 200 * time.Millisecond, window.WatermarkConfig{StartupGrace: 100 * time.Millisecond}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, _ := skew.New(skew.Config{})
-			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+			stage, _ := partitioned(eng, tc.cfg.wm, time.Now)
 			tc.cfg.FlushInterval = 5 * time.Millisecond
 			sink := &fakeSink{}
 			var src Source = &fakeSource{msgs: msgs}
@@ -208,7 +209,7 @@ func TestRunnerAdvancesSink(t *testing.T) {
 		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Offset: int64(i), Value: l})
 	}
 	eng, _ := skew.New(skew.Config{})
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	sink := &advancingSink{}
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
@@ -269,15 +270,16 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 		src.msgs = append(src.msgs, parts[1][j])
 	}
 	clock := time.Unix(1e9, 0)
+	now := func() time.Time { clock = clock.Add(time.Microsecond); return clock }
 	eng, _ := skew.New(skew.Config{})
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, now)
 	sink := &pausingSink{clock: &clock}
 	r, err := New(Config{FlushInterval: time.Hour, MaxPending: 1, Backlog: []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}},
 		src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.now = func() time.Time { clock = clock.Add(time.Microsecond); return clock }
+	r.now = now
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)
 	}
