@@ -238,7 +238,8 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, alert.NewSink(planSink, alerter), sink, dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
+		kafkasrc.ForStream(src), stage, alert.NewSink(planSink, alerter), sink, kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}

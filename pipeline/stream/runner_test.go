@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/simulate"
@@ -24,12 +23,12 @@ import (
 // commits. Unit-test fakes only: the integration tests use a real broker.
 type fakeSource struct {
 	mu      sync.Mutex
-	msgs    []kafka.Message
+	msgs    []Message
 	next    int
-	commits []kafka.Message
+	commits []Message
 }
 
-func (f *fakeSource) Fetch(ctx context.Context) (kafka.Message, error) {
+func (f *fakeSource) Fetch(ctx context.Context) (Message, error) {
 	f.mu.Lock()
 	if f.next < len(f.msgs) {
 		m := f.msgs[f.next]
@@ -38,10 +37,10 @@ func (f *fakeSource) Fetch(ctx context.Context) (kafka.Message, error) {
 		return m, nil
 	}
 	f.mu.Unlock()
-	return kafka.Message{}, io.EOF
+	return Message{}, io.EOF
 }
 
-func (f *fakeSource) Commit(_ context.Context, msgs ...kafka.Message) error {
+func (f *fakeSource) Commit(_ context.Context, msgs ...Message) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.commits = append(f.commits, msgs...)
@@ -72,7 +71,7 @@ func (s *fakeSink) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
 
 type fakeDead struct{ reasons []string }
 
-func (d *fakeDead) Send(_ context.Context, _ kafka.Message, reason, _ string) error {
+func (d *fakeDead) Send(_ context.Context, _ Message, reason, _ string) error {
 	d.reasons = append(d.reasons, reason)
 	return nil
 }
@@ -130,7 +129,7 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 	src := &fakeSource{}
 	for i, l := range lines {
 		// Two partitions, as two reporters would write them.
-		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l, Time: time.UnixMilli(1593004200000)})
+		src.msgs = append(src.msgs, Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l, Time: time.UnixMilli(1593004200000)})
 	}
 	sink := &fakeSink{}
 	r := newRunner(t, src, sink, &fakeDead{})
@@ -196,7 +195,7 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 }
 
 func TestRunnerDeadLettersAndKeepsGoing(t *testing.T) {
-	src := &fakeSource{msgs: []kafka.Message{
+	src := &fakeSource{msgs: []Message{
 		{Topic: "t", Offset: 0, Value: []byte(`{"ts":1593004201000,"job_id":"j","task_name":"t","key":"a"}`)},
 		{Topic: "t", Offset: 1, Value: []byte("{\"ts\":oops}\nnot a metric at all")},
 		{Topic: "t", Offset: 2, Value: []byte(`{"ts":1593004202000,"job_id":"j","task_name":"t","key":"b"}`)},
@@ -218,7 +217,7 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 	lines := incident(t)
 	src := &fakeSource{}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "t", Offset: int64(i), Value: l})
 	}
 	boom := fatalErr{errors.New("table skewlens.findings does not exist")}
 	r := newRunner(t, src, &fakeSink{fail: boom}, &fakeDead{})
@@ -241,7 +240,7 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 	lines := incident(t)
 	src := &fakeSource{}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "t", Offset: int64(i), Value: l})
 	}
 	sink := &fakeSink{failures: 3}
 	r := newRunner(t, src, sink, &fakeDead{})
@@ -273,8 +272,8 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 // knowing every assigned partition needs the consumer group's assignment.
 func TestRunnerWatermarkIsMinOverPartitions(t *testing.T) {
 	src := &fakeSource{}
-	sample := func(part int, off, ts int64) kafka.Message {
-		return kafka.Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
+	sample := func(part int, off, ts int64) Message {
+		return Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
 			`{"ts":%d,"job_id":"j","task_name":"t","key":"k%d"}`, ts, part))}
 	}
 	src.msgs = append(src.msgs, sample(0, 0, 1593004200000), sample(1, 0, 1593004200000))
