@@ -184,9 +184,13 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	wcfg := c.windowConfig()
-	wcfg.ExternalWatermark = true // the runner takes the minimum over partitions
-	stage, err := window.New(wcfg, eng)
+	// The runner marks event times by partition; the watermark is the
+	// minimum over the active ones.
+	wms, err := window.NewWatermarks(window.WatermarkConfig{}, time.Now)
+	if err != nil {
+		return err
+	}
+	stage, err := window.NewPartitioned(c.windowConfig(), eng, wms)
 	if err != nil {
 		return err
 	}
@@ -242,7 +246,8 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
-	runner, err := stream.New(stream.Config{Partitions: parts, Backlog: backlog, Group: c.Group}, src, stage, deliver.NewSink(planSink, alerter), store.Writer(), dead, log, reg)
+	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
+		kafkasrc.ForStream(src), stage, deliver.NewSink(planSink, alerter), store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}

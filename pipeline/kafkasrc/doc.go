@@ -2,7 +2,9 @@
 // github.com/segmentio/kafka-go: a Source that reads the Flink metric and
 // key-sample topics as one consumer-group member with explicit commits,
 // a DeadLetters writer for records that cannot be decoded, and
-// EnsureTopics to create the topics.
+// EnsureTopics to create the topics. ForStream, DeadLettersForStream and
+// StreamPartitions adapt them to the streaming runner's own types
+// (package stream), converting each message.
 //
 // # Reading
 //

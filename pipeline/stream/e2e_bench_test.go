@@ -1,4 +1,4 @@
-package stream
+package stream_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
@@ -35,14 +36,14 @@ func TestMain(m *testing.M) {
 // limited ends a Source with io.EOF after n messages, so a benchmark run
 // ends when the corpus is consumed; last is when the last one was fetched.
 type limited struct {
-	Source
+	stream.Source
 	n    int
 	last time.Time
 }
 
-func (l *limited) Fetch(ctx context.Context) (kafka.Message, error) {
+func (l *limited) Fetch(ctx context.Context) (stream.Message, error) {
 	if l.n == 0 {
-		return kafka.Message{}, io.EOF
+		return stream.Message{}, io.EOF
 	}
 	msg, err := l.Source.Fetch(ctx)
 	if err == nil {
@@ -143,9 +144,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			dead, _ := kafkasrc.NewDeadLetters(kafkasrc.Config{Brokers: brokers, Topics: []string{"samples"}, DeadLetterTopic: "dead"}, quiet, nil)
 			eng, _ := skew.New(skew.Config{})
-			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
-			lim := &limited{Source: src, n: len(msgs)}
-			r, err := New(Config{}, lim, stage, sink.Writer(), nil, dead, nil, prometheus.NewRegistry())
+			wms, _ := window.NewWatermarks(window.WatermarkConfig{}, time.Now)
+			stage, _ := window.NewPartitioned(window.Config{}, eng, wms)
+			lim := &limited{Source: kafkasrc.ForStream(src), n: len(msgs)}
+			r, err := stream.New(stream.Config{}, lim, stage, sink.Writer(), nil, kafkasrc.DeadLettersForStream(dead), nil, prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/retry"
@@ -25,8 +23,8 @@ import (
 // message arrives or ctx is done; Commit commits each partition up to and
 // including the offset of the message given for it.
 type Source interface {
-	Fetch(ctx context.Context) (kafka.Message, error)
-	Commit(ctx context.Context, msgs ...kafka.Message) error
+	Fetch(ctx context.Context) (Message, error)
+	Commit(ctx context.Context, msgs ...Message) error
 }
 
 // Sink stores findings. Write returns nil only once every finding is
@@ -38,7 +36,7 @@ type Sink interface {
 // DeadLetters keeps records that cannot be decoded, with the reason.
 // Send returns once the record is stored.
 type DeadLetters interface {
-	Send(ctx context.Context, msg kafka.Message, reason, detail string) error
+	Send(ctx context.Context, msg Message, reason, detail string) error
 }
 
 // Advancer is implemented by sinks that act on event time passing even
@@ -57,87 +55,6 @@ type StateStore interface {
 	SaveState(ctx context.Context, group string, version uint64, states []skew.JobState) error
 }
 
-// Config configures a Runner.
-type Config struct {
-	// QueueCapacity bounds the messages fetched but not yet processed
-	// (default 4096, handed over in batches of up to 256). When it is full
-	// the fetcher waits: the overflow policy is back-pressure on Kafka,
-	// never dropping.
-	QueueCapacity int
-	// FlushInterval is how often pending findings are written and offsets
-	// committed (default 1s: about one insert per second per table).
-	FlushInterval time.Duration
-	// MaxPending writes findings at once when this many are pending
-	// (default 50000), bounding memory while ClickHouse is slow.
-	MaxPending int
-	// IdleTimeout is how long a partition may deliver nothing, while
-	// others deliver, before it stops holding the watermark back (default
-	// 15s). The watermark is the lowest event time over the partitions that
-	// delivered recently, minus the stage's delay, as in Flink.
-	IdleTimeout time.Duration
-	// Partitions lists the partitions of the consumed topics
-	// (kafkasrc.Backlog). Each holds the watermark back from the start
-	// until it delivers a message, or for StartupGrace (of deliveries by
-	// others) if it does not: it is empty, or another instance of the
-	// group reads it. Without it, the partition whose reader starts first
-	// would move the watermark past the records of the others, which
-	// kafka-go starts reading a moment later, and make them late.
-	Partitions []kafka.Partition
-	// Backlog lists the partitions that hold unread records at startup
-	// (kafkasrc.Backlog too). They hold the watermark for up to IdleTimeout
-	// instead of StartupGrace: a restart after a crash drains them
-	// partition by partition.
-	Backlog []kafka.Partition
-	// StartupGrace is how long (of deliveries by other partitions) a
-	// listed partition without backlog may take to deliver its first
-	// message (default 3s). Keep it short: the watermark stands still
-	// meanwhile, and windows pile up.
-	StartupGrace time.Duration
-	// Group names the consumer group whose engine state is saved (with a
-	// StateStore; default "skewlens").
-	Group string
-	// FinalFlushTimeout bounds the last write and commit when Run ends
-	// (default 30s): with the sink away, what is not written then is read
-	// again after a restart.
-	FinalFlushTimeout time.Duration
-}
-
-// Validate fills defaults and checks values.
-func (c *Config) Validate() error {
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 4096
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = time.Second
-	}
-	if c.MaxPending == 0 {
-		c.MaxPending = 50000
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 15 * time.Second
-	}
-	if c.Group == "" {
-		c.Group = "skewlens"
-	}
-	if c.FinalFlushTimeout == 0 {
-		c.FinalFlushTimeout = 30 * time.Second
-	}
-	if c.StartupGrace == 0 {
-		c.StartupGrace = 3 * time.Second
-	}
-	var errs []error
-	if c.QueueCapacity < 1 {
-		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
-	}
-	if c.FlushInterval < 0 {
-		errs = append(errs, fmt.Errorf("flush interval %s: must not be negative", c.FlushInterval))
-	}
-	if c.MaxPending < 1 {
-		errs = append(errs, fmt.Errorf("max pending %d: must be positive", c.MaxPending))
-	}
-	return errors.Join(errs...)
-}
-
 // Runner is the pipeline actor. Run it once; Stop is safe to call any
 // number of times, from any goroutine.
 type Runner struct {
@@ -154,8 +71,8 @@ type Runner struct {
 	dec    *decode.Decoder
 	ledger *ledger
 	// wms holds each partition's highest event time and when it last
-	// delivered, for the watermark.
-	wms     map[partKey]*partWatermark
+	// delivered: the stage's watermark comes from it.
+	wms     *window.Watermarks
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
 	// savedUpTo is the watermark window whose engine state was last saved.
@@ -163,7 +80,6 @@ type Runner struct {
 	states    []skew.JobState
 
 	lastWrite time.Time // when pending findings were last written
-	delivered bool      // a message has been processed
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -178,73 +94,22 @@ func (r *Runner) Progress() (messages, findings int64) {
 	return r.messages.Load(), r.written.Load()
 }
 
-type metrics struct {
-	messages *prometheus.CounterVec
-	lines    *prometheus.CounterVec
-	// The per-record outcomes and per-topic message counters, resolved
-	// once: a label lookup per record cost more than decoding it.
-	outcomeSample, outcomeMetric, outcomeSkipped  prometheus.Counter
-	outcomeLate, outcomeReplayed, outcomeRejected prometheus.Counter
-	byTopic                                       map[string]prometheus.Counter
-	findings                                      *prometheus.CounterVec
-	queue                                         prometheus.Gauge
-	flush                                         prometheus.Histogram
-	commits                                       prometheus.Counter
-	watermark                                     prometheus.Gauge
-	pending                                       prometheus.Gauge
-	writeRetries                                  prometheus.Counter
-	stateSaves                                    prometheus.Counter
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_messages_total", Help: "Kafka messages processed, by topic."}, []string{"topic"}),
-		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_records_total",
-			Help: "Records by outcome: sample, metric, skipped, late, rejected, or a decode error reason (dead-lettered)."}, []string{"outcome"}),
-		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_findings_written_total", Help: "Findings written to the sink, by kind."}, []string{"kind"}),
-		queue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_fetch_queue_length", Help: "Messages fetched and waiting to be processed (bounded by the queue capacity)."}),
-		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "skewlens_flush_seconds", Help: "Time to write pending findings and commit offsets.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
-		commits:   prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_offset_commits_total", Help: "Offset commits after the sink acknowledged."}),
-		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
-		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
-		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_write_retries_total",
-			Help: "Retried writes of findings or engine state (the sink was unavailable; consumption pauses meanwhile)."}),
-		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
-			Help: "Saves of the engine's cross-window state, each after the findings of the windows that changed it."}),
-	}
-	m.outcomeSample, m.outcomeMetric = m.lines.WithLabelValues("sample"), m.lines.WithLabelValues("metric")
-	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
-	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
-	m.byTopic = map[string]prometheus.Counter{}
-	if reg != nil {
-		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves)
-	}
-	return m
-}
-
-// message returns the messages counter of a topic. Only the runner's
-// goroutine calls it.
-func (m *metrics) message(topic string) prometheus.Counter {
-	c := m.byTopic[topic]
-	if c == nil {
-		c = m.messages.WithLabelValues(topic)
-		m.byTopic[topic] = c
-	}
-	return c
-}
-
-// New returns a Runner that feeds stage. Offsets are held by the stage's
-// windows, so the window length comes from there. state may be nil: then
-// a restarted runner starts the engine's cross-window history afresh.
+// New returns a Runner that feeds stage, which must be partitioned
+// (window.NewPartitioned): the runner marks each message's event times on
+// its Watermarks by partition. Offsets are held by the stage's windows, so
+// the window length comes from there. state may be nil: then a restarted
+// runner starts the engine's cross-window history afresh.
 func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if !stage.Partitioned() {
+		return nil, errors.New("stream: the window stage must be partitioned (window.NewPartitioned)")
+	}
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
 		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
-		wms:       map[partKey]*partWatermark{},
+		wms:       stage.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
 	}, nil
@@ -269,15 +134,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	// (see process): joining the consumer group takes seconds, and their
 	// grace must not run out before anything could be delivered.
 	for _, p := range r.cfg.Partitions {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.StartupGrace}
+		r.wms.Expect(window.Partition{Topic: p.Topic, ID: p.ID}, false)
 	}
 	for _, p := range r.cfg.Backlog {
-		r.wms[partKey{p.Topic, p.ID}] = &partWatermark{waiting: true, hold: r.cfg.IdleTimeout}
+		r.wms.Expect(window.Partition{Topic: p.Topic, ID: p.ID}, true)
 	}
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
 	// QueueCapacity messages in all.
-	queue := make(chan []kafka.Message, max(1, r.cfg.QueueCapacity/batchMax))
+	queue := make(chan []Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
 	go r.fetch(ctx, queue, fetchErr)
 	tick := time.NewTicker(r.cfg.FlushInterval)
@@ -329,282 +194,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
-// batchMax and batchWait bound one hand-off from the fetcher: a batch is
-// sent when it has batchMax messages or batchWait after its first one, so
-// batching adds at most batchWait of latency.
-const (
-	batchMax  = 256
-	batchWait = 5 * time.Millisecond
-)
-
-// fetch runs in its own goroutine, fetching batches into queue until ctx
-// ends or the source fails; then it closes queue, after reporting the error
-// on errc. A full queue blocks it: back-pressure, never dropping.
-func (r *Runner) fetch(ctx context.Context, queue chan<- []kafka.Message, errc chan<- error) {
-	defer close(queue)
-	send := func(batch []kafka.Message) bool {
-		if len(batch) == 0 {
-			return true
-		}
-		select {
-		case queue <- batch:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	fail := func(batch []kafka.Message, err error) {
-		if send(batch) && ctx.Err() == nil {
-			errc <- fmt.Errorf("fetch: %w", err)
-		}
-	}
-	for {
-		msg, err := r.src.Fetch(ctx) // wait as long as it takes for the first
-		if err != nil {
-			fail(nil, err)
-			return
-		}
-		batch := make([]kafka.Message, 1, batchMax)
-		batch[0] = msg
-		bctx, bcancel := context.WithTimeout(ctx, batchWait)
-		for len(batch) < batchMax {
-			msg, err := r.src.Fetch(bctx)
-			if err != nil {
-				if bctx.Err() != nil && ctx.Err() == nil {
-					break // the batch's time is up
-				}
-				bcancel()
-				fail(batch, err)
-				return
-			}
-			batch = append(batch, msg)
-		}
-		bcancel()
-		if !send(batch) {
-			return
-		}
-	}
-}
-
-// process decodes one message (one or more lines) into the window stage.
-func (r *Runner) process(ctx context.Context, msg kafka.Message) error {
-	r.m.message(msg.Topic).Inc()
-	r.messages.Add(1)
-	k := partKey{msg.Topic, msg.Partition}
-	r.ledger.consumed(k, msg.Offset)
-	r.dec.DefaultTS = msg.Time.UnixMilli()
-	rest := msg.Value
-	for len(rest) > 0 {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		kind, err := r.dec.Decode(line)
-		if err != nil {
-			reason, _ := decode.ReasonOf(err)
-			r.m.lines.WithLabelValues(reason.String()).Inc()
-			if derr := r.dead.Send(ctx, msg, reason.String(), err.Error()); derr != nil {
-				return fmt.Errorf("dead-letter offset %d of %s/%d: %w", msg.Offset, msg.Topic, msg.Partition, derr)
-			}
-			continue
-		}
-		var ts int64
-		var v skew.Verdict
-		switch kind {
-		case decode.KindKeySample:
-			ts = r.dec.Sample.TS
-			r.pending, v = r.stage.Sample(&r.dec.Sample, r.pending)
-		case decode.KindMetric:
-			ts = r.dec.Metric.TS
-			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
-		default:
-			r.m.outcomeSkipped.Inc()
-			continue
-		}
-		switch {
-		case v == skew.Late:
-			r.m.outcomeLate.Inc()
-			continue
-		case v == skew.Replayed:
-			// Written before a restart; holds no window, so its offset may
-			// be committed.
-			r.m.outcomeReplayed.Inc()
-			continue
-		case v != skew.Accepted:
-			r.m.outcomeRejected.Inc()
-			continue
-		case kind == decode.KindKeySample:
-			r.m.outcomeSample.Inc()
-		default:
-			r.m.outcomeMetric.Inc()
-		}
-		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
-		p := r.wms[k]
-		if p == nil {
-			p = &partWatermark{}
-			r.wms[k] = p
-		}
-		if !p.hasTS {
-			p.maxTS, p.hasTS = ts, true
-		}
-		p.maxTS = max(p.maxTS, ts)
-	}
-	now := r.now()
-	if !r.delivered {
-		r.delivered = true
-		for _, p := range r.wms {
-			p.seen = now // the listed partitions' wait starts now
-		}
-	}
-	if p := r.wms[k]; p != nil {
-		// Its first message ends a partition's wait, whatever it held: a
-		// partition of skipped or bad records has no event time to hold
-		// the watermark with.
-		p.seen, p.waiting = now, false
-	}
-	r.advance()
-	r.m.pending.Set(float64(len(r.pending)))
-	return nil
-}
-
-type partWatermark struct {
-	maxTS int64
-	hasTS bool // an accepted event set maxTS
-	seen  time.Time
-	// waiting: a listed partition that has not delivered a message yet;
-	// it holds the watermark for hold.
-	waiting bool
-	hold    time.Duration
-}
-
-// advance moves the watermark to the lowest event time over the partitions
-// that delivered within IdleTimeout, minus the stage's delay. A listed
-// partition still waiting for its first message holds it where it is.
-//
-// Idleness is wall-clock time minus the time the actor spent in flushes:
-// while it writes (or waits for an absent sink, or for a commit across a
-// broker restart) nothing is consumed, so no partition can deliver, and
-// none may count as idle for it, or the first partition to deliver after
-// the pause would move the watermark past the others' records (see
-// unpause).
-func (r *Runner) advance() {
-	now := r.now()
-	low, any := int64(0), false
-	for _, p := range r.wms {
-		if p.waiting {
-			if now.Sub(p.seen) <= p.hold {
-				return
-			}
-			continue
-		}
-		if now.Sub(p.seen) > r.cfg.IdleTimeout {
-			continue
-		}
-		if !p.hasTS {
-			continue
-		}
-		if !any || p.maxTS < low {
-			low, any = p.maxTS, true
-		}
-	}
-	if any {
-		r.pending = r.stage.AdvanceTo(low-r.stage.Delay(), r.pending)
-	}
-}
-
 // finalFlush is the flush when Run ends: it outlives ctx (the caller's
 // cancellation is what ended Run) but not FinalFlushTimeout.
 func (r *Runner) finalFlush(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalFlushTimeout)
 	defer cancel()
 	return r.flush(ctx)
-}
-
-// flush writes pending findings, then commits every offset that no open
-// window holds any more.
-func (r *Runner) flush(ctx context.Context) error {
-	start := r.now()
-	if len(r.pending) > 0 {
-		write := func(ctx context.Context) error {
-			return r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
-		}
-		if err := r.retry(ctx, fmt.Sprintf("write %d findings", len(r.pending)), write); err != nil {
-			return err
-		}
-		r.lastWrite = r.now()
-		r.written.Add(int64(len(r.pending)))
-		for i := range r.pending {
-			f := &r.pending[i]
-			r.m.findings.WithLabelValues(f.Kind).Inc()
-			if r.onFind != nil {
-				r.onFind(f)
-			}
-		}
-		clear(r.pending)
-		r.pending = r.pending[:0]
-		r.m.pending.Set(0)
-	}
-	// Windows before the watermark's window are closed and now written.
-	wm := r.stage.Watermark()
-	r.m.watermark.Set(float64(wm))
-	closedUpTo := r.stage.WindowStart(wm)
-	if wm == math.MinInt64 {
-		closedUpTo = wm
-	}
-	// The engine's state changes only when windows close. Save it after
-	// their findings and before the offsets they free are committed:
-	// a restart then resumes from a state that matches the committed
-	// offsets (see skew.Engine.Snapshot).
-	if closedUpTo > r.savedUpTo {
-		if r.state != nil {
-			r.states = r.stage.Snapshot(r.states[:0])
-			if len(r.states) > 0 {
-				save := func(ctx context.Context) error {
-					return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
-				}
-				if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
-					return err
-				}
-				r.m.stateSaves.Inc()
-			}
-		}
-		if adv, ok := r.sink.(Advancer); ok {
-			advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(closedUpTo)) }
-			if err := r.retry(ctx, "advance the sink's event time", advance); err != nil {
-				return err
-			}
-		}
-		r.savedUpTo = closedUpTo
-	}
-	r.ledger.release(closedUpTo)
-	cps := r.ledger.pending()
-	if len(cps) > 0 {
-		msgs := make([]kafka.Message, len(cps))
-		for i, cp := range cps {
-			// kafka-go commits the offset after the message given.
-			msgs[i] = kafka.Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1}
-		}
-		if err := r.src.Commit(ctx, msgs...); err != nil {
-			return fmt.Errorf("commit offsets: %w", err)
-		}
-		r.ledger.committed(cps)
-		r.m.commits.Inc()
-	}
-	took := r.now().Sub(start)
-	r.m.flush.Observe(took.Seconds())
-	r.unpause(took)
-	return nil
-}
-
-// unpause moves every partition's last delivery on by d, the time the
-// actor spent in a flush (writing, retrying, committing), consuming
-// nothing, so that it counts toward no partition's idleness.
-func (r *Runner) unpause(d time.Duration) {
-	for _, p := range r.wms {
-		p.seen = p.seen.Add(d)
-	}
 }
 
 // retry runs one write to the sink (findings or engine state) with

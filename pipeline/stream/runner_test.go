@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/retry"
@@ -25,12 +24,12 @@ import (
 // commits. Unit-test fakes only: the integration tests use a real broker.
 type fakeSource struct {
 	mu      sync.Mutex
-	msgs    []kafka.Message
+	msgs    []Message
 	next    int
-	commits []kafka.Message
+	commits []Message
 }
 
-func (f *fakeSource) Fetch(ctx context.Context) (kafka.Message, error) {
+func (f *fakeSource) Fetch(ctx context.Context) (Message, error) {
 	f.mu.Lock()
 	if f.next < len(f.msgs) {
 		m := f.msgs[f.next]
@@ -39,10 +38,10 @@ func (f *fakeSource) Fetch(ctx context.Context) (kafka.Message, error) {
 		return m, nil
 	}
 	f.mu.Unlock()
-	return kafka.Message{}, io.EOF
+	return Message{}, io.EOF
 }
 
-func (f *fakeSource) Commit(_ context.Context, msgs ...kafka.Message) error {
+func (f *fakeSource) Commit(_ context.Context, msgs ...Message) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.commits = append(f.commits, msgs...)
@@ -73,7 +72,7 @@ func (s *fakeSink) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
 
 type fakeDead struct{ reasons []string }
 
-func (d *fakeDead) Send(_ context.Context, _ kafka.Message, reason, _ string) error {
+func (d *fakeDead) Send(_ context.Context, _ Message, reason, _ string) error {
 	d.reasons = append(d.reasons, reason)
 	return nil
 }
@@ -92,13 +91,23 @@ func incident(t *testing.T) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n"))
 }
 
+// partitioned returns a window stage for a runner, with the default window
+// configuration and watermarks on clock.
+func partitioned(eng *skew.Engine, wcfg window.WatermarkConfig, clock func() time.Time) (*window.Stage, error) {
+	wms, err := window.NewWatermarks(wcfg, clock)
+	if err != nil {
+		return nil, err
+	}
+	return window.NewPartitioned(window.Config{}, eng, wms)
+}
+
 func newRunner(t *testing.T, src Source, sink Sink, dead DeadLetters) *Runner {
 	t.Helper()
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, dead, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +130,7 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 	src := &fakeSource{}
 	for i, l := range lines {
 		// Two partitions, as two reporters would write them.
-		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l, Time: time.UnixMilli(1593004200000)})
+		src.msgs = append(src.msgs, Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l, Time: time.UnixMilli(1593004200000)})
 	}
 	sink := &fakeSink{}
 	r := newRunner(t, src, sink, &fakeDead{})
@@ -187,7 +196,7 @@ func TestRunnerMatchesReplayAndCommitsSafely(t *testing.T) {
 }
 
 func TestRunnerDeadLettersAndKeepsGoing(t *testing.T) {
-	src := &fakeSource{msgs: []kafka.Message{
+	src := &fakeSource{msgs: []Message{
 		{Topic: "t", Offset: 0, Value: []byte(`{"ts":1593004201000,"job_id":"j","task_name":"t","key":"a"}`)},
 		{Topic: "t", Offset: 1, Value: []byte("{\"ts\":oops}\nnot a metric at all")},
 		{Topic: "t", Offset: 2, Value: []byte(`{"ts":1593004202000,"job_id":"j","task_name":"t","key":"b"}`)},
@@ -209,7 +218,7 @@ func TestRunnerSinkFailureCommitsNothing(t *testing.T) {
 	lines := incident(t)
 	src := &fakeSource{}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "t", Offset: int64(i), Value: l})
 	}
 	boom := errors.New("table skewlens.findings does not exist")
 	r := newRunner(t, src, &fakeSink{fail: retry.Permanent("", boom)}, &fakeDead{})
@@ -228,7 +237,7 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 	lines := incident(t)
 	src := &fakeSource{}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "t", Offset: int64(i), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "t", Offset: int64(i), Value: l})
 	}
 	sink := &fakeSink{failures: 3}
 	r := newRunner(t, src, sink, &fakeDead{})
@@ -260,8 +269,8 @@ func TestRunnerRetriesUnavailableSink(t *testing.T) {
 // knowing every assigned partition needs the consumer group's assignment.
 func TestRunnerWatermarkIsMinOverPartitions(t *testing.T) {
 	src := &fakeSource{}
-	sample := func(part int, off, ts int64) kafka.Message {
-		return kafka.Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
+	sample := func(part int, off, ts int64) Message {
+		return Message{Topic: "s", Partition: part, Offset: off, Value: []byte(fmt.Sprintf(
 			`{"ts":%d,"job_id":"j","task_name":"t","key":"k%d"}`, ts, part))}
 	}
 	src.msgs = append(src.msgs, sample(0, 0, 1593004200000), sample(1, 0, 1593004200000))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
@@ -31,7 +30,7 @@ type loggedSource struct {
 	log *opLog
 }
 
-func (s loggedSource) Commit(ctx context.Context, msgs ...kafka.Message) error {
+func (s loggedSource) Commit(ctx context.Context, msgs ...Message) error {
 	s.log.add("commit")
 	return s.fakeSource.Commit(ctx, msgs...)
 }
@@ -72,14 +71,14 @@ func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
 	ops := &opLog{}
 	src := loggedSource{&fakeSource{}, ops}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l})
 	}
 	store := &fakeStore{log: ops, failed: 2}
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	sink := &loggedSink{log: ops}
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond, Group: "g1"}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
@@ -119,19 +118,20 @@ func TestRunnerSavesStateBetweenWriteAndCommit(t *testing.T) {
 // delivers stops holding after its grace, so windows still close.
 func TestRunnerStartupHold(t *testing.T) {
 	lines := incident(t)
-	var msgs []kafka.Message
+	var msgs []Message
 	for part := range 2 {
 		for i, l := range lines {
 			if i%2 == part {
-				msgs = append(msgs, kafka.Message{Topic: "flink", Partition: part, Offset: int64(i / 2), Value: l})
+				msgs = append(msgs, Message{Topic: "flink", Partition: part, Offset: int64(i / 2), Value: l})
 			}
 		}
 	}
-	both := []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
-	silent := append(both, kafka.Partition{Topic: "flink", ID: 2})
+	both := []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
+	silent := append(both, Partition{Topic: "flink", ID: 2})
 	type holdConfig struct {
 		Config
 		startDelay time.Duration
+		wm         window.WatermarkConfig
 	}
 	for _, tc := range []struct {
 		name         string
@@ -142,15 +142,15 @@ func TestRunnerStartupHold(t *testing.T) {
 		{"unlisted", holdConfig{}, true, true},
 		{"listed", holdConfig{Config: Config{Partitions: both}}, false, true},
 		{"backlog", holdConfig{Config: Config{Backlog: both}}, false, true},
-		{"silent partition, grace over", holdConfig{Config: Config{Partitions: silent, StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}}, true, true},
-		{"silent backlog partition holds", holdConfig{Config: Config{Partitions: silent, Backlog: silent, IdleTimeout: time.Hour}}, false, false},
+		{"silent partition, grace over", holdConfig{Config: Config{Partitions: silent}, wm: window.WatermarkConfig{StartupGrace: time.Nanosecond, IdleTimeout: time.Hour}}, true, true},
+		{"silent backlog partition holds", holdConfig{Config: Config{Partitions: silent, Backlog: silent}, wm: window.WatermarkConfig{IdleTimeout: time.Hour}}, false, false},
 		// The first message comes 200 ms after Run starts (a consumer
 		// group joining): the 100 ms grace starts only then.
-		{"grace starts with the first message", holdConfig{Config{Partitions: both, StartupGrace: 100 * time.Millisecond}, 200 * time.Millisecond}, false, true},
+		{"grace starts with the first message", holdConfig{Config{Partitions: both}, 200 * time.Millisecond, window.WatermarkConfig{StartupGrace: 100 * time.Millisecond}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, _ := skew.New(skew.Config{})
-			stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+			stage, _ := partitioned(eng, tc.cfg.wm, time.Now)
 			tc.cfg.FlushInterval = 5 * time.Millisecond
 			sink := &fakeSink{}
 			var src Source = &fakeSource{msgs: msgs}
@@ -181,7 +181,7 @@ type slowStart struct {
 	started bool
 }
 
-func (s *slowStart) Fetch(ctx context.Context) (kafka.Message, error) {
+func (s *slowStart) Fetch(ctx context.Context) (Message, error) {
 	if !s.started {
 		s.started = true
 		time.Sleep(s.delay)
@@ -205,10 +205,10 @@ func TestRunnerAdvancesSink(t *testing.T) {
 	lines := incident(t)
 	src := &fakeSource{}
 	for i, l := range lines {
-		src.msgs = append(src.msgs, kafka.Message{Topic: "flink", Offset: int64(i), Value: l})
+		src.msgs = append(src.msgs, Message{Topic: "flink", Offset: int64(i), Value: l})
 	}
 	eng, _ := skew.New(skew.Config{})
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
 	sink := &advancingSink{}
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
@@ -255,13 +255,13 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 	// Both partitions cover the whole incident, partition 1 delivering
 	// about 20 s of event time behind partition 0 (within its watermark
 	// hold, as a lagging partition does).
-	var parts [2][]kafka.Message
+	var parts [2][]Message
 	for i, l := range lines {
 		p := i % 2
-		parts[p] = append(parts[p], kafka.Message{Topic: "flink", Partition: p, Offset: int64(len(parts[p])), Value: l})
+		parts[p] = append(parts[p], Message{Topic: "flink", Partition: p, Offset: int64(len(parts[p])), Value: l})
 	}
 	const lead = 400
-	src := &fakeSource{msgs: append([]kafka.Message(nil), parts[0][:lead]...)}
+	src := &fakeSource{msgs: append([]Message(nil), parts[0][:lead]...)}
 	for j := range parts[1] {
 		if lead+j < len(parts[0]) {
 			src.msgs = append(src.msgs, parts[0][lead+j])
@@ -269,15 +269,16 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 		src.msgs = append(src.msgs, parts[1][j])
 	}
 	clock := time.Unix(1e9, 0)
+	now := func() time.Time { clock = clock.Add(time.Microsecond); return clock }
 	eng, _ := skew.New(skew.Config{})
-	stage, _ := window.New(window.Config{ExternalWatermark: true}, eng)
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, now)
 	sink := &pausingSink{clock: &clock}
-	r, err := New(Config{FlushInterval: time.Hour, MaxPending: 1, Backlog: []kafka.Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}},
+	r, err := New(Config{FlushInterval: time.Hour, MaxPending: 1, Backlog: []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}},
 		src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.now = func() time.Time { clock = clock.Add(time.Microsecond); return clock }
+	r.now = now
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,6 @@ type Config struct {
 	OutOfOrderMs int64
 	// AllowedLatenessMs delays closing a window by this much more (default 0).
 	AllowedLatenessMs int64
-	// ExternalWatermark leaves the watermark to the caller: Sample and
-	// Metric only add events, and AdvanceTo moves the watermark. The
-	// streaming runner uses it to take the minimum over Kafka partitions,
-	// so that one partition racing ahead (say, while a backlog drains)
-	// cannot make another partition's events late.
-	ExternalWatermark bool
 }
 
 // Validate fills defaults and checks the values.
@@ -52,22 +46,57 @@ type Counts struct {
 	Replayed uint64
 }
 
-// Stage feeds one engine. It is not safe for concurrent use.
+// Stage feeds one engine. Its watermark always comes from a Watermarks:
+// the lowest event time over its active partitions, minus Delay. It is not
+// safe for concurrent use.
 type Stage struct {
-	cfg    Config
-	eng    *skew.Engine
-	maxTS  int64
+	cfg Config
+	eng *skew.Engine
+	wms *Watermarks
+	// single: the stage marks every event's time itself, on the one
+	// partition of its own Watermarks (see New).
+	single bool
 	wm     int64
 	counts Counts
 }
 
-// New returns a Stage that feeds eng.
+// New returns a Stage that feeds eng from one ordered input (files merged
+// by event time): Sample and Metric mark each event's time, whatever the
+// verdict, on a Watermarks of one partition without a clock, and move the
+// watermark with it.
 func New(cfg Config, eng *skew.Engine) (*Stage, error) {
+	wms, err := NewWatermarks(WatermarkConfig{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewPartitioned(cfg, eng, wms)
+	if err != nil {
+		return nil, err
+	}
+	s.single = true
+	return s, nil
+}
+
+// NewPartitioned returns a Stage that feeds eng from several partitions
+// whose event times wms tracks. Sample and Metric only add events: the
+// caller, who knows each event's partition, marks it on wms (Observe,
+// Delivered, Pause) and calls Advance to move the watermark.
+func NewPartitioned(cfg Config, eng *skew.Engine, wms *Watermarks) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Stage{cfg: cfg, eng: eng, maxTS: math.MinInt64, wm: math.MinInt64}, nil
+	if wms == nil {
+		return nil, errors.New("window: nil watermarks")
+	}
+	return &Stage{cfg: cfg, eng: eng, wms: wms, wm: math.MinInt64}, nil
 }
+
+// Watermarks returns the Watermarks the stage's watermark comes from.
+func (s *Stage) Watermarks() *Watermarks { return s.wms }
+
+// Partitioned reports whether the stage was made by NewPartitioned: its
+// caller marks event times on Watermarks.
+func (s *Stage) Partitioned() bool { return !s.single }
 
 // Counts returns the counters so far.
 func (s *Stage) Counts() Counts { return s.counts }
@@ -107,25 +136,26 @@ func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) ([]skew.Finding, skew
 // time ts.
 func (s *Stage) WindowStart(ts int64) int64 { return s.eng.WindowStart(ts) }
 
-// observe advances the watermark after an event. The event is added first,
-// so an event that itself moves the watermark is never late.
+// observe advances the watermark after an event of a single-input stage.
+// The event is added first, so an event that itself moves the watermark
+// is never late.
 func (s *Stage) observe(ts int64, dst []skew.Finding) []skew.Finding {
-	if s.cfg.ExternalWatermark || ts <= s.maxTS {
+	if !s.single || !s.wms.Observe(Partition{}, ts) {
 		return dst
 	}
-	s.maxTS = ts
-	wm := ts - s.cfg.OutOfOrderMs - s.cfg.AllowedLatenessMs
-	if wm > s.wm {
-		s.wm = wm
-		dst = s.eng.Advance(wm, dst)
-	}
-	return dst
+	return s.Advance(dst)
 }
 
-// AdvanceTo moves the watermark to wm if that is later, for idle inputs
-// whose time is known from elsewhere (a wall clock or Kafka timestamps).
-func (s *Stage) AdvanceTo(wm int64, dst []skew.Finding) []skew.Finding {
-	if wm > s.wm {
+// Advance moves the watermark to the Watermarks' low mark minus Delay, if
+// that is later, closing the windows it passes; their findings are
+// appended to dst. With partitions, call it after each message and now
+// and then without one: partitions going idle move it too.
+func (s *Stage) Advance(dst []skew.Finding) []skew.Finding {
+	low, ok := s.wms.Low()
+	if !ok {
+		return dst
+	}
+	if wm := low - s.Delay(); wm > s.wm {
 		s.wm = wm
 		dst = s.eng.Advance(wm, dst)
 	}

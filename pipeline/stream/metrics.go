@@ -1,0 +1,59 @@
+package stream
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	messages *prometheus.CounterVec
+	lines    *prometheus.CounterVec
+	// The per-record outcomes and per-topic message counters, resolved
+	// once: a label lookup per record cost more than decoding it.
+	outcomeSample, outcomeMetric, outcomeSkipped  prometheus.Counter
+	outcomeLate, outcomeReplayed, outcomeRejected prometheus.Counter
+	byTopic                                       map[string]prometheus.Counter
+	findings                                      *prometheus.CounterVec
+	queue                                         prometheus.Gauge
+	flush                                         prometheus.Histogram
+	commits                                       prometheus.Counter
+	watermark                                     prometheus.Gauge
+	pending                                       prometheus.Gauge
+	writeRetries                                  prometheus.Counter
+	stateSaves                                    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_messages_total", Help: "Kafka messages processed, by topic."}, []string{"topic"}),
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_records_total",
+			Help: "Records by outcome: sample, metric, skipped, late, rejected, or a decode error reason (dead-lettered)."}, []string{"outcome"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_findings_written_total", Help: "Findings written to the sink, by kind."}, []string{"kind"}),
+		queue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_fetch_queue_length", Help: "Messages fetched and waiting to be processed (bounded by the queue capacity)."}),
+		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "skewlens_flush_seconds", Help: "Time to write pending findings and commit offsets.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		commits:   prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_offset_commits_total", Help: "Offset commits after the sink acknowledged."}),
+		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
+		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
+		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_write_retries_total",
+			Help: "Retried writes of findings or engine state (the sink was unavailable; consumption pauses meanwhile)."}),
+		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
+			Help: "Saves of the engine's cross-window state, each after the findings of the windows that changed it."}),
+	}
+	m.outcomeSample, m.outcomeMetric = m.lines.WithLabelValues("sample"), m.lines.WithLabelValues("metric")
+	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
+	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
+	m.byTopic = map[string]prometheus.Counter{}
+	if reg != nil {
+		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves)
+	}
+	return m
+}
+
+// message returns the messages counter of a topic. Only the runner's
+// goroutine calls it.
+func (m *metrics) message(topic string) prometheus.Counter {
+	c := m.byTopic[topic]
+	if c == nil {
+		c = m.messages.WithLabelValues(topic)
+		m.byTopic[topic] = c
+	}
+	return c
+}

@@ -1,0 +1,82 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/skewlens/skewlens/pipeline/decode"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// process decodes one message (one or more lines) into the window stage.
+func (r *Runner) process(ctx context.Context, msg Message) error {
+	r.m.message(msg.Topic).Inc()
+	r.messages.Add(1)
+	k := partKey{msg.Topic, msg.Partition}
+	wp := window.Partition{Topic: msg.Topic, ID: msg.Partition}
+	r.ledger.consumed(k, msg.Offset)
+	r.dec.DefaultTS = msg.Time.UnixMilli()
+	rest := msg.Value
+	for len(rest) > 0 {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		kind, err := r.dec.Decode(line)
+		if err != nil {
+			reason, _ := decode.ReasonOf(err)
+			r.m.lines.WithLabelValues(reason.String()).Inc()
+			if derr := r.dead.Send(ctx, msg, reason.String(), err.Error()); derr != nil {
+				return fmt.Errorf("dead-letter offset %d of %s/%d: %w", msg.Offset, msg.Topic, msg.Partition, derr)
+			}
+			continue
+		}
+		var ts int64
+		var v skew.Verdict
+		switch kind {
+		case decode.KindKeySample:
+			ts = r.dec.Sample.TS
+			r.pending, v = r.stage.Sample(&r.dec.Sample, r.pending)
+		case decode.KindMetric:
+			ts = r.dec.Metric.TS
+			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
+		default:
+			r.m.outcomeSkipped.Inc()
+			continue
+		}
+		switch {
+		case v == skew.Late:
+			r.m.outcomeLate.Inc()
+			continue
+		case v == skew.Replayed:
+			// Written before a restart; holds no window, so its offset may
+			// be committed.
+			r.m.outcomeReplayed.Inc()
+			continue
+		case v != skew.Accepted:
+			r.m.outcomeRejected.Inc()
+			continue
+		case kind == decode.KindKeySample:
+			r.m.outcomeSample.Inc()
+		default:
+			r.m.outcomeMetric.Inc()
+		}
+		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
+		r.wms.Observe(wp, ts)
+	}
+	r.wms.Delivered(wp)
+	r.advance()
+	r.m.pending.Set(float64(len(r.pending)))
+	return nil
+}
+
+// advance moves the watermark to the lowest event time over the active
+// partitions, minus the stage's delay (see window.Watermarks). Only
+// accepted events count: a late, replayed or rejected one holds no window.
+func (r *Runner) advance() {
+	r.pending = r.stage.Advance(r.pending)
+}

@@ -1,0 +1,245 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Partition names one input partition: a topic and a partition number for
+// Kafka, or the zero value for an input that is one ordered stream.
+type Partition struct {
+	Topic string
+	ID    int
+}
+
+// WatermarkConfig configures Watermarks.
+type WatermarkConfig struct {
+	// IdleTimeout is how long a partition may deliver nothing, while time
+	// runs, before it stops holding the watermark back (default 15s).
+	// The watermark is the lowest event time over the partitions that
+	// delivered recently, minus the stage's delay, as in Flink.
+	IdleTimeout time.Duration
+	// StartupGrace is how long (of deliveries by other partitions) an
+	// expected partition without backlog may take to deliver its first
+	// message (default 3s). Keep it short: the watermark stands still
+	// meanwhile, and windows pile up. A partition with a backlog waits up
+	// to IdleTimeout instead: a restart after a crash drains the backlog
+	// partition by partition.
+	StartupGrace time.Duration
+}
+
+// Validate fills defaults and checks values.
+func (c *WatermarkConfig) Validate() error {
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 15 * time.Second
+	}
+	if c.StartupGrace == 0 {
+		c.StartupGrace = 3 * time.Second
+	}
+	var errs []error
+	if c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle timeout %s: must not be negative", c.IdleTimeout))
+	}
+	if c.StartupGrace < 0 {
+		errs = append(errs, fmt.Errorf("startup grace %s: must not be negative", c.StartupGrace))
+	}
+	return errors.Join(errs...)
+}
+
+// Watermarks tracks the event time of each input partition and combines
+// them into one: the lowest event time over the partitions that are
+// active, as Flink's watermarks with idleness do, so that one partition
+// racing ahead (a backlog draining) cannot make another's events late.
+//
+// Time for idleness is the clock's time minus the time spent paused
+// (Pause to Resume): while the owner consumes nothing (it writes, waits
+// for an absent sink or for a commit across a broker restart), no
+// partition can deliver, and none may count as idle for it, or the first
+// partition to deliver after the pause would move the watermark past the
+// others' events.
+//
+// A partition is active when it delivered within IdleTimeout of that time.
+// A partition announced with Expect holds the watermark where it is until
+// it delivers, but only for its hold, counted from the first delivery of
+// any partition (joining a consumer group takes seconds, and the hold must
+// not run out before anything could be delivered).
+//
+// Watermarks is not safe for concurrent use: one goroutine owns it.
+type Watermarks struct {
+	idle  time.Duration
+	grace time.Duration
+	clock func() time.Time // nil: no partition is ever idle or waiting
+
+	parts   map[Partition]*partMark
+	list    []*partMark // the same partitions, for iteration
+	lastKey Partition   // the partition looked up last, and its entry
+	last    *partMark
+
+	started bool // a partition has delivered
+	// Pauses: how many are open, since when, and their total so far.
+	paused      int
+	pausedAt    time.Time
+	pausedTotal time.Duration
+}
+
+type partMark struct {
+	maxTS int64
+	hasTS bool // an event set maxTS
+	// seen is when the partition last delivered, on the paused clock
+	// (see active); unset before its first delivery.
+	seen    time.Time
+	hasSeen bool
+	// waiting: an expected partition that has not delivered yet; it holds
+	// the watermark for hold.
+	waiting bool
+	hold    time.Duration
+}
+
+// NewWatermarks returns Watermarks whose idleness follows clock. A nil
+// clock means event time only: no partition is ever idle, and none waits
+// (the replay of files, where all input is at hand).
+func NewWatermarks(cfg WatermarkConfig, clock func() time.Time) (*Watermarks, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("watermarks: %w", err)
+	}
+	return &Watermarks{idle: cfg.IdleTimeout, grace: cfg.StartupGrace, clock: clock, parts: map[Partition]*partMark{}}, nil
+}
+
+func (w *Watermarks) part(p Partition) *partMark {
+	if w.last != nil && w.lastKey == p {
+		return w.last
+	}
+	m := w.parts[p]
+	if m != nil {
+		w.lastKey, w.last = p, m
+	}
+	return m
+}
+
+func (w *Watermarks) add(p Partition, m *partMark) {
+	if old := w.parts[p]; old != nil {
+		*old = *m
+		return
+	}
+	w.parts[p] = m
+	w.list = append(w.list, m)
+	w.lastKey, w.last = p, m
+}
+
+// active returns the clock's time minus the time paused: the time idleness
+// is measured in. It stands still while paused.
+func (w *Watermarks) active() time.Time {
+	now := w.clock()
+	if w.paused > 0 {
+		now = w.pausedAt
+	}
+	return now.Add(-w.pausedTotal)
+}
+
+// Expect announces partition p, which holds the watermark where it is,
+// from the first delivery of any partition on, until p delivers: for
+// StartupGrace, as p may be empty or read by another consumer, or, when
+// p has a backlog (unread records, known from the consumer lag), for
+// IdleTimeout, since a backlog drains one partition after another.
+// Expecting a partition again replaces what was known of it. Call before
+// the first delivery.
+func (w *Watermarks) Expect(p Partition, backlog bool) {
+	hold := w.grace
+	if backlog {
+		hold = w.idle
+	}
+	w.add(p, &partMark{waiting: true, hold: hold})
+}
+
+// Observe records an event time of partition p and reports whether it
+// raised p's highest event time (so the watermark may have moved).
+func (w *Watermarks) Observe(p Partition, ts int64) bool {
+	m := w.part(p)
+	if m == nil {
+		m = &partMark{}
+		w.add(p, m)
+	}
+	if !m.hasTS || ts > m.maxTS {
+		m.maxTS, m.hasTS = ts, true
+		return true
+	}
+	return false
+}
+
+// Delivered records that partition p delivered a message, whether or not
+// it had an event time: its first message ends an expected partition's
+// wait, since a partition of skipped or bad records has no event time to
+// hold the watermark with. The first delivery of any partition starts the
+// holds of the expected ones.
+func (w *Watermarks) Delivered(p Partition) {
+	if w.clock == nil {
+		return
+	}
+	now := w.active()
+	if !w.started {
+		w.started = true
+		for _, m := range w.list {
+			m.seen, m.hasSeen = now, true
+		}
+	}
+	if m := w.part(p); m != nil {
+		m.seen, m.hasSeen, m.waiting = now, true, false
+	}
+}
+
+// Pause stops the time idleness is measured in until the matching Resume.
+// Pauses may nest.
+func (w *Watermarks) Pause() {
+	if w.clock == nil {
+		return
+	}
+	if w.paused == 0 {
+		w.pausedAt = w.clock()
+	}
+	w.paused++
+}
+
+// Resume ends a Pause; without an open Pause it does nothing.
+func (w *Watermarks) Resume() {
+	if w.clock == nil || w.paused == 0 {
+		return
+	}
+	w.paused--
+	if w.paused == 0 {
+		w.pausedTotal += w.clock().Sub(w.pausedAt)
+	}
+}
+
+// Low returns the lowest highest-event-time over the active partitions
+// that have one. ok is false when there is none, or while an expected
+// partition still holds the watermark where it is.
+func (w *Watermarks) Low() (low int64, ok bool) {
+	if w.clock == nil {
+		for _, m := range w.list {
+			if m.hasTS && (!ok || m.maxTS < low) {
+				low, ok = m.maxTS, true
+			}
+		}
+		return low, ok
+	}
+	now := w.active()
+	for _, m := range w.list {
+		if !m.hasSeen {
+			continue // nothing delivered yet: neither holds nor counts
+		}
+		if m.waiting {
+			if now.Sub(m.seen) <= m.hold {
+				return 0, false
+			}
+			continue
+		}
+		if !m.hasTS || now.Sub(m.seen) > w.idle {
+			continue
+		}
+		if !ok || m.maxTS < low {
+			low, ok = m.maxTS, true
+		}
+	}
+	return low, ok
+}
