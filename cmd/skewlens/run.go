@@ -300,19 +300,7 @@ func (c *runCmd) Run(e *env) error {
 		g.Add(func() error { return api.Run(ctx) }, func(error) { api.Stop() })
 	}
 	progressDone := make(chan struct{})
-	g.Add(func() error {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				msgs, written := runner.Progress()
-				log.Info("progress", "messages", msgs, "findings_written", written)
-			case <-progressDone:
-				return nil
-			}
-		}
-	}, func(error) { close(progressDone) })
+	g.Add(func() error { return runner.ReportProgress(ctx, 10*time.Second, log, progressDone) }, func(error) { close(progressDone) })
 	g.Add(opsSrv.Serve, func(error) { opsSrv.Stop() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	if c.Duration > 0 {
