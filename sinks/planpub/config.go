@@ -35,7 +35,7 @@ type Config struct {
 	DialTimeout time.Duration
 	// WriteTimeout bounds one produce or admin request (default 10s).
 	WriteTimeout time.Duration
-	// MaxRetries is how often a failed Publish or EnsureTopic attempt is
+	// MaxRetries is how often a failed EnsureTopic or Load attempt is
 	// retried when the error is retryable (default 10; negative: never).
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the exponential backoff between

@@ -33,13 +33,16 @@
 // A Publisher is safe for concurrent use; Publish calls are serialised so
 // that the changes of one call reach the topic in order. Publish blocks
 // until the broker acknowledged every message of the call (all in-sync
-// replicas), retrying retryable errors (broker restarts, a topic whose
-// metadata has not propagated yet, timeouts) with jittered exponential
-// backoff (retry.Do), at most Config.MaxRetries times: the Publisher is
-// its own caller, so this is the one layer that retries a publish. A
-// retry resends the messages from the first one that failed, so every
+// replicas) or the one attempt failed: Publish does not retry, its callers
+// do (the stream runner retries the write a Sink publishes from, with no
+// bound; the override poller tries again at its next tick), so one layer
+// retries a publish. A Sink resends all the changes it keeps, so every
 // key's last message is its last change; a message may be written twice,
-// which compaction makes harmless. Every blocking call returns promptly when its context ends.
+// which compaction makes harmless. EnsureTopic and Load, which only
+// start-up calls, retry retryable errors (broker restarts, a topic whose
+// metadata has not propagated yet, timeouts) themselves with retry.Do, at
+// most Config.MaxRetries times. Every blocking call returns promptly when
+// its context ends.
 // Publish holds no queue of its own: the caller's slice is the batch. A
 // Sink keeps the changes it could not publish, at most one per task (a
 // later change of a task replaces it), and publishes them with the next
@@ -50,8 +53,7 @@
 // reports them): a change that cannot be encoded or is larger than
 // Config.MaxMessageBytes, a topic that exists but is not compacted,
 // authorization or configuration errors, a closed Publisher. Other errors
-// are returned when the context ends or the retries are used up, and may
-// succeed when the caller tries again.
+// may succeed when the caller tries again.
 //
 // # Metrics
 //

@@ -46,12 +46,21 @@ func (p *Publisher) policy() retry.Policy {
 	return retry.Policy{MaxRetries: max(p.cfg.MaxRetries, 0), MinBackoff: p.cfg.MinBackoff, MaxBackoff: p.cfg.MaxBackoff}
 }
 
+// failed counts a failed attempt of op by class and returns its error:
+// marked permanent when no retry can fix it, else wrapped with op.
+func (p *Publisher) failed(ctx context.Context, op string, err error) error {
+	class := classify(ctx, err)
+	p.m.failures.WithLabelValues(string(class)).Inc()
+	if class == classFatal {
+		return fatal(op, err)
+	}
+	return fmt.Errorf("planpub: %s: %w", op, err)
+}
+
 // retry runs fn with retry.Do as Config says, counting each failed
-// attempt by class and each retry. The Publisher is its own caller (the
-// plans actor calls Publish once per batch of changes), so this is the
-// one place its operations are retried. fn may keep state between
-// attempts (Publish keeps the messages still to send). Errors no retry
-// can fix are returned marked permanent.
+// attempt by class and each retry. It serves the operations the
+// Publisher is the only caller of, at start-up: EnsureTopic and Load.
+// Errors no retry can fix are returned marked permanent.
 func (p *Publisher) retry(ctx context.Context, op string, fn func(context.Context) error) error {
 	err := retry.Do(ctx, p.policy(), func(attempt int, wait time.Duration, err error) {
 		p.log.Warn("planpub: retrying", "op", op, "attempt", attempt, "wait", wait, "err", err)
@@ -61,12 +70,11 @@ func (p *Publisher) retry(ctx context.Context, op string, fn func(context.Contex
 		if err == nil {
 			return nil
 		}
-		class := classify(ctx, err)
-		p.m.failures.WithLabelValues(string(class)).Inc()
-		if class == classFatal {
-			return fatal(op, err)
+		if class := classify(ctx, err); class != classFatal {
+			p.m.failures.WithLabelValues(string(class)).Inc()
+			return err
 		}
-		return err
+		return p.failed(ctx, op, err)
 	})
 	if err == nil || retry.IsPermanent(err) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -195,15 +197,22 @@ func TestEnsureTopicRefusesDeletePolicy(t *testing.T) {
 	t.Log(err)
 }
 
-// TestPublishWaitsForTopic: a Publish that starts before its topic exists
-// retries UnknownTopicOrPartition until the topic is created elsewhere.
+// TestPublishWaitsForTopic: a publish that starts before its topic exists
+// fails with UnknownTopicOrPartition, retryable, so its caller's retries
+// go on until the topic is created elsewhere.
 func TestPublishWaitsForTopic(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-late", MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetries: 100}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- p.Publish(ctx, enginePlans(t, "j", "late")[:1]) }()
+	var retries atomic.Int64
+	policy := retry.Policy{MaxRetries: 100, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	change := enginePlans(t, "j", "late")[:1]
+	go func() {
+		done <- retry.Do(ctx, policy, func(int, time.Duration, error) { retries.Add(1) },
+			func(ctx context.Context) error { return p.Publish(ctx, change) })
+	}()
 	time.Sleep(700 * time.Millisecond)
 	select {
 	case err := <-done:
@@ -215,7 +224,7 @@ func TestPublishWaitsForTopic(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Publish after the topic was created: %v", err)
 	}
-	if got := testutil.ToFloat64(p.m.retries); got < 1 {
+	if got := retries.Load(); got < 1 {
 		t.Fatalf("%v retries: the topic was missing at first", got)
 	}
 	if ms := readAll(t, brokers, "planpub-late"); len(ms) != 1 || string(ms[0].Key) != "j/late" {
@@ -224,7 +233,8 @@ func TestPublishWaitsForTopic(t *testing.T) {
 }
 
 // TestPublishAcrossBrokerRestart: the first request after a broker restart
-// fails on a pooled connection (EOF); Publish retries it.
+// fails on a pooled connection (EOF), retryable: the caller's retry
+// succeeds.
 func TestPublishAcrossBrokerRestart(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-restart", MaxBackoff: time.Second, MaxRetries: 60}, nil)
@@ -238,7 +248,8 @@ func TestPublishAcrossBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafkatest.Restart(t)
-	if err := p.Publish(ctx, cs[1:]); err != nil {
+	policy := retry.Policy{MaxRetries: 60, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+	if err := retry.Do(ctx, policy, nil, func(ctx context.Context) error { return p.Publish(ctx, cs[1:]) }); err != nil {
 		t.Fatalf("publish after the restart: %v", err)
 	}
 	ms := readAll(t, brokers, "planpub-restart")

@@ -207,8 +207,11 @@ func size(m *kafka.Message) int {
 }
 
 // Publish writes changes to the plans topic, in order, and returns once
-// the broker has acknowledged all of them. See the package documentation
-// for retries and errors. A change that cannot be encoded, or whose
+// the broker has acknowledged all of them. It makes one attempt and does
+// not retry: its callers do (the stream runner retries the write a Sink
+// publishes from; the override poller tries again at its next tick), and
+// a Sink keeps the changes until one succeeds. See the package
+// documentation for errors. A change that cannot be encoded, or whose
 // message is larger than Config.MaxMessageBytes, fails the whole call
 // with a permanent error (retry.IsPermanent) before anything is sent.
 func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
@@ -226,6 +229,10 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 			p.m.failures.WithLabelValues(string(classFatal)).Inc()
 			return fatal(fmt.Sprintf("%s: change %d", op, i), err)
 		}
+		// The timestamp is the wall clock: a zero one is sent as 1970,
+		// which would keep segments from ever rolling by segment.ms, and
+		// so from being compacted.
+		m.Time = time.Now()
 		msgs[i] = m
 	}
 	p.mu.Lock()
@@ -234,31 +241,17 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 		return fatal(op, ErrClosed)
 	}
 	start := time.Now()
-	pending := msgs
-	err := p.retry(ctx, op, func(ctx context.Context) error {
-		// kafka-go fills in fields of the messages it writes; send copies
-		// so a resend starts clean. The timestamp is the wall clock: a zero
-		// one is sent as 1970, which would keep segments from ever rolling
-		// by segment.ms, and so from being compacted.
-		now := time.Now()
-		batch := slices.Clone(pending)
-		for i := range batch {
-			batch[i].Time = now
-		}
-		err := p.w.WriteMessages(ctx, batch...)
-		sent := len(pending)
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) && len(werrs) == len(pending) {
-			sent = slices.IndexFunc(werrs, func(e error) bool { return e != nil })
-		} else if err != nil {
-			sent = 0
-		}
-		p.count(pending[:max(sent, 0)])
-		pending = pending[max(sent, 0):]
-		return err
-	})
+	err := p.w.WriteMessages(ctx, msgs...)
+	sent := len(msgs)
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) && len(werrs) == len(msgs) {
+		sent = slices.IndexFunc(werrs, func(e error) bool { return e != nil })
+	} else if err != nil {
+		sent = 0
+	}
+	p.count(msgs[:max(sent, 0)])
 	if err != nil {
-		return err
+		return p.failed(ctx, op, err)
 	}
 	p.m.seconds.Observe(time.Since(start).Seconds())
 	return nil

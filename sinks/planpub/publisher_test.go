@@ -240,9 +240,10 @@ func TestPublishFatalBeforeSending(t *testing.T) {
 	}
 }
 
-// TestPublishGivesUp: with no broker, Publish retries MaxRetries times
-// and returns an error that is not fatal (the caller may try later).
-func TestPublishGivesUp(t *testing.T) {
+// TestPublishMakesOneAttempt: with no broker, Publish fails once with a
+// retryable error and does not retry; its caller retries, once, with
+// retry.Do, and a context that ends stops the caller's retries promptly.
+func TestPublishMakesOneAttempt(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p, err := New(Config{Brokers: []string{"127.0.0.1:1"}, MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
 		DialTimeout: 200 * time.Millisecond}, nil, reg)
@@ -252,22 +253,32 @@ func TestPublishGivesUp(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = p.Publish(ctx, []plans.Change{{JobID: "j", TaskName: "t", Retired: true}})
-	if err == nil || isFatal(err) || !strings.Contains(err.Error(), "giving up after 4 attempts") {
-		t.Fatalf("error %v, want a retryable one after 4 attempts", err)
+	change := []plans.Change{{JobID: "j", TaskName: "t", Retired: true}}
+	err = p.Publish(ctx, change)
+	if err == nil || isFatal(err) || !strings.Contains(err.Error(), "planpub: publish 1 changes") {
+		t.Fatalf("error %v, want a retryable one naming the publish", err)
 	}
-	if got := testutil.ToFloat64(p.m.retries); got != 3 {
-		t.Fatalf("%v retries, want 3", got)
+	if got := testutil.ToFloat64(p.m.failures.WithLabelValues("retryable")); got != 1 {
+		t.Fatalf("%v retryable failures, want 1: Publish must not retry", got)
 	}
-	if got := testutil.ToFloat64(p.m.failures.WithLabelValues("retryable")); got != 4 {
-		t.Fatalf("%v retryable failures, want 4", got)
+	if got := testutil.ToFloat64(p.m.retries); got != 0 {
+		t.Fatalf("%v retries inside Publish, want 0", got)
 	}
-	// A context that ends stops the retries promptly.
+	// The caller's retries: 1 attempt + 3 retries.
+	policy := retry.Policy{MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	retries := 0
+	err = retry.Do(ctx, policy, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error { return p.Publish(ctx, change) })
+	if err == nil || isFatal(err) || !strings.Contains(err.Error(), "giving up after 4 attempts") || retries != 3 {
+		t.Fatalf("caller's retry.Do: %v after %d retries, want a retryable error after 4 attempts", err, retries)
+	}
+	if got := testutil.ToFloat64(p.m.failures.WithLabelValues("retryable")); got != 5 {
+		t.Fatalf("%v retryable failures, want 5 (one per attempt)", got)
+	}
 	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	p.cfg.MaxRetries, p.cfg.MinBackoff, p.cfg.MaxBackoff = 1000, 10*time.Millisecond, 10*time.Millisecond
 	start := time.Now()
-	if err := p.Publish(short, []plans.Change{{JobID: "j", TaskName: "t", Retired: true}}); !errors.Is(err, context.DeadlineExceeded) {
+	policy.MaxRetries, policy.MinBackoff, policy.MaxBackoff = retry.Unlimited, 10*time.Millisecond, 10*time.Millisecond
+	if err := retry.Do(short, policy, nil, func(ctx context.Context) error { return p.Publish(ctx, change) }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want the context's", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
