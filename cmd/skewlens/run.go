@@ -269,7 +269,9 @@ func (c *runCmd) Run(e *env) error {
 		}
 	})
 
-	opsSrv, err := ops.New(ops.Config{Listen: c.Listen}, reg, log)
+	opsCfg := ops.DefaultConfig()
+	opsCfg.Listen = c.Listen
+	opsSrv, err := ops.New(opsCfg, reg, log)
 	if err != nil {
 		return err
 	}
@@ -403,7 +405,10 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 			Duration: 10 * time.Minute, MetricFormat: "mixed", Naming: "mixed",
 		})
 	}
-	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
+	cfg := simfeed.DefaultConfig()
+	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, jobs, c.Speed
+	cfg.MetricsTopic, cfg.SamplesTopic = c.Topics[0], c.Topics[len(c.Topics)-1]
+	return simfeed.New(cfg, log)
 }
 
 func newLogger(e *env, format string) *slog.Logger {
