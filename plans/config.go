@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Config configures a Manager. The zero value of every field means its
-// default, given in the field's comment; Validate (NewManager calls it)
-// fills the defaults in and checks the values.
+// Config configures a Manager. DefaultConfig returns it with the
+// defaults given in the field comments; NewManager also reads a zero field
+// as its default.
 type Config struct {
 	// Cooldown is how long a hot key stays salted after the last window in
 	// which it was hot (default 10m). It keeps a key that drops out of
@@ -47,7 +47,7 @@ type Config struct {
 	RetainRetired time.Duration
 }
 
-// Defaults, named for the comments above and the tests.
+// Defaults, used by DefaultConfig and named for the tests.
 const (
 	DefaultCooldown      = 10 * time.Minute
 	DefaultTTL           = 30 * time.Minute
@@ -58,29 +58,47 @@ const (
 	DefaultRetainRetired = 24 * time.Hour
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
-	if c.Cooldown == 0 {
-		c.Cooldown = DefaultCooldown
+// DefaultConfig returns a Config with every default filled in: the
+// values named by the constants above, which the field comments state in
+// words. Callers start from it and override what they configure.
+func DefaultConfig() Config {
+	return Config{
+		Cooldown:      DefaultCooldown,
+		TTL:           DefaultTTL,
+		BucketChange:  DefaultBucketChange,
+		Separator:     DefaultSeparator,
+		MaxPlans:      DefaultMaxPlans,
+		MaxKeys:       DefaultMaxKeys,
+		RetainRetired: DefaultRetainRetired,
 	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. NewManager applies it: a zero field means its default,
+// as the many Config literals of the tests rely on.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.Cooldown, d.Cooldown)
+	orDefault(&c.TTL, d.TTL)
+	orDefault(&c.BucketChange, d.BucketChange)
+	orDefault(&c.Separator, d.Separator)
+	orDefault(&c.MaxPlans, d.MaxPlans)
+	orDefault(&c.MaxKeys, d.MaxKeys)
+	orDefault(&c.RetainRetired, d.RetainRetired)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if c.BucketChange == 0 {
-		c.BucketChange = DefaultBucketChange
-	}
-	if c.Separator == "" {
-		c.Separator = DefaultSeparator
-	}
-	if c.MaxPlans == 0 {
-		c.MaxPlans = DefaultMaxPlans
-	}
-	if c.MaxKeys == 0 {
-		c.MaxKeys = DefaultMaxKeys
-	}
-	if c.RetainRetired == 0 {
-		c.RetainRetired = DefaultRetainRetired
-	}
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, NewManager fills them in first.
+func (c Config) Validate() error {
 	var errs []error
 	if c.Cooldown < time.Millisecond {
 		errs = append(errs, fmt.Errorf("cooldown %s: must be at least 1ms", c.Cooldown))

@@ -79,9 +79,10 @@ type keyState struct {
 	lastHot time.Time
 }
 
-// NewManager returns a Manager with no plans. It fails only when cfg is
-// invalid.
+// NewManager returns a Manager with no plans. A zero field of cfg means
+// its default (DefaultConfig). It fails only when cfg is invalid.
 func NewManager(cfg Config) (*Manager, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -427,9 +427,16 @@ func TestRestoreContinues(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	var c Config
+	var z Config
+	if err := z.Validate(); err == nil || z != (Config{}) {
+		t.Fatalf("Validate of the zero Config: err %v, config %+v (it only checks)", err, z)
+	}
+	c := DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if m := newManager(t, Config{}); m.Config() != c {
+		t.Fatalf("NewManager(Config{}) uses %+v, want the defaults %+v", m.Config(), c)
 	}
 	if c.Cooldown != DefaultCooldown || c.TTL != DefaultTTL || c.BucketChange != DefaultBucketChange ||
 		c.Separator != "#" || c.MaxPlans != DefaultMaxPlans || c.MaxKeys != DefaultMaxKeys || c.RetainRetired != DefaultRetainRetired {

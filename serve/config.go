@@ -13,9 +13,8 @@ import (
 	"github.com/skewlens/skewlens/plans"
 )
 
-// Config configures a Server. The zero value of every field means its
-// default, given in the field's comment; call Validate (New does) to fill
-// in the defaults and check the values.
+// Config configures a Server. DefaultConfig returns it with the defaults
+// given in the field comments; New also reads a zero field as its default.
 type Config struct {
 	// Addr is the host:port to listen on. Default "127.0.0.1:8080":
 	// loopback only, so exposing the API is a deliberate choice (e.g.
@@ -70,7 +69,7 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// Defaults, named for the comments above and the tests.
+// Defaults, used by DefaultConfig and named for the tests.
 const (
 	DefaultAddr                 = "127.0.0.1:8080"
 	DefaultMaxBodyBytes         = 1 << 20
@@ -88,24 +87,51 @@ const (
 	MinTokenBytes = 16
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
+// DefaultConfig returns a Config with every default filled in (no
+// tokens, no TLS): the values named by the constants above, which the
+// field comments state in words. Callers start from it and override what
+// they configure.
+func DefaultConfig() Config {
+	return Config{
+		Addr:                 DefaultAddr,
+		MaxBodyBytes:         DefaultMaxBodyBytes,
+		MaxHeaderBytes:       DefaultMaxHeaderBytes,
+		CacheTTL:             DefaultCacheTTL,
+		StoreTimeout:         DefaultStoreTimeout,
+		Retry:                retry.DefaultPolicy(),
+		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
+		MaxOverridesPerTask:  DefaultMaxOverridesPerTask,
+		ReadHeaderTimeout:    DefaultReadHeaderTimeout,
+		ReadTimeout:          DefaultReadTimeout,
+		WriteTimeout:         DefaultWriteTimeout,
+		IdleTimeout:          DefaultIdleTimeout,
+		ShutdownTimeout:      DefaultShutdownTimeout,
 	}
-	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	setDefault(&c.CacheTTL, DefaultCacheTTL)
-	setDefault(&c.StoreTimeout, DefaultStoreTimeout)
-	setDefault(&c.Retry, retry.DefaultPolicy())
-	setDefault(&c.MaxConcurrentQueries, DefaultMaxConcurrentQueries)
-	setDefault(&c.MaxOverridesPerTask, DefaultMaxOverridesPerTask)
-	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	setDefault(&c.ReadTimeout, DefaultReadTimeout)
-	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
-	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
-	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+}
 
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setDefault(&c.Addr, d.Addr)
+	setDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
+	setDefault(&c.MaxHeaderBytes, d.MaxHeaderBytes)
+	setDefault(&c.CacheTTL, d.CacheTTL)
+	setDefault(&c.StoreTimeout, d.StoreTimeout)
+	setDefault(&c.Retry, d.Retry)
+	setDefault(&c.MaxConcurrentQueries, d.MaxConcurrentQueries)
+	setDefault(&c.MaxOverridesPerTask, d.MaxOverridesPerTask)
+	setDefault(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	setDefault(&c.ReadTimeout, d.ReadTimeout)
+	setDefault(&c.WriteTimeout, d.WriteTimeout)
+	setDefault(&c.IdleTimeout, d.IdleTimeout)
+	setDefault(&c.ShutdownTimeout, d.ShutdownTimeout)
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing; New fills the
+// zero fields with their defaults before it validates.
+func (c Config) Validate() error {
 	var errs []error
 	// An empty host listens on every interface, which is allowed.
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -41,9 +42,19 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative timeout", cfg: Config{StoreTimeout: -time.Second}, wantErr: "store timeout"},
 		{name: "negative body", cfg: Config{MaxBodyBytes: -1}, wantErr: "max body bytes"},
 	}
+	// Validate only checks: the zero Config has no address.
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero Config")
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("DefaultConfig: %v", err)
+	}
+	if got := (Config{}).withDefaults(); !reflect.DeepEqual(got, DefaultConfig()) {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", got, DefaultConfig())
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.cfg
+			cfg := tt.cfg.withDefaults()
 			err := cfg.Validate()
 			if tt.wantErr == "" {
 				if err != nil {

@@ -51,11 +51,13 @@ type Server struct {
 	runDone  chan struct{}
 }
 
-// New validates cfg, reads the TLS key pair if one is configured,
+// New validates cfg, whose zero fields mean their defaults
+// (DefaultConfig), reads the TLS key pair if one is configured,
 // registers the metrics with reg (nil: a registry of the Server's own)
 // and listens on cfg.Addr. It does not serve until Run. log may be nil to
 // discard the Server's log records.
 func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

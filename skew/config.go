@@ -6,8 +6,9 @@ import (
 	"math"
 )
 
-// Config holds every threshold of the engine. The zero value of a field
-// means "use the default" stated in its comment; Validate fills defaults in.
+// Config holds every threshold of the engine. DefaultConfig returns it
+// with the defaults stated in the comments; New also reads a zero field as
+// its default.
 type Config struct {
 	// WindowMs is the length of the tumbling event-time window (default 10000).
 	WindowMs int64
@@ -92,53 +93,72 @@ type Config struct {
 	HistoryWindows int
 }
 
-// DefaultConfig returns the documented defaults.
+// DefaultConfig returns the engine's defaults, the values the field
+// comments above state in words. It is the one place they live: the
+// command-line flags take theirs from it.
 func DefaultConfig() Config {
-	var c Config
-	_ = c.Validate()
+	return Config{
+		WindowMs:                 10000,
+		TopK:                     1024,
+		HotKeyShare:              0.05,
+		MaxHotKeys:               10,
+		MinSamples:               100,
+		BusyMsPerSecond:          800,
+		PoolUsage:                0.9,
+		SustainWindows:           2,
+		SkewRatio:                1.5,
+		UnderProvisionedFraction: 0.75,
+		UnderProvisionedBusy:     700,
+		BalancedSkewScore:        25,
+		BackPressuredMsPerSecond: 500,
+		RotationLookbackWindows:  60,
+		TargetUtilization:        0.7,
+		SaltSeparator:            "#",
+		MaxSaltBuckets:           32,
+		PlanMinImbalance:         1.5,
+		HistoryWindows:           360,
+	}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so that a Config literal naming only the
+// thresholds it changes keeps working (the tests and replay tools build
+// many such literals).
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.WindowMs, d.WindowMs)
+	orDefault(&c.TopK, d.TopK)
+	orDefault(&c.HotKeyShare, d.HotKeyShare)
+	orDefault(&c.MaxHotKeys, d.MaxHotKeys)
+	orDefault(&c.MinSamples, d.MinSamples)
+	orDefault(&c.BusyMsPerSecond, d.BusyMsPerSecond)
+	orDefault(&c.PoolUsage, d.PoolUsage)
+	orDefault(&c.SustainWindows, d.SustainWindows)
+	orDefault(&c.SkewRatio, d.SkewRatio)
+	orDefault(&c.UnderProvisionedFraction, d.UnderProvisionedFraction)
+	orDefault(&c.UnderProvisionedBusy, d.UnderProvisionedBusy)
+	orDefault(&c.BalancedSkewScore, d.BalancedSkewScore)
+	orDefault(&c.BackPressuredMsPerSecond, d.BackPressuredMsPerSecond)
+	orDefault(&c.RotationLookbackWindows, d.RotationLookbackWindows)
+	orDefault(&c.TargetUtilization, d.TargetUtilization)
+	orDefault(&c.SaltSeparator, d.SaltSeparator)
+	orDefault(&c.MaxSaltBuckets, d.MaxSaltBuckets)
+	orDefault(&c.PlanMinImbalance, d.PlanMinImbalance)
+	orDefault(&c.HistoryWindows, d.HistoryWindows)
 	return c
 }
 
-// Validate fills in defaults for zero fields and rejects values that make
-// no sense.
-func (c *Config) Validate() error {
-	setI64 := func(p *int64, d int64) {
-		if *p == 0 {
-			*p = d
-		}
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	setInt := func(p *int, d int) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	setF := func(p *float64, d float64) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	setI64(&c.WindowMs, 10000)
-	setInt(&c.TopK, 1024)
-	setF(&c.HotKeyShare, 0.05)
-	setInt(&c.MaxHotKeys, 10)
-	setInt(&c.MinSamples, 100)
-	setF(&c.BusyMsPerSecond, 800)
-	setF(&c.PoolUsage, 0.9)
-	setInt(&c.SustainWindows, 2)
-	setF(&c.SkewRatio, 1.5)
-	setF(&c.UnderProvisionedFraction, 0.75)
-	setF(&c.UnderProvisionedBusy, 700)
-	setF(&c.BalancedSkewScore, 25)
-	setF(&c.BackPressuredMsPerSecond, 500)
-	setInt(&c.RotationLookbackWindows, 60)
-	setF(&c.TargetUtilization, 0.7)
-	if c.SaltSeparator == "" {
-		c.SaltSeparator = "#"
-	}
-	setInt(&c.MaxSaltBuckets, 32)
-	setF(&c.PlanMinImbalance, 1.5)
-	setInt(&c.HistoryWindows, 360)
+}
 
+// Validate reports every value that makes no sense. It changes nothing:
+// a zero threshold is invalid here, and New fills those in first.
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(name string, v any, rule string) {
 		errs = append(errs, fmt.Errorf("%s %v: %s", name, v, rule))

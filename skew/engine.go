@@ -184,8 +184,10 @@ type subAgg struct {
 	cnt  [numCounters]span
 }
 
-// New returns an Engine. cfg is validated and completed with defaults.
+// New returns an Engine. A zero field of cfg means its default
+// (DefaultConfig); the result is validated.
 func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -394,13 +394,30 @@ func TestConfigValidate(t *testing.T) {
 		{"NaN", Config{TargetUtilization: math.NaN()}, false},
 	}
 	for _, tt := range tests {
-		err := tt.cfg.Validate()
+		// As New sees it: zero fields are defaults.
+		err := tt.cfg.withDefaults().Validate()
 		if (err == nil) != tt.ok {
 			t.Errorf("%s: err = %v, want ok=%v", tt.name, err, tt.ok)
 		}
+		_, err = New(tt.cfg)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: New: err = %v, want ok=%v", tt.name, err, tt.ok)
+		}
 	}
-	if d := DefaultConfig(); d.WindowMs != 10000 || d.TopK != 1024 || d.SaltSeparator != "#" {
+	d := DefaultConfig()
+	if d.WindowMs != 10000 || d.TopK != 1024 || d.SaltSeparator != "#" {
 		t.Errorf("defaults: %+v", d)
+	}
+	if err := d.Validate(); err != nil {
+		t.Errorf("DefaultConfig does not validate: %v", err)
+	}
+	if d.withDefaults() != d || (Config{}).withDefaults() != d {
+		t.Error("withDefaults changes the defaults, or misses a field of DefaultConfig")
+	}
+	// Validate only checks: a zero Config is invalid and stays zero.
+	var z Config
+	if err := z.Validate(); err == nil || z != (Config{}) {
+		t.Errorf("Validate of the zero Config: err %v, config %+v", err, z)
 	}
 }
 

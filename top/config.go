@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Defaults, named for the field comments and the tests.
+// Defaults, used by DefaultConfig and named for the tests.
 const (
 	DefaultRefresh      = 2 * time.Second
 	DefaultMaxRows      = 10
@@ -34,8 +34,8 @@ const (
 	maxWidth   = 10000
 )
 
-// Config configures a Top. The zero value of every field means its
-// default, given in the field's comment; New calls Validate.
+// Config configures a Top. DefaultConfig returns it with the defaults
+// given in the field comments; New also reads a zero field as its default.
 type Config struct {
 	// Refresh is the time between the starts of two refreshes. Default 2s;
 	// at least 100ms.
@@ -71,35 +71,50 @@ type Config struct {
 	SummaryWidth int
 }
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
-	if c.Refresh == 0 {
-		c.Refresh = DefaultRefresh
+// DefaultConfig returns a Config with every default filled in: the
+// values named by the constants above, which the field comments state in
+// words. Callers start from it and override what they configure.
+func DefaultConfig() Config {
+	return Config{
+		Refresh:      DefaultRefresh,
+		MaxRows:      DefaultMaxRows,
+		Windows:      DefaultWindows,
+		Lookback:     DefaultLookback,
+		Timeout:      DefaultTimeout,
+		Color:        ColorAuto,
+		KeyWidth:     DefaultKeyWidth,
+		NameWidth:    DefaultNameWidth,
+		SummaryWidth: DefaultSummaryWidth,
 	}
-	if c.MaxRows == 0 {
-		c.MaxRows = DefaultMaxRows
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.Refresh, d.Refresh)
+	orDefault(&c.MaxRows, d.MaxRows)
+	orDefault(&c.Windows, d.Windows)
+	orDefault(&c.Lookback, d.Lookback)
+	orDefault(&c.Timeout, d.Timeout)
+	orDefault(&c.Color, d.Color)
+	orDefault(&c.KeyWidth, d.KeyWidth)
+	orDefault(&c.NameWidth, d.NameWidth)
+	orDefault(&c.SummaryWidth, d.SummaryWidth)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if c.Windows == 0 {
-		c.Windows = DefaultWindows
-	}
-	if c.Lookback == 0 {
-		c.Lookback = DefaultLookback
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Color == "" {
-		c.Color = ColorAuto
-	}
-	if c.KeyWidth == 0 {
-		c.KeyWidth = DefaultKeyWidth
-	}
-	if c.NameWidth == 0 {
-		c.NameWidth = DefaultNameWidth
-	}
-	if c.SummaryWidth == 0 {
-		c.SummaryWidth = DefaultSummaryWidth
-	}
+}
+
+// Validate reports every invalid field. It changes nothing; New fills the
+// zero fields with their defaults before it validates.
+func (c Config) Validate() error {
 	var errs []error
 	if c.Refresh < minRefresh {
 		errs = append(errs, fmt.Errorf("refresh %s: must be at least %s", c.Refresh, minRefresh))

@@ -14,7 +14,7 @@ func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     Config
-		want    *Config // the config after Validate, when valid
+		want    *Config // the config New uses (defaults filled in), when valid
 		wantErr []string
 	}{
 		{name: "zero value gets the defaults", want: &defaults},
@@ -35,9 +35,20 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{"key width 3", "name width -1", "summary width 10001"}},
 		{name: "empty job id", cfg: Config{Jobs: []string{"a", ""}}, wantErr: []string{"jobs[1]: empty job id"}},
 	}
+	if !reflect.DeepEqual(DefaultConfig(), defaults) {
+		t.Errorf("DefaultConfig() = %+v, want %+v", DefaultConfig(), defaults)
+	}
+	// Validate only checks: the zero Config has no refresh and no widths.
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero Config")
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
+			before := tc.cfg
+			cfg := tc.cfg.withDefaults()
+			if !reflect.DeepEqual(before, tc.cfg) {
+				t.Fatal("withDefaults changed its receiver")
+			}
 			err := cfg.Validate()
 			if len(tc.wantErr) > 0 {
 				if err == nil {
@@ -54,12 +65,12 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(cfg, *tc.want) {
-				t.Errorf("after Validate: %+v, want %+v", cfg, *tc.want)
+				t.Errorf("with defaults: %+v, want %+v", cfg, *tc.want)
 			}
-			// Validate is idempotent.
-			again := cfg
+			// Filling in defaults is idempotent, and Validate only checks.
+			again := cfg.withDefaults()
 			if err := again.Validate(); err != nil || !reflect.DeepEqual(again, cfg) {
-				t.Errorf("second Validate: %v, %+v", err, again)
+				t.Errorf("second pass: %v, %+v", err, again)
 			}
 		})
 	}

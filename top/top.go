@@ -43,11 +43,13 @@ type Top struct {
 	now func() time.Time
 }
 
-// New validates cfg and returns a view that reads from src and draws to
+// New validates cfg, whose zero fields mean their defaults
+// (DefaultConfig), and returns a view that reads from src and draws to
 // out. Frames are redrawn in place when out is a terminal (an *os.File on
 // a character device) and printed one after the other, separated by a
 // line, otherwise. log may be nil to discard log records.
 func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

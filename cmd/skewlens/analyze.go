@@ -8,44 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/alecthomas/kong"
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
-
-// engineVars exposes the engine's defaults to the flag definitions.
-func engineVars() kong.Vars {
-	d := skew.DefaultConfig()
-	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	return kong.Vars{
-		"window":               (time.Duration(d.WindowMs) * time.Millisecond).String(),
-		"top_k":                strconv.Itoa(d.TopK),
-		"hot_key_share":        f(d.HotKeyShare),
-		"max_hot_keys":         strconv.Itoa(d.MaxHotKeys),
-		"min_samples":          strconv.Itoa(d.MinSamples),
-		"busy":                 f(d.BusyMsPerSecond),
-		"pool_usage":           f(d.PoolUsage),
-		"sustain":              strconv.Itoa(d.SustainWindows),
-		"skew_ratio":           f(d.SkewRatio),
-		"up_fraction":          f(d.UnderProvisionedFraction),
-		"balanced_skew":        f(d.BalancedSkewScore),
-		"up_busy":              f(d.UnderProvisionedBusy),
-		"backpressured":        f(d.BackPressuredMsPerSecond),
-		"rotation_lookback":    strconv.Itoa(d.RotationLookbackWindows),
-		"target_utilization":   f(d.TargetUtilization),
-		"salt_separator":       d.SaltSeparator,
-		"max_salt_buckets":     strconv.Itoa(d.MaxSaltBuckets),
-		"plan_min_imbalance":   f(d.PlanMinImbalance),
-		"history":              strconv.Itoa(d.HistoryWindows),
-		"out_of_order_default": "5s",
-	}
-}
 
 // engineFlags are the engine thresholds as flags; shared by every command
 // that runs the engine.
@@ -73,35 +43,36 @@ type engineFlags struct {
 // windowFlags are the watermark settings of every command that windows
 // events.
 type windowFlags struct {
-	OutOfOrderness  time.Duration `default:"${out_of_order_default}" help:"How late an event may arrive behind the newest one and still count."`
-	AllowedLateness time.Duration `default:"0s" help:"Extra time a window stays open for late events."`
+	OutOfOrderness  time.Duration `default:"${out_of_orderness}" help:"How late an event may arrive behind the newest one and still count."`
+	AllowedLateness time.Duration `default:"${allowed_lateness}" help:"Extra time a window stays open for late events."`
 }
 
 func (f *windowFlags) windowConfig() window.Config {
 	return window.Config{OutOfOrderMs: max(f.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: f.AllowedLateness.Milliseconds()}
 }
 
+// config returns skew.DefaultConfig with the thresholds of the flags.
 func (f *engineFlags) config() skew.Config {
-	return skew.Config{
-		WindowMs:                 f.Window.Milliseconds(),
-		TopK:                     f.TopK,
-		HotKeyShare:              f.HotKeyShare,
-		MaxHotKeys:               f.MaxHotKeys,
-		MinSamples:               f.MinSamples,
-		BusyMsPerSecond:          f.BusyThreshold,
-		PoolUsage:                f.PoolUsage,
-		SustainWindows:           f.Sustain,
-		SkewRatio:                f.SkewRatio,
-		UnderProvisionedFraction: f.UnderProvisionedFraction,
-		UnderProvisionedBusy:     f.UnderProvisionedBusy,
-		BalancedSkewScore:        f.BalancedSkewScore,
-		BackPressuredMsPerSecond: f.BackpressureThreshold,
-		RotationLookbackWindows:  f.RotationLookback,
-		TargetUtilization:        f.TargetUtilization,
-		SaltSeparator:            f.SaltSeparator,
-		MaxSaltBuckets:           f.MaxSaltBuckets,
-		PlanMinImbalance:         f.PlanMinImbalance,
-	}
+	c := skew.DefaultConfig()
+	c.WindowMs = f.Window.Milliseconds()
+	c.TopK = f.TopK
+	c.HotKeyShare = f.HotKeyShare
+	c.MaxHotKeys = f.MaxHotKeys
+	c.MinSamples = f.MinSamples
+	c.BusyMsPerSecond = f.BusyThreshold
+	c.PoolUsage = f.PoolUsage
+	c.SustainWindows = f.Sustain
+	c.SkewRatio = f.SkewRatio
+	c.UnderProvisionedFraction = f.UnderProvisionedFraction
+	c.UnderProvisionedBusy = f.UnderProvisionedBusy
+	c.BalancedSkewScore = f.BalancedSkewScore
+	c.BackPressuredMsPerSecond = f.BackpressureThreshold
+	c.RotationLookbackWindows = f.RotationLookback
+	c.TargetUtilization = f.TargetUtilization
+	c.SaltSeparator = f.SaltSeparator
+	c.MaxSaltBuckets = f.MaxSaltBuckets
+	c.PlanMinImbalance = f.PlanMinImbalance
+	return c
 }
 
 type analyzeCmd struct {

@@ -10,8 +10,9 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-// cli is the command tree. Defaults of engine thresholds come from
-// skew.DefaultConfig through kong variables, so they are stated once.
+// cli is the command tree. The flags' defaults come from the components'
+// DefaultConfig functions through kong variables (defaultVars), so each is
+// stated once; every flag also reads SKEWLENS_<FLAG> (kong.DefaultEnvars).
 type cli struct {
 	Analyze  analyzeCmd  `cmd:"" help:"Replay recorded Flink metrics and key samples and print findings as JSON lines."`
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
@@ -42,18 +43,24 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-func run(args []string, e *env) (code int) {
-	parser, err := kong.New(&cli{},
+// newParser returns the command-line parser filling c, writing to e.
+func newParser(c *cli, e *env) (*kong.Kong, error) {
+	return kong.New(c,
 		kong.Name("skewlens"),
 		kong.Description(description),
 		kong.Writers(e.stdout, e.stderr),
 		kong.Exit(func(c int) { panic(exitError{c}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
 		kong.UsageOnError(),
-		engineVars(),
+		defaultVars(),
+		kong.DefaultEnvars("SKEWLENS"),
 		kong.Configuration(yamlConfig),
 		kong.Bind(e),
 	)
+}
+
+func run(args []string, e *env) (code int) {
+	parser, err := newParser(&cli{}, e)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "skewlens:", err)
 		return 2

@@ -73,6 +73,7 @@ func TestHelpGolden(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	clearEnv(t) // SKEWLENS_CLICKHOUSE_ADDR would satisfy --clickhouse-addr
 	tests := []struct {
 		name     string
 		args     []string
@@ -86,6 +87,9 @@ func TestUsageErrors(t *testing.T) {
 		{"analyze missing file", []string{"analyze", "-i", "does-not-exist.log"}, 1, "open input: open does-not-exist.log"},
 		{"analyze bad threshold", []string{"analyze", "-i", "-", "--busy-threshold", "2000"}, 1, "busy-threshold 2000"},
 		{"analyze bad format", []string{"analyze", "-i", "-", "--format", "xml"}, 2, "--format"},
+		{"top without ClickHouse", []string{"top"}, 2, "missing flags: --clickhouse-addr"},
+		{"serve without ClickHouse", []string{"serve"}, 2, "missing flags: --clickhouse-addr"},
+		{"migrate without ClickHouse", []string{"migrate"}, 2, "missing flags: --clickhouse-addr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,18 +12,20 @@ import (
 )
 
 type migrateCmd struct {
-	ClickhouseAddr string `env:"SKEWLENS_CLICKHOUSE_ADDR" required:"" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address."`
-	Database       string `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database (created when missing)."`
-	LogFormat      string `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
+	clickhouseFlags `set:"clickhouse_addr_note=Required; the database is created when missing."`
+	logFlags
 }
+
+// Validate is called by kong after parsing.
+func (c *migrateCmd) Validate() error { return c.requireAddr() }
 
 // Run applies the versioned schema idempotently, as `run` does at startup,
 // picking the dialect from the server version.
 func (c *migrateCmd) Run(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	log := newLogger(e, c.LogFormat)
-	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, prometheus.NewRegistry())
+	log := c.logger(e.stderr, nil)
+	store, err := clickhouse.New(c.storeConfig(), log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}

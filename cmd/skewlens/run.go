@@ -41,31 +41,30 @@ import (
 
 type runCmd struct {
 	Config          kong.ConfigFlag `help:"YAML file with any of these flags (keys are flag names, e.g. clickhouse_addr)." placeholder:"FILE"`
-	Brokers         []string        `env:"SKEWLENS_BROKERS" placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
-	Group           string          `env:"SKEWLENS_GROUP" default:"skewlens" help:"Kafka consumer group; instances in one group split the partitions."`
-	Topics          []string        `env:"SKEWLENS_TOPICS" default:"flink-metrics,flink-key-samples" help:"Topics to consume (metrics and key samples, any format)."`
-	DeadLetterTopic string          `env:"SKEWLENS_DEAD_LETTER_TOPIC" default:"skewlens-dead-letters" help:"Where bad records go, with the reason in a header."`
-	ClickhouseAddr  string          `env:"SKEWLENS_CLICKHOUSE_ADDR" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. Empty: start a local clickhouse-server under --state-dir."`
-	Database        string          `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database."`
-	StateDir        string          `env:"SKEWLENS_STATE_DIR" default:".state" help:"Where embedded servers keep their data."`
-	Listen          string          `env:"SKEWLENS_LISTEN" default:"127.0.0.1:9464" help:"Address of /metrics, /healthz and /readyz."`
-	LogFormat       string          `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
-	Duration        time.Duration   `env:"SKEWLENS_DURATION" help:"Stop after this long (default: run until interrupted)."`
-	Simulate        []string        `env:"SKEWLENS_SIMULATE" placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed           float64         `default:"1" help:"Speed-up of the simulated incidents over real time."`
-	Quiet           bool            `help:"Do not print findings to the terminal."`
-	Stats           bool            `env:"SKEWLENS_STATS" default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
-	PlansTopic      string          `env:"SKEWLENS_PLANS_TOPIC" default:"skewlens.salting-plans" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
-	PlanCooldown    time.Duration   `env:"SKEWLENS_PLAN_COOLDOWN" default:"10m" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
-	PlanTTL         time.Duration   `env:"SKEWLENS_PLAN_TTL" default:"30m" group:"Plans" help:"Retire a plan that no finding confirmed for this long."`
-	OverridePoll    time.Duration   `default:"5s" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse."`
-	AlertmanagerURL string          `env:"SKEWLENS_ALERTMANAGER_URL" group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
-	AlertWebhookURL string          `env:"SKEWLENS_ALERT_WEBHOOK_URL" group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
-	AlertsTopic     string          `env:"SKEWLENS_ALERTS_TOPIC" group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
-	AlertFor        time.Duration   `env:"SKEWLENS_ALERT_FOR" default:"20s" group:"Alerts" help:"How long (event time) a condition must last before its alert fires."`
-	AlertResolve    time.Duration   `name:"alert-resolve-after" env:"SKEWLENS_ALERT_RESOLVE_AFTER" default:"30s" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)."`
-	AlertRenotify   time.Duration   `env:"SKEWLENS_ALERT_RENOTIFY" group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)."`
-	SaltingURL      string          `env:"SKEWLENS_SALTING_URL" group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
+	Brokers         []string        `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
+	Group           string          `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions."`
+	Topics          []string        `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)."`
+	DeadLetterTopic string          `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header."`
+	clickhouseFlags `set:"clickhouse_addr_note=Empty: start a local clickhouse-server under --state-dir."`
+	StateDir        string `default:".state" help:"Where embedded servers keep their data."`
+	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz."`
+	logFlags
+	Duration        time.Duration `help:"Stop after this long (default: run until interrupted)."`
+	Simulate        []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
+	Speed           float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
+	Quiet           bool          `help:"Do not print findings to the terminal."`
+	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
+	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
+	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
+	PlanTTL         time.Duration `default:"${plan_ttl}" group:"Plans" help:"Retire a plan that no finding confirmed for this long."`
+	OverridePoll    time.Duration `default:"${override_poll}" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse."`
+	AlertmanagerURL string        `group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
+	AlertWebhookURL string        `group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
+	AlertsTopic     string        `group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
+	AlertFor        time.Duration `default:"${alert_for}" group:"Alerts" help:"How long (event time) a condition must last before its alert fires."`
+	AlertResolve    time.Duration `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)."`
+	AlertRenotify   time.Duration `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)."`
+	SaltingURL      string        `group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
 	// The pipeline serves the API only when asked (make run does); the
 	// service proper is skewlens serve.
 	apiFlags `set:"api_listen="`
@@ -87,7 +86,7 @@ func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
 	}
-	log := newLogger(e, c.LogFormat)
+	log := c.logger(e.stderr, nil)
 	reg := prometheus.NewRegistry()
 	if _, err := promreg.Register(reg, "process", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return err
@@ -126,7 +125,9 @@ func (c *runCmd) Run(e *env) error {
 		}()
 		chAddr = local.Addr
 	}
-	store, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: c.Database}, log, reg)
+	chCfg := c.storeConfig()
+	chCfg.Addr = chAddr
+	store, err := clickhouse.New(chCfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -197,14 +198,18 @@ func (c *runCmd) Run(e *env) error {
 	// Salting plans: the Manager turns salting_plan findings into stable,
 	// versioned plans; each change goes to the plans table (read by
 	// skewlens serve) and, unless disabled, the compacted plans topic.
-	mgr, err := plans.NewManager(plans.Config{Cooldown: c.PlanCooldown, TTL: c.PlanTTL, Separator: cfg.SaltSeparator})
+	plCfg := plans.DefaultConfig()
+	plCfg.Cooldown, plCfg.TTL, plCfg.Separator = c.PlanCooldown, c.PlanTTL, cfg.SaltSeparator
+	mgr, err := plans.NewManager(plCfg)
 	if err != nil {
 		return fmt.Errorf("plans: %w", err)
 	}
 	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
 	var pub *planpub.Publisher // nil: no plans topic
 	if c.PlansTopic != "" {
-		pub, err = planpub.New(planpub.Config{Brokers: brokers, Topic: c.PlansTopic}, log, reg)
+		pubCfg := planpub.DefaultConfig()
+		pubCfg.Brokers, pubCfg.Topic = brokers, c.PlansTopic
+		pub, err = planpub.New(pubCfg, log, reg)
 		if err != nil {
 			return err
 		}
@@ -259,7 +264,9 @@ func (c *runCmd) Run(e *env) error {
 		}
 	})
 
-	opsSrv, err := ops.New(ops.Config{Listen: c.Listen}, reg, log)
+	opsCfg := ops.DefaultConfig()
+	opsCfg.Listen = c.Listen
+	opsSrv, err := ops.New(opsCfg, reg, log)
 	if err != nil {
 		return err
 	}
@@ -376,17 +383,13 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 	var jobs []simulate.Config
 	start := time.Now().Truncate(10 * time.Second).UnixMilli()
 	for i, n := range names {
-		jobs = append(jobs, simulate.Config{
-			Scenario: simulate.Scenario(n), Seed: uint64(i + 1), Start: start, JobName: n,
-			Duration: 10 * time.Minute, MetricFormat: "mixed", Naming: "mixed",
-		})
+		jc := simulate.DefaultConfig()
+		jc.Scenario, jc.Seed, jc.Start, jc.JobName = simulate.Scenario(n), uint64(i+1), start, n
+		jc.MetricFormat, jc.Naming = simulate.FormatMixed, simulate.NamingMixed
+		jobs = append(jobs, jc)
 	}
-	return simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: c.Topics[0], SamplesTopic: c.Topics[len(c.Topics)-1], Speed: c.Speed, Jobs: jobs}, log)
-}
-
-func newLogger(e *env, format string) *slog.Logger {
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(e.stderr, nil))
-	}
-	return slog.New(slog.NewTextHandler(e.stderr, nil))
+	cfg := simfeed.DefaultConfig()
+	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, jobs, c.Speed
+	cfg.MetricsTopic, cfg.SamplesTopic = c.Topics[0], c.Topics[len(c.Topics)-1]
+	return simfeed.New(cfg, log)
 }

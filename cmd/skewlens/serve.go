@@ -21,10 +21,10 @@ import (
 // apiFlags configure the salting-suggestion HTTP API, served by
 // `skewlens serve` and, for the embedded demo, by `skewlens run`.
 type apiFlags struct {
-	APIListen string `env:"SKEWLENS_API_LISTEN" default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings; docs/api.md). Empty: no API."`
-	TokenFile string `env:"SKEWLENS_TOKEN_FILE" group:"API" placeholder:"FILE" type:"existingfile" help:"YAML map of name: bearer token allowed to pin, override or exclude (the name is audited). Without it the API is read-only."`
-	TLSCert   string `env:"SKEWLENS_TLS_CERT" group:"API" placeholder:"FILE" type:"existingfile" help:"PEM certificate (chain) to serve HTTPS with; needs --tls-key."`
-	TLSKey    string `env:"SKEWLENS_TLS_KEY" group:"API" placeholder:"FILE" type:"existingfile" help:"PEM private key of --tls-cert."`
+	APIListen string `default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings; docs/api.md). Empty: no API."`
+	TokenFile string `group:"API" placeholder:"FILE" type:"existingfile" help:"YAML map of name: bearer token allowed to pin, override or exclude (the name is audited). Without it the API is read-only."`
+	TLSCert   string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM certificate (chain) to serve HTTPS with; needs --tls-key."`
+	TLSKey    string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM private key of --tls-cert."`
 }
 
 // server returns the API server on store, or nil when --api-listen is
@@ -33,7 +33,8 @@ func (f *apiFlags) server(store serve.Store, log *slog.Logger, reg serve.Registr
 	if f.APIListen == "" {
 		return nil, nil
 	}
-	cfg := serve.Config{Addr: f.APIListen, TLSCertFile: f.TLSCert, TLSKeyFile: f.TLSKey}
+	cfg := serve.DefaultConfig()
+	cfg.Addr, cfg.TLSCertFile, cfg.TLSKeyFile = f.APIListen, f.TLSCert, f.TLSKey
 	if f.TokenFile != "" {
 		b, err := os.ReadFile(f.TokenFile)
 		if err != nil {
@@ -51,18 +52,20 @@ func (f *apiFlags) server(store serve.Store, log *slog.Logger, reg serve.Registr
 }
 
 type serveCmd struct {
-	ClickhouseAddr string `env:"SKEWLENS_CLICKHOUSE_ADDR" required:"" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address (the database skewlens run writes)."`
-	Database       string `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database."`
-	LogFormat      string `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
-	apiFlags       `set:"api_listen=127.0.0.1:8080"`
+	clickhouseFlags `set:"clickhouse_addr_note=Required: the one skewlens run writes to."`
+	logFlags
+	apiFlags `set:"api_listen=${serve_listen}"`
 }
+
+// Validate is called by kong after parsing.
+func (c *serveCmd) Validate() error { return c.requireAddr() }
 
 // Run serves the API until SIGINT or SIGTERM. It is stateless: every
 // answer comes from ClickHouse, so replicas can run behind a load
 // balancer. Shutdown order: the HTTP server drains, then the ClickHouse
 // connections close.
 func (c *serveCmd) Run(e *env) error {
-	log := newLogger(e, c.LogFormat)
+	log := c.logger(e.stderr, nil)
 	reg := prometheus.NewRegistry()
 	if _, err := promreg.Register(reg, "process", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return err
@@ -72,7 +75,7 @@ func (c *serveCmd) Run(e *env) error {
 	if c.APIListen == "" {
 		return fmt.Errorf("--api-listen is empty: nothing to serve")
 	}
-	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, reg)
+	store, err := clickhouse.New(c.storeConfig(), log, reg)
 	if err != nil {
 		return err
 	}

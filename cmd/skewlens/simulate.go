@@ -13,33 +13,34 @@ type simulateCmd struct {
 	Scenario           string        `arg:"" enum:"healthy,hot_key,rotating_hot_key,slow_sink,under_provisioned,checkpoint_timeout" help:"Incident to simulate: ${enum}."`
 	Output             string        `short:"o" default:"-" placeholder:"FILE" help:"Where to write the lines; '-' is standard output."`
 	Seed               uint64        `default:"1" help:"Seed for every random choice; the same flags give byte-identical output."`
-	Start              int64         `default:"1593004200000" help:"Epoch milliseconds of the first report."`
-	Duration           time.Duration `default:"10m" help:"Simulated time."`
-	Interval           time.Duration `default:"10s" help:"Metric reporting interval."`
-	Parallelism        int           `short:"p" default:"8" help:"Parallelism of the keyed task."`
+	Start              int64         `default:"${sim_start}" help:"Epoch milliseconds of the first report."`
+	Duration           time.Duration `default:"${sim_duration}" help:"Simulated time."`
+	Interval           time.Duration `default:"${sim_interval}" help:"Metric reporting interval."`
+	Parallelism        int           `short:"p" default:"${sim_parallelism}" help:"Parallelism of the keyed task."`
 	MaxParallelism     int           `short:"m" help:"Max parallelism of the keyed task (default: Flink's default for the parallelism)."`
-	SourceParallelism  int           `default:"4" help:"Parallelism of the source."`
-	SinkParallelism    int           `default:"4" help:"Parallelism of the sink."`
-	SamplesPerInterval int           `default:"2000" help:"Key samples per reporting interval."`
-	KeySpace           int           `default:"100000" help:"Number of normal keys."`
-	HotShare           float64       `default:"0.35" help:"Share of records on the hot key (hot_key, rotating_hot_key)."`
-	SlowSubtask        int           `default:"2" help:"The stuck sink subtask (slow_sink)."`
+	SourceParallelism  int           `default:"${sim_source_parallelism}" help:"Parallelism of the source."`
+	SinkParallelism    int           `default:"${sim_sink_parallelism}" help:"Parallelism of the sink."`
+	SamplesPerInterval int           `default:"${sim_samples}" help:"Key samples per reporting interval."`
+	KeySpace           int           `default:"${sim_key_space}" help:"Number of normal keys."`
+	HotShare           float64       `default:"${sim_hot_share}" help:"Share of records on the hot key (hot_key, rotating_hot_key)."`
+	SlowSubtask        int           `default:"${sim_slow_subtask}" help:"The stuck sink subtask (slow_sink)."`
 	Rate               float64       `help:"Demand in records/s (default: the scenario's own)."`
 	MetricFormat       string        `enum:"json,influx,prometheus,mixed" default:"mixed" help:"Metric line format: ${enum} (mixed: one per TaskManager)."`
 	Naming             string        `enum:"legacy,current,mixed" default:"mixed" help:"Buffer metric names: ${enum}."`
 	OmitSubtask        bool          `help:"Leave subtask_index out of key samples, so readers must route keys themselves."`
-	JobName            string        `default:"billing" help:"Flink job name."`
+	JobName            string        `default:"${sim_job_name}" help:"Flink job name."`
 }
 
+// config returns simulate.DefaultConfig with the values of the flags.
 func (c *simulateCmd) config() simulate.Config {
-	return simulate.Config{
-		Scenario: simulate.Scenario(c.Scenario), Seed: c.Seed, Start: c.Start, Duration: c.Duration,
-		Interval: c.Interval, SourceParallelism: c.SourceParallelism, Parallelism: c.Parallelism,
-		MaxParallelism: c.MaxParallelism, SinkParallelism: c.SinkParallelism,
-		SamplesPerInterval: c.SamplesPerInterval, KeySpace: c.KeySpace, HotShare: c.HotShare,
-		SlowSubtask: c.SlowSubtask, Rate: c.Rate, MetricFormat: c.MetricFormat, Naming: c.Naming,
-		OmitSubtask: c.OmitSubtask, JobName: c.JobName,
-	}
+	cfg := simulate.DefaultConfig()
+	cfg.Scenario, cfg.Seed, cfg.Start, cfg.Duration = simulate.Scenario(c.Scenario), c.Seed, c.Start, c.Duration
+	cfg.Interval, cfg.SourceParallelism, cfg.Parallelism = c.Interval, c.SourceParallelism, c.Parallelism
+	cfg.MaxParallelism, cfg.SinkParallelism = c.MaxParallelism, c.SinkParallelism
+	cfg.SamplesPerInterval, cfg.KeySpace, cfg.HotShare = c.SamplesPerInterval, c.KeySpace, c.HotShare
+	cfg.SlowSubtask, cfg.Rate, cfg.MetricFormat, cfg.Naming = c.SlowSubtask, c.Rate, c.MetricFormat, c.Naming
+	cfg.OmitSubtask, cfg.JobName = c.OmitSubtask, c.JobName
+	return cfg
 }
 
 func (c *simulateCmd) Run(e *env) error {

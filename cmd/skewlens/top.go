@@ -13,39 +13,39 @@ import (
 )
 
 type topCmd struct {
-	ClickhouseAddr string        `env:"SKEWLENS_CLICKHOUSE_ADDR" required:"" placeholder:"HOST:PORT" help:"ClickHouse native-protocol address (make run prints it)."`
-	Database       string        `env:"SKEWLENS_DATABASE" default:"skewlens" help:"ClickHouse database."`
-	Job            []string      `placeholder:"JOB_ID" help:"Show only this job id (repeatable; default: every job)."`
-	Refresh        time.Duration `default:"2s" help:"Time between refreshes."`
-	Once           bool          `help:"Draw one frame and exit; the exit code is 1 when ClickHouse failed."`
-	Rows           int           `default:"10" help:"Most rows per section and job."`
-	Windows        int           `default:"3" help:"How many of each job's newest windows to cover."`
-	Lookback       time.Duration `default:"1h" help:"Hide jobs whose newest window started longer ago."`
-	Color          string        `enum:"auto,always,never" default:"auto" help:"Colors: ${enum} (auto: on a terminal unless NO_COLOR is set)."`
-	LogFormat      string        `env:"SKEWLENS_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: ${enum}."`
+	clickhouseFlags `set:"clickhouse_addr_note=Required (make run prints it)."`
+	Job             []string      `placeholder:"JOB_ID" help:"Show only this job id (repeatable; default: every job)."`
+	Refresh         time.Duration `default:"${refresh}" help:"Time between refreshes."`
+	Once            bool          `help:"Draw one frame and exit; the exit code is 1 when ClickHouse failed."`
+	Rows            int           `default:"${rows}" help:"Most rows per section and job."`
+	Windows         int           `default:"${windows}" help:"How many of each job's newest windows to cover."`
+	Lookback        time.Duration `default:"${lookback}" help:"Hide jobs whose newest window started longer ago."`
+	Color           string        `enum:"auto,always,never" default:"${color}" help:"Colors: ${enum} (auto: on a terminal unless NO_COLOR is set)."`
+	logFlags
 }
+
+// Validate is called by kong after parsing.
+func (c *topCmd) Validate() error { return c.requireAddr() }
 
 // Run wires the terminal view to ClickHouse; it refreshes until Ctrl-C.
 func (c *topCmd) Run(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Info lines would scroll the redrawn screen.
-	opts := &slog.HandlerOptions{Level: slog.LevelWarn}
-	log := slog.New(slog.NewTextHandler(e.stderr, opts))
-	if c.LogFormat == "json" {
-		log = slog.New(slog.NewJSONHandler(e.stderr, opts))
-	}
+	log := c.logger(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	color := c.Color
 	if _, ok := os.LookupEnv("NO_COLOR"); ok && color == top.ColorAuto {
 		color = top.ColorNever
 	}
-	store, err := clickhouse.New(clickhouse.Config{Addr: c.ClickhouseAddr, Database: c.Database}, log, nil)
+	store, err := clickhouse.New(c.storeConfig(), log, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	view, err := top.New(top.Config{Refresh: c.Refresh, Jobs: c.Job, MaxRows: c.Rows, Windows: c.Windows,
-		Lookback: c.Lookback, Color: color, Once: c.Once}, store.Top(), e.stdout, log)
+	cfg := top.DefaultConfig()
+	cfg.Refresh, cfg.Jobs, cfg.MaxRows, cfg.Windows = c.Refresh, c.Job, c.Rows, c.Windows
+	cfg.Lookback, cfg.Color, cfg.Once = c.Lookback, color, c.Once
+	view, err := top.New(cfg, store.Top(), e.stdout, log)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Config configures a Server.
+// Config configures a Server. Start from DefaultConfig, which has the
+// defaults given in the field comments.
 type Config struct {
 	// Listen is the address to serve on (default 127.0.0.1:9464; ":0" or a
 	// port of 0 picks a free one, see Addr).
@@ -26,16 +27,23 @@ type Config struct {
 	ReadyTimeout time.Duration
 }
 
-// Validate fills defaults.
-func (c *Config) Validate() error {
+// DefaultConfig returns a Config with every default filled in; it is the
+// one place their values live.
+func DefaultConfig() Config {
+	return Config{Listen: "127.0.0.1:9464", ReadyTimeout: 2 * time.Second}
+}
+
+// Validate reports every invalid field; it changes nothing.
+func (c Config) Validate() error {
+	var errs []error
 	if c.Listen == "" {
-		c.Listen = "127.0.0.1:9464"
+		errs = append(errs, errors.New("listen: empty address"))
 	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = 2 * time.Second
+	if c.ReadyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ready timeout %s: must be positive", c.ReadyTimeout))
 	}
-	if c.ReadyTimeout < 0 {
-		return fmt.Errorf("ready timeout %s: must be positive", c.ReadyTimeout)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ops config: %w", err)
 	}
 	return nil
 }
@@ -54,7 +62,8 @@ type Server struct {
 	stop   sync.Once
 }
 
-// New listens on cfg.Listen and serves the metrics gathered by g.
+// New validates cfg, listens on cfg.Listen and serves the metrics
+// gathered by g.
 func New(cfg Config, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

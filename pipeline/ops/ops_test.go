@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -38,7 +39,9 @@ func TestEndpoints(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Add(3)
-	s, err := New(Config{Listen: "127.0.0.1:0"}, reg, nil)
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	s, err := New(cfg, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,4 +76,37 @@ func TestEndpoints(t *testing.T) {
 	}
 	s.Stop()
 	s.Stop()
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     func() Config
+		wantErr string // "" means valid
+	}{
+		{"defaults", DefaultConfig, ""},
+		{"empty listen", func() Config { c := DefaultConfig(); c.Listen = ""; return c }, "listen"},
+		{"zero ready timeout", func() Config { c := DefaultConfig(); c.ReadyTimeout = 0; return c }, "ready timeout"},
+		{"negative ready timeout", func() Config { c := DefaultConfig(); c.ReadyTimeout = -time.Second; return c }, "ready timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg().Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one about %q", err, tt.wantErr)
+			}
+			if _, err := New(tt.cfg(), prometheus.NewRegistry(), nil); err == nil {
+				t.Fatal("New accepted the config")
+			}
+		})
+	}
+	if d := DefaultConfig(); d.Listen != "127.0.0.1:9464" || d.ReadyTimeout != 2*time.Second {
+		t.Errorf("defaults: %+v", d)
+	}
 }

@@ -16,36 +16,37 @@ import (
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
-// Config configures a Feed.
+// Config configures a Feed. Start from DefaultConfig, which has the
+// defaults given in the field comments.
 type Config struct {
 	// Brokers to write to (required).
 	Brokers []string
 	// MetricsTopic and SamplesTopic (defaults "flink-metrics" and
-	// "flink-key-samples").
+	// "flink-key-samples", the topics the pipeline reads by default).
 	MetricsTopic, SamplesTopic string
 	// Speed divides the wall-clock time between reporting intervals
 	// (default 1: real time).
 	Speed float64
-	// Jobs are the simulated jobs, played side by side.
+	// Jobs are the simulated jobs, played side by side (required).
 	Jobs []simulate.Config
 }
 
-// Validate fills defaults and checks values.
-func (c *Config) Validate() error {
-	if c.MetricsTopic == "" {
-		c.MetricsTopic = "flink-metrics"
-	}
-	if c.SamplesTopic == "" {
-		c.SamplesTopic = "flink-key-samples"
-	}
-	if c.Speed == 0 {
-		c.Speed = 1
-	}
+// DefaultConfig returns a Config with every default filled in (no brokers
+// and no jobs, which are required); it is the one place their values live.
+func DefaultConfig() Config {
+	return Config{MetricsTopic: "flink-metrics", SamplesTopic: "flink-key-samples", Speed: 1}
+}
+
+// Validate reports every invalid field; it changes nothing.
+func (c Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("simfeed: no brokers"))
 	}
-	if c.Speed < 0 {
+	if c.MetricsTopic == "" || c.SamplesTopic == "" {
+		errs = append(errs, fmt.Errorf("simfeed: topics %q, %q: both must be set", c.MetricsTopic, c.SamplesTopic))
+	}
+	if !(c.Speed > 0) { // also rejects NaN
 		errs = append(errs, fmt.Errorf("simfeed: speed %g must be positive", c.Speed))
 	}
 	if len(c.Jobs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -59,7 +60,7 @@ const (
 	NamingMixed   = "mixed"   // per TaskManager, deterministic
 )
 
-// Defaults. Zero values in Config mean these.
+// Defaults, used by DefaultConfig; zero fields of a Config given to New mean these.
 const (
 	DefaultStart              int64 = 1593004200000 // 2020-06-24T13:10:00Z, on a 5-minute boundary
 	DefaultDuration                 = 10 * time.Minute
@@ -85,8 +86,9 @@ const (
 	maxTaskManagers       = 65000
 )
 
-// Config describes one simulated run. The zero value of every field means
-// its default; Validate fills the defaults in.
+// Config describes one simulated run. DefaultConfig returns it with the
+// defaults given in the field comments; New also reads a zero field as its
+// default.
 type Config struct {
 	// Scenario is the incident to simulate. Default Healthy.
 	Scenario Scenario
@@ -146,54 +148,87 @@ type Config struct {
 	JobName string
 }
 
-// Validate fills in defaults and rejects configurations that make no sense.
-// It is idempotent.
-func (c *Config) Validate() error {
-	if c.Scenario == "" {
-		c.Scenario = Healthy
+// DefaultConfig returns a Config with every default filled in: the
+// values named by the constants above, which the field comments state in
+// words. Callers start from it and override what they configure.
+func DefaultConfig() Config {
+	return Config{
+		Scenario:           Healthy,
+		Start:              DefaultStart,
+		Duration:           DefaultDuration,
+		Interval:           DefaultInterval,
+		SourceParallelism:  DefaultSourceParallelism,
+		Parallelism:        DefaultParallelism,
+		SinkParallelism:    DefaultSinkParallelism,
+		SlotsPerTM:         DefaultSlotsPerTM,
+		SamplesPerInterval: DefaultSamplesPerInterval,
+		KeySpace:           DefaultKeySpace,
+		HotShare:           DefaultHotShare,
+		SlowSubtask:        DefaultSlowSubtask,
+		MetricFormat:       FormatJSON,
+		Naming:             NamingCurrent,
+		JobName:            DefaultJobName,
 	}
-	known := false
-	for _, s := range Scenarios() {
-		if c.Scenario == s {
-			known = true
-		}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig, except SlowSubtask, whose default is capped at the last
+// sink subtask. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.Scenario, d.Scenario)
+	orDefault(&c.Start, d.Start)
+	orDefault(&c.Duration, d.Duration)
+	orDefault(&c.Interval, d.Interval)
+	orDefault(&c.SourceParallelism, d.SourceParallelism)
+	orDefault(&c.Parallelism, d.Parallelism)
+	orDefault(&c.SinkParallelism, d.SinkParallelism)
+	orDefault(&c.SlotsPerTM, d.SlotsPerTM)
+	orDefault(&c.SamplesPerInterval, d.SamplesPerInterval)
+	orDefault(&c.KeySpace, d.KeySpace)
+	orDefault(&c.HotShare, d.HotShare)
+	orDefault(&c.SlowSubtask, min(d.SlowSubtask, c.SinkParallelism-1))
+	orDefault(&c.MetricFormat, d.MetricFormat)
+	orDefault(&c.Naming, d.Naming)
+	orDefault(&c.JobName, d.JobName)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if !known {
+}
+
+// Validate rejects configurations that make no sense, reporting the first
+// problem. It changes nothing; New fills the zero fields with their
+// defaults before it validates.
+func (c Config) Validate() error {
+	if !slices.Contains(Scenarios(), c.Scenario) {
 		return fmt.Errorf("simulate: unknown scenario %q (want one of %v)", c.Scenario, Scenarios())
-	}
-	if c.Start == 0 {
-		c.Start = DefaultStart
 	}
 	if c.Start < 0 {
 		return fmt.Errorf("simulate: Start %d: must be a positive epoch-millisecond time", c.Start)
 	}
-	if c.Interval == 0 {
-		c.Interval = DefaultInterval
-	}
 	if c.Interval < minInterval || c.Interval > maxInterval || c.Interval%time.Millisecond != 0 {
 		return fmt.Errorf("simulate: Interval %v: must be a whole number of milliseconds in [%v, %v]", c.Interval, minInterval, maxInterval)
-	}
-	if c.Duration == 0 {
-		c.Duration = DefaultDuration
 	}
 	if c.Duration < c.Interval {
 		return fmt.Errorf("simulate: Duration %v: must be at least one Interval (%v)", c.Duration, c.Interval)
 	}
 	for _, p := range []struct {
 		name string
-		v    *int
-		def  int
+		v    int
 	}{
-		{"SourceParallelism", &c.SourceParallelism, DefaultSourceParallelism},
-		{"Parallelism", &c.Parallelism, DefaultParallelism},
-		{"SinkParallelism", &c.SinkParallelism, DefaultSinkParallelism},
-		{"SlotsPerTM", &c.SlotsPerTM, DefaultSlotsPerTM},
+		{"SourceParallelism", c.SourceParallelism},
+		{"Parallelism", c.Parallelism},
+		{"SinkParallelism", c.SinkParallelism},
+		{"SlotsPerTM", c.SlotsPerTM},
 	} {
-		if *p.v == 0 {
-			*p.v = p.def
-		}
-		if *p.v < 0 || *p.v > keygroup.UpperBoundMaxParallelism {
-			return fmt.Errorf("simulate: %s %d: must be in [1, %d]", p.name, *p.v, keygroup.UpperBoundMaxParallelism)
+		if p.v < 1 || p.v > keygroup.UpperBoundMaxParallelism {
+			return fmt.Errorf("simulate: %s %d: must be in [1, %d]", p.name, p.v, keygroup.UpperBoundMaxParallelism)
 		}
 	}
 	if c.MaxParallelism < 0 {
@@ -206,26 +241,14 @@ func (c *Config) Validate() error {
 	if tms := (slots + c.SlotsPerTM - 1) / c.SlotsPerTM; tms > maxTaskManagers {
 		return fmt.Errorf("simulate: %d TaskManagers needed: at most %d supported (raise SlotsPerTM)", tms, maxTaskManagers)
 	}
-	if c.SamplesPerInterval == 0 {
-		c.SamplesPerInterval = DefaultSamplesPerInterval
-	}
-	if c.SamplesPerInterval < 0 || c.SamplesPerInterval > maxSamplesPerInterval {
+	if c.SamplesPerInterval < 1 || c.SamplesPerInterval > maxSamplesPerInterval {
 		return fmt.Errorf("simulate: SamplesPerInterval %d: must be in [1, %d]", c.SamplesPerInterval, maxSamplesPerInterval)
 	}
-	if c.KeySpace == 0 {
-		c.KeySpace = DefaultKeySpace
-	}
-	if c.KeySpace < 0 || c.KeySpace > maxKeySpace {
+	if c.KeySpace < 1 || c.KeySpace > maxKeySpace {
 		return fmt.Errorf("simulate: KeySpace %d: must be in [1, %d]", c.KeySpace, maxKeySpace)
-	}
-	if c.HotShare == 0 {
-		c.HotShare = DefaultHotShare
 	}
 	if !(c.HotShare > 0 && c.HotShare < 1) { // also rejects NaN
 		return fmt.Errorf("simulate: HotShare %v: must be in (0, 1)", c.HotShare)
-	}
-	if c.SlowSubtask == 0 {
-		c.SlowSubtask = min(DefaultSlowSubtask, c.SinkParallelism-1)
 	}
 	if c.SlowSubtask < 0 || c.SlowSubtask >= c.SinkParallelism {
 		return fmt.Errorf("simulate: SlowSubtask %d: must be a sink subtask index in [0, %d) (SinkParallelism %d)", c.SlowSubtask, c.SinkParallelism, c.SinkParallelism)
@@ -236,24 +259,15 @@ func (c *Config) Validate() error {
 	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
 		return fmt.Errorf("simulate: Rate %v: must be a finite number >= 0 (0 means the scenario default)", c.Rate)
 	}
-	if c.MetricFormat == "" {
-		c.MetricFormat = FormatJSON
-	}
 	switch c.MetricFormat {
 	case FormatJSON, FormatInflux, FormatPrometheus, FormatMixed:
 	default:
 		return fmt.Errorf("simulate: MetricFormat %q: want json, influx, prometheus or mixed", c.MetricFormat)
 	}
-	if c.Naming == "" {
-		c.Naming = NamingCurrent
-	}
 	switch c.Naming {
 	case NamingLegacy, NamingCurrent, NamingMixed:
 	default:
 		return fmt.Errorf("simulate: Naming %q: want legacy, current or mixed", c.Naming)
-	}
-	if c.JobName == "" {
-		c.JobName = DefaultJobName
 	}
 	if !utf8.ValidString(c.JobName) {
 		return fmt.Errorf("simulate: JobName %q: not valid UTF-8", c.JobName)

@@ -172,8 +172,10 @@ type Generator struct {
 	bktKeys []bucketKey
 }
 
-// New validates cfg and builds a Generator.
+// New validates cfg, whose zero fields mean their defaults
+// (DefaultConfig), and builds a Generator.
 func New(cfg Config) (*Generator, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -409,9 +409,16 @@ func TestAppendJSONString(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	var c Config
+	// Validate only checks: the zero Config has no interval.
+	if err := (Config{}).Validate(); err == nil {
+		t.Fatal("Validate accepted the zero Config")
+	}
+	c := Config{}.withDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if c != DefaultConfig() {
+		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, DefaultConfig())
 	}
 	if c.Scenario != Healthy || c.Start != DefaultStart || c.Duration != DefaultDuration || c.Interval != DefaultInterval ||
 		c.SourceParallelism != 4 || c.Parallelism != 8 || c.MaxParallelism != 0 || c.SinkParallelism != 4 || c.SlotsPerTM != 4 ||
@@ -443,13 +450,16 @@ func TestValidate(t *testing.T) {
 		{Start: -1},
 	}
 	for _, b := range bad {
-		if err := b.Validate(); err == nil {
+		if err := b.withDefaults().Validate(); err == nil {
 			t.Errorf("accepted %+v", b)
 		} else if !strings.HasPrefix(err.Error(), "simulate: ") {
 			t.Errorf("error without package prefix: %v", err)
 		}
+		if _, err := New(b); err == nil {
+			t.Errorf("New accepted %+v", b)
+		}
 	}
-	c = Config{SinkParallelism: 2}
+	c = Config{SinkParallelism: 2}.withDefaults()
 	if err := c.Validate(); err != nil || c.SlowSubtask != 1 {
 		t.Fatalf("SlowSubtask default with 2 sinks: %d, %v", c.SlowSubtask, err)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// Config configures a Publisher. The zero value of every field means its
-// default, given in the field's comment; Validate (New calls it) fills
-// the defaults in and checks the values.
+// Config configures a Publisher. DefaultConfig returns it with the
+// defaults given in the field comments; New also reads a zero field as its
+// default.
 type Config struct {
 	// Brokers are the bootstrap brokers, host:port. Required.
 	Brokers []string
@@ -50,16 +50,17 @@ type Config struct {
 	MaxMessageBytes int
 }
 
-// Defaults, named for the comments above and the tests.
+// Defaults, used by DefaultConfig and named for the tests.
 const (
-	DefaultTopic           = "skewlens.salting-plans"
-	DefaultPartitions      = 1
-	DefaultDialTimeout     = 5 * time.Second
-	DefaultWriteTimeout    = 10 * time.Second
-	DefaultMaxRetries      = 10
-	DefaultMinBackoff      = 100 * time.Millisecond
-	DefaultMaxBackoff      = 5 * time.Second
-	DefaultMaxMessageBytes = 1000000
+	DefaultTopic             = "skewlens.salting-plans"
+	DefaultPartitions        = 1
+	DefaultReplicationFactor = -1 // the broker's default.replication.factor
+	DefaultDialTimeout       = 5 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultMaxRetries        = 10
+	DefaultMinBackoff        = 100 * time.Millisecond
+	DefaultMaxBackoff        = 5 * time.Second
+	DefaultMaxMessageBytes   = 1000000
 )
 
 // validTopic reports whether s is a legal Kafka topic name: 1 to 249
@@ -77,35 +78,51 @@ func validTopic(s string) bool {
 	return true
 }
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
-	if c.Topic == "" {
-		c.Topic = DefaultTopic
+// DefaultConfig returns a Config with every default filled in (Brokers,
+// required, stays empty): the values named by the constants above, which
+// the field comments state in words. Callers start from it and override
+// what they configure.
+func DefaultConfig() Config {
+	return Config{
+		Topic:             DefaultTopic,
+		Partitions:        DefaultPartitions,
+		ReplicationFactor: DefaultReplicationFactor,
+		DialTimeout:       DefaultDialTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		MaxRetries:        DefaultMaxRetries,
+		MinBackoff:        DefaultMinBackoff,
+		MaxBackoff:        DefaultMaxBackoff,
+		MaxMessageBytes:   DefaultMaxMessageBytes,
 	}
-	if c.Partitions == 0 {
-		c.Partitions = DefaultPartitions
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.Topic, d.Topic)
+	orDefault(&c.Partitions, d.Partitions)
+	orDefault(&c.ReplicationFactor, d.ReplicationFactor)
+	orDefault(&c.DialTimeout, d.DialTimeout)
+	orDefault(&c.WriteTimeout, d.WriteTimeout)
+	orDefault(&c.MaxRetries, d.MaxRetries)
+	orDefault(&c.MinBackoff, d.MinBackoff)
+	orDefault(&c.MaxBackoff, d.MaxBackoff)
+	orDefault(&c.MaxMessageBytes, d.MaxMessageBytes)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if c.ReplicationFactor == 0 {
-		c.ReplicationFactor = -1
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.MaxRetries == 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
-	if c.MinBackoff == 0 {
-		c.MinBackoff = DefaultMinBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+}
+
+// Validate reports every invalid field. It changes nothing; New fills the
+// zero fields with their defaults before it validates.
+func (c Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("brokers: none given"))

@@ -46,12 +46,14 @@ type Publisher struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Publisher for cfg.Topic, registering
+// New validates cfg, whose zero fields mean their defaults
+// (DefaultConfig), and returns a Publisher for cfg.Topic, registering
 // its metrics on reg (nil: not registered) until Close. It does not
 // connect; call EnsureTopic before the first Publish (the brokers do not
 // create topics on their own, and the topic must be compacted). log may
 // be nil to discard the Publisher's log records. Errors are permanent error (retry.IsPermanent).
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fatal("new", err)
 	}

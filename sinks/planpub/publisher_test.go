@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,9 +71,18 @@ func enginePlans(t testing.TB, job, task string) []plans.Change {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{Brokers: []string{"k1:9092"}}
+	// Validate only checks: a Config without a topic is invalid.
+	if err := (Config{Brokers: []string{"k1:9092"}}).Validate(); err == nil {
+		t.Fatal("Validate accepted a Config without defaults")
+	}
+	c := Config{Brokers: []string{"k1:9092"}}.withDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	d.Brokers = c.Brokers
+	if !reflect.DeepEqual(c, d) {
+		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
 	if c.Topic != DefaultTopic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultDialTimeout ||
 		c.WriteTimeout != DefaultWriteTimeout || c.MaxRetries != DefaultMaxRetries || c.MinBackoff != DefaultMinBackoff ||
@@ -100,7 +110,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.c.Validate()
+			err := tt.c.withDefaults().Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one about %q", err, tt.want)
 			}

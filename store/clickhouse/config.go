@@ -10,9 +10,8 @@ import (
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
-// Config configures a Store. The zero value of every field means its
-// default, given in the field's comment; call Validate (New does) to check
-// a Config and fill in the defaults.
+// Config configures a Store. DefaultConfig returns it with the defaults
+// given in the field comments; New also reads a zero field as its default.
 type Config struct {
 	// Addr is the host:port of the server's native protocol (TCP) port.
 	// Default "127.0.0.1:9000". The HTTP interface is not used: ClickHouse
@@ -59,15 +58,17 @@ type Config struct {
 }
 
 // RetryPolicy returns the retry policy of MaxRetries, MinBackoff and
-// MaxBackoff, for retry.Do; call it on a validated Config.
+// MaxBackoff, for retry.Do; call it on a Config with its defaults (from
+// DefaultConfig, or the Store's).
 func (c Config) RetryPolicy() retry.Policy {
 	return retry.Policy{MaxRetries: max(c.MaxRetries, 0), MinBackoff: c.MinBackoff, MaxBackoff: c.MaxBackoff}
 }
 
-// Defaults, named for the comments above and the tests.
+// Defaults, used by DefaultConfig and named for the tests.
 const (
 	DefaultAddr          = "127.0.0.1:9000"
 	DefaultDatabase      = "skewlens"
+	DefaultUsername      = "default"
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultReadTimeout   = 30 * time.Second
 	DefaultBatchMaxRows  = 50000
@@ -96,47 +97,54 @@ func validIdentifier(s string) bool {
 	return true
 }
 
-// withDefaults returns c with every zero field set to its default.
+// DefaultConfig returns a Config with every default filled in: the
+// values named by the constants above, which the field comments state in
+// words. Callers start from it and override what they configure.
+func DefaultConfig() Config {
+	return Config{
+		Addr:          DefaultAddr,
+		Database:      DefaultDatabase,
+		Username:      DefaultUsername,
+		DialTimeout:   DefaultDialTimeout,
+		ReadTimeout:   DefaultReadTimeout,
+		BatchMaxRows:  DefaultBatchMaxRows,
+		FlushInterval: DefaultFlushInterval,
+		MaxRetries:    DefaultMaxRetries,
+		MinBackoff:    DefaultMinBackoff,
+		MaxBackoff:    DefaultMaxBackoff,
+		TTLDays:       DefaultTTLDays,
+	}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
-	}
-	if c.Database == "" {
-		c.Database = DefaultDatabase
-	}
-	if c.Username == "" {
-		c.Username = "default"
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
-	}
-	if c.BatchMaxRows == 0 {
-		c.BatchMaxRows = DefaultBatchMaxRows
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = DefaultFlushInterval
-	}
-	if c.MaxRetries == 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
-	if c.MinBackoff == 0 {
-		c.MinBackoff = DefaultMinBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
-	if c.TTLDays == 0 {
-		c.TTLDays = DefaultTTLDays
-	}
+	d := DefaultConfig()
+	orDefault(&c.Addr, d.Addr)
+	orDefault(&c.Database, d.Database)
+	orDefault(&c.Username, d.Username)
+	orDefault(&c.DialTimeout, d.DialTimeout)
+	orDefault(&c.ReadTimeout, d.ReadTimeout)
+	orDefault(&c.BatchMaxRows, d.BatchMaxRows)
+	orDefault(&c.FlushInterval, d.FlushInterval)
+	orDefault(&c.MaxRetries, d.MaxRetries)
+	orDefault(&c.MinBackoff, d.MinBackoff)
+	orDefault(&c.MaxBackoff, d.MaxBackoff)
+	orDefault(&c.TTLDays, d.TTLDays)
 	return c
 }
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
-	*c = c.withDefaults()
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Validate reports every invalid field. It changes nothing; New fills the
+// zero fields with their defaults before it validates.
+func (c Config) Validate() error {
 	var errs []error
 	if host, port, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))

@@ -32,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.cfg
+			cfg := tt.cfg.withDefaults() // as New sees it
 			err := cfg.Validate()
 			if tt.wantErr == "" {
 				if err != nil {
@@ -48,9 +48,16 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	var cfg Config
+	// Validate only checks: the zero Config has no address.
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero Config")
+	}
+	cfg := Config{}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg != DefaultConfig() {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", cfg, DefaultConfig())
 	}
 	want := Config{
 		Addr: DefaultAddr, Database: DefaultDatabase, Username: "default",

@@ -70,6 +70,7 @@ func TestClassify(t *testing.T) {
 // testSink returns a Store without a connection, for retry tests.
 func testSink(t *testing.T, cfg Config) *Store {
 	t.Helper()
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestRetryHonoursContext(t *testing.T) {
 // between half and all of its step, doubling from MinBackoff to
 // MaxBackoff, and no retries for a negative MaxRetries.
 func TestRetryPolicyJitter(t *testing.T) {
-	cfg := Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}
+	cfg := Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

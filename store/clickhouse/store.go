@@ -77,13 +77,15 @@ func (s *Store) Audit() *AuditReader { return s.audit }
 // Top returns the Store's reader of the top view.
 func (s *Store) Top() *TopReader { return s.top }
 
-// New validates cfg, registers the store's metrics with reg (nil: none),
+// New validates cfg, whose zero fields mean their defaults
+// (DefaultConfig), registers the store's metrics with reg (nil: none),
 // connects to the server and reads its version, which picks the schema
 // dialect. It blocks for at most cfg.DialTimeout. An error from a server
 // that cannot be reached is not permanent (retry.IsPermanent): the
 // caller may retry New.
 // log may be nil to discard the store's log records.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, permanentErr("new", err)
 	}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/skewlens/skewlens/store/clickhouse"
+)
+
+// clickhouseFlags connect a command to ClickHouse; run, serve, top and
+// migrate embed them. The address is required by every command but run,
+// which starts a local server without one: kong's required tag cannot
+// differ between embeddings, so those commands check it in their
+// Validate (requireAddr), which kong calls while parsing.
+type clickhouseFlags struct {
+	ClickhouseAddr string `placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. ${clickhouse_addr_note}"`
+	Database       string `default:"${database}" help:"ClickHouse database."`
+}
+
+// storeConfig returns the store configuration: the defaults of
+// clickhouse.DefaultConfig with the flags' address and database.
+func (f *clickhouseFlags) storeConfig() clickhouse.Config {
+	cfg := clickhouse.DefaultConfig()
+	cfg.Addr, cfg.Database = f.ClickhouseAddr, f.Database
+	return cfg
+}
+
+// requireAddr fails, as kong does for a missing required flag, when no
+// address was given.
+func (f *clickhouseFlags) requireAddr() error {
+	if f.ClickhouseAddr == "" {
+		return errors.New("missing flags: --clickhouse-addr=HOST:PORT")
+	}
+	return nil
+}
+
+// logFlags choose the log format of the commands that log.
+type logFlags struct {
+	LogFormat string `enum:"text,json" default:"text" help:"Log format: ${enum}."`
+}
+
+// logger returns a logger writing to w in the chosen format; opts may be
+// nil.
+func (f *logFlags) logger(w io.Writer, opts *slog.HandlerOptions) *slog.Logger {
+	if f.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

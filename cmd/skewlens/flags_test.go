@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/ops"
+	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/top"
+)
+
+// parse parses args into a fresh command tree without running it.
+func parse(t *testing.T, args ...string) *cli {
+	t.Helper()
+	var c cli
+	var out bytes.Buffer
+	p, err := newParser(&c, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return &c
+}
+
+// clearEnv unsets every SKEWLENS_* variable for the test, so that the
+// environment the tests run in cannot change the defaults checked.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SKEWLENS_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// TestFlagDefaultsAreComponentDefaults checks that a command line without
+// flags configures every component with its DefaultConfig: the flags state
+// no default of their own.
+func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
+	clearEnv(t)
+	an := parse(t, "analyze", "-i", "x").Analyze
+	if got := an.config(); got != skew.DefaultConfig() {
+		t.Errorf("analyze engine config\n got %+v\nwant %+v", got, skew.DefaultConfig())
+	}
+	if an.AllowedLateness != 0 {
+		t.Errorf("allowed lateness %s, want 0", an.AllowedLateness)
+	}
+
+	r := parse(t, "run").Run
+	if got := r.config(); got != skew.DefaultConfig() {
+		t.Errorf("run engine config\n got %+v\nwant %+v", got, skew.DefaultConfig())
+	}
+	pl := plans.DefaultConfig()
+	ch := clickhouse.DefaultConfig()
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"group", r.Group, kafkasrc.DefaultGroupID},
+		{"topics", r.Topics, kafkasrc.DefaultTopics()},
+		{"dead-letter-topic", r.DeadLetterTopic, kafkasrc.DefaultDeadLetterTopic},
+		{"database", r.Database, ch.Database},
+		{"listen", r.Listen, ops.DefaultConfig().Listen},
+		{"speed", r.Speed, simfeed.DefaultConfig().Speed},
+		{"plans-topic", r.PlansTopic, planpub.DefaultConfig().Topic},
+		{"plan-cooldown", r.PlanCooldown, pl.Cooldown},
+		{"plan-ttl", r.PlanTTL, pl.TTL},
+		{"override-poll", r.OverridePoll, planpub.DefaultOverridePoll},
+		{"api-listen (run serves no API by default)", r.APIListen, ""},
+		{"run's store config", func() clickhouse.Config { c := r.storeConfig(); c.Addr = ch.Addr; return c }(), ch},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("run --%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	if got := parse(t, "serve", "--clickhouse-addr", "h:9000").Serve.APIListen; got != serve.DefaultConfig().Addr {
+		t.Errorf("serve --api-listen %q, want %q", got, serve.DefaultConfig().Addr)
+	}
+
+	tc := parse(t, "top", "--clickhouse-addr", "h:9000").Top
+	wantTop := top.DefaultConfig()
+	if tc.Refresh != wantTop.Refresh || tc.Rows != wantTop.MaxRows || tc.Windows != wantTop.Windows ||
+		tc.Lookback != wantTop.Lookback || tc.Color != wantTop.Color || tc.Database != ch.Database {
+		t.Errorf("top flags %+v, want the defaults %+v", tc, wantTop)
+	}
+
+	// simulate differs from simulate.DefaultConfig on purpose in three
+	// fields: a fixed seed and every metric format and naming generation.
+	sim := parse(t, "simulate", "hot_key").Simulate.config()
+	want := simulate.DefaultConfig()
+	want.Scenario, want.Seed, want.MetricFormat, want.Naming = simulate.HotKey, 1, simulate.FormatMixed, simulate.NamingMixed
+	if sim != want {
+		t.Errorf("simulate config\n got %+v\nwant %+v", sim, want)
+	}
+}
+
+// TestEveryFlagReadsEnv checks that each flag of each command reads
+// SKEWLENS_<FLAG NAME>, and that the variable takes effect.
+func TestEveryFlagReadsEnv(t *testing.T) {
+	clearEnv(t)
+	var out bytes.Buffer
+	p, err := newParser(&cli{}, &env{stdout: &out, stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var walk func(node *kong.Node)
+	walk = func(node *kong.Node) {
+		for _, f := range node.Flags {
+			if f.Name == "help" {
+				continue
+			}
+			n++
+			want := "SKEWLENS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			if !reflect.DeepEqual(f.Envs, []string{want}) {
+				t.Errorf("%s --%s reads %v, want [%s]", node.Path(), f.Name, f.Envs, want)
+			}
+		}
+		for _, c := range node.Children {
+			walk(c)
+		}
+	}
+	walk(p.Model.Node)
+	if n < 80 {
+		t.Errorf("only %d flags seen", n)
+	}
+
+	// A variable changes a flag's value, and the command line wins over it.
+	t.Setenv("SKEWLENS_PLAN_COOLDOWN", "3m")
+	t.Setenv("SKEWLENS_CLICKHOUSE_ADDR", "env-host:9000")
+	r := parse(t, "run").Run
+	if r.PlanCooldown.String() != "3m0s" || r.ClickhouseAddr != "env-host:9000" {
+		t.Errorf("from the environment: --plan-cooldown %s, --clickhouse-addr %q", r.PlanCooldown, r.ClickhouseAddr)
+	}
+	if r := parse(t, "run", "--plan-cooldown", "4m").Run; r.PlanCooldown.String() != "4m0s" {
+		t.Errorf("the command line lost to the environment: --plan-cooldown %s", r.PlanCooldown)
+	}
+	// The address from the environment satisfies top's requirement.
+	if tc := parse(t, "top").Top; tc.ClickhouseAddr != "env-host:9000" {
+		t.Errorf("top --clickhouse-addr %q", tc.ClickhouseAddr)
+	}
+}
+
+// TestConfigFilePrecedence checks README's promise for run: flags win
+// over the environment, which wins over the --config file.
+func TestConfigFilePrecedence(t *testing.T) {
+	clearEnv(t)
+	file := filepath.Join(t.TempDir(), "skewlens.yaml")
+	if err := os.WriteFile(file, []byte("plan_ttl: 7m\nplan-cooldown: 8m\ngroup: from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SKEWLENS_PLAN_COOLDOWN", "9m")
+	r := parse(t, "run", "--config", file, "--group", "from-flag").Run
+	if r.PlanTTL.String() != "7m0s" || r.PlanCooldown.String() != "9m0s" || r.Group != "from-flag" {
+		t.Errorf("file < env < flag: --plan-ttl %s (want 7m), --plan-cooldown %s (want 9m from env), --group %q (want from-flag)",
+			r.PlanTTL, r.PlanCooldown, r.Group)
+	}
+}
+
+func TestDurationFormat(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"10m", "10m"}, {"1h", "1h"}, {"1h30m", "1h30m"}, {"90s", "1m30s"}, {"2s", "2s"},
+		{"500ms", "500ms"}, {"0s", "0s"}, {"24h", "24h"}, {"1h0m5s", "1h0m5s"},
+	}
+	for _, tt := range tests {
+		d, err := time.ParseDuration(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmtDuration(d); got != tt.want {
+			t.Errorf("fmtDuration(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+		if back, err := time.ParseDuration(fmtDuration(d)); err != nil || back != d {
+			t.Errorf("%q does not parse back to %s: %v, %v", fmtDuration(d), d, back, err)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/ops"
+	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/top"
+)
+
+// defaultVars are the kong variables the flags take their defaults from
+// (default:"${plan_cooldown}"). Every value comes from its component's
+// DefaultConfig or Default constant, so a default is stated once, in the
+// component, and -h shows it. Defaults that belong to the command line
+// alone (output formats, --state-dir, ...) stay in the flag tags.
+func defaultVars() kong.Vars {
+	eng := skew.DefaultConfig()
+	pl := plans.DefaultConfig()
+	ch := clickhouse.DefaultConfig()
+	tp := top.DefaultConfig()
+	sim := simulate.DefaultConfig()
+	return kong.Vars{
+		// Engine thresholds (analyze and run).
+		"window":             fmtDuration(time.Duration(eng.WindowMs) * time.Millisecond),
+		"top_k":              strconv.Itoa(eng.TopK),
+		"hot_key_share":      fmtFloat(eng.HotKeyShare),
+		"max_hot_keys":       strconv.Itoa(eng.MaxHotKeys),
+		"min_samples":        strconv.Itoa(eng.MinSamples),
+		"busy":               fmtFloat(eng.BusyMsPerSecond),
+		"pool_usage":         fmtFloat(eng.PoolUsage),
+		"sustain":            strconv.Itoa(eng.SustainWindows),
+		"skew_ratio":         fmtFloat(eng.SkewRatio),
+		"up_fraction":        fmtFloat(eng.UnderProvisionedFraction),
+		"balanced_skew":      fmtFloat(eng.BalancedSkewScore),
+		"up_busy":            fmtFloat(eng.UnderProvisionedBusy),
+		"backpressured":      fmtFloat(eng.BackPressuredMsPerSecond),
+		"rotation_lookback":  strconv.Itoa(eng.RotationLookbackWindows),
+		"target_utilization": fmtFloat(eng.TargetUtilization),
+		"salt_separator":     eng.SaltSeparator,
+		"max_salt_buckets":   strconv.Itoa(eng.MaxSaltBuckets),
+		"plan_min_imbalance": fmtFloat(eng.PlanMinImbalance),
+		// Watermark (analyze and run). pipeline/window states its default
+		// out-of-orderness (5000 ms) only inside Config.Validate; until it
+		// has a Default function, this is the one copy in cmd.
+		"out_of_orderness": "5s",
+		"allowed_lateness": fmtDuration(0),
+
+		// ClickHouse (run, serve, top, migrate).
+		"database": ch.Database,
+
+		// run.
+		"group":             kafkasrc.DefaultGroupID,
+		"topics":            strings.Join(kafkasrc.DefaultTopics(), ","),
+		"dead_letter_topic": kafkasrc.DefaultDeadLetterTopic,
+		"ops_listen":        ops.DefaultConfig().Listen,
+		"speed":             fmtFloat(simfeed.DefaultConfig().Speed),
+		"plans_topic":       planpub.DefaultConfig().Topic,
+		"plan_cooldown":     fmtDuration(pl.Cooldown),
+		"plan_ttl":          fmtDuration(pl.TTL),
+		"override_poll":     fmtDuration(planpub.DefaultOverridePoll),
+		"alert_for":         fmtDuration(alert.DefaultFor),
+		"alert_resolve":     fmtDuration(alert.DefaultResolveAfter),
+
+		// serve (run serves no API unless asked).
+		"serve_listen": serve.DefaultConfig().Addr,
+
+		// top.
+		"refresh":  fmtDuration(tp.Refresh),
+		"rows":     strconv.Itoa(tp.MaxRows),
+		"windows":  strconv.Itoa(tp.Windows),
+		"lookback": fmtDuration(tp.Lookback),
+		"color":    tp.Color,
+
+		// simulate.
+		"sim_start":              strconv.FormatInt(sim.Start, 10),
+		"sim_duration":           fmtDuration(sim.Duration),
+		"sim_interval":           fmtDuration(sim.Interval),
+		"sim_parallelism":        strconv.Itoa(sim.Parallelism),
+		"sim_source_parallelism": strconv.Itoa(sim.SourceParallelism),
+		"sim_sink_parallelism":   strconv.Itoa(sim.SinkParallelism),
+		"sim_samples":            strconv.Itoa(sim.SamplesPerInterval),
+		"sim_key_space":          strconv.Itoa(sim.KeySpace),
+		"sim_hot_share":          fmtFloat(sim.HotShare),
+		"sim_slow_subtask":       strconv.Itoa(sim.SlowSubtask),
+		"sim_job_name":           sim.JobName,
+	}
+}
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// fmtDuration writes d as people write it in flags: 10m rather than
+// time.Duration's 10m0s, 1h rather than 1h0m0s. time.ParseDuration
+// reads both.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
