@@ -122,7 +122,7 @@ func TestOnceWithoutSchema(t *testing.T) {
 	}
 	got := out.String()
 	top.CheckSafe(t, got)
-	if !strings.Contains(got, "ERROR: clickhouse: top view: read newest windows: permanent:") ||
+	if !strings.Contains(got, "ERROR: clickhouse: top view: read newest windows: fatal:") ||
 		!strings.Contains(got, "no data read yet") {
 		t.Errorf("frame lacks the error:\n%s", got)
 	}
