@@ -42,8 +42,10 @@ type state struct {
 	touched    int64         // window end of the latest Observe group that touched it
 }
 
-// NewTracker returns a Tracker with no alerts. It validates cfg.
+// NewTracker returns a Tracker with no alerts. It fills the zero fields
+// of cfg with their defaults and validates it.
 func NewTracker(cfg TrackerConfig) (*Tracker, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 	return t, nil
 }
 
-// Config returns the validated configuration.
+// Config returns the validated configuration, its defaults filled in.
 func (t *Tracker) Config() TrackerConfig { return t.cfg }
 
 // record is one finding of an Observe call, with its identity.

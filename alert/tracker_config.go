@@ -7,10 +7,9 @@ import (
 	"time"
 )
 
-// TrackerConfig configures a Tracker. The zero value of every field means
-// its default, given in the field's comment; Validate (NewTracker calls
-// it) fills the defaults in and checks the values. Durations are event
-// time.
+// TrackerConfig configures a Tracker. DefaultTrackerConfig returns it
+// with the defaults given in the field comments; NewTracker also reads a
+// zero field as its default. Durations are event time.
 type TrackerConfig struct {
 	// For is how long a condition must be ongoing before its alert fires:
 	// from the start of its first window to the end of its latest one.
@@ -66,7 +65,8 @@ type TrackerConfig struct {
 	SaltingURL string
 }
 
-// Tracker defaults.
+// Tracker defaults, used by DefaultTrackerConfig and named for the flags
+// and the docs test.
 const (
 	DefaultFor          = 20 * time.Second
 	DefaultResolveAfter = 30 * time.Second
@@ -82,37 +82,64 @@ func DefaultSeverity(cause string) string {
 	return "warning"
 }
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *TrackerConfig) Validate() error {
-	if c.For == 0 {
-		c.For = DefaultFor
+// DefaultTrackerConfig returns a TrackerConfig with every default filled
+// in: the values named by the constants above and Causes(), which the
+// field comments state in words. Callers start from it and override what
+// they configure.
+func DefaultTrackerConfig() TrackerConfig {
+	return TrackerConfig{
+		For:          DefaultFor,
+		ResolveAfter: DefaultResolveAfter,
+		SilentAfter:  DefaultSilentAfter,
+		MaxTracked:   DefaultMaxTracked,
+		Causes:       Causes(),
 	}
-	if c.ResolveAfter == 0 {
-		c.ResolveAfter = DefaultResolveAfter
-	}
-	if c.SilentAfter == 0 {
-		c.SilentAfter = DefaultSilentAfter
-	}
-	if c.MaxTracked == 0 {
-		c.MaxTracked = DefaultMaxTracked
-	}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultTrackerConfig (an empty Causes included). NewTracker applies it,
+// so a zero field means its default.
+func (c TrackerConfig) withDefaults() TrackerConfig {
+	d := DefaultTrackerConfig()
+	orDefault(&c.For, d.For)
+	orDefault(&c.ResolveAfter, d.ResolveAfter)
+	orDefault(&c.SilentAfter, d.SilentAfter)
+	orDefault(&c.MaxTracked, d.MaxTracked)
 	if len(c.Causes) == 0 {
-		c.Causes = Causes()
+		c.Causes = d.Causes
 	}
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here (For aside: 0, like a negative value, fires on the
+// first finding), NewTracker fills them in first.
+func (c TrackerConfig) Validate() error {
 	var errs []error
-	if c.ResolveAfter < 0 {
+	if c.ResolveAfter <= 0 {
 		errs = append(errs, fmt.Errorf("resolve after %s: must be positive", c.ResolveAfter))
 	}
 	if c.RenotifyInterval < 0 {
 		errs = append(errs, fmt.Errorf("renotify interval %s: must be positive or 0 (off)", c.RenotifyInterval))
 	}
-	if c.SilentAfter < 0 {
+	if c.SilentAfter <= 0 {
 		errs = append(errs, fmt.Errorf("silent after %s: must be positive", c.SilentAfter))
 	} else if c.RequireReports && c.SilentAfter < c.ResolveAfter {
 		errs = append(errs, fmt.Errorf("silent after %s: must not be shorter than resolve after %s", c.SilentAfter, c.ResolveAfter))
 	}
-	if c.MaxTracked < 0 {
+	if c.MaxTracked < 1 {
 		errs = append(errs, fmt.Errorf("max tracked %d: must be positive", c.MaxTracked))
+	}
+	if len(c.Causes) == 0 {
+		errs = append(errs, errors.New("causes: none"))
 	}
 	known := Causes()
 	for _, cause := range c.Causes {

@@ -380,13 +380,14 @@ func TestTrackerConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
+			cfg := tt.cfg.withDefaults() // as NewTracker sees it
+			err := cfg.Validate()
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if tt.cfg.For != DefaultFor || tt.cfg.ResolveAfter != DefaultResolveAfter || tt.cfg.MaxTracked != DefaultMaxTracked || len(tt.cfg.Causes) != 5 {
-					t.Errorf("defaults not filled: %+v", tt.cfg)
+				if cfg.For != DefaultFor || cfg.ResolveAfter != DefaultResolveAfter || cfg.MaxTracked != DefaultMaxTracked || len(cfg.Causes) != 5 {
+					t.Errorf("defaults not filled: %+v", cfg)
 				}
 				return
 			}
@@ -394,6 +395,32 @@ func TestTrackerConfigValidate(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestTrackerConfigDefaults checks that Validate only checks, and that
+// the zero fields are filled with DefaultTrackerConfig's values.
+func TestTrackerConfigDefaults(t *testing.T) {
+	if err := (TrackerConfig{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero TrackerConfig")
+	}
+	d := DefaultTrackerConfig()
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := (TrackerConfig{}).withDefaults(); !reflect.DeepEqual(got, d) {
+		t.Errorf("zero fields filled with %+v, want DefaultTrackerConfig %+v", got, d)
+	}
+	want := TrackerConfig{For: 20 * time.Second, ResolveAfter: 30 * time.Second, SilentAfter: 5 * time.Minute, MaxTracked: 10000, Causes: Causes()}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", d, want)
+	}
+	tr, err := NewTracker(TrackerConfig{ResolveAfter: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tr.Config(); c.ResolveAfter != time.Minute || c.For != DefaultFor {
+		t.Errorf("NewTracker config %+v: want ResolveAfter 1m kept and For defaulted", c)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
@@ -33,7 +34,7 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_serve_%d_%s", os.Getpid(), suffix)
 	sink, err := clickhouse.New(clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1,
-		MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}, slog.New(slog.DiscardHandler), nil)
+		Retry: retry.Policy{MaxRetries: clickhouse.DefaultMaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

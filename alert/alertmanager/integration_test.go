@@ -13,6 +13,7 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/deploy/testenv/amtest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -53,7 +54,7 @@ func TestRealAlertmanager(t *testing.T) {
 	}
 	a, err := deliver.New(deliver.Config{
 		Tracker: alert.TrackerConfig{PlanVersion: func(j, task string) (uint64, bool) { return 4, j == job && task == "Window agg" }},
-		Fanout:  deliver.FanoutConfig{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+		Fanout:  deliver.FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}},
 	}, []deliver.Target{{Name: Name, Notifier: n}}, nil, reg)
 	if err != nil {
 		t.Fatal(err)

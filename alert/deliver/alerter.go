@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,17 +13,24 @@ import (
 )
 
 // Config configures an Alerter: its state machine and its fan-out.
+// DefaultConfig returns it with the defaults of both; New also reads a
+// zero field of either as its default.
 type Config struct {
 	Tracker alert.TrackerConfig
 	Fanout  FanoutConfig
 }
 
-// Validate fills in the defaults and checks both parts.
-func (c *Config) Validate() error {
-	if err := c.Tracker.Validate(); err != nil {
-		return err
-	}
-	return c.Fanout.Validate()
+// DefaultConfig returns a Config with every default filled in: those of
+// alert.DefaultTrackerConfig and DefaultFanoutConfig. Callers start from
+// it and override what they configure.
+func DefaultConfig() Config {
+	return Config{Tracker: alert.DefaultTrackerConfig(), Fanout: DefaultFanoutConfig()}
+}
+
+// Validate reports every invalid field of both parts. It changes
+// nothing: zero fields are invalid here, New fills them in first.
+func (c Config) Validate() error {
+	return errors.Join(c.Tracker.Validate(), c.Fanout.Validate())
 }
 
 // Alerter is what the pipeline wires in: an alert.Tracker fed with
@@ -41,15 +49,18 @@ type Alerter struct {
 // New returns an Alerter delivering to targets (it owns them: Stop closes
 // them). With no targets it still tracks alerts and keeps the metrics.
 func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Registerer) (*Alerter, error) {
-	if err := cfg.Validate(); err != nil {
+	// NewTracker fills in the Tracker's zero fields and validates them;
+	// the Fanout's are checked here too, before any metric is registered.
+	t, err := alert.NewTracker(cfg.Tracker)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Fanout = cfg.Fanout.withDefaults()
+	if err := cfg.Fanout.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	t, err := alert.NewTracker(cfg.Tracker)
-	if err != nil {
-		return nil, err
 	}
 	m, err := newAlerterMetrics(reg)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 func TestAlerter(t *testing.T) {
 	r := newRecorder()
 	reg := prometheus.NewRegistry()
-	a, err := New(Config{Fanout: FanoutConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}, []Target{{"rec", r}}, nil, reg)
+	a, err := New(Config{Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}}, []Target{{"rec", r}}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

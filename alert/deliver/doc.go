@@ -22,7 +22,8 @@
 // the sink it wraps, never on a notifier.
 //
 // One layer retries: the Fanout, with retry.Do and context-aware
-// exponential backoff, keeping the failed alerts queued between attempts.
+// exponential backoff (FanoutConfig.Retry), keeping the failed alerts
+// queued between attempts.
 // Notifiers make one attempt per Notify call and only classify: errors a
 // retry cannot fix (an HTTP 4xx, a message Kafka refuses) are marked with
 // retry.Permanent, and the Fanout drops their alerts instead of retrying.

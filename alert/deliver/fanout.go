@@ -15,9 +15,9 @@ import (
 	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
-// FanoutConfig configures a Fanout. The zero value of every field means
-// its default, given in the field's comment; Validate (NewFanout calls
-// it) fills them in.
+// FanoutConfig configures a Fanout. DefaultFanoutConfig returns it with
+// the defaults given in the field comments; NewFanout also reads a zero
+// field as its default.
 type FanoutConfig struct {
 	// QueueCapacity bounds the alerts waiting for one notifier. Overflow
 	// policy: the oldest waiting alert is dropped
@@ -30,18 +30,21 @@ type FanoutConfig struct {
 	// NotifyTimeout bounds one Notify call (one attempt: notifiers do not
 	// retry). Default 30s.
 	NotifyTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the wait after a failed Notify call
-	// before the queue is tried again (retry.Do: exponential, jittered,
-	// until delivered or Stop's drain ends). The failed alerts stay queued,
-	// so an outage of a notifier loses nothing but what overflows.
-	// Defaults 1s and 30s.
-	MinBackoff time.Duration
-	MaxBackoff time.Duration
+	// Retry is how a failed Notify call is retried (retry.Do: exponential,
+	// jittered backoff). The failed alerts stay queued between attempts,
+	// so an outage of a notifier loses nothing but what overflows; once
+	// Retry.MaxRetries retries of a batch have failed, its alerts are
+	// dropped (reason="retries"). Default retry.Unlimited retries (until
+	// delivered or Stop's drain ends), with backoff from 1s doubling to
+	// 30s. A zero Policy means the default; in any other, MaxRetries is
+	// taken as it is (0: one attempt) and a zero backoff field is its
+	// default.
+	Retry retry.Policy
 	// DrainTimeout is how long Stop lets the queues drain. Default 5s.
 	DrainTimeout time.Duration
 }
 
-// Fanout defaults.
+// Fanout defaults, used by DefaultFanoutConfig.
 const (
 	DefaultQueueCapacity = 1024
 	DefaultMaxBatch      = 100
@@ -51,42 +54,57 @@ const (
 	DefaultDrainTimeout  = 5 * time.Second
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *FanoutConfig) Validate() error {
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = DefaultQueueCapacity
+// DefaultFanoutConfig returns a FanoutConfig with every default filled
+// in: the values named by the constants above, which the field comments
+// state in words. Callers start from it and override what they configure.
+func DefaultFanoutConfig() FanoutConfig {
+	return FanoutConfig{
+		QueueCapacity: DefaultQueueCapacity,
+		MaxBatch:      DefaultMaxBatch,
+		NotifyTimeout: DefaultNotifyTimeout,
+		Retry:         retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: DefaultFanoutMinWait, MaxBackoff: DefaultFanoutMaxWait},
+		DrainTimeout:  DefaultDrainTimeout,
 	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultFanoutConfig (Retry as retry.Policy.OrDefault says). NewFanout
+// applies it, so a zero field means its default.
+func (c FanoutConfig) withDefaults() FanoutConfig {
+	d := DefaultFanoutConfig()
+	orDefault(&c.QueueCapacity, d.QueueCapacity)
+	orDefault(&c.MaxBatch, d.MaxBatch)
+	orDefault(&c.NotifyTimeout, d.NotifyTimeout)
+	c.Retry = c.Retry.OrDefault(d.Retry)
+	orDefault(&c.DrainTimeout, d.DrainTimeout)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if c.NotifyTimeout == 0 {
-		c.NotifyTimeout = DefaultNotifyTimeout
-	}
-	if c.MinBackoff == 0 {
-		c.MinBackoff = DefaultFanoutMinWait
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultFanoutMaxWait
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, NewFanout fills them in first.
+func (c FanoutConfig) Validate() error {
 	var errs []error
-	if c.QueueCapacity < 0 {
+	if c.QueueCapacity < 1 {
 		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
 	}
-	if c.MaxBatch < 0 {
+	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
 	}
-	if c.NotifyTimeout < 0 {
+	if c.NotifyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("notify timeout %s: must be positive", c.NotifyTimeout))
 	}
-	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
-	} else if c.MinBackoff > c.MaxBackoff {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
 	}
-	if c.DrainTimeout < 0 {
+	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain timeout %s: must be positive", c.DrainTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -124,6 +142,7 @@ type worker struct {
 // NewFanout starts one delivery goroutine per target. It takes ownership
 // of the notifiers: Stop closes those that implement io.Closer.
 func NewFanout(cfg FanoutConfig, targets []Target, log *slog.Logger, reg prometheus.Registerer) (*Fanout, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -227,12 +246,12 @@ func (f *Fanout) Stop() {
 }
 
 // run delivers one notifier's queue until Stop. It is the one layer that
-// retries a delivery: a failed batch goes back to the front of the queue
-// and retry.Do waits before it takes the queue again, with whatever
-// arrived meanwhile.
+// retries a delivery: before each wait of retry.Do the failed batch goes
+// back to the front of the queue, and the next attempt takes the queue
+// again, with whatever arrived meanwhile. A batch whose retries are used
+// up (Retry.MaxRetries) is not put back but dropped.
 func (f *Fanout) run(w *worker) {
 	defer f.wg.Done()
-	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: f.cfg.MinBackoff, MaxBackoff: f.cfg.MaxBackoff}
 	for {
 		w.mu.Lock()
 		empty := w.q.len() == 0
@@ -254,7 +273,16 @@ func (f *Fanout) run(w *worker) {
 			}
 		}
 		var batch []alert.Alert
-		err := retry.Do(f.ctx, policy, func(_ int, wait time.Duration, err error) {
+		requeued := false // whether batch is back in the queue
+		err := retry.Do(f.ctx, f.cfg.Retry, func(_ int, wait time.Duration, err error) {
+			// A retry follows: the batch waits for it in the queue.
+			w.mu.Lock()
+			dropped := w.q.requeue(batch)
+			w.mu.Unlock()
+			requeued = true
+			if dropped > 0 {
+				f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
+			}
 			f.m.retries.WithLabelValues(w.name).Inc()
 			f.log.Warn("alert notifier failed; will retry", "notifier", w.name, "alerts", len(batch), "in", wait, "err", err)
 		}, func(ctx context.Context) error {
@@ -262,30 +290,28 @@ func (f *Fanout) run(w *worker) {
 			batch = w.q.take(f.cfg.MaxBatch)
 			n := w.q.len()
 			w.mu.Unlock()
+			requeued = false
 			f.m.queued.WithLabelValues(w.name).Set(float64(n))
 			if len(batch) == 0 {
 				return nil
 			}
-			err := f.deliver(ctx, w, batch)
-			if err != nil && !retry.IsPermanent(err) {
-				w.mu.Lock()
-				dropped := w.q.requeue(batch)
-				w.mu.Unlock()
-				if dropped > 0 {
-					f.m.dropped.WithLabelValues(w.name, "overflow").Add(float64(dropped))
-				}
-			}
-			return err
+			return f.deliver(ctx, w, batch)
 		})
 		switch {
 		case err == nil:
 		case retry.IsPermanent(err):
 			f.m.dropped.WithLabelValues(w.name, "fatal").Add(float64(len(batch)))
 			f.log.Error("alert notifier refused alerts; dropped", "notifier", w.name, "alerts", len(batch), "err", err)
+		case f.ctx.Err() == nil: // the batch's retries are used up
+			f.m.dropped.WithLabelValues(w.name, "retries").Add(float64(len(batch)))
+			f.log.Error("alert notifier kept failing; dropped alerts", "notifier", w.name, "alerts", len(batch), "err", err)
 		default: // f.ctx ended: draining is over
 			w.mu.Lock()
 			left := w.q.clear()
 			w.mu.Unlock()
+			if !requeued {
+				left += len(batch)
+			}
 			f.m.queued.WithLabelValues(w.name).Set(0)
 			f.m.dropped.WithLabelValues(w.name, "stopped").Add(float64(left))
 			f.log.Warn("alert notifier: stopped with undelivered alerts", "notifier", w.name, "dropped", left, "err", err)

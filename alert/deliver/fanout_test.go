@@ -86,8 +86,8 @@ func mk(id, status string) alert.Alert { return alert.Alert{ID: id, Status: stat
 
 func fastFanout(t *testing.T, cfg FanoutConfig, reg prometheus.Registerer, targets ...Target) *Fanout {
 	t.Helper()
-	if cfg.MinBackoff == 0 {
-		cfg.MinBackoff, cfg.MaxBackoff = time.Millisecond, 5*time.Millisecond
+	if cfg.Retry == (retry.Policy{}) {
+		cfg.Retry = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	}
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = 200 * time.Millisecond
@@ -227,6 +227,78 @@ func TestFanoutFailures(t *testing.T) {
 	}
 }
 
+// TestFanoutRetriesUsedUp: with a bounded Retry.MaxRetries, a batch that
+// keeps failing is dropped (reason "retries") once its retries are used
+// up, and the notifier goes on with the next alerts.
+func TestFanoutRetriesUsedUp(t *testing.T) {
+	retryable := &NotifyError{Notifier: "r", Op: "post", StatusCode: 503, Err: errors.New("unavailable")}
+	tests := []struct {
+		name        string
+		maxRetries  int
+		wantCalls   int // for the first alert
+		wantRetries float64
+	}{
+		{name: "two retries", maxRetries: 2, wantCalls: 3, wantRetries: 2},
+		{name: "no retries", maxRetries: 0, wantCalls: 1, wantRetries: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder()
+			for range tt.wantCalls {
+				r.fail = append(r.fail, retryable)
+			}
+			f := fastFanout(t, FanoutConfig{Retry: retry.Policy{MaxRetries: tt.maxRetries, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}, nil, Target{"r", r})
+			f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
+			waitFor(t, "x dropped", func() bool { return testutil.ToFloat64(f.m.dropped.WithLabelValues("r", "retries")) == 1 })
+			f.Send([]alert.Alert{mk("y", alert.StatusFiring)})
+			waitFor(t, "y delivered", func() bool { return len(r.ids()) == 1 })
+			if got := r.ids(); !slices.Equal(got, []string{"y:firing"}) {
+				t.Errorf("got %v, want only y", got)
+			}
+			r.mu.Lock()
+			calls := r.calls
+			r.mu.Unlock()
+			if calls != tt.wantCalls+1 {
+				t.Errorf("%d calls, want %d for x and 1 for y", calls, tt.wantCalls)
+			}
+			if n := testutil.ToFloat64(f.m.retries.WithLabelValues("r")); n != tt.wantRetries {
+				t.Errorf("retries = %v, want %v", n, tt.wantRetries)
+			}
+			if n := f.QueueLen("r"); n != 0 {
+				t.Errorf("%d alerts still queued", n)
+			}
+		})
+	}
+}
+
+func TestFanoutConfigDefaults(t *testing.T) {
+	if err := (FanoutConfig{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero FanoutConfig")
+	}
+	d := DefaultFanoutConfig()
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := (FanoutConfig{}).withDefaults(); got != d {
+		t.Errorf("zero fields filled with %+v, want DefaultFanoutConfig %+v", got, d)
+	}
+	want := FanoutConfig{QueueCapacity: 1024, MaxBatch: 100, NotifyTimeout: 30 * time.Second,
+		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Second, MaxBackoff: 30 * time.Second}, DrainTimeout: 5 * time.Second}
+	if d != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", d, want)
+	}
+	// A policy that is set keeps its MaxRetries: 0 is one attempt.
+	if got := (FanoutConfig{Retry: retry.Policy{MaxBackoff: time.Minute}}).withDefaults().Retry; got != (retry.Policy{MaxRetries: 0, MinBackoff: time.Second, MaxBackoff: time.Minute}) {
+		t.Errorf("set policy filled to %+v", got)
+	}
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Config.Validate accepted the zero Config")
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("DefaultConfig invalid: %v", err)
+	}
+}
+
 func TestFanoutStop(t *testing.T) {
 	t.Run("drains, closes the notifiers once, is safe twice, drops later sends", func(t *testing.T) {
 		r := newRecorder()
@@ -279,7 +351,7 @@ func TestNewFanoutErrors(t *testing.T) {
 		{"no name", FanoutConfig{}, []Target{{"", r}}},
 		{"no notifier", FanoutConfig{}, []Target{{"a", nil}}},
 		{"negative capacity", FanoutConfig{QueueCapacity: -1}, nil},
-		{"backoff inverted", FanoutConfig{MinBackoff: time.Second, MaxBackoff: time.Millisecond}, nil},
+		{"backoff inverted", FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Second, MaxBackoff: time.Millisecond}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

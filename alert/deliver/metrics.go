@@ -10,7 +10,7 @@ import (
 // fanoutMetrics are a Fanout's metrics, by notifier.
 type fanoutMetrics struct {
 	notifications *prometheus.CounterVec   // notifier, result: sent, failed
-	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal, stopped
+	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal, retries, stopped
 	queued        *prometheus.GaugeVec     // notifier
 	latency       *prometheus.HistogramVec // notifier
 	retries       *prometheus.CounterVec   // notifier
@@ -24,7 +24,7 @@ func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
 		}, []string{"notifier", "result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_alert_queue_dropped_total",
-			Help: "Alerts dropped undelivered, by notifier and reason (overflow: the queue was full and this was the oldest; fatal: the notifier refused it; stopped: still queued at shutdown).",
+			Help: "Alerts dropped undelivered, by notifier and reason (overflow: the queue was full and this was the oldest; fatal: the notifier refused it; retries: its retries were used up; stopped: still queued at shutdown).",
 		}, []string{"notifier", "reason"}),
 		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "skewlens_alert_queue_length",
@@ -52,7 +52,7 @@ func (m *fanoutMetrics) init(name string) {
 	for _, r := range []string{"sent", "failed"} {
 		m.notifications.WithLabelValues(name, r)
 	}
-	for _, r := range []string{"overflow", "fatal", "stopped"} {
+	for _, r := range []string{"overflow", "fatal", "retries", "stopped"} {
 		m.dropped.WithLabelValues(name, r)
 	}
 	m.queued.WithLabelValues(name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -28,7 +29,7 @@ func (w *failingWriter) Advance(_ context.Context, now time.Time) error {
 // then resolve the alert.
 func TestSinkAlertsOnlyOnStoredFindings(t *testing.T) {
 	r := newRecorder()
-	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1}, Fanout: FanoutConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
+	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1}, Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
 		[]Target{{"rec", r}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,25 @@ func DefaultPolicy() Policy {
 	return Policy{MaxRetries: 5, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
 }
 
+// OrDefault returns p with its zero fields taken from d, for a component
+// Config whose zero fields mean their defaults. The zero Policy is d
+// itself. In any other policy MaxRetries is kept as it is, since 0 there
+// means "no retries": to never retry, set MaxRetries 0 in a policy that
+// is not zero, e.g. a copy of d (a zero MinBackoff or MaxBackoff is then
+// d's).
+func (p Policy) OrDefault(d Policy) Policy {
+	if p == (Policy{}) {
+		return d
+	}
+	if p.MinBackoff == 0 {
+		p.MinBackoff = d.MinBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = d.MaxBackoff
+	}
+	return p
+}
+
 // Validate reports a policy Do cannot follow. It does not fill in
 // defaults: start from DefaultPolicy.
 func (p Policy) Validate() error {

@@ -131,3 +131,23 @@ func TestPolicyValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyOrDefault(t *testing.T) {
+	d := Policy{MaxRetries: 10, MinBackoff: time.Second, MaxBackoff: time.Minute}
+	tests := []struct {
+		name string
+		p    Policy
+		want Policy
+	}{
+		{"zero policy is the default", Policy{}, d},
+		{"no retries kept", Policy{MaxRetries: 0, MinBackoff: time.Millisecond}, Policy{MaxRetries: 0, MinBackoff: time.Millisecond, MaxBackoff: time.Minute}},
+		{"unlimited kept", Policy{MaxRetries: Unlimited}, Policy{MaxRetries: Unlimited, MinBackoff: time.Second, MaxBackoff: time.Minute}},
+		{"max backoff kept", Policy{MaxRetries: 3, MaxBackoff: 2 * time.Second}, Policy{MaxRetries: 3, MinBackoff: time.Second, MaxBackoff: 2 * time.Second}},
+		{"full policy unchanged", Policy{MaxRetries: 1, MinBackoff: 1, MaxBackoff: 2}, Policy{MaxRetries: 1, MinBackoff: 1, MaxBackoff: 2}},
+	}
+	for _, tc := range tests {
+		if got := tc.p.OrDefault(d); got != tc.want {
+			t.Errorf("%s: %+v.OrDefault = %+v, want %+v", tc.name, tc.p, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Config configures a Publisher. DefaultConfig returns it with the
@@ -35,14 +37,15 @@ type Config struct {
 	DialTimeout time.Duration
 	// WriteTimeout bounds one produce or admin request (default 10s).
 	WriteTimeout time.Duration
-	// MaxRetries is how often a failed EnsureTopic or Load attempt is
-	// retried when the error is retryable (default 10; negative: never).
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// retries; each wait is jittered between half and all of the current
-	// step (defaults 100ms and 5s).
-	MinBackoff time.Duration
-	MaxBackoff time.Duration
+	// Retry is the policy of EnsureTopic and Load, which retry retryable
+	// errors themselves (Publish makes one attempt: its callers retry).
+	// Default 10 retries, with backoff from 100ms doubling to 5s (each wait
+	// jittered between half and all of its step). A zero Policy means the
+	// default; in any other, MaxRetries is taken as it is (retry.Policy's
+	// meaning: 0 never retries, retry.Unlimited retries until the context
+	// ends) and a zero backoff field is its default: to never retry, set
+	// Retry.MaxRetries to 0 on DefaultConfig().
+	Retry retry.Policy
 	// MaxMessageBytes is the largest message (key, value and headers)
 	// Publish sends, and the largest batch (default 1000000, just under
 	// the broker's default message.max.bytes of 1048588). A larger plan
@@ -89,15 +92,14 @@ func DefaultConfig() Config {
 		ReplicationFactor: DefaultReplicationFactor,
 		DialTimeout:       DefaultDialTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
-		MaxRetries:        DefaultMaxRetries,
-		MinBackoff:        DefaultMinBackoff,
-		MaxBackoff:        DefaultMaxBackoff,
+		Retry:             retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
 		MaxMessageBytes:   DefaultMaxMessageBytes,
 	}
 }
 
 // withDefaults returns c with every zero field set to its value in
-// DefaultConfig. New applies it, so a zero field means its default.
+// DefaultConfig (Retry as retry.Policy.OrDefault says). New applies it,
+// so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.Topic, d.Topic)
@@ -105,9 +107,7 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.ReplicationFactor, d.ReplicationFactor)
 	orDefault(&c.DialTimeout, d.DialTimeout)
 	orDefault(&c.WriteTimeout, d.WriteTimeout)
-	orDefault(&c.MaxRetries, d.MaxRetries)
-	orDefault(&c.MinBackoff, d.MinBackoff)
-	orDefault(&c.MaxBackoff, d.MaxBackoff)
+	c.Retry = c.Retry.OrDefault(d.Retry)
 	orDefault(&c.MaxMessageBytes, d.MaxMessageBytes)
 	return c
 }
@@ -159,10 +159,8 @@ func (c Config) Validate() error {
 	if c.DialTimeout < 0 || c.WriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.DialTimeout, c.WriteTimeout))
 	}
-	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
-	} else if c.MinBackoff > c.MaxBackoff {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxMessageBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max message bytes %d: must be at least 1024", c.MaxMessageBytes))

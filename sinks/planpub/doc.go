@@ -40,8 +40,8 @@
 // key's last message is its last change; a message may be written twice,
 // which compaction makes harmless. EnsureTopic and Load, which only
 // start-up calls, retry retryable errors (broker restarts, a topic whose
-// metadata has not propagated yet, timeouts) themselves with retry.Do, at
-// most Config.MaxRetries times. Every blocking call returns promptly when
+// metadata has not propagated yet, timeouts) themselves with retry.Do, as
+// Config.Retry says. Every blocking call returns promptly when
 // its context ends.
 // Publish holds no queue of its own: the caller's slice is the batch. A
 // Sink keeps the changes it could not publish, at most one per task (a

@@ -29,7 +29,7 @@ const (
 
 // classify returns the metric label of a failed attempt: canceled once
 // ctx is done, else what kafkaclient.Retryable says (unknown errors are
-// retryable, bounded by MaxRetries).
+// retryable, bounded by Config.Retry).
 func classify(ctx context.Context, err error) errorClass {
 	switch {
 	case ctx.Err() != nil:
@@ -38,12 +38,6 @@ func classify(ctx context.Context, err error) errorClass {
 		return classRetryable
 	}
 	return classFatal
-}
-
-// policy is the retry policy of Config: a negative MaxRetries means no
-// retries here, where retry.Policy would read it as unlimited.
-func (p *Publisher) policy() retry.Policy {
-	return retry.Policy{MaxRetries: max(p.cfg.MaxRetries, 0), MinBackoff: p.cfg.MinBackoff, MaxBackoff: p.cfg.MaxBackoff}
 }
 
 // failed counts a failed attempt of op by class and returns its error:
@@ -62,7 +56,7 @@ func (p *Publisher) failed(ctx context.Context, op string, err error) error {
 // Publisher is the only caller of, at start-up: EnsureTopic and Load.
 // Errors no retry can fix are returned marked permanent.
 func (p *Publisher) retry(ctx context.Context, op string, fn func(context.Context) error) error {
-	err := retry.Do(ctx, p.policy(), func(attempt int, wait time.Duration, err error) {
+	err := retry.Do(ctx, p.cfg.Retry, func(attempt int, wait time.Duration, err error) {
 		p.log.Warn("planpub: retrying", "op", op, "attempt", attempt, "wait", wait, "err", err)
 		p.m.retries.Inc()
 	}, func(ctx context.Context) error {

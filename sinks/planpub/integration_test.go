@@ -202,7 +202,7 @@ func TestEnsureTopicRefusesDeletePolicy(t *testing.T) {
 // go on until the topic is created elsewhere.
 func TestPublishWaitsForTopic(t *testing.T) {
 	brokers := kafkatest.Start(t)
-	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-late", MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetries: 100}, nil)
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-late", Retry: retry.Policy{MaxRetries: 100, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -237,7 +237,7 @@ func TestPublishWaitsForTopic(t *testing.T) {
 // succeeds.
 func TestPublishAcrossBrokerRestart(t *testing.T) {
 	brokers := kafkatest.Start(t)
-	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-restart", MaxBackoff: time.Second, MaxRetries: 60}, nil)
+	p := newPublisher(t, Config{Brokers: brokers, Topic: "planpub-restart", Retry: retry.Policy{MaxRetries: 60, MaxBackoff: time.Second}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := p.EnsureTopic(ctx); err != nil {

@@ -117,7 +117,7 @@ func (p *Publisher) EnsureTopic(ctx context.Context) error {
 	}
 	op := "ensure topic " + p.cfg.Topic
 	created, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{
-		Brokers: p.cfg.Brokers, Transport: p.tr, Timeout: p.cfg.WriteTimeout, Retry: p.policy(), Log: p.log,
+		Brokers: p.cfg.Brokers, Transport: p.tr, Timeout: p.cfg.WriteTimeout, Retry: p.cfg.Retry, Log: p.log,
 	}, tc)
 	switch {
 	case retry.IsPermanent(err):

@@ -85,8 +85,8 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
 	if c.Topic != DefaultTopic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultDialTimeout ||
-		c.WriteTimeout != DefaultWriteTimeout || c.MaxRetries != DefaultMaxRetries || c.MinBackoff != DefaultMinBackoff ||
-		c.MaxBackoff != DefaultMaxBackoff || c.MaxMessageBytes != DefaultMaxMessageBytes {
+		c.WriteTimeout != DefaultWriteTimeout || c.Retry.MaxRetries != DefaultMaxRetries || c.Retry.MinBackoff != DefaultMinBackoff ||
+		c.Retry.MaxBackoff != DefaultMaxBackoff || c.MaxMessageBytes != DefaultMaxMessageBytes {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	tests := []struct {
@@ -105,7 +105,7 @@ func TestConfigValidate(t *testing.T) {
 		{"cleanup.policy", Config{Brokers: []string{"k1:9092"}, TopicConfigs: map[string]string{"cleanup.policy": "delete"}}, "cleanup.policy"},
 		{"bad config name", Config{Brokers: []string{"k1:9092"}, TopicConfigs: map[string]string{"a b": "1"}}, "bad name"},
 		{"negative timeout", Config{Brokers: []string{"k1:9092"}, WriteTimeout: -1}, "timeouts"},
-		{"min above max backoff", Config{Brokers: []string{"k1:9092"}, MinBackoff: time.Minute, MaxBackoff: time.Second}, "min exceeds max"},
+		{"min above max backoff", Config{Brokers: []string{"k1:9092"}, Retry: retry.Policy{MinBackoff: time.Minute, MaxBackoff: time.Second}}, "min exceeds max"},
 		{"tiny messages", Config{Brokers: []string{"k1:9092"}, MaxMessageBytes: 100}, "max message bytes"},
 	}
 	for _, tt := range tests {
@@ -255,7 +255,7 @@ func TestPublishFatalBeforeSending(t *testing.T) {
 // retry.Do, and a context that ends stops the caller's retries promptly.
 func TestPublishMakesOneAttempt(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, err := New(Config{Brokers: []string{"127.0.0.1:1"}, MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+	p, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Retry: retry.Policy{MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond},
 		DialTimeout: 200 * time.Millisecond}, nil, reg)
 	if err != nil {
 		t.Fatal(err)

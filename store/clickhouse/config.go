@@ -37,17 +37,17 @@ type Config struct {
 	// table sees at most about one insert per FlushInterval. Default 1s; a
 	// negative value disables the pacing.
 	FlushInterval time.Duration
-	// MaxRetries is how often a retryable failure is retried by the
-	// callers that retry with RetryPolicy: Migrate's steps, and the
-	// start-up reads and the API's store calls that skewlens wires with
-	// it. Default 10; a negative value disables retries. The pipeline's
-	// writes are retried by its runner instead, without bound.
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// those retries (each wait is jittered between half and all of the
-	// current step). Defaults 100ms and 10s.
-	MinBackoff time.Duration
-	MaxBackoff time.Duration
+	// Retry is the policy of the callers that retry with
+	// Store.RetryPolicy: Migrate's steps, and the start-up reads and the
+	// API's store calls that skewlens wires with it. The pipeline's writes
+	// are retried by its runner instead, without bound. Default 10
+	// retries, with backoff from 100ms doubling to 10s (each wait jittered
+	// between half and all of its step). A zero Policy means the default;
+	// in any other, MaxRetries is taken as it is (retry.Policy's
+	// meaning: 0 never retries, retry.Unlimited retries until the context
+	// ends) and a zero backoff field is its default: to never retry, set
+	// Retry.MaxRetries to 0 on DefaultConfig().
+	Retry retry.Policy
 	// TTLDays is the retention of the finding tables, in days, applied by
 	// the modern dialect only (18.16 has no TTL; drop old daily partitions
 	// there). Default 30.
@@ -55,13 +55,6 @@ type Config struct {
 	// Dialect forces the schema dialect: "legacy" (ClickHouse < 20.3) or
 	// "modern". Default "" picks it from the server version.
 	Dialect string
-}
-
-// RetryPolicy returns the retry policy of MaxRetries, MinBackoff and
-// MaxBackoff, for retry.Do; call it on a Config with its defaults (from
-// DefaultConfig, or the Store's).
-func (c Config) RetryPolicy() retry.Policy {
-	return retry.Policy{MaxRetries: max(c.MaxRetries, 0), MinBackoff: c.MinBackoff, MaxBackoff: c.MaxBackoff}
 }
 
 // Defaults, used by DefaultConfig and named for the tests.
@@ -109,15 +102,14 @@ func DefaultConfig() Config {
 		ReadTimeout:   DefaultReadTimeout,
 		BatchMaxRows:  DefaultBatchMaxRows,
 		FlushInterval: DefaultFlushInterval,
-		MaxRetries:    DefaultMaxRetries,
-		MinBackoff:    DefaultMinBackoff,
-		MaxBackoff:    DefaultMaxBackoff,
+		Retry:         retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
 		TTLDays:       DefaultTTLDays,
 	}
 }
 
 // withDefaults returns c with every zero field set to its value in
-// DefaultConfig. New applies it, so a zero field means its default.
+// DefaultConfig (Retry as retry.Policy.OrDefault says). New applies it,
+// so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.Addr, d.Addr)
@@ -127,9 +119,7 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.ReadTimeout, d.ReadTimeout)
 	orDefault(&c.BatchMaxRows, d.BatchMaxRows)
 	orDefault(&c.FlushInterval, d.FlushInterval)
-	orDefault(&c.MaxRetries, d.MaxRetries)
-	orDefault(&c.MinBackoff, d.MinBackoff)
-	orDefault(&c.MaxBackoff, d.MaxBackoff)
+	c.Retry = c.Retry.OrDefault(d.Retry)
 	orDefault(&c.TTLDays, d.TTLDays)
 	return c
 }
@@ -165,10 +155,8 @@ func (c Config) Validate() error {
 	if c.BatchMaxRows < 0 {
 		errs = append(errs, fmt.Errorf("batch max rows %d: must be positive", c.BatchMaxRows))
 	}
-	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: must be positive", c.MinBackoff, c.MaxBackoff))
-	} else if c.MinBackoff > c.MaxBackoff {
-		errs = append(errs, fmt.Errorf("backoff %s..%s: min exceeds max", c.MinBackoff, c.MaxBackoff))
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.TTLDays < 0 || c.TTLDays > 36500 {
 		errs = append(errs, fmt.Errorf("ttl days %d: must be between 1 and 36500", c.TTLDays))

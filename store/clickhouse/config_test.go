@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -24,11 +26,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "database too long", cfg: Config{Database: strings.Repeat("d", 65)}, wantErr: "database"},
 		{name: "negative dial timeout", cfg: Config{DialTimeout: -time.Second}, wantErr: "dial timeout"},
 		{name: "negative batch", cfg: Config{BatchMaxRows: -1}, wantErr: "batch max rows"},
-		{name: "backoff inverted", cfg: Config{MinBackoff: time.Second, MaxBackoff: time.Millisecond}, wantErr: "min exceeds max"},
+		{name: "backoff inverted", cfg: Config{Retry: retry.Policy{MinBackoff: time.Second, MaxBackoff: time.Millisecond}}, wantErr: "min exceeds max"},
 		{name: "negative ttl", cfg: Config{TTLDays: -1}, wantErr: "ttl days"},
 		{name: "unknown dialect", cfg: Config{Dialect: "sqlite"}, wantErr: "dialect"},
 		{name: "negative flush disables pacing", cfg: Config{FlushInterval: -1}},
-		{name: "negative retries disable retries", cfg: Config{MaxRetries: -1}},
+		{name: "no retries", cfg: Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}},
+		{name: "unlimited retries", cfg: Config{Retry: retry.Policy{MaxRetries: retry.Unlimited}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,8 +65,8 @@ func TestConfigDefaults(t *testing.T) {
 	want := Config{
 		Addr: DefaultAddr, Database: DefaultDatabase, Username: "default",
 		DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, BatchMaxRows: 50000,
-		FlushInterval: time.Second, MaxRetries: 10, MinBackoff: 100 * time.Millisecond,
-		MaxBackoff: 10 * time.Second, TTLDays: 30,
+		FlushInterval: time.Second, Retry: retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond,
+			MaxBackoff: 10 * time.Second}, TTLDays: 30,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

@@ -77,7 +77,7 @@
 // retries its store calls within its timeout; start-up reads are retried
 // where skewlens starts; skewlens top's refresh is its own retry. Migrate,
 // which only start-up calls, retries each step itself with
-// Config.RetryPolicy (metric skewlens_clickhouse_retries_total{table=
+// Config.Retry (metric skewlens_clickhouse_retries_total{table=
 // "migrate"}).
 //
 // Values are always sent in the native format through batches with an

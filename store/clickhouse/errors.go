@@ -95,7 +95,7 @@ func (s *Store) retry(ctx context.Context, op, label string, fn func(context.Con
 		s.log.Warn("clickhouse: retrying", "op", op, "attempt", attempt, "wait", wait, "err", err)
 		s.m.retries.WithLabelValues(label).Inc()
 	}
-	return retry.Do(ctx, s.cfg.RetryPolicy(), notify, func(ctx context.Context) error {
+	return retry.Do(ctx, s.cfg.Retry, notify, func(ctx context.Context) error {
 		return s.classify(ctx, op, fn(ctx))
 	})
 }

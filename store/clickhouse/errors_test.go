@@ -97,11 +97,11 @@ func TestRetry(t *testing.T) {
 		{name: "retry then succeed", maxRetries: 3, errs: []error{retryable, io.EOF, nil}, wantCalls: 3, wantRetries: 2},
 		{name: "fatal stops", maxRetries: 3, errs: []error{retryable, fatal}, wantCalls: 2, wantFatal: true, wantErr: true, wantRetries: 1},
 		{name: "gives up", maxRetries: 2, errs: []error{retryable, retryable, retryable, nil}, wantCalls: 3, wantErr: true, wantRetries: 2},
-		{name: "retries disabled", maxRetries: -1, errs: []error{retryable, nil}, wantCalls: 1, wantErr: true},
+		{name: "retries disabled", maxRetries: 0, errs: []error{retryable, nil}, wantCalls: 1, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := testSink(t, Config{MaxRetries: tt.maxRetries, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+			s := testSink(t, Config{Retry: retry.Policy{MaxRetries: tt.maxRetries, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}})
 			calls := 0
 			err := s.retry(context.Background(), "op", "tbl", func(context.Context) error {
 				e := tt.errs[calls]
@@ -125,7 +125,7 @@ func TestRetry(t *testing.T) {
 }
 
 func TestRetryHonoursContext(t *testing.T) {
-	s := testSink(t, Config{MaxRetries: 100, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	s := testSink(t, Config{Retry: retry.Policy{MaxRetries: 100, MinBackoff: time.Hour, MaxBackoff: time.Hour}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -143,24 +143,25 @@ func TestRetryHonoursContext(t *testing.T) {
 
 // TestRetryPolicyJitter checks the waits of the Config's policy: each
 // between half and all of its step, doubling from MinBackoff to
-// MaxBackoff, and no retries for a negative MaxRetries.
+// MaxBackoff; the default number of retries for a zero policy, and none
+// for MaxRetries 0 in a policy that is set.
 func TestRetryPolicyJitter(t *testing.T) {
-	cfg := Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}.withDefaults()
+	cfg := Config{Retry: retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for range 50 {
-		b := retry.Backoff{Policy: cfg.RetryPolicy()}
+		b := retry.Backoff{Policy: cfg.Retry}
 		for _, step := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond} {
 			if got := b.Next(); got < step/2 || got > step {
 				t.Fatalf("wait %s, outside [%s, %s]", got, step/2, step)
 			}
 		}
 	}
-	if p := (Config{MaxRetries: -1}).RetryPolicy(); p.MaxRetries != 0 {
-		t.Errorf("MaxRetries -1: policy retries %d times, want 0", p.MaxRetries)
+	if p := (Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}).withDefaults().Retry; p.MaxRetries != 0 || p.MaxBackoff != DefaultMaxBackoff {
+		t.Errorf("MaxRetries 0: policy %+v, want 0 retries and the default max backoff", p)
 	}
-	if p := cfg.RetryPolicy(); p.MaxRetries != DefaultMaxRetries {
+	if p := (Config{}).withDefaults().Retry; p.MaxRetries != DefaultMaxRetries {
 		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, DefaultMaxRetries)
 	}
 }

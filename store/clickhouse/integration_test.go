@@ -39,8 +39,8 @@ func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = time.Millisecond
 	}
-	if cfg.MinBackoff == 0 {
-		cfg.MinBackoff, cfg.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
+	if cfg.Retry == (retry.Policy{}) {
+		cfg.Retry = retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	}
 	reg := prometheus.NewRegistry()
 	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
@@ -459,7 +459,7 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 	defer cancel()
 	p := newProxy(t, chtest.Start(t))
 	s, _ := newTestSink(t, Config{Addr: p.addr, Database: testDatabase("outage"),
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxRetries: 50,
+		Retry:       retry.Policy{MaxRetries: 50, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 		DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -513,7 +513,7 @@ func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
 	s, _ := newTestSink(t, Config{Addr: p.addr, Database: testDatabase("ctx"),
-		MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second, DialTimeout: time.Second})
+		Retry: retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}, DialTimeout: time.Second})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -142,9 +142,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 // when the Store connected, e.g. "18.16.1".
 func (s *Store) ServerVersion() string { return s.version }
 
-// RetryPolicy returns the Config's retry policy, for the callers that
-// retry the Store's reads and writes (see Config.MaxRetries).
-func (s *Store) RetryPolicy() retry.Policy { return s.cfg.RetryPolicy() }
+// RetryPolicy returns Config.Retry (its defaults filled in), for the
+// callers that retry the Store's reads and writes.
+func (s *Store) RetryPolicy() retry.Policy { return s.cfg.Retry }
 
 // Dialect returns the schema dialect in use.
 func (s *Store) Dialect() Dialect { return s.dialect }
