@@ -24,9 +24,9 @@ import (
 // Name is the notifier's name in errors and the default Target name.
 const Name = "alertmanager"
 
-// Config configures a Notifier. The zero value of every field except URL
-// means its default, given in the field's comment; Validate (New calls
-// it) fills them in.
+// Config configures a Notifier. DefaultConfig returns it with the
+// defaults given in the field comments; New also reads a zero field as
+// its default (a zero EndsAfter as 4 × the ResendInterval in use).
 type Config struct {
 	// URL is Alertmanager's base URL, e.g. "http://127.0.0.1:9093" (with
 	// its route prefix, if any). Required.
@@ -55,45 +55,72 @@ type Config struct {
 	MaxActive int
 }
 
-// Defaults.
+// Defaults, used by DefaultConfig.
 const (
 	DefaultTimeout        = 10 * time.Second
 	DefaultResendInterval = time.Minute
-	DefaultMaxBatch       = 500
-	DefaultMaxActive      = 10000
+	// EndsAfterResends is how many resend intervals a firing alert's
+	// endsAt lies ahead by default.
+	EndsAfterResends = 4
+	DefaultMaxBatch  = 500
+	DefaultMaxActive = 10000
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
+// DefaultConfig returns a Config with every default filled in (URL,
+// required, stays empty). Callers start from it and override what they
+// configure; one who changes ResendInterval sets EndsAfter too (to
+// EndsAfterResends × it, as the default is), or leaves it zero for New to
+// derive.
+func DefaultConfig() Config {
+	return Config{
+		Timeout:        DefaultTimeout,
+		ResendInterval: DefaultResendInterval,
+		EndsAfter:      EndsAfterResends * DefaultResendInterval,
+		MaxBatch:       DefaultMaxBatch,
+		MaxActive:      DefaultMaxActive,
+	}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig, but a zero EndsAfter to EndsAfterResends × c's
+// ResendInterval. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = d.Timeout
 	}
 	if c.ResendInterval == 0 {
-		c.ResendInterval = DefaultResendInterval
+		c.ResendInterval = d.ResendInterval
 	}
 	if c.EndsAfter == 0 {
-		c.EndsAfter = 4 * c.ResendInterval
+		c.EndsAfter = EndsAfterResends * c.ResendInterval
 	}
 	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
+		c.MaxBatch = d.MaxBatch
 	}
 	if c.MaxActive == 0 {
-		c.MaxActive = DefaultMaxActive
+		c.MaxActive = d.MaxActive
 	}
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, New fills them in first.
+func (c Config) Validate() error {
 	var errs []error
 	if err := httpjson.CheckURL(c.URL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Timeout < 0 {
+	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout %s: must be positive", c.Timeout))
 	}
-	if c.ResendInterval < 0 {
+	if c.ResendInterval <= 0 {
 		errs = append(errs, fmt.Errorf("resend interval %s: must be positive", c.ResendInterval))
 	}
 	if c.EndsAfter < c.ResendInterval {
 		errs = append(errs, fmt.Errorf("ends after %s: must be at least the resend interval %s", c.EndsAfter, c.ResendInterval))
 	}
-	if c.MaxBatch < 0 || c.MaxActive < 0 {
+	if c.MaxBatch < 1 || c.MaxActive < 1 {
 		errs = append(errs, fmt.Errorf("max batch %d, max active %d: must be positive", c.MaxBatch, c.MaxActive))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -157,6 +184,7 @@ type Notifier struct {
 // New returns a Notifier and starts its re-posting goroutine. It does no
 // I/O until the first Notify.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -231,13 +232,25 @@ func TestConfigValidate(t *testing.T) {
 		{Config{URL: "http://am", ResendInterval: time.Minute, EndsAfter: time.Second}, "ends after"},
 		{Config{URL: "http://am", Timeout: -1}, "timeout"},
 	} {
-		err := tt.cfg.Validate()
+		err := tt.cfg.withDefaults().Validate() // as New sees it
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.wantErr)
 		}
 	}
 	c := Config{URL: "http://am"}
+	if err := c.Validate(); err == nil {
+		t.Errorf("Validate accepted %+v without defaults", c)
+	}
+	c = c.withDefaults()
 	if err := c.Validate(); err != nil || c.EndsAfter != 4*time.Minute || c.ResendInterval != time.Minute {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	d := DefaultConfig()
+	d.URL = c.URL
+	if !reflect.DeepEqual(c, d) {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
+	}
+	if c := (Config{URL: "http://am", ResendInterval: time.Second}).withDefaults(); c.EndsAfter != 4*time.Second {
+		t.Errorf("EndsAfter %s for a 1s resend interval, want 4s", c.EndsAfter)
 	}
 }

@@ -24,16 +24,17 @@ const Name = "kafka"
 // StatusHeader is the message header with the alert's status.
 const StatusHeader = "skewlens-alert-status"
 
-// Config configures a Notifier. The zero value of every field except
-// Brokers means its default, given in the field's comment; Validate (New
-// calls it) fills them in.
+// Config configures a Notifier. DefaultConfig returns it with the
+// defaults given in the field comments; New also reads a zero field as
+// its default.
 type Config struct {
 	// Brokers are the bootstrap brokers (host:port). Required.
 	Brokers []string
 	// Topic receives the alerts. Default "skewlens-alerts".
 	Topic string
 	// Partitions and ReplicationFactor are what EnsureTopic creates the
-	// topic with. Defaults 1 and the broker's default.
+	// topic with. Defaults 1 and -1 (the broker's
+	// default.replication.factor).
 	Partitions        int
 	ReplicationFactor int
 	// WriteTimeout bounds one write attempt. Default 10s.
@@ -42,30 +43,53 @@ type Config struct {
 	DialTimeout time.Duration
 }
 
-// Defaults.
+// Defaults, used by DefaultConfig.
 const (
-	DefaultTopic        = "skewlens-alerts"
-	DefaultWriteTimeout = 10 * time.Second
-	DefaultDialTimeout  = 5 * time.Second
+	DefaultTopic             = "skewlens-alerts"
+	DefaultPartitions        = 1
+	DefaultReplicationFactor = -1 // the broker's default.replication.factor
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultDialTimeout       = 5 * time.Second
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
+// DefaultConfig returns a Config with every default filled in (Brokers,
+// required, stay empty). Callers start from it and override what they
+// configure.
+func DefaultConfig() Config {
+	return Config{
+		Topic:             DefaultTopic,
+		Partitions:        DefaultPartitions,
+		ReplicationFactor: DefaultReplicationFactor,
+		WriteTimeout:      DefaultWriteTimeout,
+		DialTimeout:       DefaultDialTimeout,
+	}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.Topic == "" {
-		c.Topic = DefaultTopic
+		c.Topic = d.Topic
 	}
 	if c.Partitions == 0 {
-		c.Partitions = 1
+		c.Partitions = d.Partitions
 	}
 	if c.ReplicationFactor == 0 {
-		c.ReplicationFactor = -1
+		c.ReplicationFactor = d.ReplicationFactor
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
+		c.WriteTimeout = d.WriteTimeout
 	}
 	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
+		c.DialTimeout = d.DialTimeout
 	}
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, New fills them in first.
+func (c Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("brokers: none"))
@@ -75,10 +99,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b, err))
 		}
 	}
-	if c.Partitions < 0 {
+	if c.Topic == "" {
+		errs = append(errs, errors.New("topic: empty"))
+	}
+	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions %d: must be positive", c.Partitions))
 	}
-	if c.WriteTimeout < 0 || c.DialTimeout < 0 {
+	if c.WriteTimeout <= 0 || c.DialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.WriteTimeout, c.DialTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -101,6 +128,7 @@ type Notifier struct {
 // New returns a Notifier. It does no I/O; call EnsureTopic before the
 // first Notify. log (nil: discarded) gets EnsureTopic's retries.
 func New(cfg Config, log *slog.Logger) (*Notifier, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

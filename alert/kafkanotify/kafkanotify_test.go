@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -237,13 +238,25 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Brokers: []string{"nohost"}}, "nohost"},
 		{Config{Brokers: []string{"h:1"}, Partitions: -1}, "partitions"},
 	} {
-		err := tt.cfg.Validate()
+		err := tt.cfg.withDefaults().Validate() // as New sees it
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.wantErr)
 		}
 	}
 	c := Config{Brokers: []string{"h:1"}}
+	if err := c.Validate(); err == nil {
+		t.Errorf("Validate accepted %+v without defaults", c)
+	}
+	c = c.withDefaults()
 	if err := c.Validate(); err != nil || c.Topic != DefaultTopic {
 		t.Errorf("defaults: %+v %v", c, err)
+	}
+	d := DefaultConfig()
+	d.Brokers = c.Brokers
+	if !reflect.DeepEqual(c, d) {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
+	}
+	if d.Partitions != 1 || d.ReplicationFactor != -1 || d.WriteTimeout != 10*time.Second || d.DialTimeout != 5*time.Second {
+		t.Errorf("defaults: %+v", d)
 	}
 }

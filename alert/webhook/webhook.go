@@ -17,9 +17,9 @@ import (
 // Name is the notifier's name in errors and the default Target name.
 const Name = "webhook"
 
-// Config configures a Notifier. The zero value of every field except URL
-// means its default, given in the field's comment; Validate (New calls
-// it) fills them in.
+// Config configures a Notifier. DefaultConfig returns it with the
+// defaults given in the field comments; New also reads a zero field as
+// its default.
 type Config struct {
 	// URL receives the POSTs: absolute, http or https. Required.
 	URL string
@@ -34,32 +34,47 @@ type Config struct {
 	Sender string
 }
 
-// Defaults.
+// Defaults, used by DefaultConfig.
 const (
 	DefaultTimeout  = 5 * time.Second
 	DefaultMaxBatch = 100
 	DefaultSender   = "skewlens"
 )
 
-// Validate fills in the defaults of c and reports every invalid field.
-func (c *Config) Validate() error {
+// DefaultConfig returns a Config with every default filled in (URL,
+// required, stays empty). Callers start from it and override what they
+// configure.
+func DefaultConfig() Config {
+	return Config{Timeout: DefaultTimeout, MaxBatch: DefaultMaxBatch, Sender: DefaultSender}
+}
+
+// withDefaults returns c with every zero field set to its value in
+// DefaultConfig. New applies it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = d.Timeout
 	}
 	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
+		c.MaxBatch = d.MaxBatch
 	}
 	if c.Sender == "" {
-		c.Sender = DefaultSender
+		c.Sender = d.Sender
 	}
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, New fills them in first.
+func (c Config) Validate() error {
 	var errs []error
 	if err := httpjson.CheckURL(c.URL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Timeout < 0 {
+	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout %s: must be positive", c.Timeout))
 	}
-	if c.MaxBatch < 0 {
+	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -85,6 +100,7 @@ type Notifier struct {
 
 // New returns a Notifier. It does no I/O.
 func New(cfg Config) (*Notifier, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

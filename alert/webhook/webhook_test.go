@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -181,9 +182,18 @@ func TestConfigValidate(t *testing.T) {
 		{Config{URL: "http://x", Timeout: -1}, "timeout"},
 		{Config{URL: "http://x", MaxBatch: -1}, "max batch"},
 	} {
-		err := tt.cfg.Validate()
+		err := tt.cfg.withDefaults().Validate() // as New sees it
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.wantErr)
 		}
+	}
+	c := Config{URL: "http://x/hook"}
+	if err := c.Validate(); err == nil {
+		t.Errorf("Validate accepted %+v without defaults", c)
+	}
+	d := DefaultConfig()
+	d.URL = c.URL
+	if got := c.withDefaults(); !reflect.DeepEqual(got, d) || d.Timeout != 5*time.Second || d.MaxBatch != 100 || d.Sender != "skewlens" {
+		t.Errorf("defaults: %+v, DefaultConfig %+v", got, d)
 	}
 }

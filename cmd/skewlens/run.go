@@ -19,7 +19,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
@@ -145,7 +144,8 @@ func (c *runCmd) Run(e *env) error {
 			"More in docs/queries.md; metrics at http://%s/metrics.\n\n", host, port, c.Database, c.Listen)
 	}
 
-	srcCfg := kafkasrc.Config{Brokers: brokers, GroupID: c.Group, Topics: c.Topics, DeadLetterTopic: c.DeadLetterTopic}
+	srcCfg := kafkasrc.DefaultConfig()
+	srcCfg.Brokers, srcCfg.GroupID, srcCfg.Topics, srcCfg.DeadLetterTopic = brokers, c.Group, c.Topics, c.DeadLetterTopic
 	src, err := kafkasrc.New(srcCfg, log, reg)
 	if err != nil {
 		return err
@@ -334,21 +334,27 @@ func (c *runCmd) Run(e *env) error {
 func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
 	var targets []deliver.Target
 	if c.AlertmanagerURL != "" {
-		n, err := alertmanager.New(alertmanager.Config{URL: c.AlertmanagerURL}, log, reg)
+		cfg := alertmanager.DefaultConfig()
+		cfg.URL = c.AlertmanagerURL
+		n, err := alertmanager.New(cfg, log, reg)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
-		n, err := webhook.New(webhook.Config{URL: c.AlertWebhookURL})
+		cfg := webhook.DefaultConfig()
+		cfg.URL = c.AlertWebhookURL
+		n, err := webhook.New(cfg)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, deliver.Target{Name: "webhook", Notifier: n})
 	}
 	if c.AlertsTopic != "" {
-		n, err := kafkanotify.New(kafkanotify.Config{Brokers: brokers, Topic: c.AlertsTopic}, log)
+		cfg := kafkanotify.DefaultConfig()
+		cfg.Brokers, cfg.Topic = brokers, c.AlertsTopic
+		n, err := kafkanotify.New(cfg, log)
 		if err != nil {
 			return nil, err
 		}
@@ -361,15 +367,16 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 	if salting == "" && c.APIListen != "" {
 		salting = "http://" + c.APIListen
 	}
-	return deliver.New(deliver.Config{Tracker: alert.TrackerConfig{
-		For: c.AlertFor, ResolveAfter: c.AlertResolve, RenotifyInterval: c.AlertRenotify, SaltingURL: salting,
-		PlanVersion: func(job, task string) (uint64, bool) {
-			if p := mgr.Plan(job, task); p != nil {
-				return p.Version, true
-			}
-			return 0, false
-		},
-	}}, targets, log, reg)
+	cfg := deliver.DefaultConfig()
+	cfg.Tracker.For, cfg.Tracker.ResolveAfter, cfg.Tracker.RenotifyInterval = c.AlertFor, c.AlertResolve, c.AlertRenotify
+	cfg.Tracker.SaltingURL = salting
+	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
+		if p := mgr.Plan(job, task); p != nil {
+			return p.Version, true
+		}
+		return 0, false
+	}
+	return deliver.New(cfg, targets, log, reg)
 }
 
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {

@@ -31,6 +31,8 @@ func defaultVars() kong.Vars {
 	ch := clickhouse.DefaultConfig()
 	tp := top.DefaultConfig()
 	sim := simulate.DefaultConfig()
+	src := kafkasrc.DefaultConfig()
+	trk := alert.DefaultTrackerConfig()
 	return kong.Vars{
 		// Engine thresholds (analyze and run).
 		"window":             fmtDuration(time.Duration(eng.WindowMs) * time.Millisecond),
@@ -61,17 +63,17 @@ func defaultVars() kong.Vars {
 		"database": ch.Database,
 
 		// run.
-		"group":             kafkasrc.DefaultGroupID,
-		"topics":            strings.Join(kafkasrc.DefaultTopics(), ","),
-		"dead_letter_topic": kafkasrc.DefaultDeadLetterTopic,
+		"group":             src.GroupID,
+		"topics":            strings.Join(src.Topics, ","),
+		"dead_letter_topic": src.DeadLetterTopic,
 		"ops_listen":        ops.DefaultConfig().Listen,
 		"speed":             fmtFloat(simfeed.DefaultConfig().Speed),
 		"plans_topic":       planpub.DefaultConfig().Topic,
 		"plan_cooldown":     fmtDuration(pl.Cooldown),
 		"plan_ttl":          fmtDuration(pl.TTL),
 		"override_poll":     fmtDuration(planpub.DefaultOverridePoll),
-		"alert_for":         fmtDuration(alert.DefaultFor),
-		"alert_resolve":     fmtDuration(alert.DefaultResolveAfter),
+		"alert_for":         fmtDuration(trk.For),
+		"alert_resolve":     fmtDuration(trk.ResolveAfter),
 
 		// serve (run serves no API unless asked).
 		"serve_listen": serve.DefaultConfig().Addr,

@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
-// Defaults applied by Config.Validate.
+// Defaults, used by DefaultConfig and named for the flags (cmd/skewlens)
+// and the simulator feed (pipeline/simfeed).
 const (
 	DefaultGroupID            = "skewlens"
+	DefaultMetricsTopic       = "flink-metrics"
+	DefaultSamplesTopic       = "flink-key-samples"
 	DefaultMinBytes           = 64 << 10
 	DefaultMaxBytes           = 8 << 20
 	DefaultMaxWait            = 250 * time.Millisecond
@@ -19,10 +22,13 @@ const (
 	DefaultWriteTimeout       = 10 * time.Second
 )
 
-// DefaultTopics returns the topics read when Config.Topics is empty.
-func DefaultTopics() []string { return []string{"flink-metrics", "flink-key-samples"} }
+// DefaultTopics returns the topics read by default: the metrics topic and
+// the key-samples topic.
+func DefaultTopics() []string { return []string{DefaultMetricsTopic, DefaultSamplesTopic} }
 
-// Config configures a Source and its DeadLetters.
+// Config configures a Source and its DeadLetters. DefaultConfig returns
+// it with the defaults given in the field comments; New and
+// NewDeadLetters also read a zero field as its default.
 type Config struct {
 	// Brokers are the bootstrap brokers, host:port (required).
 	Brokers []string
@@ -65,38 +71,56 @@ type Config struct {
 	WriteTimeout time.Duration
 }
 
-// Validate fills defaults and checks the values.
-func (c *Config) Validate() error {
-	if c.GroupID == "" {
-		c.GroupID = DefaultGroupID
+// DefaultConfig returns a Config with every default filled in (Brokers,
+// required, stays empty): the values named by the constants above, which
+// the field comments state in words. Callers start from it and override
+// what they configure.
+func DefaultConfig() Config {
+	return Config{
+		GroupID:            DefaultGroupID,
+		Topics:             DefaultTopics(),
+		MinBytes:           DefaultMinBytes,
+		MaxBytes:           DefaultMaxBytes,
+		MaxWait:            DefaultMaxWait,
+		QueueCapacity:      DefaultQueueCapacity,
+		StartupTimeout:     DefaultStartupTimeout,
+		DeadLetterTopic:    DefaultDeadLetterTopic,
+		DeadLetterInFlight: DefaultDeadLetterInFlight,
+		WriteTimeout:       DefaultWriteTimeout,
 	}
+}
+
+// withDefaults returns c with every zero field (an empty Topics
+// included) set to its value in DefaultConfig. New and NewDeadLetters
+// apply it, so a zero field means its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.GroupID, d.GroupID)
 	if len(c.Topics) == 0 {
-		c.Topics = DefaultTopics()
+		c.Topics = d.Topics
 	}
-	if c.MinBytes == 0 {
-		c.MinBytes = DefaultMinBytes
+	orDefault(&c.MinBytes, d.MinBytes)
+	orDefault(&c.MaxBytes, d.MaxBytes)
+	orDefault(&c.MaxWait, d.MaxWait)
+	orDefault(&c.QueueCapacity, d.QueueCapacity)
+	orDefault(&c.StartupTimeout, d.StartupTimeout)
+	orDefault(&c.DeadLetterTopic, d.DeadLetterTopic)
+	orDefault(&c.DeadLetterInFlight, d.DeadLetterInFlight)
+	orDefault(&c.WriteTimeout, d.WriteTimeout)
+	return c
+}
+
+// orDefault sets *v to def when *v is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = DefaultQueueCapacity
-	}
-	if c.StartupTimeout == 0 {
-		c.StartupTimeout = DefaultStartupTimeout
-	}
-	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = DefaultDeadLetterTopic
-	}
-	if c.DeadLetterInFlight == 0 {
-		c.DeadLetterInFlight = DefaultDeadLetterInFlight
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
+}
+
+// Validate reports every invalid field. It changes nothing: zero fields
+// are invalid here, New and NewDeadLetters fill them in first.
+func (c Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("brokers: at least one is required"))
@@ -105,6 +129,15 @@ func (c *Config) Validate() error {
 		if b == "" {
 			errs = append(errs, errors.New("brokers: empty address"))
 		}
+	}
+	if c.GroupID == "" {
+		errs = append(errs, errors.New("group id: empty"))
+	}
+	if len(c.Topics) == 0 {
+		errs = append(errs, errors.New("topics: none"))
+	}
+	if c.DeadLetterTopic == "" {
+		errs = append(errs, errors.New("dead-letter topic: empty"))
 	}
 	seen := make(map[string]bool, len(c.Topics))
 	for _, t := range c.Topics {
@@ -124,19 +157,19 @@ func (c *Config) Validate() error {
 	if c.MaxBytes < c.MinBytes {
 		errs = append(errs, fmt.Errorf("max bytes %d: must be >= min bytes %d", c.MaxBytes, c.MinBytes))
 	}
-	if c.MaxWait < 0 {
+	if c.MaxWait <= 0 {
 		errs = append(errs, fmt.Errorf("max wait %s: must be positive", c.MaxWait))
 	}
 	if c.QueueCapacity < 1 {
 		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
 	}
-	if c.StartupTimeout < 0 {
+	if c.StartupTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("startup timeout %s: must be positive", c.StartupTimeout))
 	}
 	if c.DeadLetterInFlight < 1 {
 		errs = append(errs, fmt.Errorf("dead-letter in-flight %d: must be positive", c.DeadLetterInFlight))
 	}
-	if c.WriteTimeout < 0 {
+	if c.WriteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("write timeout %s: must be positive", c.WriteTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {

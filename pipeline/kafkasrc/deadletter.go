@@ -52,6 +52,7 @@ type DeadLetters struct {
 // here. Its metrics are registered on reg (nil: not registered) until
 // Close.
 func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*DeadLetters, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func TestIntegrationDeadLetter(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg := Config{Brokers: brokers, Topics: []string{"it-dl-in"}}
+	cfg := Config{Brokers: brokers, Topics: []string{"it-dl-in"}}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ type Source struct {
 // forever) and returns a Source reading them. Its metrics are registered
 // on reg (nil: not registered) until Close.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,18 +40,43 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.Validate()
+			cfg := tc.cfg.withDefaults() // as New sees it
+			err := cfg.Validate()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
 				}
-				tc.check(t, tc.cfg)
+				tc.check(t, cfg)
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Validate = %v, want an error mentioning %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestConfigDefaults checks that Validate only checks and that the zero
+// fields are filled with DefaultConfig's values.
+func TestConfigDefaults(t *testing.T) {
+	if err := (Config{Brokers: []string{"b:9092"}}).Validate(); err == nil {
+		t.Error("Validate accepted a Config without defaults")
+	}
+	d := DefaultConfig()
+	d.Brokers = []string{"b:9092"}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := (Config{Brokers: d.Brokers}).withDefaults(); !reflect.DeepEqual(got, d) {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", got, d)
+	}
+	if d.DeadLetterInFlight != 16 || d.WriteTimeout != 10*time.Second || !slices.Equal(DefaultTopics(), []string{DefaultMetricsTopic, DefaultSamplesTopic}) {
+		t.Errorf("defaults: %+v, topics %v", d, DefaultTopics())
+	}
+	// DefaultTopics returns a fresh slice: a caller may change it.
+	DefaultTopics()[0] = "changed"
+	if DefaultTopics()[0] != "flink-metrics" {
+		t.Error("DefaultTopics shares its slice")
 	}
 }
 

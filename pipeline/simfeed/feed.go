@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
@@ -22,7 +23,8 @@ type Config struct {
 	// Brokers to write to (required).
 	Brokers []string
 	// MetricsTopic and SamplesTopic (defaults "flink-metrics" and
-	// "flink-key-samples", the topics the pipeline reads by default).
+	// "flink-key-samples": kafkasrc.DefaultMetricsTopic and
+	// DefaultSamplesTopic, the topics the pipeline reads by default).
 	MetricsTopic, SamplesTopic string
 	// Speed divides the wall-clock time between reporting intervals
 	// (default 1: real time).
@@ -34,7 +36,7 @@ type Config struct {
 // DefaultConfig returns a Config with every default filled in (no brokers
 // and no jobs, which are required); it is the one place their values live.
 func DefaultConfig() Config {
-	return Config{MetricsTopic: "flink-metrics", SamplesTopic: "flink-key-samples", Speed: 1}
+	return Config{MetricsTopic: kafkasrc.DefaultMetricsTopic, SamplesTopic: kafkasrc.DefaultSamplesTopic, Speed: 1}
 }
 
 // Validate reports every invalid field; it changes nothing.
