@@ -9,6 +9,11 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/alertmanager"
+	"github.com/skewlens/skewlens/alert/deliver"
+	"github.com/skewlens/skewlens/alert/kafkanotify"
+	"github.com/skewlens/skewlens/alert/webhook"
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/planpub"
@@ -28,6 +33,19 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 	secs := func(d time.Duration) string { return fmt.Sprintf("%g s", d.Seconds()) }
 	mins := func(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
 	window := time.Duration(eng.WindowMs) * time.Millisecond
+	trk := alert.DefaultTrackerConfig()
+	fan := deliver.DefaultFanoutConfig()
+	am := alertmanager.DefaultConfig()
+	wh := webhook.DefaultConfig()
+	src := kafkasrc.DefaultConfig()
+	// words spells the small counts the prose writes out.
+	words := map[int]string{1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+	count := func(n int) string {
+		if w, ok := words[n]; ok {
+			return w
+		}
+		return fmt.Sprint(n)
+	}
 	// run's watermark default is the flag's: pipeline/window has no
 	// Default function to read it from.
 	outOfOrder := parse(t, "run").Run.OutOfOrderness
@@ -49,6 +67,30 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("**sustained** for %d observed windows (`--sustain`)", eng.SustainWindows)},
 		{"README.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
 		{"README.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
+		{"README.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
+		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
+		// docs/alerts.md: the Tracker (prose and table).
+		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(trk.ResolveAfter))},
+		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(trk.For), count(int(trk.For/window)), secs(window))},
+		{"docs/alerts.md", fmt.Sprintf("`SilentAfter` (default %s)", mins(trk.SilentAfter))},
+		{"docs/alerts.md", fmt.Sprintf("At most `MaxTracked` (%d) alerts are tracked", trk.MaxTracked)},
+		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", fmtDuration(trk.For))},
+		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", fmtDuration(trk.ResolveAfter))},
+		{"docs/alerts.md", fmt.Sprintf("| `RenotifyInterval` | %d (off) |", trk.RenotifyInterval)},
+		{"docs/alerts.md", fmt.Sprintf("| `RequireReports` | %t |", trk.RequireReports)},
+		{"docs/alerts.md", fmt.Sprintf("| `SilentAfter` | %s |", fmtDuration(trk.SilentAfter))},
+		{"docs/alerts.md", fmt.Sprintf("| `MaxTracked` | %d |", trk.MaxTracked)},
+		{"docs/alerts.md", fmt.Sprintf("| `Causes` | all %s |", count(len(trk.Causes)))},
+		{"docs/alerts.md", fmt.Sprintf("| `Severities` | `%s`: %s, others: %s |", alert.CauseHotKey, alert.DefaultSeverity(alert.CauseHotKey), alert.DefaultSeverity(skew.CauseDataSkew))},
+		// docs/alerts.md: the notifiers and the fan-out.
+		{"docs/alerts.md", fmt.Sprintf("at most `MaxBatch` (%d) alerts per request", wh.MaxBatch)},
+		{"docs/alerts.md", fmt.Sprintf("timeouts (`Timeout`, %s per attempt)", secs(wh.Timeout))},
+		{"docs/alerts.md", fmt.Sprintf("(default `%s`, created by `EnsureTopic`", kafkanotify.DefaultConfig().Topic)},
+		{"docs/alerts.md", fmt.Sprintf("`EndsAfter` (default %s)", mins(am.EndsAfter))},
+		{"docs/alerts.md", fmt.Sprintf("every `ResendInterval`** (default %s)", mins(am.ResendInterval))},
+		{"docs/alerts.md", fmt.Sprintf("at most `QueueCapacity` (%d) alerts", fan.QueueCapacity)},
+		{"docs/alerts.md", fmt.Sprintf("after a backoff (%s doubling to %s,", secs(fan.Retry.MinBackoff), secs(fan.Retry.MaxBackoff))},
+		{"docs/alerts.md", fmt.Sprintf("`DrainTimeout` (%s) to empty", secs(fan.DrainTimeout))},
 		{"docs/salting-plans.md", fmt.Sprintf("| cooldown | %s | `--plan-cooldown` |", mins(pl.Cooldown))},
 		{"docs/salting-plans.md", fmt.Sprintf("| TTL | %s | `--plan-ttl` |", mins(pl.TTL))},
 		{"docs/salting-plans.md", fmt.Sprintf("| material bucket change | %g %% of the current count |", pl.BucketChange*100)},
@@ -70,6 +112,10 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		if !strings.Contains(doc, strings.Join(strings.Fields(tt.phrase), " ")) {
 			t.Errorf("%s does not say %q: update it to the code's default", tt.file, tt.phrase)
 		}
+	}
+	// "retried until delivered by default" in docs/alerts.md.
+	if fan.Retry.MaxRetries >= 0 {
+		t.Errorf("the fan-out retries %d times by default; docs/alerts.md says until delivered", fan.Retry.MaxRetries)
 	}
 	// The separator default is shared: a plan's keys are the engine's.
 	if pl.Separator != eng.SaltSeparator {
