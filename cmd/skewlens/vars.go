@@ -36,6 +36,8 @@ func defaultVars() kong.Vars {
 		"window":             fmtDuration(time.Duration(eng.WindowMs) * time.Millisecond),
 		"top_k":              strconv.Itoa(eng.TopK),
 		"hot_key_share":      fmtFloat(eng.HotKeyShare),
+		"hot_key_fair_share": fmtFloat(eng.HotKeyFairShare),
+		"hot_key_confidence": fmtFloat(eng.HotKeyConfidence),
 		"max_hot_keys":       strconv.Itoa(eng.MaxHotKeys),
 		"min_samples":        strconv.Itoa(eng.MinSamples),
 		"busy":               fmtFloat(eng.BusyMsPerSecond),
