@@ -32,6 +32,11 @@ type Config struct {
 	// exceed the threshold. With few samples the threshold also rises to
 	// what they can resolve (see hotKeyThreshold).
 	HotKeyConfidence float64
+	// HotKeyMissRate is the miss rate the resolution term of the hot-key
+	// threshold is computed for (default 1e-6): with few samples the
+	// threshold rises until a key at twice it is missed in no more than
+	// about this fraction of windows. 0.5 turns the term off.
+	HotKeyMissRate float64
 	// MaxHotKeys caps the hot_key findings per task and window (default 10).
 	MaxHotKeys int
 	// MinSamples is the minimum number of key samples a task needs in a
@@ -113,6 +118,7 @@ func DefaultConfig() Config {
 		HotKeyShare:              0.01,
 		HotKeyFairShare:          0.5,
 		HotKeyConfidence:         0.99,
+		HotKeyMissRate:           1e-6,
 		MaxHotKeys:               10,
 		MinSamples:               100,
 		BusyMsPerSecond:          800,
@@ -143,6 +149,7 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.HotKeyShare, d.HotKeyShare)
 	orDefault(&c.HotKeyFairShare, d.HotKeyFairShare)
 	orDefault(&c.HotKeyConfidence, d.HotKeyConfidence)
+	orDefault(&c.HotKeyMissRate, d.HotKeyMissRate)
 	orDefault(&c.MaxHotKeys, d.MaxHotKeys)
 	orDefault(&c.MinSamples, d.MinSamples)
 	orDefault(&c.BusyMsPerSecond, d.BusyMsPerSecond)
@@ -200,6 +207,7 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.HotKeyConfidence) || c.HotKeyConfidence < 0.5 || c.HotKeyConfidence >= 1 {
 		bad("hot-key-confidence", c.HotKeyConfidence, "must be in [0.5, 1)")
 	}
+	within("hot-key-miss-rate", c.HotKeyMissRate, 0, 0.5, "")
 	atLeast("max-hot-keys", c.MaxHotKeys, 1, "")
 	atLeast("min-samples", c.MinSamples, 1, "")
 	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")

@@ -18,15 +18,11 @@ import "math"
 // a few dozen samples before its share is known well enough, so with few
 // samples the threshold rises to the share r at which a key of twice r
 // still passes the test in all but about one window in a million
-// (hotKeyResolveZ). Without it a key at twice a small threshold would be
+// (Config.HotKeyMissRate). Without it a key at twice a small threshold would be
 // missed in many windows; with it the rule keeps two promises at every
 // parallelism and sample count: a key at 0.8 T is reported in well under
 // 0.5 % of windows, and a key at 2 T in every window. hotkey_test.go
 // measures both.
-
-// hotKeyResolveZ is the standard normal quantile of the miss rate the
-// resolution term is computed for: 1 - Φ(4.753) ≈ 1e-6.
-const hotKeyResolveZ = 4.753
 
 // normalQuantile returns z with Φ(z) = p for p in (0, 1).
 func normalQuantile(p float64) float64 {
@@ -48,15 +44,16 @@ func wilsonLower(x, n, z float64) float64 {
 }
 
 // hotKeyResolution is the smallest threshold r in (0, 0.5] that n samples
-// resolve: a key with share 2r has, hotKeyResolveZ standard deviations
-// below its expected count, a count whose Wilson bound at z is still
-// above r. (For r <= 0.5, the bound of x/n is above r exactly when
+// resolve: a key with share 2r has, zMiss standard deviations below its
+// expected count, a count whose Wilson bound at z is still above r. (For
+// r <= 0.5, the bound of x/n is above r exactly when
 // x > nr + z·sqrt(nr(1-r)), the one-sided score test.) It is 0.5 when not
-// even that resolves, which needs n <= z².
-func hotKeyResolution(n int, z float64) float64 {
+// even that resolves, which needs n <= z², and tends to 0 when z and
+// zMiss are 0.
+func hotKeyResolution(n int, z, zMiss float64) float64 {
 	nf := float64(n)
 	passes := func(r float64) bool {
-		low := 2*nf*r - hotKeyResolveZ*math.Sqrt(2*nf*r*(1-2*r))
+		low := 2*nf*r - zMiss*math.Sqrt(2*nf*r*(1-2*r))
 		return low >= nf*r+z*math.Sqrt(nf*r*(1-r))
 	}
 	lo, hi := 0.0, 0.5
@@ -84,7 +81,7 @@ func (e *Engine) hotKeyThreshold(p, n int) float64 {
 	if p > 0 {
 		th = max(th, e.cfg.HotKeyFairShare/float64(p))
 	}
-	return max(th, hotKeyResolution(n, normalQuantile(e.cfg.HotKeyConfidence)))
+	return max(th, hotKeyResolution(n, normalQuantile(e.cfg.HotKeyConfidence), normalQuantile(1-e.cfg.HotKeyMissRate)))
 }
 
 // isHot applies the rule to a key with sampled lower-bound weight lower

@@ -177,7 +177,7 @@ func TestHotKeyRuleExactRates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := normalQuantile(e.cfg.HotKeyConfidence)
+	z, zMiss := normalQuantile(e.cfg.HotKeyConfidence), normalQuantile(1-e.cfg.HotKeyMissRate)
 	for _, n := range hotKeySampleCounts {
 		for _, p := range hotKeyParallelisms {
 			th := e.hotKeyThreshold(p, n)
@@ -188,11 +188,11 @@ func TestHotKeyRuleExactRates(t *testing.T) {
 			}
 		}
 		worstFP, worstMiss := 0.0, 0.0
-		for th := hotKeyResolution(n, z); th <= 0.5; th *= 1.05 {
+		for th := hotKeyResolution(n, z, zMiss); th <= 0.5; th *= 1.05 {
 			worstFP = max(worstFP, reportRate(e, n, 0.8*th, th))
 			worstMiss = max(worstMiss, 1-reportRate(e, n, 2*th, th))
 		}
-		t.Logf("n=%d, any T from %.4f to 0.5: false positives at most %.2e, misses at most %.2e", n, hotKeyResolution(n, z), worstFP, worstMiss)
+		t.Logf("n=%d, any T from %.4f to 0.5: false positives at most %.2e, misses at most %.2e", n, hotKeyResolution(n, z, zMiss), worstFP, worstMiss)
 		if worstFP > 0.005 || worstMiss > 1e-5 {
 			t.Errorf("n=%d: worst false positives %.2e, worst misses %.2e", n, worstFP, worstMiss)
 		}
@@ -250,9 +250,9 @@ func TestHotKeyThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := normalQuantile(0.99)
-	if math.Abs(z-2.3263) > 1e-3 {
-		t.Fatalf("normalQuantile(0.99) = %v", z)
+	z, zMiss := normalQuantile(0.99), normalQuantile(1-1e-6)
+	if math.Abs(z-2.3263) > 1e-3 || math.Abs(zMiss-4.7534) > 1e-3 {
+		t.Fatalf("normalQuantile(0.99) = %v, normalQuantile(1-1e-6) = %v", z, zMiss)
 	}
 	tests := []struct {
 		name string
@@ -262,7 +262,7 @@ func TestHotKeyThreshold(t *testing.T) {
 		{"fair-share term", 8, 1_000_000, 0.5 / 8},
 		{"floor at high parallelism", 500, 1_000_000, 0.01},
 		{"unknown parallelism: the floor", 0, 1_000_000, 0.01},
-		{"few samples: the resolution", 8, 200, hotKeyResolution(200, z)},
+		{"few samples: the resolution", 8, 200, hotKeyResolution(200, z, zMiss)},
 		{"a single sample resolves nothing", 8, 1, 0.5},
 	}
 	for _, tt := range tests {
@@ -272,23 +272,34 @@ func TestHotKeyThreshold(t *testing.T) {
 	}
 	// The resolution falls with n, and at r = R(n) a key at 2r, 4.753
 	// standard deviations below its mean, is just at the test's bar.
+	// HotKeyMissRate 0.5 with HotKeyConfidence 0.5 turns it off.
 	prev := 0.5
 	for _, n := range []int{20, 50, 100, 200, 400, 1000, 2000, 5000, 10000, 100000} {
-		r := hotKeyResolution(n, z)
+		r := hotKeyResolution(n, z, zMiss)
 		if r > prev || r <= 0 {
 			t.Errorf("R(%d) = %v after %v", n, r, prev)
 		}
 		prev = r
 		nf := float64(n)
-		low := 2*nf*r - hotKeyResolveZ*math.Sqrt(2*nf*r*(1-2*r))
+		low := 2*nf*r - zMiss*math.Sqrt(2*nf*r*(1-2*r))
 		bar := nf*r + z*math.Sqrt(nf*r*(1-r))
 		if math.Abs(low-bar) > 1e-6*nf {
 			t.Errorf("R(%d) = %v: low count %v, bar %v", n, r, low, bar)
 		}
 	}
+	if r := hotKeyResolution(10, 0, 0); r > 1e-9 {
+		t.Errorf("R(10) without margins = %v, want 0", r)
+	}
+	loose, err := New(Config{HotKeyConfidence: 0.5, HotKeyMissRate: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loose.hotKeyThreshold(2, 10); got != 0.25 {
+		t.Errorf("without margins T(2, 10) = %v, want the fair-share term 0.25", got)
+	}
 	// The README quotes these.
 	for n, want := range map[int]float64{200: 0.238, 1000: 0.072, 5000: 0.016} {
-		if r := hotKeyResolution(n, z); math.Abs(r-want) > 0.0005 {
+		if r := hotKeyResolution(n, z, zMiss); math.Abs(r-want) > 0.0005 {
 			t.Errorf("R(%d) = %.4f, README says %.3f", n, r, want)
 		}
 	}

@@ -52,6 +52,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("T = max(%g%%, %g/P, R(n)): the floor `--hot-key-share` (%g%%)", eng.HotKeyShare*100, eng.HotKeyFairShare, eng.HotKeyShare*100)},
 		{"README.md", fmt.Sprintf("(`--hot-key-fair-share` %g:", eng.HotKeyFairShare)},
 		{"README.md", fmt.Sprintf("at %g%% confidence (`--hot-key-confidence`)", eng.HotKeyConfidence*100)},
+		{"README.md", fmt.Sprintf("`--hot-key-miss-rate` %s)", fmtFloat(eng.HotKeyMissRate))},
 		{"docs/salting-plans.md", fmt.Sprintf("| cooldown | %s | `--plan-cooldown` |", mins(pl.Cooldown))},
 		{"docs/salting-plans.md", fmt.Sprintf("| TTL | %s | `--plan-ttl` |", mins(pl.TTL))},
 		{"docs/salting-plans.md", fmt.Sprintf("| material bucket change | %g %% of the current count |", pl.BucketChange*100)},

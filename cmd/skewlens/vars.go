@@ -38,6 +38,7 @@ func defaultVars() kong.Vars {
 		"hot_key_share":      fmtFloat(eng.HotKeyShare),
 		"hot_key_fair_share": fmtFloat(eng.HotKeyFairShare),
 		"hot_key_confidence": fmtFloat(eng.HotKeyConfidence),
+		"hot_key_miss_rate":  fmtFloat(eng.HotKeyMissRate),
 		"max_hot_keys":       strconv.Itoa(eng.MaxHotKeys),
 		"min_samples":        strconv.Itoa(eng.MinSamples),
 		"busy":               fmtFloat(eng.BusyMsPerSecond),
