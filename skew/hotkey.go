@@ -18,11 +18,15 @@ import "math"
 // a few dozen samples before its share is known well enough, so with few
 // samples the threshold rises to the share r at which a key of twice r
 // still passes the test in all but about one window in a million
-// (Config.HotKeyMissRate). Without it a key at twice a small threshold would be
-// missed in many windows; with it the rule keeps two promises at every
-// parallelism and sample count: a key at 0.8 T is reported in well under
-// 0.5 % of windows, and a key at 2 T in every window. hotkey_test.go
-// measures both.
+// (Config.HotKeyMissRate). Without it a key at twice a small threshold
+// would be missed in many windows; with it the rule keeps two promises at
+// every parallelism and sample count: a key at 0.8 T is reported in well
+// under 0.5 % of windows, and a key at 2 T in every window.
+// hotkey_test.go measures both.
+//
+// Hot keys are reported whether or not their task is saturated, with
+// labels (HotKey.Saturated, HotKey.SkewsSubtask) that say whether they
+// may raise an alert (HotKey.Actionable).
 
 // normalQuantile returns z with Φ(z) = p for p in (0, 1).
 func normalQuantile(p float64) float64 {
