@@ -62,7 +62,8 @@ func (id Identity) compare(o Identity) int {
 }
 
 // identityOf returns the identity of an alertable finding, and false for
-// findings that make no alert (other kinds, malformed findings).
+// findings that make no alert (other kinds, malformed findings, hot keys
+// that are not skew.HotKey.Actionable).
 //
 // A rotating hot key is task-wide: its hot spot moves from subtask to
 // subtask by design (a time-bucketed key), and an identity per subtask
@@ -77,7 +78,7 @@ func identityOf(f *skew.Finding) (Identity, bool) {
 	}
 	switch f.Kind {
 	case skew.KindHotKey:
-		if f.HotKey == nil {
+		if f.HotKey == nil || !f.HotKey.Actionable() {
 			return Identity{}, false
 		}
 		id.Cause = CauseHotKey

@@ -168,6 +168,17 @@ func TestTrackerTransitions(t *testing.T) {
 				"firing j1/agg/-1/hot_key @10000", "firing j1/agg/2/hot_key @10000"},
 		},
 		{
+			name: "a hot key of an unsaturated task alerts only when it alone skews its subtask",
+			cfg:  TrackerConfig{For: -1},
+			steps: []step{{obs: []skew.Finding{
+				labelled(hot("j1", "agg", 1, "quiet", 0.3, 0), false, false),
+				labelled(hot("j1", "agg", 2, "skews", 0.3, 0), false, true),
+				labelled(hot("j1", "agg", 3, "saturated", 0.3, 0), true, false),
+			}}},
+			want: []string{"pending j1/agg/2/hot_key @10000", "pending j1/agg/3/hot_key @10000",
+				"firing j1/agg/2/hot_key @10000", "firing j1/agg/3/hot_key @10000"},
+		},
+		{
 			name: "MaxTracked refuses new conditions, keeps the tracked ones",
 			cfg:  TrackerConfig{For: -1, MaxTracked: 1},
 			steps: []step{{obs: []skew.Finding{
@@ -462,4 +473,10 @@ func TestTrackerBatchingIndependent(t *testing.T) {
 	if ga, gb := notified(a), notified(b); len(ga) < 4 || !slices.Equal(ga, gb) {
 		t.Errorf("window by window:\n%s\nall at once:\n%s", joinLines(ga), joinLines(gb))
 	}
+}
+
+// labelled sets the engine's labels of a hot_key finding.
+func labelled(f skew.Finding, saturated, skewsSubtask bool) skew.Finding {
+	f.HotKey.Saturated, f.HotKey.SkewsSubtask = &saturated, skewsSubtask
+	return f
 }

@@ -16,12 +16,27 @@ type Config struct {
 	// (default 1024). Any key above 1/TopK of a task's sampled weight is
 	// guaranteed to be found; the count error is at most weight/TopK.
 	TopK int
-	// HotKeyShare is the minimum share of a task's sampled weight in a
-	// window for a key to be reported as hot (default 0.05). At high
-	// parallelism the bar is lower: 1/parallelism when that is smaller,
-	// since such a key alone doubles its subtask's load; never below
-	// 2/TopK.
+	// HotKeyShare is the floor of the hot-key threshold: a key under this
+	// share of a task's sampled weight in a window is never hot, whatever
+	// the parallelism (default 0.01). See hotKeyThreshold for the rule.
 	HotKeyShare float64
+	// HotKeyFairShare is the hot-key threshold as a multiple of a subtask's
+	// fair share 1/parallelism (default 0.5). A key with k/P of a task's
+	// records alone raises its subtask to about 1+k times its peers' load
+	// when the rest is spread evenly, so 0.5 matches the default SkewRatio.
+	HotKeyFairShare float64
+	// HotKeyConfidence is the one-sided confidence with which a key's share
+	// must be above the threshold to be reported (default 0.99): the lower
+	// Wilson bound of the share at this confidence, computed from the
+	// window's sample count and the sketch's guaranteed lower count, must
+	// exceed the threshold. With few samples the threshold also rises to
+	// what they can resolve (see hotKeyThreshold).
+	HotKeyConfidence float64
+	// HotKeyMissRate is the miss rate the resolution term of the hot-key
+	// threshold is computed for (default 1e-6): with few samples the
+	// threshold rises until a key at twice it is missed in no more than
+	// about this fraction of windows. 0.5 turns the term off.
+	HotKeyMissRate float64
 	// MaxHotKeys caps the hot_key findings per task and window (default 10).
 	MaxHotKeys int
 	// MinSamples is the minimum number of key samples a task needs in a
@@ -100,7 +115,10 @@ func DefaultConfig() Config {
 	return Config{
 		WindowMs:                 10000,
 		TopK:                     1024,
-		HotKeyShare:              0.05,
+		HotKeyShare:              0.01,
+		HotKeyFairShare:          0.5,
+		HotKeyConfidence:         0.99,
+		HotKeyMissRate:           1e-6,
 		MaxHotKeys:               10,
 		MinSamples:               100,
 		BusyMsPerSecond:          800,
@@ -129,6 +147,9 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.WindowMs, d.WindowMs)
 	orDefault(&c.TopK, d.TopK)
 	orDefault(&c.HotKeyShare, d.HotKeyShare)
+	orDefault(&c.HotKeyFairShare, d.HotKeyFairShare)
+	orDefault(&c.HotKeyConfidence, d.HotKeyConfidence)
+	orDefault(&c.HotKeyMissRate, d.HotKeyMissRate)
 	orDefault(&c.MaxHotKeys, d.MaxHotKeys)
 	orDefault(&c.MinSamples, d.MinSamples)
 	orDefault(&c.BusyMsPerSecond, d.BusyMsPerSecond)
@@ -182,6 +203,11 @@ func (c Config) Validate() error {
 	if c.HotKeyShare > 0 && c.HotKeyShare < 1/float64(c.TopK) {
 		bad("hot-key-share", c.HotKeyShare, fmt.Sprintf("is below 1/top-k (%g): hot keys that small are not guaranteed to be found", 1/float64(c.TopK)))
 	}
+	within("hot-key-fair-share", c.HotKeyFairShare, 0, 1, " of 1/parallelism")
+	if math.IsNaN(c.HotKeyConfidence) || c.HotKeyConfidence < 0.5 || c.HotKeyConfidence >= 1 {
+		bad("hot-key-confidence", c.HotKeyConfidence, "must be in [0.5, 1)")
+	}
+	within("hot-key-miss-rate", c.HotKeyMissRate, 0, 0.5, "")
 	atLeast("max-hot-keys", c.MaxHotKeys, 1, "")
 	atLeast("min-samples", c.MinSamples, 1, "")
 	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")

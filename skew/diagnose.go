@@ -283,48 +283,6 @@ func peerMedian(subs []subStats, i int) float64 {
 	return median(peers)
 }
 
-type hotKey struct {
-	key     string
-	share   float64
-	est     float64
-	subtask int
-}
-
-// hotKeyThreshold is the share that makes a key hot in a task of
-// parallelism p (0 when unknown): HotKeyShare, or less at high parallelism,
-// where a key with a full subtask's fair share (1/p) already doubles its
-// subtask's load. It never drops below 2/TopK, where the sketch's counts
-// stop being accurate enough to tell.
-func (e *Engine) hotKeyThreshold(p int) float64 {
-	th := e.cfg.HotKeyShare
-	if p > 0 {
-		th = min(th, 1/float64(p))
-	}
-	return max(th, 2/float64(e.cfg.TopK))
-}
-
-func (e *Engine) hotKeys(tc *taskCtx) []hotKey {
-	w := tc.w
-	if w.samples < e.cfg.MinSamples || w.weight <= 0 {
-		return nil
-	}
-	p := tc.t.parallelism
-	if p == 0 {
-		p = tc.observed
-	}
-	th := e.hotKeyThreshold(p)
-	var out []hotKey
-	scale := w.est / w.weight
-	for _, c := range w.sketch.Top(e.cfg.MaxHotKeys) {
-		share := c.Count / w.weight
-		if share < th {
-			break
-		}
-		out = append(out, hotKey{key: c.Key, share: share, est: c.Count * scale, subtask: int(c.Tag)})
-	}
-	return out
-}
-
 func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 	ws, we := ctx.ws, ctx.ws+e.cfg.WindowMs
 	for i := range ctx.tasks {
@@ -336,14 +294,17 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 		if e.cfg.EmitStats {
 			dst = e.stats(tc, base, dst)
 		}
-		hot := e.hotKeys(tc)
+		hot, th := e.hotKeys(tc)
+		saturated := tc.t.saturatedNow()
 		for _, h := range hot {
 			f := base
 			f.Kind = KindHotKey
 			if h.subtask >= 0 {
 				f.SubtaskIndex = intPtr(h.subtask)
 			}
-			f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), EstimatedRecords: round(h.est, 0)}
+			f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), EstimatedRecords: round(h.est, 0),
+				ShareLowerBound: round(h.lower, 4), Threshold: round(th, 4),
+				Saturated: boolPtr(saturated), SkewsSubtask: h.skewsSubtask}
 			dst = append(dst, f)
 		}
 		n := len(dst)
@@ -736,6 +697,8 @@ func timeBucketed(key string, ws int64) bool {
 }
 
 func intPtr(i int) *int { return &i }
+
+func boolPtr(b bool) *bool { return &b }
 
 func round(x float64, digits int) float64 {
 	if math.IsInf(x, 0) || math.IsNaN(x) {

@@ -35,5 +35,16 @@
 // time (per attempt) when it reads 1000 ms/s, Flink's reading for about
 // 10 s after a deployment.
 //
+// # Hot keys
+//
+// A key is hot when the lower one-sided Wilson bound of its share (from
+// the sketch's guaranteed lower count, over the window's sample count, at
+// Config.HotKeyConfidence) is above max(HotKeyShare, HotKeyFairShare/P,
+// R(n)), where R(n) is the smallest threshold n samples resolve (see
+// hotkey.go). Hot keys of a task that is not saturated are still
+// reported, labelled (HotKey.Saturated, HotKey.SkewsSubtask); they are
+// HotKey.Actionable, and may alert, only when the key alone pushes its
+// subtask above the skew ratio.
+//
 // An Engine is not safe for concurrent use: one goroutine owns it.
 package skew

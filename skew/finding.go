@@ -78,6 +78,35 @@ type HotKey struct {
 	// EstimatedRecords is the key's weight scaled by the task's inverse
 	// sample rate in the window.
 	EstimatedRecords float64 `json:"estimated_records"`
+	// ShareLowerBound is the lower one-sided Wilson bound of the key's
+	// share, from the sketch's guaranteed count, at the configured
+	// confidence; the key is hot because it is above Threshold.
+	ShareLowerBound float64 `json:"share_lower_bound,omitempty"`
+	// Threshold is the share the key was judged against: the largest of
+	// the floor, the multiple of the fair share 1/parallelism, and what
+	// the window's sample count can resolve.
+	Threshold float64 `json:"threshold,omitempty"`
+	// Saturated says whether a subtask of the task was saturated (as of
+	// its latest report) in the window. A hot key of a task that is not
+	// saturated is kept for the history tables but raises no alert unless
+	// it alone pushes its subtask above the skew ratio (SkewsSubtask); see
+	// Actionable. Nil in findings made before the label existed.
+	Saturated *bool `json:"saturated,omitempty"`
+	// SkewsSubtask says whether the key alone pushes its subtask above the
+	// skew ratio in the window's key samples: its subtask gets at least
+	// skew-ratio times its peers' median share, and the key's share alone
+	// is at least (skew-ratio - 1) times that median.
+	SkewsSubtask bool `json:"skews_subtask,omitempty"`
+}
+
+// Actionable reports whether the hot key may raise an alert: its task is
+// saturated, or the key alone pushes its subtask above the skew ratio.
+// A finding without the Saturated label (made before it existed) is
+// actionable, as every hot key was then. Salting plans are stricter still:
+// the engine proposes one only with a data_skew or rotating_hot_key
+// finding of the task.
+func (h *HotKey) Actionable() bool {
+	return h.Saturated == nil || *h.Saturated || h.SkewsSubtask
 }
 
 // Saturation is the body of a saturation finding.

@@ -22,7 +22,10 @@ import (
 type engineFlags struct {
 	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine"`
 	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine"`
-	HotKeyShare              float64       `help:"Share of a task's sampled weight that makes a key hot." default:"${hot_key_share}" group:"Engine"`
+	HotKeyShare              float64       `help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot." default:"${hot_key_share}" group:"Engine"`
+	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share, raised when the window has too few samples to resolve it)." default:"${hot_key_fair_share}" group:"Engine"`
+	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above the hot-key threshold (lower Wilson bound over the window's samples)." default:"${hot_key_confidence}" group:"Engine"`
+	HotKeyMissRate           float64       `help:"With few samples the hot-key threshold rises until a key at twice it is missed in at most this fraction of windows (0.5: never raised)." default:"${hot_key_miss_rate}" group:"Engine"`
 	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine"`
 	MinSamples               int           `help:"Key samples a task needs in a window before hot keys are reported." default:"${min_samples}" group:"Engine"`
 	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine"`
@@ -57,6 +60,9 @@ func (f *engineFlags) config() skew.Config {
 	c.WindowMs = f.Window.Milliseconds()
 	c.TopK = f.TopK
 	c.HotKeyShare = f.HotKeyShare
+	c.HotKeyFairShare = f.HotKeyFairShare
+	c.HotKeyConfidence = f.HotKeyConfidence
+	c.HotKeyMissRate = f.HotKeyMissRate
 	c.MaxHotKeys = f.MaxHotKeys
 	c.MinSamples = f.MinSamples
 	c.BusyMsPerSecond = f.BusyThreshold

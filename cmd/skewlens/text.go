@@ -22,8 +22,15 @@ func writeText(w io.Writer, f *skew.Finding) error {
 	var err error
 	switch {
 	case f.HotKey != nil:
-		_, err = fmt.Fprintf(w, "%s  hot_key            %-36s key %q carries %.1f%% (~%.0f records)\n",
-			at, where, f.Key, f.Share*100, f.EstimatedRecords)
+		label := ""
+		if f.Saturated != nil && !*f.Saturated {
+			label = "; task not saturated"
+			if !f.SkewsSubtask {
+				label += ", no alert"
+			}
+		}
+		_, err = fmt.Fprintf(w, "%s  hot_key            %-36s key %q carries %.1f%% (~%.0f records)%s\n",
+			at, where, f.Key, f.Share*100, f.EstimatedRecords, label)
 	case f.Stats != nil:
 		st := f.Stats
 		_, err = fmt.Fprintf(w, "%s  subtask_stats      %-36s busy %4.0f  bp %4.0f  idle %4.0f ms/s  in %9.1f/s  share %5.1f%%  inPool %.2f  outPool %.2f\n",
