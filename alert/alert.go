@@ -27,8 +27,12 @@ const (
 // UTC.
 type Alert struct {
 	// ID is Identity.String(): "job_id/task_name/subtask/cause".
-	ID     string `json:"id"`
-	Status string `json:"status"`
+	ID string `json:"id"`
+	// IncidentID names the incident of the alert's latest finding (package
+	// incident; for hot_key alerts, the hottest key's incident). The
+	// incidents table and GET /v1/incidents know it by this id.
+	IncidentID string `json:"incident_id"`
+	Status     string `json:"status"`
 	// Labels identify the alert to Alertmanager and routing rules. They
 	// are fixed when the alert fires and do not change until it resolves,
 	// because Alertmanager tells alerts apart by their whole label set.

@@ -69,6 +69,7 @@ func (t *Tracker) labels(st *state) map[string]string {
 func (t *Tracker) alert(st *state, status string, at int64, reason string) Alert {
 	a := Alert{
 		ID:          st.id.String(),
+		IncidentID:  st.incidentID(),
 		Status:      status,
 		Labels:      st.labels,
 		Annotations: t.annotations(st),

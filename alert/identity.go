@@ -1,6 +1,8 @@
 package alert
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -98,4 +100,28 @@ func identityOf(f *skew.Finding) (Identity, bool) {
 		return Identity{}, false
 	}
 	return id, true
+}
+
+// IdentityOf returns the identity of a finding that makes alerts (and
+// incidents), and false for the others; see identityOf.
+func IdentityOf(f *skew.Finding) (Identity, bool) { return identityOf(f) }
+
+// Compare orders identities: by job, task, subtask, then cause.
+func (id Identity) Compare(o Identity) int { return id.compare(o) }
+
+// IncidentID returns the id of the incident of a condition (package
+// incident): 16 hex digits of a SHA-256 over the identity, the hot key
+// ("" for causes other than hot_key) and the start of the incident's
+// first window (epoch ms). It depends on nothing else, so a replay or a
+// restarted pipeline names an incident as an uninterrupted run does, and
+// an alert names the incident of its latest finding.
+func IncidentID(id Identity, key string, start int64) string {
+	h := sha256.New()
+	for _, s := range []string{id.JobID, id.TaskName, strconv.Itoa(id.Subtask), id.Cause, key, strconv.FormatInt(start, 10)} {
+		// Length-prefixed, so that no two tuples hash the same bytes.
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

@@ -40,6 +40,46 @@ type state struct {
 	latest     skew.Finding  // the latest finding (for hot keys: the hottest key's)
 	keys       []skew.HotKey // hot_key alerts: the keys of the latest window, hottest first
 	touched    int64         // window end of the latest Observe group that touched it
+	// runs holds, for hot_key alerts, each key's run of findings: its
+	// incident (IncidentID) starts where the run starts.
+	runs map[string]keyRun
+}
+
+// keyRun is one hot key's current run of findings under one alert.
+type keyRun struct{ start, lastSeen int64 }
+
+// trackKey extends the run of a hot_key finding's key, or starts a new
+// one when the key's previous run is over by the hysteresis, and forgets
+// runs that are over.
+func (st *state) trackKey(f *skew.Finding, h Hysteresis) {
+	if f.Kind != skew.KindHotKey || f.HotKey == nil {
+		return
+	}
+	if st.runs == nil {
+		st.runs = make(map[string]keyRun)
+	}
+	for k, r := range st.runs {
+		if h.Over(r.lastSeen, f.WindowStart) {
+			delete(st.runs, k)
+		}
+	}
+	r, ok := st.runs[f.HotKey.Key]
+	if !ok {
+		r = keyRun{start: f.WindowStart}
+	}
+	r.lastSeen = max(r.lastSeen, f.WindowEnd)
+	st.runs[f.HotKey.Key] = r
+}
+
+// incidentID returns the id of the incident of the alert's latest
+// finding.
+func (st *state) incidentID() string {
+	if st.id.Cause == CauseHotKey && st.latest.HotKey != nil {
+		if r, ok := st.runs[st.latest.HotKey.Key]; ok {
+			return IncidentID(st.id, st.latest.HotKey.Key, r.start)
+		}
+	}
+	return IncidentID(st.id, "", st.start)
 }
 
 // NewTracker returns a Tracker with no alerts. It fills the zero fields
@@ -163,6 +203,7 @@ func (t *Tracker) apply(r record) (st *state, isNew bool) {
 		if f.Kind == skew.KindHotKey {
 			st.keys = []skew.HotKey{*f.HotKey}
 		}
+		st.trackKey(f, t.cfg.Hysteresis())
 		t.states[r.id] = st
 		return st, true
 	}
@@ -174,12 +215,14 @@ func (t *Tracker) apply(r record) (st *state, isNew bool) {
 		if f.Kind == skew.KindHotKey {
 			st.keys = append(st.keys, *f.HotKey)
 		}
+		st.trackKey(f, t.cfg.Hysteresis())
 	case f.WindowEnd == st.lastSeen && f.Kind == skew.KindHotKey:
 		// Another hot key on the same subtask in the same window (perhaps
 		// delivered in a later Observe call): keep the keys hottest first.
 		if slices.ContainsFunc(st.keys, func(k skew.HotKey) bool { return k.Key == f.HotKey.Key }) {
 			break
 		}
+		st.trackKey(f, t.cfg.Hysteresis())
 		st.keys = append(st.keys, *f.HotKey)
 		slices.SortStableFunc(st.keys, func(a, b skew.HotKey) int { return cmp.Compare(b.Share, a.Share) })
 		if f.HotKey.Share > st.latest.HotKey.Share {
@@ -198,7 +241,7 @@ func (t *Tracker) evaluate(st *state, now int64, events []Event) []Event {
 		return events
 	}
 	if !st.firing {
-		if t.cfg.For < 0 || time.Duration(st.lastSeen-st.start)*time.Millisecond >= t.cfg.For {
+		if t.cfg.Hysteresis().Lasted(st.start, st.lastSeen) {
 			st.firing = true
 			t.firing++
 			st.labels = t.labels(st)
@@ -262,8 +305,8 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 			}
 			clock = min(now, last)
 		}
-		if clock-st.lastSeen >= resolveAfter {
-			done = append(done, over{st, st.lastSeen + resolveAfter, ReasonAbsent})
+		if h := t.cfg.Hysteresis(); h.Over(st.lastSeen, clock) {
+			done = append(done, over{st, h.OverAt(st.lastSeen), ReasonAbsent})
 		}
 	}
 	// The event time of a resolution is when its hysteresis ran out, not

@@ -168,3 +168,37 @@ func (c *TrackerConfig) severity(cause string) string {
 	}
 	return DefaultSeverity(cause)
 }
+
+// Hysteresis is the rule that makes consecutive findings of one condition
+// one alert (and one incident, package incident): the condition has
+// lasted once For has passed from the start of its first window to the
+// end of its latest one, and it is over once no finding of it arrived for
+// ResolveAfter. Times are event time in epoch milliseconds.
+type Hysteresis struct {
+	For          time.Duration
+	ResolveAfter time.Duration
+}
+
+// Hysteresis returns the configuration's hysteresis rule.
+func (c TrackerConfig) Hysteresis() Hysteresis {
+	return Hysteresis{For: c.For, ResolveAfter: c.ResolveAfter}
+}
+
+// Lasted reports whether a condition seen from start to lastSeen has
+// lasted For (always, when For is 0 or negative).
+func (h Hysteresis) Lasted(start, lastSeen int64) bool {
+	return h.For <= 0 || time.Duration(lastSeen-start)*time.Millisecond >= h.For
+}
+
+// Over reports whether a condition last seen at lastSeen is over at now:
+// it has been absent for ResolveAfter.
+func (h Hysteresis) Over(lastSeen, now int64) bool {
+	return now-lastSeen >= h.ResolveAfter.Milliseconds()
+}
+
+// OverAt returns the event time at which a condition last seen at
+// lastSeen is over if nothing more is seen: the event time of its
+// resolution, however late it is noticed.
+func (h Hysteresis) OverAt(lastSeen int64) int64 {
+	return lastSeen + h.ResolveAfter.Milliseconds()
+}

@@ -1,0 +1,30 @@
+// Package incident folds the findings of consecutive windows of one
+// condition into one incident, so that a condition that lasts five
+// minutes is one record with a start, an end and its worst numbers, not
+// thirty identical rows.
+//
+// A condition is what makes an alert (alert.Identity: job, task, subtask
+// or the whole task, and cause), and for hot keys the key too. Tracker
+// opens an incident at the first finding of a condition, extends it with
+// every later one, and closes it with the alert package's hysteresis
+// (alert.Hysteresis): once no finding of it arrived for ResolveAfter, its
+// end being the end of its last window. So an alert and its incident start
+// and end together, and alerts carry the incident's id (alert.IncidentID:
+// a hash of the condition and the start of its first window).
+//
+// Design: Tracker is pure. It does no I/O, reads no clock, and its
+// output depends only on the findings and watermarks it is given, in
+// event time; every change it returns carries a version (the event time
+// of the change) that grows for each incident, so storing the changes in
+// a table that keeps the highest version per id (the ClickHouse incidents
+// table, ReplacingMergeTree) is idempotent. For crash safety the stored
+// incidents are the state: Restore takes the open incidents and, per job,
+// the end of the latest window an incident saw, and Observe ignores
+// findings of windows it has already folded in. A pipeline that crashed
+// after storing some incident changes replays windows whose findings the
+// table already holds; they change nothing, so the table ends up as an
+// uninterrupted run leaves it.
+//
+// Sink (package incident/sink) wires a Tracker into the pipeline between
+// the findings writer and the alerts.
+package incident

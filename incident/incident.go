@@ -1,0 +1,99 @@
+package incident
+
+import (
+	"time"
+)
+
+// Incident states.
+const (
+	StateOpen   = "open"
+	StateClosed = "closed"
+)
+
+// Incident is one condition from its first window to its last. Its JSON
+// form is the body of the incidents table and the element of GET
+// /v1/incidents; field order is fixed. Times are event time in epoch
+// milliseconds.
+type Incident struct {
+	// ID is alert.IncidentID of the condition and Start.
+	ID       string `json:"id"`
+	JobID    string `json:"job_id"`
+	JobName  string `json:"job_name,omitempty"`
+	TaskName string `json:"task_name"`
+	// Subtask is the subtask index, or -1 for a task-wide condition.
+	Subtask int    `json:"subtask"`
+	Cause   string `json:"cause"`
+	// Key is the hot key of a hot_key incident, "" for the other causes.
+	Key   string `json:"key,omitempty"`
+	State string `json:"state"`
+	// Start is the start of the first window with a finding.
+	Start int64 `json:"start"`
+	// End is the end of the last window with a finding once the incident
+	// is closed; 0 while it is open.
+	End int64 `json:"end"`
+	// LastSeen is the end of the latest window with a finding.
+	LastSeen int64 `json:"last_seen"`
+	// Windows counts the windows with a finding.
+	Windows int `json:"windows"`
+	// Busy is the busy time in ms per second, InputRatio the input rate
+	// over the peers' median, and Share the subtask's share of the task's
+	// input (a hot key's share of the task's sampled weight for hot_key),
+	// over the windows that reported them.
+	Busy       Stat `json:"busy_ms_per_s"`
+	InputRatio Stat `json:"input_ratio"`
+	Share      Stat `json:"share"`
+	// HotKeys lists the hot keys seen, in the order first seen, at most
+	// Config.MaxHotKeys.
+	HotKeys []string `json:"hot_keys,omitempty"`
+	// Summary is the latest finding's summary.
+	Summary string `json:"summary,omitempty"`
+	// UpdatedAt is the event time of this state of the incident: the end
+	// of the window that opened or extended it, or for a closed incident
+	// when the hysteresis ran out (LastSeen + ResolveAfter). It grows with
+	// every change, and the incidents table keeps the row with the highest.
+	UpdatedAt int64 `json:"updated_at"`
+}
+
+// Duration returns how long the incident has lasted: from its start to
+// the end of its latest window.
+func (in *Incident) Duration() time.Duration {
+	return time.Duration(in.LastSeen-in.Start) * time.Millisecond
+}
+
+// Stat is the peak and mean of one number over an incident's windows.
+// Sum and N are kept so that the mean of a restored incident continues
+// exactly.
+type Stat struct {
+	Peak float64 `json:"peak"`
+	Mean float64 `json:"mean"`
+	Sum  float64 `json:"sum"`
+	N    int     `json:"n"`
+}
+
+// add folds in one window's value; values not above 0 mean "not
+// reported" and are skipped.
+func (s *Stat) add(v float64) {
+	if !(v > 0) {
+		return
+	}
+	s.N++
+	s.Sum += v
+	s.Peak = max(s.Peak, v)
+	s.Mean = s.Sum / float64(s.N)
+}
+
+// ChangeKind says what happened to an incident.
+type ChangeKind string
+
+// Change kinds.
+const (
+	Opened  ChangeKind = "opened"
+	Updated ChangeKind = "updated"
+	Closed  ChangeKind = "closed"
+)
+
+// Change is one new state of one incident.
+type Change struct {
+	Kind     ChangeKind
+	Incident Incident
+}

@@ -1,0 +1,255 @@
+package incident
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Tracker turns the findings of closed windows into incidents. It does no
+// I/O, reads no clock and is deterministic: its changes depend only on
+// the sequence of calls and their arguments. It is not safe for
+// concurrent use.
+//
+// Call Observe with the findings of closed windows, in the order the
+// windows closed, and Advance with the watermark that closed them.
+type Tracker struct {
+	cfg     Config
+	causes  map[string]bool
+	open    map[condition]*Incident
+	seen    map[string]int64 // job id -> end of the latest window folded in
+	now     int64
+	refused uint64
+}
+
+// condition is what makes findings one incident.
+type condition struct {
+	id  alert.Identity
+	key string
+}
+
+func (c condition) compare(o condition) int {
+	if x := c.id.Compare(o.id); x != 0 {
+		return x
+	}
+	return strings.Compare(c.key, o.key)
+}
+
+// New returns a Tracker without incidents, after validating cfg.
+func New(cfg Config) (*Tracker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}}
+	for _, c := range cfg.Causes {
+		t.causes[c] = true
+	}
+	return t, nil
+}
+
+// record is one finding of an Observe call with its condition.
+type record struct {
+	c condition
+	f *skew.Finding
+}
+
+// Observe folds in the findings of closed windows and returns the
+// changes, in event time order (then condition order): incidents closed
+// because a later window in fs shows them absent for ResolveAfter, and
+// the incidents each window opened or extended. Findings that make no
+// alert (other kinds, hot keys that are not actionable, malformed ones)
+// are ignored, and so are findings of a job's windows that ended at or
+// before the latest window already folded in for that job: a replay
+// after a restart, or the same call repeated, changes nothing.
+func (t *Tracker) Observe(fs []skew.Finding) []Change {
+	recs := make([]record, 0, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		if f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
+			continue
+		}
+		id, ok := alert.IdentityOf(f)
+		if !ok || !t.causes[id.Cause] {
+			continue
+		}
+		if last, ok := t.seen[f.JobID]; ok && f.WindowEnd <= last {
+			continue
+		}
+		c := condition{id: id}
+		if id.Cause == alert.CauseHotKey {
+			c.key = f.HotKey.Key
+		}
+		recs = append(recs, record{c, f})
+	}
+	slices.SortStableFunc(recs, func(a, b record) int {
+		if x := cmp.Compare(a.f.WindowEnd, b.f.WindowEnd); x != 0 {
+			return x
+		}
+		return a.c.compare(b.c)
+	})
+	var out []Change
+	for i := 0; i < len(recs); {
+		end := recs[i].f.WindowEnd
+		j, start := i, end
+		for ; j < len(recs) && recs[j].f.WindowEnd == end; j++ {
+			start = min(start, recs[j].f.WindowStart)
+		}
+		group := recs[i:j]
+		i = j
+		// Windows ending at or before this group's start are complete: a
+		// condition missing from them may be over.
+		out = t.expire(start, out)
+		var prev *Incident
+		for _, r := range group {
+			in, kind := t.apply(r)
+			if in == nil || in == prev {
+				continue // refused, or a second finding of one condition in a window
+			}
+			prev = in
+			out = append(out, Change{Kind: kind, Incident: clone(in)})
+		}
+		t.now = max(t.now, end)
+	}
+	for _, r := range recs {
+		t.seen[r.f.JobID] = max(t.seen[r.f.JobID], r.f.WindowEnd)
+	}
+	return out
+}
+
+// apply folds one finding into its condition's incident, opening one
+// when needed. It returns nil when the bound MaxOpen refuses it.
+func (t *Tracker) apply(r record) (*Incident, ChangeKind) {
+	f := r.f
+	in := t.open[r.c]
+	kind := Updated
+	if in == nil {
+		if len(t.open) >= t.cfg.MaxOpen {
+			t.refused++
+			return nil, ""
+		}
+		in = &Incident{
+			ID: alert.IncidentID(r.c.id, r.c.key, f.WindowStart), JobID: f.JobID, TaskName: r.c.id.TaskName,
+			Subtask: r.c.id.Subtask, Cause: r.c.id.Cause, Key: r.c.key, State: StateOpen, Start: f.WindowStart,
+		}
+		t.open[r.c] = in
+		kind = Opened
+	} else if f.WindowEnd <= in.LastSeen {
+		return in, Updated // the same window again: already folded in
+	}
+	in.LastSeen = f.WindowEnd
+	in.UpdatedAt = f.WindowEnd
+	in.Windows++
+	if f.JobName != "" {
+		in.JobName = f.JobName
+	}
+	if f.Summary != "" {
+		in.Summary = f.Summary
+	}
+	switch {
+	case f.HotKey != nil:
+		in.Share.add(f.HotKey.Share)
+		t.addKey(in, f.HotKey.Key)
+	case f.Saturation != nil && f.Saturation.Evidence != nil:
+		ev := f.Saturation.Evidence
+		in.Busy.add(ev.BusyMsPerSecond)
+		in.InputRatio.add(ev.InputRatio)
+		in.Share.add(ev.InputShare)
+		for _, k := range ev.HotKeys {
+			t.addKey(in, k.Key)
+		}
+	}
+	return in, kind
+}
+
+// addKey adds a hot key to the incident's list, within MaxHotKeys.
+func (t *Tracker) addKey(in *Incident, key string) {
+	if len(in.HotKeys) < t.cfg.MaxHotKeys && !slices.Contains(in.HotKeys, key) {
+		in.HotKeys = append(in.HotKeys, key)
+	}
+}
+
+// Advance moves event time to watermark (epoch ms) and closes the
+// incidents absent for ResolveAfter by then. Every finding of a window
+// ending at or before watermark must have been observed.
+func (t *Tracker) Advance(watermark int64) []Change {
+	return t.expire(watermark, nil)
+}
+
+// expire closes the incidents that are over at event time at, in the
+// order their hysteresis ran out.
+func (t *Tracker) expire(at int64, out []Change) []Change {
+	t.now = max(t.now, at)
+	h := t.cfg.Hysteresis
+	var done []condition
+	for c, in := range t.open {
+		if h.Over(in.LastSeen, t.now) {
+			done = append(done, c)
+		}
+	}
+	slices.SortFunc(done, func(a, b condition) int {
+		if x := cmp.Compare(t.open[a].LastSeen, t.open[b].LastSeen); x != 0 {
+			return x
+		}
+		return a.compare(b)
+	})
+	for _, c := range done {
+		in := t.open[c]
+		delete(t.open, c)
+		in.State = StateClosed
+		in.End = in.LastSeen
+		// When the hysteresis ran out, not when it was noticed, so that
+		// how calls are batched does not change the rows.
+		in.UpdatedAt = h.OverAt(in.LastSeen)
+		out = append(out, Change{Kind: Closed, Incident: *in})
+	}
+	return out
+}
+
+// Open returns the open incidents, ordered by condition.
+func (t *Tracker) Open() []Incident {
+	cs := make([]condition, 0, len(t.open))
+	for c := range t.open {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, condition.compare)
+	out := make([]Incident, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, clone(t.open[c]))
+	}
+	return out
+}
+
+// Restore resumes from stored incidents: the open ones are tracked again
+// and, for each job, seen is the end of the latest window an incident of
+// it saw (closed ones included), before which Observe ignores findings.
+// Call it on a new Tracker, before Observe.
+func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
+	for j, s := range seen {
+		t.seen[j] = max(t.seen[j], s)
+		t.now = max(t.now, s)
+	}
+	for i := range open {
+		in := clone(&open[i])
+		if in.State != StateOpen || in.JobID == "" {
+			continue
+		}
+		c := condition{id: alert.Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
+		t.open[c] = &in
+		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
+		t.now = max(t.now, in.LastSeen)
+	}
+}
+
+// Refused returns how many findings were ignored because MaxOpen
+// incidents were open.
+func (t *Tracker) Refused() uint64 { return t.refused }
+
+// clone copies an incident so that the caller may keep it.
+func clone(in *Incident) Incident {
+	c := *in
+	c.HotKeys = slices.Clone(in.HotKeys)
+	return c
+}

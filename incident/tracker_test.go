@@ -1,0 +1,270 @@
+package incident
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/skew"
+)
+
+const win = 10_000 // window length (ms)
+
+func ptr[T any](v T) *T { return &v }
+
+// skewed is a data_skew finding of subtask 1 of job j in window w.
+func skewed(j string, w int64, busy, ratio float64) skew.Finding {
+	return skew.Finding{
+		Kind: skew.KindSaturation, JobID: j, TaskName: "agg", SubtaskIndex: ptr(1),
+		WindowStart: w * win, WindowEnd: (w + 1) * win, Summary: fmt.Sprintf("window %d", w),
+		Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{
+			BusyMsPerSecond: busy, InputRatio: ratio, InputShare: 0.5, HotKeys: []skew.KeyShare{{Key: "k1", Share: 0.4}},
+		}},
+	}
+}
+
+// hot is a hot_key finding of key k on subtask 0 in window w.
+func hot(k string, w int64, share float64) skew.Finding {
+	return skew.Finding{
+		Kind: skew.KindHotKey, JobID: "j", TaskName: "agg", SubtaskIndex: ptr(0),
+		WindowStart: w * win, WindowEnd: (w + 1) * win, HotKey: &skew.HotKey{Key: k, Share: share},
+	}
+}
+
+func newTracker(t *testing.T) *Tracker {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// step is one call: findings (Observe) or a watermark (Advance).
+type step struct {
+	fs []skew.Finding
+	wm int64
+}
+
+func run(tr *Tracker, steps []step) []Change {
+	var out []Change
+	for _, s := range steps {
+		if s.fs != nil {
+			out = append(out, tr.Observe(s.fs)...)
+		} else {
+			out = append(out, tr.Advance(s.wm)...)
+		}
+	}
+	return out
+}
+
+func TestTracker(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+		// want lists the final state of each incident, by id order of
+		// appearance: state, start, end, windows.
+		want []string
+		// kinds lists the change kinds in order.
+		kinds []ChangeKind
+	}{
+		{
+			name:  "consecutive windows make one incident that closes after the hysteresis",
+			steps: []step{{fs: []skew.Finding{skewed("j", 0, 900, 3)}}, {fs: []skew.Finding{skewed("j", 1, 950, 4)}}, {fs: []skew.Finding{skewed("j", 2, 800, 2)}}, {wm: 50_000}, {wm: 60_000}},
+			want:  []string{"closed 0 30000 3"},
+			kinds: []ChangeKind{Opened, Updated, Updated, Closed},
+		},
+		{
+			name:  "a gap shorter than the hysteresis keeps the incident open",
+			steps: []step{{fs: []skew.Finding{skewed("j", 0, 900, 3)}}, {fs: []skew.Finding{skewed("j", 3, 900, 3)}}, {wm: 60_000}},
+			want:  []string{"open 0 0 2"},
+			kinds: []ChangeKind{Opened, Updated},
+		},
+		{
+			name:  "a gap of the hysteresis makes two incidents",
+			steps: []step{{fs: []skew.Finding{skewed("j", 0, 900, 3)}}, {fs: []skew.Finding{skewed("j", 4, 900, 3)}}},
+			want:  []string{"closed 0 10000 1", "open 40000 0 1"},
+			kinds: []ChangeKind{Opened, Closed, Opened},
+		},
+		{
+			name:  "hot keys are incidents per key",
+			steps: []step{{fs: []skew.Finding{hot("a", 0, 0.3), hot("b", 0, 0.2)}}, {fs: []skew.Finding{hot("a", 1, 0.4)}}, {wm: 40_000}},
+			want:  []string{"open 0 0 2", "closed 0 10000 1"},
+			kinds: []ChangeKind{Opened, Opened, Updated, Closed},
+		},
+		{
+			name:  "the same findings again change nothing",
+			steps: []step{{fs: []skew.Finding{skewed("j", 0, 900, 3)}}, {fs: []skew.Finding{skewed("j", 0, 900, 3)}}},
+			want:  []string{"open 0 0 1"},
+			kinds: []ChangeKind{Opened},
+		},
+		{
+			name:  "findings that make no alert make no incident",
+			steps: []step{{fs: []skew.Finding{{Kind: skew.KindSubtaskStats, JobID: "j", TaskName: "agg", WindowStart: 0, WindowEnd: win}}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changes := run(newTracker(t), tt.steps)
+			var kinds []ChangeKind
+			final := map[string]Incident{}
+			var order []string
+			for _, c := range changes {
+				kinds = append(kinds, c.Kind)
+				if _, ok := final[c.Incident.ID]; !ok {
+					order = append(order, c.Incident.ID)
+				}
+				final[c.Incident.ID] = c.Incident
+			}
+			var got []string
+			for _, id := range order {
+				in := final[id]
+				got = append(got, fmt.Sprintf("%s %d %d %d", in.State, in.Start, in.End, in.Windows))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("incidents = %q, want %q", got, tt.want)
+			}
+			if !reflect.DeepEqual(kinds, tt.kinds) {
+				t.Errorf("changes = %v, want %v", kinds, tt.kinds)
+			}
+		})
+	}
+}
+
+func TestTrackerNumbers(t *testing.T) {
+	tr := newTracker(t)
+	run(tr, []step{{fs: []skew.Finding{skewed("j", 0, 900, 3)}}, {fs: []skew.Finding{skewed("j", 1, 1000, 5)}}, {fs: []skew.Finding{skewed("j", 2, 800, 1)}}})
+	open := tr.Open()
+	if len(open) != 1 {
+		t.Fatalf("open = %d incidents, want 1", len(open))
+	}
+	in := open[0]
+	if in.Busy.Peak != 1000 || in.Busy.Mean != 900 || in.InputRatio.Peak != 5 || in.InputRatio.Mean != 3 || in.Share.Peak != 0.5 {
+		t.Errorf("numbers = busy %+v ratio %+v share %+v", in.Busy, in.InputRatio, in.Share)
+	}
+	if in.Summary != "window 2" || !reflect.DeepEqual(in.HotKeys, []string{"k1"}) || in.UpdatedAt != 30_000 {
+		t.Errorf("summary %q, hot keys %q, updated at %d", in.Summary, in.HotKeys, in.UpdatedAt)
+	}
+	want := alert.IncidentID(alert.Identity{JobID: "j", TaskName: "agg", Subtask: 1, Cause: skew.CauseDataSkew}, "", 0)
+	if in.ID != want {
+		t.Errorf("id = %s, want %s", in.ID, want)
+	}
+}
+
+// table keeps the latest state of each incident by UpdatedAt, as the
+// incidents table (ReplacingMergeTree by version) does.
+type table map[string]Incident
+
+func (tb table) put(cs []Change) {
+	for _, c := range cs {
+		if old, ok := tb[c.Incident.ID]; !ok || c.Incident.UpdatedAt >= old.UpdatedAt {
+			tb[c.Incident.ID] = c.Incident
+		}
+	}
+}
+
+// restore builds a Tracker from the table, as the pipeline does at start.
+func (tb table) restore(t *testing.T) *Tracker {
+	tr := newTracker(t)
+	var open []Incident
+	seen := map[string]int64{}
+	for _, in := range tb {
+		if in.State == StateOpen {
+			open = append(open, in)
+		}
+		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
+	}
+	tr.Restore(open, seen)
+	return tr
+}
+
+// TestRestoreEqualsUninterrupted crashes after every call, at every
+// point where some incident changes were stored but the input was not
+// committed, replays from there, and checks that the table is the one an
+// uninterrupted run leaves.
+func TestRestoreEqualsUninterrupted(t *testing.T) {
+	var steps []step
+	for w := int64(0); w < 20; w++ {
+		var fs []skew.Finding
+		if w < 6 || (w > 9 && w < 14) {
+			fs = append(fs, skewed("j", w, 900+float64(w), 3), hot("a", w, 0.3))
+		}
+		if w%3 == 0 {
+			fs = append(fs, skewed("k", w, 700, 2))
+		}
+		if fs != nil {
+			steps = append(steps, step{fs: fs})
+		}
+		steps = append(steps, step{wm: (w + 1) * win})
+	}
+	want := table{}
+	want.put(run(newTracker(t), steps))
+	for crash := 1; crash < len(steps); crash++ {
+		for replayFrom := max(0, crash-4); replayFrom <= crash; replayFrom++ {
+			got := table{}
+			got.put(run(newTracker(t), steps[:crash]))
+			got.put(run(got.restore(t), steps[replayFrom:]))
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("crash after step %d, replay from %d: table differs:\n got %+v\nwant %+v", crash, replayFrom, got, want)
+			}
+		}
+	}
+	if len(want) < 4 {
+		t.Fatalf("only %d incidents: the test needs several", len(want))
+	}
+}
+
+// TestAlertsCarryTheIncidentID feeds the same findings to the alert
+// tracker and to an incident tracker with its hysteresis: every alert
+// event names the incident of its latest finding.
+func TestAlertsCarryTheIncidentID(t *testing.T) {
+	acfg := alert.DefaultTrackerConfig()
+	acfg.For = -1
+	at, err := alert.NewTracker(acfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hysteresis = acfg.Hysteresis()
+	it, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := [][]skew.Finding{
+		{skewed("j", 0, 900, 3), hot("a", 0, 0.3)},
+		{skewed("j", 1, 900, 3), hot("a", 1, 0.2), hot("b", 1, 0.4)},
+		{hot("a", 2, 0.2)},
+		{}, {}, {}, {},
+		{skewed("j", 7, 900, 3), hot("b", 7, 0.5)},
+	}
+	ids := map[string]Incident{}
+	checked := 0
+	for w, fs := range windows {
+		for _, c := range it.Observe(fs) {
+			ids[c.Incident.ID] = c.Incident
+		}
+		for _, c := range it.Advance(int64(w+1) * win) {
+			ids[c.Incident.ID] = c.Incident
+		}
+		events := at.Observe(fs)
+		events = append(events, at.Advance(int64(w+1)*win)...)
+		for _, e := range events {
+			in, ok := ids[e.Alert.IncidentID]
+			if !ok {
+				t.Fatalf("window %d: alert %s names incident %q, which the tracker does not know", w, e.Alert.ID, e.Alert.IncidentID)
+			}
+			f := e.Alert.Finding
+			if f.HotKey != nil && in.Key != f.HotKey.Key || in.Cause != e.Alert.Identity().Cause || in.LastSeen != f.WindowEnd {
+				t.Errorf("window %d: alert %s (%s) names incident %+v", w, e.Alert.ID, e.Kind, in)
+			}
+			checked++
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("only %d alert events checked", checked)
+	}
+}
