@@ -253,3 +253,6 @@ func clone(in *Incident) Incident {
 	c.HotKeys = slices.Clone(in.HotKeys)
 	return c
 }
+
+// OpenCount returns the number of open incidents.
+func (t *Tracker) OpenCount() int { return len(t.open) }

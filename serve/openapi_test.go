@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/skewlens/skewlens/incident"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -155,6 +156,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"PinRequest":      pinRequest{},
 		"OverrideRequest": overrideRequest{},
 		"ExcludeRequest":  excludeRequest{},
+		"Incident":        incident.Incident{},
+		"IncidentStat":    incident.Stat{},
 	}
 	for name, v := range types {
 		schema := node(doc, "components", "schemas", name)

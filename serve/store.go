@@ -65,6 +65,8 @@ type Store struct {
 	Overrides OverrideWriter
 	Audit     AuditReader
 	Findings  FindingReader
+	// Incidents serves GET /v1/incidents; optional: nil answers 404.
+	Incidents IncidentReader
 }
 
 // check reports a field left nil.
@@ -108,5 +110,22 @@ type FindingsQuery struct {
 	Since time.Time
 	// Limit caps the number of findings; 0 means the store's default
 	// (the Server always sets it, at most MaxLimit).
+	Limit int
+}
+
+// IncidentReader reads incidents (package incident) for GET /v1/incidents.
+// Incidents returns their JSON bodies, latest start first. It makes one
+// attempt; its errors are classified like FindingReader's.
+type IncidentReader interface {
+	Incidents(ctx context.Context, q IncidentsQuery) ([]json.RawMessage, error)
+}
+
+// IncidentsQuery selects incidents: of one job ("" all), in one state
+// ("open", "closed" or "" both), whose latest window ended at or after
+// Since (zero: any), at most Limit (0: the reader's default).
+type IncidentsQuery struct {
+	JobID string
+	State string
+	Since time.Time
 	Limit int
 }

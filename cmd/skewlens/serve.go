@@ -98,5 +98,7 @@ func (c *serveCmd) Run(e *env) error {
 // serveStore is the API's store: the parts of the ClickHouse store it
 // reads and writes.
 func serveStore(st *clickhouse.Store) serve.Store {
-	return serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(), Findings: st.Findings()}
+	s := serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(), Findings: st.Findings()}
+	s.Incidents = st.Incidents()
+	return s
 }

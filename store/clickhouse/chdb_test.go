@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/serve"
 )
 
 // The modern dialect is checked against chDB, the in-process ClickHouse
@@ -196,6 +198,27 @@ func TestModernDialectChDB(t *testing.T) {
 	for _, table := range tableOrder() {
 		add("count "+table, "SELECT count() FROM `"+db+"`.`"+table+"` FINAL")
 	}
+	// The incidents of the fixtures, twice (a replay).
+	changes, final := incidentFixtures(t, fs)
+	var irows []row
+	for i := range changes {
+		r, err := incidentRow(&changes[i], now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		irows = append(irows, r)
+	}
+	for pass := 0; pass < 2; pass++ {
+		add(fmt.Sprintf("insert incidents pass %d", pass), "INSERT INTO `"+db+"`.`"+tableIncidents+"` ("+strings.Join(incidentColumns(), ", ")+
+			") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+jsonLines(t, incidentColumns(), irows))
+	}
+	add("count incidents", "SELECT count() FROM `"+db+"`.`"+tableIncidents+"` FINAL")
+	itable := "`" + db + "`.`" + tableIncidents + "`"
+	seenQ, openQ := loadIncidentsQueries(itable)
+	add("load incidents seen", seenQ)
+	add("load incidents open", inlineArgs(t, openQ, []any{incident.StateOpen}))
+	readQ, readArgs := incidentsQuery(itable, serve.IncidentsQuery{JobID: final[0].JobID, State: final[0].State, Since: time.UnixMilli(final[0].Start)})
+	add("read incidents", inlineArgs(t, readQ, readArgs))
 	qs := docQueriesFor(t, DialectModern, db)
 	for _, q := range qs {
 		add("doc "+q.Name(), q.SQL)
@@ -215,8 +238,33 @@ func TestModernDialectChDB(t *testing.T) {
 			t.Errorf("%s: %s rows with FINAL after a replay, want %d", table, got, counts[table])
 		}
 	}
+	if got := strings.TrimSpace(res["count incidents"].Output); got != fmt.Sprint(len(final)) {
+		t.Errorf("incidents: %s rows with FINAL after a replay, want %d", got, len(final))
+	}
+	wantSeen, wantOpen, wantRead := map[string]int64{}, 0, 0
+	for _, in := range final {
+		wantSeen[in.JobID] = max(wantSeen[in.JobID], in.LastSeen)
+		if in.State == incident.StateOpen {
+			wantOpen++
+		}
+		if in.JobID == final[0].JobID && in.State == final[0].State && in.LastSeen >= final[0].Start {
+			wantRead++
+		}
+	}
+	if got := strings.Count(res["load incidents seen"].Output, "\n"); got != len(wantSeen) {
+		t.Errorf("load incidents seen: %d rows, want %d\n%s", got, len(wantSeen), res["load incidents seen"].Output)
+	}
+	if got := strings.Count(res["load incidents open"].Output, "\n"); got != wantOpen {
+		t.Errorf("load incidents open: %d rows, want %d", got, wantOpen)
+	}
+	if got := strings.Count(res["read incidents"].Output, "\n"); got != wantRead || wantRead == 0 {
+		t.Errorf("read incidents: %d rows, want %d", got, wantRead)
+	}
 	// The documented results are the same as on the legacy server.
 	expect := docExpect(fs)
+	for h, rows := range incidentDocExpect(final, true) {
+		expect[h] = rows
+	}
 	for _, q := range qs {
 		want, ok := expect[q.Heading]
 		if !ok || want == nil {

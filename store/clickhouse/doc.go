@@ -17,7 +17,11 @@
 //     offset commit so that a restarted pipeline resumes it;
 //   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
-//     versions and retirements, operators' overrides, and who changed what.
+//     versions and retirements, operators' overrides, and who changed what;
+//   - incidents (WriteIncidents, LoadIncidents, IncidentReader): one row
+//     per change of an incident (package incident), versioned by its event
+//     time, so replays collapse; the stored open incidents are also the
+//     incident tracker's state after a restart.
 //
 // # Parts
 //

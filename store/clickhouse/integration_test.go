@@ -198,6 +198,7 @@ func TestIntegration(t *testing.T) {
 	}
 
 	t.Run("hostile strings", func(t *testing.T) { testHostileStrings(ctx, t, s) })
+	t.Run("incidents", func(t *testing.T) { testIncidents(ctx, t, s, fs) })
 	t.Run("doc queries", func(t *testing.T) { testDocQueries(ctx, t, s, fs) })
 
 	// Metrics are registered and exported.
@@ -303,6 +304,10 @@ func docPrefix() map[string][][]string {
 // some results against fs, the fixtures that were written.
 func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Finding) {
 	expect, prefix := docExpect(fs), docPrefix()
+	_, final := incidentFixtures(t, fs)
+	for h, rows := range incidentDocExpect(final, false) {
+		expect[h] = rows
+	}
 	qs := docQueriesFor(t, s.Dialect(), s.cfg.Database)
 	seen := map[string]bool{}
 	for _, q := range qs {

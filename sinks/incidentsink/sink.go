@@ -1,0 +1,195 @@
+package incidentsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Writer stores findings; Write returns nil only once they are stored.
+type Writer interface {
+	Write(ctx context.Context, version uint64, fs []skew.Finding) error
+}
+
+// Store stores incident changes and reads them back at start-up. The
+// ClickHouse store's Writer is one.
+type Store interface {
+	// WriteIncidents returns nil only once every incident is stored;
+	// storing the same incident state twice must be harmless.
+	WriteIncidents(ctx context.Context, ins []incident.Incident) error
+	// LoadIncidents returns the open incidents and each job's latest
+	// window end, for incident.Tracker.Restore.
+	LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, err error)
+}
+
+// advancer is the pipeline's stream.Advancer, named here so that this
+// package does not import the pipeline.
+type advancer interface {
+	Advance(ctx context.Context, now time.Time) error
+}
+
+// Sink is a findings sink that keeps the incidents table up to date.
+// Create it with New. It is safe for concurrent use.
+//
+// Changes not yet stored (WriteIncidents failed) are kept, at most one per
+// incident (its latest state), so they are bounded by the open incidents
+// (incident.Config.MaxOpen) plus those closed since the last success;
+// metric skewlens_incidents_pending_changes.
+type Sink struct {
+	next  Writer
+	store Store
+	log   *slog.Logger
+	m     *metrics
+
+	unreg     func()
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	tr       *incident.Tracker
+	pending  []incident.Change
+	index    map[string]int // position in pending, by incident id
+	onChange func(incident.Change)
+}
+
+// New returns a Sink writing findings to next and incidents to store,
+// tracking them with tr, and registers its metrics on reg (nil: none).
+// log may be nil.
+func New(next Writer, tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if next == nil || tr == nil || store == nil {
+		return nil, errors.New("incidentsink: nil writer, tracker or store")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Sink{next: next, store: store, tr: tr, log: log.With("component", "incidentsink"), index: map[string]int{}}
+	s.m = newMetrics(s)
+	unreg, err := promreg.Register(reg, "incident sink", s.m.collectors()...)
+	if err != nil {
+		return nil, fmt.Errorf("incidentsink: %w", err)
+	}
+	s.unreg = unreg
+	return s, nil
+}
+
+// OnChange sets a function called with every change once it is stored,
+// in order (for example to print it). It runs under the Sink's lock and
+// must not block. Set it before the first Write.
+func (s *Sink) OnChange(f func(incident.Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = f
+}
+
+// Close unregisters the Sink's metrics; it closes neither the next sink
+// nor the store, and is safe to call twice.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(s.unreg)
+	return nil
+}
+
+// Restore loads the stored incidents into the tracker, reading with
+// policy. Call it once, before the first Write.
+func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
+	var (
+		open []incident.Incident
+		seen map[string]int64
+	)
+	err := retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
+		open, seen, err = s.store.LoadIncidents(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("restore incidents: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tr.Restore(open, seen)
+	s.log.Info("incidents restored", "open", len(open), "jobs", len(seen))
+	return nil
+}
+
+// Write writes fs to the next sink and, once that succeeded, folds them
+// into incidents and stores the changes, with any left from an earlier
+// call. An error of the next sink is returned as it is, and nothing is
+// observed. A store error is returned too and the changes are kept: the
+// runner retries the whole Write, the next sink's write is idempotent,
+// the tracker ignores findings it has folded in, and the kept changes are
+// stored then.
+func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
+	if err := s.next.Write(ctx, version, fs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.add(s.tr.Observe(fs))
+	return s.flush(ctx)
+}
+
+// Advance advances the next sink (when it is an advancer) and then the
+// tracker to now, the end of the last closed window, and stores the
+// incidents that closed.
+func (s *Sink) Advance(ctx context.Context, now time.Time) error {
+	if adv, ok := s.next.(advancer); ok {
+		if err := adv.Advance(ctx, now); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.add(s.tr.Advance(now.UnixMilli()))
+	return s.flush(ctx)
+}
+
+// add queues changes, replacing a pending change of the same incident
+// with its later state (an incident opened and updated before a store
+// succeeded stays "opened"; a closed one stays "closed").
+func (s *Sink) add(cs []incident.Change) {
+	for _, c := range cs {
+		if i, ok := s.index[c.Incident.ID]; ok {
+			if s.pending[i].Kind == incident.Opened && c.Kind == incident.Updated {
+				c.Kind = incident.Opened
+			}
+			s.pending[i] = c
+			continue
+		}
+		s.index[c.Incident.ID] = len(s.pending)
+		s.pending = append(s.pending, c)
+	}
+	s.m.pending.Set(float64(len(s.pending)))
+}
+
+// flush stores the pending changes; they are dropped once stored.
+func (s *Sink) flush(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	ins := make([]incident.Incident, len(s.pending))
+	for i := range s.pending {
+		ins[i] = s.pending[i].Incident
+	}
+	if err := s.store.WriteIncidents(ctx, ins); err != nil {
+		s.log.Warn("incident changes not stored; kept for the next try", "changes", len(s.pending), "err", err)
+		return fmt.Errorf("store %d incident changes: %w", len(ins), err)
+	}
+	for _, c := range s.pending {
+		s.m.changes.WithLabelValues(string(c.Kind)).Inc()
+		if s.onChange != nil {
+			s.onChange(c)
+		}
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	clear(s.index)
+	s.m.pending.Set(0)
+	return nil
+}

@@ -1,0 +1,130 @@
+package incidentsink
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/skew"
+)
+
+type fakeWriter struct{ writes int }
+
+func (w *fakeWriter) Write(context.Context, uint64, []skew.Finding) error { w.writes++; return nil }
+
+// fakeStore keeps the latest state of each incident, like the table, and
+// fails the next fail calls.
+type fakeStore struct {
+	rows map[string]incident.Incident
+	fail int
+}
+
+func (s *fakeStore) WriteIncidents(_ context.Context, ins []incident.Incident) error {
+	if s.fail > 0 {
+		s.fail--
+		return errors.New("server down")
+	}
+	for _, in := range ins {
+		if old, ok := s.rows[in.ID]; !ok || in.UpdatedAt >= old.UpdatedAt {
+			s.rows[in.ID] = in
+		}
+	}
+	return nil
+}
+
+func (s *fakeStore) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, error) {
+	var open []incident.Incident
+	seen := map[string]int64{}
+	for _, in := range s.rows {
+		if in.State == incident.StateOpen {
+			open = append(open, in)
+		}
+		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
+	}
+	return open, seen, nil
+}
+
+func skewed(w int64) []skew.Finding {
+	sub := 2
+	return []skew.Finding{{
+		Kind: skew.KindSaturation, JobID: "j", TaskName: "agg", SubtaskIndex: &sub,
+		WindowStart: w * 10_000, WindowEnd: (w + 1) * 10_000,
+		Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 900}},
+	}}
+}
+
+func newSink(t *testing.T, store *fakeStore, reg prometheus.Registerer) (*Sink, *fakeWriter) {
+	t.Helper()
+	tr, err := incident.New(incident.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &fakeWriter{}
+	s, err := New(w, tr, store, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(); _ = s.Close() })
+	return s, w
+}
+
+// TestSinkRetryAndRestore fails a store, retries the Write as the runner
+// does, restarts from the store and replays: the table holds one
+// incident of the right number of windows, which closes.
+func TestSinkRetryAndRestore(t *testing.T) {
+	ctx := context.Background()
+	store := &fakeStore{rows: map[string]incident.Incident{}}
+	reg := prometheus.NewRegistry()
+	s, w := newSink(t, store, reg)
+	var kinds []incident.ChangeKind
+	s.OnChange(func(c incident.Change) { kinds = append(kinds, c.Kind) })
+	if err := s.Write(ctx, 1, skewed(0)); err != nil {
+		t.Fatal(err)
+	}
+	store.fail = 1
+	if err := s.Write(ctx, 2, skewed(1)); err == nil {
+		t.Fatal("Write with a failing store returned nil")
+	}
+	if got := testutil.ToFloat64(s.m.pending); got != 1 {
+		t.Errorf("pending changes = %v, want 1", got)
+	}
+	if err := s.Write(ctx, 2, skewed(1)); err != nil { // the runner's retry
+		t.Fatal(err)
+	}
+	if w.writes != 3 {
+		t.Errorf("next sink written %d times, want 3", w.writes)
+	}
+	// A restart replays window 1 and goes on.
+	s2, _ := newSink(t, store, nil)
+	if err := s2.Restore(ctx, retry.Policy{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int64{1, 2} {
+		if err := s2.Write(ctx, 3, skewed(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s2.Advance(ctx, time.UnixMilli(60_000)); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.rows) != 1 {
+		t.Fatalf("%d incidents stored, want 1: %+v", len(store.rows), store.rows)
+	}
+	for _, in := range store.rows {
+		if in.State != incident.StateClosed || in.Windows != 3 || in.Start != 0 || in.End != 30_000 {
+			t.Errorf("incident = %+v, want closed, 3 windows from 0 to 30000", in)
+		}
+	}
+	if len(kinds) != 2 || kinds[0] != incident.Opened || kinds[1] != incident.Updated {
+		t.Errorf("changes seen by OnChange = %v, want [opened updated]", kinds)
+	}
+	if got := testutil.ToFloat64(s.m.changes.WithLabelValues("opened")); got != 1 {
+		t.Errorf("opened changes = %v, want 1", got)
+	}
+}
