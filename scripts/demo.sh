@@ -18,8 +18,8 @@ for s in healthy hot_key rotating_hot_key slow_sink under_provisioned checkpoint
   if [ ! -s "$dir/$s.txt" ]; then
     echo "   no findings: the job is healthy"
   else
-    # The first finding of each kind and cause, then how many there were.
-    awk '!seen[$3]++' "$dir/$s.txt"
+    # One line per incident: its start, cause, where, duration and peaks.
+    cat "$dir/$s.txt"
   fi
   tail -n 1 "$dir/$s.err" | sed 's/^skewlens analyze: /   /'
 done
@@ -27,7 +27,8 @@ done
 cat <<MSG
 
 ${bold}Try it yourself${off}
-  $bin analyze -i $dir/slow_sink.log -o text            # findings for people
+  $bin analyze -i $dir/slow_sink.log -o text            # incidents for people
+  $bin analyze -i $dir/slow_sink.log -o text --per-window  # every finding, per window
   $bin analyze -i $dir/hot_key.log --kind salting_plan  # JSON salting plans
   $bin keygroup -p 8 'u42' 'u42#0' 'u42#3'                 # Flink's routing, bit-exact
   $bin help

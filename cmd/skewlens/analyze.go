@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/incident"
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -82,13 +83,15 @@ func (f *engineFlags) config() skew.Config {
 }
 
 type analyzeCmd struct {
-	Input    []string `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
-	Format   string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
-	Output   string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
-	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
-	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
-	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
-	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
+	Input  []string `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
+	Format string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
+	Output string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}. Text prints one line per incident (consecutive windows of one condition) with its duration."`
+	// PerWindow keeps the text output of one line per finding.
+	PerWindow bool     `help:"With -o text, print one line per finding and window instead of one per incident."`
+	Kind      []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
+	Stats     bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
+	ShowBad   int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
+	Progress  string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
 	windowFlags
 	engineFlags
 	// BusyFrom is analyze's only: run shares engineFlags and has no use
@@ -162,6 +165,12 @@ func (c *analyzeCmd) Run(e *env) error {
 				st.Lines, float64(st.Bytes)/1e6, float64(st.Bytes)/1e6/el, total(perKind))
 		}
 	}
+	var incidents *incidentLog // text output by incident
+	if c.Output == "text" && !c.PerWindow {
+		if incidents, err = newIncidentLog(incident.DefaultConfig()); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	st, err := replay.Run(ctx, inputs, stage, opts, func(f *skew.Finding) error {
@@ -169,11 +178,22 @@ func (c *analyzeCmd) Run(e *env) error {
 			return nil
 		}
 		perKind[f.Kind]++
-		if c.Output == "text" {
+		switch {
+		case incidents != nil:
+			incidents.add(f)
+			return nil
+		case c.Output == "text":
 			return writeText(out, f)
 		}
 		return enc.Encode(f)
 	})
+	if incidents != nil && err == nil {
+		for _, in := range incidents.incidents() {
+			if err = writeIncidentText(out, in.State, &in); err != nil {
+				break
+			}
+		}
+	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}

@@ -19,11 +19,13 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	localch "github.com/skewlens/skewlens/deploy/clickhouse"
+	"github.com/skewlens/skewlens/incident"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/promreg"
@@ -33,6 +35,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/incidentsink"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
@@ -52,6 +55,7 @@ type runCmd struct {
 	Simulate        []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
 	Speed           float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
 	Quiet           bool          `help:"Do not print findings to the terminal."`
+	PerWindow       bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
 	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
@@ -251,15 +255,31 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer alerter.Stop() // after the runner: drains the notifier queues
 
+	// Incidents: consecutive windows of one condition, with the alerts'
+	// hysteresis, stored before the engine state (crash-safe) and printed
+	// as they open and close instead of a line per window.
+	incSink, err := c.incidentSink(ctx, planSink, store, log, reg)
+	if err != nil {
+		return err
+	}
+	defer incSink.Close()
+	if !c.Quiet {
+		incSink.OnChange(func(ch incident.Change) {
+			if ch.Kind != incident.Updated || c.PerWindow {
+				_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident)
+			}
+		})
+	}
+
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
-		kafkasrc.ForStream(src), stage, deliver.NewSink(planSink, alerter), store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), stage, deliver.NewSink(incSink, alerter), store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}
 	var found atomic.Int64
 	runner.OnFinding(func(f *skew.Finding) {
 		found.Add(1)
-		if !c.Quiet && f.Kind != skew.KindSubtaskStats {
+		if !c.Quiet && c.PerWindow && f.Kind != skew.KindSubtaskStats {
 			_ = writeText(e.stdout, f)
 		}
 	})
@@ -377,6 +397,27 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		return 0, false
 	}
 	return deliver.New(cfg, targets, log, reg)
+}
+
+// incidentSink builds the incident tracker with the alerts' hysteresis
+// and its sink in front of next, and restores the open incidents from
+// ClickHouse.
+func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+	cfg := incident.DefaultConfig()
+	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	tr, err := incident.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := incidentsink.New(next, tr, store.Writer(), log, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Restore(ctx, store.RetryPolicy()); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {

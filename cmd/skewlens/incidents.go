@@ -1,0 +1,108 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// writeIncidentText prints one incident as a line for people: its start
+// (UTC), label (its state, or what just happened to it), cause, where,
+// how long it has lasted and in how many windows, its peaks and the latest
+// summary.
+func writeIncidentText(w io.Writer, label string, in *incident.Incident) error {
+	at := time.UnixMilli(in.Start).UTC().Format("2006-01-02 15:04:05")
+	where := in.TaskName
+	if in.JobName != "" {
+		where = in.JobName + "/" + where
+	}
+	if in.Subtask >= 0 {
+		where = fmt.Sprintf("%s #%d", where, in.Subtask)
+	}
+	var peaks []string
+	if in.Busy.N > 0 {
+		peaks = append(peaks, fmt.Sprintf("busy %.0f ms/s", in.Busy.Peak))
+	}
+	if in.InputRatio.N > 0 {
+		peaks = append(peaks, fmt.Sprintf("input %.1f× median", in.InputRatio.Peak))
+	}
+	if in.Share.N > 0 {
+		peaks = append(peaks, fmt.Sprintf("share %.1f%%", in.Share.Peak*100))
+	}
+	var detail string
+	if in.Key != "" {
+		detail = fmt.Sprintf("key %q, ", in.Key)
+	}
+	if len(peaks) > 0 {
+		detail += "peak " + strings.Join(peaks, ", ")
+	}
+	detail = strings.TrimSuffix(detail, ", ")
+	if in.Summary != "" {
+		detail += " — " + in.Summary
+	}
+	_, err := fmt.Fprintf(w, "%s  %-7s %-18s %-36s %8s (%d windows)  %s\n",
+		at, label, in.Cause, where, in.Duration().Round(time.Second), in.Windows, strings.TrimPrefix(detail, " "))
+	return err
+}
+
+// incidentLog folds the findings of a replay into incidents, window by
+// window as the pipeline does: findings come in window order, and the
+// findings of one window end are observed together. It keeps the latest
+// state of every incident.
+type incidentLog struct {
+	tr     *incident.Tracker
+	batch  []skew.Finding
+	latest map[string]incident.Incident
+}
+
+func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
+	tr, err := incident.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &incidentLog{tr: tr, latest: map[string]incident.Incident{}}, nil
+}
+
+// add takes one finding; a finding of a later window observes the
+// findings of the earlier one first.
+func (l *incidentLog) add(f *skew.Finding) {
+	if n := len(l.batch); n > 0 && l.batch[n-1].WindowEnd != f.WindowEnd {
+		l.flush()
+	}
+	l.batch = append(l.batch, *f)
+}
+
+func (l *incidentLog) flush() {
+	for _, c := range l.tr.Observe(l.batch) {
+		l.latest[c.Incident.ID] = c.Incident
+	}
+	if n := len(l.batch); n > 0 {
+		for _, c := range l.tr.Advance(l.batch[n-1].WindowEnd) {
+			l.latest[c.Incident.ID] = c.Incident
+		}
+	}
+	clear(l.batch)
+	l.batch = l.batch[:0]
+}
+
+// incidents observes what is left and returns every incident in its
+// latest state, by start, then job, task, subtask, cause and key. Those
+// still going at the end of the input are open.
+func (l *incidentLog) incidents() []incident.Incident {
+	l.flush()
+	out := make([]incident.Incident, 0, len(l.latest))
+	for _, in := range l.latest {
+		out = append(out, in)
+	}
+	slices.SortFunc(out, func(a, b incident.Incident) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.JobID, b.JobID), strings.Compare(a.TaskName, b.TaskName),
+			cmp.Compare(a.Subtask, b.Subtask), strings.Compare(a.Cause, b.Cause), strings.Compare(a.Key, b.Key))
+	})
+	return out
+}
