@@ -23,7 +23,9 @@
 // findings of windows it has already folded in. A pipeline that crashed
 // after storing some incident changes replays windows whose findings the
 // table already holds; they change nothing, so the table ends up as an
-// uninterrupted run leaves it.
+// uninterrupted run leaves it. Restored incidents stay dormant until
+// their job reports again (see Tracker.Restore), so that instances of one
+// consumer group do not close each other's incidents.
 //
 // Sink (package incident/sink) wires a Tracker into the pipeline between
 // the findings writer and the alerts.

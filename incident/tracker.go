@@ -21,6 +21,9 @@ type Tracker struct {
 	causes  map[string]bool
 	open    map[condition]*Incident
 	seen    map[string]int64 // job id -> end of the latest window folded in
+	// dormant holds the jobs with restored open incidents that no finding
+	// has been observed of since Restore: their incidents do not expire.
+	dormant map[string]bool
 	now     int64
 	refused uint64
 }
@@ -43,7 +46,7 @@ func New(cfg Config) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}}
+	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
 	}
@@ -71,6 +74,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		if f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
+		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
 		id, ok := alert.IdentityOf(f)
 		if !ok || !t.causes[id.Cause] {
 			continue
@@ -185,7 +189,7 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 	h := t.cfg.Hysteresis
 	var done []condition
 	for c, in := range t.open {
-		if h.Over(in.LastSeen, t.now) {
+		if h.Over(in.LastSeen, t.now) && !t.dormant[in.JobID] {
 			done = append(done, c)
 		}
 	}
@@ -226,6 +230,14 @@ func (t *Tracker) Open() []Incident {
 // and, for each job, seen is the end of the latest window an incident of
 // it saw (closed ones included), before which Observe ignores findings.
 // Call it on a new Tracker, before Observe.
+//
+// A restored incident stays dormant (it does not expire) until a finding
+// of its job, of any kind, is observed: instances of one consumer group
+// all load every open incident, and only the one that consumes the job
+// may close them, as only it extends them. The pipeline writes a
+// subtask_stats finding per subtask and window by default, so a job that
+// still reports wakes its incidents in its first window; an incident of
+// a job that never reports again stays open.
 func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 	for j, s := range seen {
 		t.seen[j] = max(t.seen[j], s)
@@ -238,6 +250,7 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 		}
 		c := condition{id: alert.Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
 		t.open[c] = &in
+		t.dormant[in.JobID] = true
 		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
 		t.now = max(t.now, in.LastSeen)
 	}

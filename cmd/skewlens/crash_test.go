@@ -79,6 +79,101 @@ func TestRunSIGKILLEqualsUninterrupted(t *testing.T) {
 		r.kill(t)
 	}
 	assertSameTables(ctx, t, chAddr, "crash_ref", "crash_kill", cutoff, fmt.Sprintf("after %d kills", kills))
+	assertSameIncidents(ctx, t, chAddr, "crash_ref", "crash_kill", cutoff, fmt.Sprintf("after %d kills", kills))
+}
+
+// assertSameIncidents checks that the incidents tables of databases want
+// and got agree as of event time asOf: the latest state of every
+// incident among the rows whose version (the event time of the change)
+// is at most asOf, without the write time. Both runs have stored those:
+// they closed the windows before cutoff, and a closing row with a version
+// a minute before it was due as soon as any later window had a finding.
+// Rows of one incident and version must be identical in got (a replay
+// writes the same row again).
+func assertSameIncidents(ctx context.Context, t *testing.T, chAddr, wantDB, gotDB string, cutoff int64, what string) {
+	t.Helper()
+	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	asOf := cutoff - time.Minute.Milliseconds()
+	want := incidentsAsOf(ctx, t, conn, wantDB, asOf)
+	got := incidentsAsOf(ctx, t, conn, gotDB, asOf)
+	closed := 0
+	for _, r := range want {
+		if strings.Contains(r, "state=closed ") {
+			closed++
+		}
+	}
+	if len(want) < 3 || closed == 0 {
+		t.Fatalf("incidents: %d in %s, %d closed: the comparison needs several, some closed", len(want), wantDB, closed)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("incidents %s: %d, %s has %d; first difference:\n%s", what, len(got), wantDB, len(want), firstDiff(got, want))
+	} else {
+		t.Logf("incidents: %d (%d closed) equal %s", len(got), closed, what)
+	}
+}
+
+// incidentsAsOf returns, for each incident of db.incidents, its row with
+// the highest version at most asOf, without inserted_at, sorted. Two
+// different rows of one incident and version fail the test.
+func incidentsAsOf(ctx context.Context, t *testing.T, conn ch.Conn, db string, asOf int64) []string {
+	t.Helper()
+	rows, err := conn.Query(ctx, "SELECT * FROM "+db+".incidents WHERE version <= ?", uint64(asOf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols := rows.Columns()
+	type state struct {
+		version uint64
+		row     string
+	}
+	latest := map[string]state{}
+	for rows.Next() {
+		ptrs := make([]any, len(cols))
+		for i, ct := range rows.ColumnTypes() {
+			ptrs[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			b       strings.Builder
+			id      string
+			version uint64
+		)
+		for i, c := range cols {
+			v := reflect.ValueOf(ptrs[i]).Elem().Interface()
+			switch c {
+			case "inserted_at":
+				continue
+			case "id":
+				id = v.(string)
+			case "version":
+				version = v.(uint64)
+			}
+			fmt.Fprintf(&b, "%s=%v ", c, v)
+		}
+		cur, ok := latest[id]
+		switch {
+		case !ok || version > cur.version:
+			latest[id] = state{version, b.String()}
+		case version == cur.version && b.String() != cur.row:
+			t.Errorf("%s.incidents: two different rows of incident %s at version %d:\n%s\n%s", db, id, version, cur.row, b.String())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(latest))
+	for _, s := range latest {
+		out = append(out, s.row)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // produceBacklog writes jobs simulated incidents (8 minutes each, started

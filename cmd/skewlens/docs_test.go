@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/skewlens/skewlens/incident"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("minus the out-of-orderness (%s)", secs(outOfOrder))},
 		{"README.md", fmt.Sprintf("Detection latency at the default settings (%s windows, %s out-of-orderness)", secs(window), secs(outOfOrder))},
 		{"README.md", fmt.Sprintf("`%s` (`--plans-topic`)", planpub.DefaultConfig().Topic)},
+		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultOverridePoll))},
 		{"README.md", fmt.Sprintf("`--alert-for` (%s) before firing", fmtDuration(alert.DefaultFor))},
 		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(alert.DefaultResolveAfter))},
