@@ -17,10 +17,10 @@ import (
 // Call Observe with the findings of closed windows, in the order the
 // windows closed, and Advance with the watermark that closed them.
 type Tracker struct {
-	cfg     Config
-	causes  map[string]bool
-	open    map[condition]*Incident
-	seen    map[string]int64 // job id -> end of the latest window folded in
+	cfg    Config
+	causes map[string]bool
+	open   map[condition]*Incident
+	seen   map[string]int64 // job id -> end of the latest window folded in
 	// dormant holds the jobs with restored open incidents that no finding
 	// has been observed of since Restore: their incidents do not expire.
 	dormant map[string]bool
