@@ -110,6 +110,7 @@ func (t *Tracker) annotations(st *state) map[string]string {
 		"runbook":      clean(t.runbook(st)),
 		"window_start": msTime(f.WindowStart).Format(timeLayout),
 		"window_end":   msTime(f.WindowEnd).Format(timeLayout),
+		"incident_id":  st.incidentID(),
 	}
 	if f.SubtaskIndex != nil {
 		a["subtask"] = strconv.Itoa(*f.SubtaskIndex)
