@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skewlens/skewlens/incident"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,7 +61,9 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 
 // chStore is the Store of the ClickHouse sink.
 func chStore(s *clickhouse.Store) serve.Store {
-	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
+	st := serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
+	st.Incidents = s.Incidents()
+	return st
 }
 
 // runServer runs a serve.Server on store on a real loopback listener and
@@ -424,5 +427,66 @@ func TestETagPollingAndFindings(t *testing.T) {
 	}
 	if r := call(t, "GET", base+"/readyz", "", "", nil); r.code != 200 {
 		t.Errorf("readyz: %d %s", r.code, r.body)
+	}
+}
+
+// TestIncidentsFromClickHouse stores the incidents of a hostile hot key
+// and of a closed data_skew condition, twice (a replay), and reads them
+// back through GET /v1/incidents with each filter.
+func TestIncidentsFromClickHouse(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sink, _ := newTestSink(t, "incidents")
+	_, base := runServer(t, serve.Config{}, chStore(sink))
+	tr, err := incident.New(incident.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := hostileKeys()[1]
+	start := time.Now().Add(-10 * time.Minute).Truncate(10 * time.Second).UnixMilli()
+	sub := 1
+	var changes []incident.Incident
+	for w := int64(0); w < 8; w++ {
+		ws := start + w*10_000
+		fs := []skew.Finding{{Kind: skew.KindHotKey, JobID: serve.JobID, TaskName: "T", SubtaskIndex: &sub,
+			WindowStart: ws, WindowEnd: ws + 10_000, HotKey: &skew.HotKey{Key: key, Share: 0.5}}}
+		if w < 2 {
+			fs = append(fs, skew.Finding{Kind: skew.KindSaturation, JobID: serve.JobID, TaskName: "T", SubtaskIndex: &sub,
+				WindowStart: ws, WindowEnd: ws + 10_000, Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 990}}})
+		}
+		for _, c := range append(tr.Observe(fs), tr.Advance(ws+10_000)...) {
+			changes = append(changes, c.Incident)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if err := sink.Writer().WriteIncidents(ctx, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(query string) []incident.Incident {
+		t.Helper()
+		r := call(t, "GET", base+"/v1/incidents?"+query, "", "", nil)
+		var got struct {
+			Incidents []incident.Incident `json:"incidents"`
+		}
+		if r.code != 200 || json.Unmarshal([]byte(r.body), &got) != nil {
+			t.Fatalf("%s: %d %.200s", query, r.code, r.body)
+		}
+		return got.Incidents
+	}
+	open := list("job_id=" + serve.JobID + "&state=open")
+	if len(open) != 1 || open[0].Key != key || open[0].Windows != 8 || open[0].Cause != "hot_key" {
+		t.Errorf("open incidents = %+v, want the hot key's, 8 windows", open)
+	}
+	closed := list("state=closed&since=" + fmt.Sprint(start))
+	if len(closed) != 1 || closed[0].Cause != skew.CauseDataSkew || closed[0].Windows != 2 || closed[0].End != start+20_000 || closed[0].Busy.Peak != 990 {
+		t.Errorf("closed incidents = %+v, want data_skew over 2 windows", closed)
+	}
+	if all := list(""); len(all) != 2 {
+		t.Errorf("%d incidents, want 2", len(all))
+	}
+	if none := list("since=" + fmt.Sprint(start+10*60_000)); len(none) != 0 {
+		t.Errorf("incidents since after their end: %+v", none)
 	}
 }
