@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,19 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if hot == 0 {
 		t.Error("no hot_keys rows for u42")
+	}
+	// The terminal shows incidents as they open, not a line per window,
+	// and each one is in the incidents table.
+	var incidents, saturations uint64
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(id) FROM "+db+".incidents WHERE job_name = 'hot_key' AND cause = 'data_skew'").Scan(&incidents); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".findings FINAL WHERE job_name = 'hot_key' AND cause = 'data_skew'").Scan(&saturations); err != nil {
+		t.Fatal(err)
+	}
+	opened := regexp.MustCompile(`(?m)^\S+ \S+  opened  data_skew +hot_key/`).FindAllString(out, -1)
+	if incidents == 0 || uint64(len(opened)) != incidents || saturations <= incidents {
+		t.Errorf("%d data_skew incidents in ClickHouse for %d findings, %d opened lines on stdout:\n%s", incidents, saturations, len(opened), out)
 	}
 }
 
