@@ -27,6 +27,7 @@
 // their job reports again (see Tracker.Restore), so that instances of one
 // consumer group do not close each other's incidents.
 //
-// Sink (package incident/sink) wires a Tracker into the pipeline between
-// the findings writer and the alerts.
+// Package sinks/incidentsink wires a Tracker into the pipeline between the
+// findings writer and the alerts; skewlens analyze -o text feeds one the
+// findings of a replay.
 package incident
