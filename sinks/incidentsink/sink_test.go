@@ -3,6 +3,7 @@ package incidentsink
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +97,10 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	}
 	if err := s.Write(ctx, 2, skewed(1)); err != nil { // the runner's retry
 		t.Fatal(err)
+	}
+	want := "# HELP skewlens_incidents_open Incidents open now.\n# TYPE skewlens_incidents_open gauge\nskewlens_incidents_open 1\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "skewlens_incidents_open"); err != nil {
+		t.Error(err)
 	}
 	if w.writes != 3 {
 		t.Errorf("next sink written %d times, want 3", w.writes)
