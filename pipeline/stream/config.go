@@ -17,7 +17,9 @@ type Config struct {
 	// committed (default 1s: about one insert per second per table).
 	FlushInterval time.Duration
 	// MaxPending writes findings at once when this many are pending
-	// (default 50000), bounding memory while ClickHouse is slow.
+	// (default 50000), bounding memory while ClickHouse is slow: at most
+	// three such batches exist, one being written, one waiting for the
+	// writer, and the one the actor collects.
 	MaxPending int
 	// Partitions lists the partitions of the consumed topics
 	// (kafkasrc.Backlog). Each holds the watermark back from the start

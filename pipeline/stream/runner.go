@@ -75,11 +75,21 @@ type Runner struct {
 	wms     *window.Watermarks
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
-	// savedUpTo is the watermark window whose engine state was last saved.
+	// savedUpTo is the watermark window whose engine state was last
+	// handed to the writer.
 	savedUpTo int64
-	states    []skew.JobState
+	lastWrite time.Time // when pending findings were last handed to the writer
 
-	lastWrite time.Time // when pending findings were last written
+	// The writer goroutine (writer.go) and what the actor knows of it:
+	// jobs waiting for it (one at most: the writer is one job behind), a
+	// result per job done, the jobs handed and not reported done, and its
+	// context, which outlives Run's but not the final flush's timeout.
+	jobs       chan *flushJob
+	jobsClosed bool
+	results    chan error
+	inflight   int
+	wctx       context.Context
+	wcancel    context.CancelFunc
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -145,6 +155,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	queue := make(chan []Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
 	go r.fetch(ctx, queue, fetchErr)
+	// Writes, state saves and commits run on the writer goroutine, so that
+	// decoding and windowing go on while ClickHouse takes an insert. Its
+	// context outlives ctx, for the final flush (bounded there).
+	r.wctx, r.wcancel = context.WithCancel(context.WithoutCancel(ctx))
+	// results holds every result the actor may not have taken yet: it
+	// takes those there are before each hand-off; then at most two jobs
+	// are unreported (one being done, one waiting), and the one handed
+	// makes three, so the writer never blocks on results.
+	r.jobs, r.results = make(chan *flushJob, 1), make(chan error, 3)
+	finished := make(chan struct{})
+	go r.writer(r.wctx, finished)
+	defer func() {
+		r.closeJobs()
+		r.wcancel()
+		<-finished
+	}()
 	tick := time.NewTicker(r.cfg.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -156,11 +182,11 @@ func (r *Runner) Run(ctx context.Context) error {
 				select {
 				case err := <-fetchErr:
 					if errors.Is(err, io.EOF) {
-						return r.finalFlush(ctx)
+						return r.finalFlush()
 					}
 					return err
 				default:
-					return r.finalFlush(ctx)
+					return r.finalFlush()
 				}
 			}
 			r.m.queue.Set(float64(len(queue) * batchMax))
@@ -176,30 +202,34 @@ func (r *Runner) Run(ctx context.Context) error {
 			// actor on the sink's pacing (one insert per second per table).
 			if len(r.pending) >= r.cfg.MaxPending ||
 				len(r.pending) > 0 && r.now().Sub(r.lastWrite) >= r.cfg.FlushInterval {
-				if err := r.flush(ctx); err != nil {
+				if err := r.flush(); err != nil {
 					return err
 				}
 			}
+		case err := <-r.results:
+			if err := r.done(err); err != nil {
+				return err
+			}
 		case <-tick.C:
 			r.advance() // partitions that went idle stop holding it back
-			if err := r.flush(ctx); err != nil {
+			if err := r.flush(); err != nil {
 				return err
 			}
 		case <-r.stop:
 			cancel()
-			return r.finalFlush(ctx)
+			return r.finalFlush()
 		case <-ctx.Done():
-			return r.finalFlush(ctx)
+			return r.finalFlush()
 		}
 	}
 }
 
-// finalFlush is the flush when Run ends: it outlives ctx (the caller's
-// cancellation is what ended Run) but not FinalFlushTimeout.
-func (r *Runner) finalFlush(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalFlushTimeout)
-	defer cancel()
-	return r.flush(ctx)
+// closeJobs tells the writer that no job follows.
+func (r *Runner) closeJobs() {
+	if !r.jobsClosed {
+		r.jobsClosed = true
+		close(r.jobs)
+	}
 }
 
 // retry runs one write to the sink (findings or engine state) with
