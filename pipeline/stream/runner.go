@@ -116,9 +116,13 @@ func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStor
 	if !stage.Partitioned() {
 		return nil, errors.New("stream: the window stage must be partitioned (window.NewPartitioned)")
 	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
-		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
+		m: m, now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
 		wms:       stage.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
