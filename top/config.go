@@ -1,6 +1,7 @@
 package top
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -92,24 +93,16 @@ func DefaultConfig() Config {
 // DefaultConfig. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Refresh, d.Refresh)
-	orDefault(&c.MaxRows, d.MaxRows)
-	orDefault(&c.Windows, d.Windows)
-	orDefault(&c.Lookback, d.Lookback)
-	orDefault(&c.Timeout, d.Timeout)
-	orDefault(&c.Color, d.Color)
-	orDefault(&c.KeyWidth, d.KeyWidth)
-	orDefault(&c.NameWidth, d.NameWidth)
-	orDefault(&c.SummaryWidth, d.SummaryWidth)
+	c.Refresh = cmp.Or(c.Refresh, d.Refresh)
+	c.MaxRows = cmp.Or(c.MaxRows, d.MaxRows)
+	c.Windows = cmp.Or(c.Windows, d.Windows)
+	c.Lookback = cmp.Or(c.Lookback, d.Lookback)
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.Color = cmp.Or(c.Color, d.Color)
+	c.KeyWidth = cmp.Or(c.KeyWidth, d.KeyWidth)
+	c.NameWidth = cmp.Or(c.NameWidth, d.NameWidth)
+	c.SummaryWidth = cmp.Or(c.SummaryWidth, d.SummaryWidth)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the
