@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -44,23 +45,26 @@ type Config struct {
 	FinalFlushTimeout time.Duration
 }
 
-// Validate fills defaults and checks values.
-func (c *Config) Validate() error {
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 4096
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = time.Second
-	}
-	if c.MaxPending == 0 {
-		c.MaxPending = 50000
-	}
-	if c.Group == "" {
-		c.Group = "skewlens"
-	}
-	if c.FinalFlushTimeout == 0 {
-		c.FinalFlushTimeout = 30 * time.Second
-	}
+// DefaultConfig returns the Config whose fields are the defaults stated in
+// their comments (no partitions or backlog: those come from Kafka).
+func DefaultConfig() Config {
+	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", FinalFlushTimeout: 30 * time.Second}
+}
+
+// withDefaults returns c with every zero field set to its default: New
+// applies it, as the Config literals of callers rely on.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
+	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
+	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
+	c.Group = cmp.Or(c.Group, d.Group)
+	c.FinalFlushTimeout = cmp.Or(c.FinalFlushTimeout, d.FinalFlushTimeout)
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing.
+func (c Config) Validate() error {
 	var errs []error
 	if c.QueueCapacity < 1 {
 		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))

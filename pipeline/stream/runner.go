@@ -110,6 +110,7 @@ func (r *Runner) Progress() (messages, findings int64) {
 // the window length comes from there. state may be nil: then a restarted
 // runner starts the engine's cross-window history afresh.
 func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
