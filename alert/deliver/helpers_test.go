@@ -8,7 +8,6 @@ import "github.com/skewlens/skewlens/alert/internal/alerttest"
 const win = alerttest.Window
 
 var (
-	intp = alerttest.IntPtr
-	sat  = alerttest.Sat
-	hot  = alerttest.Hot
+	sat = alerttest.Sat
+	hot = alerttest.Hot
 )
