@@ -60,7 +60,8 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 
 // chStore is the Store of the ClickHouse sink.
 func chStore(s *clickhouse.Store) serve.Store {
-	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
+	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(),
+		Findings: s.Findings(), Stats: s.Stats()}
 }
 
 // runServer runs a serve.Server on store on a real loopback listener and
