@@ -273,7 +273,7 @@ func TestTopView(t *testing.T) {
 				stats = append(stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: jobC, JobName: "quiet",
 					TaskName: "Map", SubtaskIndex: ptr(sub), WindowStart: base + int64(w)*windowMs,
 					WindowEnd: base + int64(w+1)*windowMs,
-					Stats: &skew.SubtaskStats{BusyMsPerSecond: 100, SkewScore: float64(3 + w), MaxMedianRatio: 1.5}})
+					Stats:     &skew.SubtaskStats{BusyMsPerSecond: 100, SkewScore: float64(3 + w), MaxMedianRatio: 1.5}})
 			}
 		}
 		if err := s.Writer().Write(ctx, 100, stats); err != nil {
