@@ -19,8 +19,9 @@ const (
 // and subtask), each as the skew.Finding JSON contract of kind
 // subtask_stats, built from the typed columns of subtask_stats: the
 // latest version of each row, so replays count once. Rows written before
-// migration 0004 have no busy_source. It makes one attempt (the caller
-// retries) and is safe for concurrent use, also with Write.
+// migration 0004 have no busy_source; a row JSON cannot carry (NaN, from
+// another tool) is skipped with a warning. It makes one attempt (the
+// caller retries) and is safe for concurrent use, also with Write.
 func (r *StatsReader) Stats(ctx context.Context, sq serve.StatsQuery) ([]json.RawMessage, error) {
 	q, args := statsQuery(r.s.table(tableSubtaskStats), sq)
 	var out []json.RawMessage
