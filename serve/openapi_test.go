@@ -149,6 +149,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Plan":            plans.Plan{},
 		"HotKey":          plans.HotKey{},
 		"SaltTarget":      skew.SaltTarget{},
+		"SubtaskStats":    skew.SubtaskStats{},
 		"Override":        plans.Override{},
 		"AuditEntry":      AuditEntry{},
 		"Error":           apiError{},

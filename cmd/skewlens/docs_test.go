@@ -101,6 +101,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/salting-plans.md", fmt.Sprintf("| separator | `%s` (must equal the engine's `--salt-separator`) |", pl.Separator)},
 		{"docs/api.md", fmt.Sprintf("(%d by default) gets 503", serve.DefaultConfig().MaxConcurrentQueries)},
 		{"docs/api.md", fmt.Sprintf("(default limit %d, at most %d)", serve.DefaultLimit, serve.MaxLimit)},
+		{"docs/api.md", fmt.Sprintf("(last %d hours, default limit %d, at most %d)", int(serve.DefaultFindingsWindow.Hours()), serve.DefaultLimit, serve.MaxLimit)},
 	}
 	docs := map[string]string{}
 	for _, tt := range tests {

@@ -141,6 +141,7 @@ func (c *runCmd) Run(e *env) error {
 			"  SELECT kind, cause, job_name, task_name, subtask_index, count() FROM findings GROUP BY kind, cause, job_name, task_name, subtask_index ORDER BY count() DESC\n"+
 			"  SELECT job_name, task_name, key, max(share) AS share FROM hot_keys GROUP BY job_name, task_name, key ORDER BY share DESC LIMIT 10\n"+
 			"  SELECT job_name, task_name, subtask_index, host, any(summary) FROM findings WHERE cause = 'slow_subtask' GROUP BY job_name, task_name, subtask_index, host\n"+
+			"Per-subtask statistics (--stats) are kept apart from the findings, in the table subtask_stats.\n"+
 			"More in docs/queries.md; metrics at http://%s/metrics.\n\n", host, port, c.Database, c.Listen)
 	}
 
