@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Config configures a Runner.
@@ -43,12 +45,19 @@ type Config struct {
 	// (default 30s): with the sink away, what is not written then is read
 	// again after a restart.
 	FinalFlushTimeout time.Duration
+	// Retry spaces the attempts of a write to the sink (default: 100 ms
+	// doubling to 5 s, without a bound on the attempts: a write is retried
+	// until it succeeds, fails permanently, or Stop). The wait is short
+	// because consumption is paused meanwhile: once the sink is back, the
+	// pipeline resumes within MaxBackoff.
+	Retry retry.Policy
 }
 
 // DefaultConfig returns the Config whose fields are the defaults stated in
 // their comments (no partitions or backlog: those come from Kafka).
 func DefaultConfig() Config {
-	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", FinalFlushTimeout: 30 * time.Second}
+	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", FinalFlushTimeout: 30 * time.Second,
+		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 }
 
 // withDefaults returns c with every zero field set to its default: New
@@ -60,12 +69,16 @@ func (c Config) withDefaults() Config {
 	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
 	c.Group = cmp.Or(c.Group, d.Group)
 	c.FinalFlushTimeout = cmp.Or(c.FinalFlushTimeout, d.FinalFlushTimeout)
+	c.Retry = c.Retry.OrDefault(d.Retry)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing.
 func (c Config) Validate() error {
 	var errs []error
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.QueueCapacity < 1 {
 		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
 	}

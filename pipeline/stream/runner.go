@@ -239,8 +239,8 @@ func (r *Runner) closeJobs() {
 
 // retry runs one write to the sink (findings or engine state) with
 // retry.Do, retrying errors that are not permanent (retry.IsPermanent)
-// with jittered exponential backoff (100 ms doubling to 30 s) for as long
-// as it takes: while it waits, nothing is consumed (the fetch queue fills
+// with jittered exponential backoff (Config.Retry: 100 ms doubling to 5 s)
+// for as long as it takes: while it waits, nothing is consumed (the fetch queue fills
 // and the fetcher blocks), so memory stays bounded and nothing is lost.
 // The runner is the one layer that retries a write: the sink makes one
 // attempt and classifies. A permanent error, ctx ending, or Stop ends the
@@ -258,8 +258,7 @@ func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context
 		}
 	}()
 	var last error
-	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second}
-	err := retry.Do(waits, policy, func(attempt int, wait time.Duration, err error) {
+	err := retry.Do(waits, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
 		if r.log != nil {
 			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
