@@ -48,10 +48,10 @@ type runCmd struct {
 	StateDir        string `default:".state" help:"Where embedded servers keep their data."`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz."`
 	logFlags
-	Duration        time.Duration `help:"Stop after this long (default: run until interrupted)."`
-	Simulate        []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed           float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
-	Quiet           bool          `help:"Do not print findings to the terminal."`
+	Duration time.Duration `help:"Stop after this long (default: run until interrupted)."`
+	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
+	Speed    float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
+	Quiet    bool          `help:"Do not print findings to the terminal."`
 	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
