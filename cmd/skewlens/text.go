@@ -15,9 +15,17 @@ import (
 const (
 	textKindWidth  = 18
 	textWhereWidth = 36
-	// textMinRoom is the fewest columns a key, name or summary is cut to
-	// when a line fits a narrow terminal; the line is cut after it.
+	// textMinRoom is the fewest columns a key or summary is cut to when
+	// a line fits a narrow terminal; the line is cut after it.
 	textMinRoom = 10
+	// textMinName is the fewest columns a job or task name is cut to.
+	textMinName = 8
+	// textMinWhere is the narrowest the place gets on a narrow terminal,
+	// so that a hot key line keeps room for its key and share.
+	textMinWhere = 16
+	// textHotKeyRoom is what a hot key line needs after the place: the
+	// key (about 20 columns) and its share and count.
+	textHotKeyRoom = 56
 )
 
 // textFlags fit the lines for people to the terminal.
@@ -53,7 +61,18 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 	if f.Saturation != nil {
 		kind = f.Cause
 	}
-	head := at + "  " + pad(kind, textKindWidth) + " " + pad(textWhere(f, width), textWhereWidth) + " "
+	// On a terminal narrower than the full layout, the place column
+	// narrows (down to textMinWhere) before the key or summary is cut.
+	whereWidth := textWhereWidth
+	if width > 0 {
+		fixed := termtext.Width(at) + 2 + textKindWidth + 1 + 1
+		whereWidth = max(textMinWhere, min(textWhereWidth, width-fixed-textHotKeyRoom))
+	}
+	where := textWhere(f, 0)
+	if width > 0 {
+		where = textWhere(f, whereWidth)
+	}
+	head := at + "  " + pad(kind, textKindWidth) + " " + pad(where, whereWidth) + " "
 	// room is what the line leaves for its last part.
 	room := func(rest string) int {
 		if width <= 0 {
@@ -85,30 +104,34 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 }
 
 // textWhere is where a finding is: job/task #subtask, escaped; with a
-// width, the names are cut so that it takes about a third of the line
-// (at least textWhereWidth columns).
-func textWhere(f *skew.Finding, width int) string {
+// limit (> 0 columns), the task name and then the job name are cut (to
+// no fewer than textMinName columns each) to fit it.
+func textWhere(f *skew.Finding, limit int) string {
 	sub := ""
 	if f.SubtaskIndex != nil {
 		sub = fmt.Sprintf(" #%d", *f.SubtaskIndex)
 	}
-	limit := 0
-	if width > 0 {
-		limit = max(textWhereWidth, width/3) - len(sub)
-	}
-	job := ""
+	job, task := "", termtext.Clean(f.TaskName, 0, false)
 	if f.JobName != "" {
-		jobWidth := 0
-		if limit > 0 {
-			jobWidth = max(textMinRoom, limit/3)
+		job = termtext.Clean(f.JobName, 0, false)
+	}
+	over := func() int {
+		n := termtext.Width(job) + termtext.Width(task) + len(sub) - limit
+		if job != "" {
+			n++ // the slash
 		}
-		job = termtext.Clean(f.JobName, jobWidth, false) + "/"
+		return n
 	}
-	taskWidth := 0
-	if limit > 0 {
-		taskWidth = max(textMinRoom, limit-termtext.Width(job))
+	if n := over(); limit > 0 && n > 0 {
+		task = termtext.Clean(f.TaskName, max(textMinName, termtext.Width(task)-n), false)
 	}
-	return job + termtext.Clean(f.TaskName, taskWidth, false) + sub
+	if n := over(); limit > 0 && n > 0 && job != "" {
+		job = termtext.Clean(f.JobName, max(textMinName, termtext.Width(job)-n), false)
+	}
+	if job != "" {
+		return job + "/" + task + sub
+	}
+	return task + sub
 }
 
 // pad fills s with spaces to width columns, by display width.
