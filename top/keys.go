@@ -74,7 +74,16 @@ func (k *Keys) Stop() error {
 // reads return empty (io.EOF) when no key came within keyPoll: such an
 // EOF is no end, unless reads return empty at once, again and again (the
 // terminal hung up).
+//
+// A terminal opened non-blocking (Go then polls it, and VTIME does not
+// apply) gets a read deadline of keyPoll instead, when polled.
 func readKeys(r io.Reader, stop <-chan struct{}, quit func(), polled bool) {
+	d, deadline := r.(interface{ SetReadDeadline(time.Time) error })
+	if deadline && polled && d.SetReadDeadline(time.Time{}) == nil {
+		defer func() { _ = d.SetReadDeadline(time.Time{}) }()
+	} else {
+		deadline = false
+	}
 	buf := make([]byte, 16)
 	fast := 0
 	for {
@@ -84,6 +93,9 @@ func readKeys(r io.Reader, stop <-chan struct{}, quit func(), polled bool) {
 		default:
 		}
 		start := time.Now()
+		if deadline {
+			_ = d.SetReadDeadline(start.Add(keyPoll))
+		}
 		n, err := r.Read(buf)
 		for _, b := range buf[:n] {
 			if b == 'q' || b == 'Q' {
@@ -92,7 +104,7 @@ func readKeys(r io.Reader, stop <-chan struct{}, quit func(), polled bool) {
 			}
 		}
 		switch {
-		case n > 0:
+		case n > 0, deadline && errors.Is(err, os.ErrDeadlineExceeded):
 			fast = 0
 		case polled && errors.Is(err, io.EOF):
 			if time.Since(start) < keyPoll/4 {
