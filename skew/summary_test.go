@@ -40,7 +40,7 @@ func TestSkewSummary(t *testing.T) {
 		{
 			name: "moved elsewhere, no time bucket", sub: 4, ev: Evidence{BusyMsPerSecond: 990, InputRatio: 2},
 			cause: CauseRotatingHotKey, move: &hotSpotMove{from: 2, to: 1, windowStart: 1593004510000},
-			want: []string{"moves between subtasks over time (the hot spot was on subtask 2 before and moved to subtask 1 in the window starting 2020-06-24 13:15:10 UTC)"},
+			want:    []string{"moves between subtasks over time (the hot spot was on subtask 2 before and moved to subtask 1 in the window starting 2020-06-24 13:15:10 UTC)"},
 			notWant: []string{"embeds a time bucket"},
 		},
 	}
