@@ -294,8 +294,6 @@ func (r *renderer) clockOnly(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05")
 }
 
-func (r *renderer) clockMs(ms int64) string { return r.clock(time.UnixMilli(ms)) }
-
 // cellClock formats a time of a table cell: as clock, without the zone
 // when it is now's, which the frame's header line states (a table's
 // columns are narrow).
