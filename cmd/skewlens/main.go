@@ -101,8 +101,7 @@ func run(args []string, e *env) (code int) {
 }
 
 func main() {
-	fi, _ := os.Stderr.Stat()
-	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	tty := termtext.IsTerminal(os.Stderr)
 	columns := func() int { return termtext.Columns(os.Stdout) }
 	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: tty, stdoutColumns: columns}))
 }
