@@ -3,6 +3,7 @@ package top
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -63,7 +64,7 @@ func (k *Keys) Stop() error {
 		close(k.stop)
 		k.cancel()
 		if err := k.restore(); err != nil {
-			k.err = errors.Join(errors.New("top: restore the terminal"), err)
+			k.err = fmt.Errorf("top: restore the terminal: %w", err)
 		}
 	})
 	return k.err
