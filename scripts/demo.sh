@@ -18,8 +18,9 @@ for s in healthy hot_key rotating_hot_key slow_sink under_provisioned checkpoint
   if [ ! -s "$dir/$s.txt" ]; then
     echo "   no findings: the job is healthy"
   else
-    # The first finding of each kind and cause, then how many there were.
-    awk '!seen[$3]++' "$dir/$s.txt"
+    # The first finding of each kind and cause (field 4, after the date,
+    # time and zone), then how many there were.
+    awk '!seen[$4]++' "$dir/$s.txt"
   fi
   tail -n 1 "$dir/$s.err" | sed 's/^skewlens analyze: /   /'
 done

@@ -33,6 +33,9 @@ const (
 	maxWindows = 1000
 	minWidth   = 8
 	maxWidth   = 10000
+	// minFrameWidth is the narrowest Config.Width: the fixed columns of
+	// the tables alone are wider, but a header must still say something.
+	minFrameWidth = 20
 )
 
 // Config configures a Top. DefaultConfig returns it with the defaults
@@ -70,6 +73,11 @@ type Config struct {
 	// SummaryWidth is the widest a summary or a job name is drawn.
 	// Default 80; at least 8.
 	SummaryWidth int
+	// Width is the widest a line of a frame is drawn, in columns (see
+	// Style.Width), at least 20. Default 0: the terminal's width, read
+	// again before each frame so that a resize takes effect, when the
+	// output is a terminal; no limit otherwise (a pipe, a file).
+	Width int
 }
 
 // DefaultConfig returns a Config with every default filled in: the
@@ -136,6 +144,9 @@ func (c Config) Validate() error {
 		if w.v < minWidth || w.v > maxWidth {
 			errs = append(errs, fmt.Errorf("%s %d: must be between %d and %d", w.name, w.v, minWidth, maxWidth))
 		}
+	}
+	if c.Width != 0 && (c.Width < minFrameWidth || c.Width > maxWidth) {
+		errs = append(errs, fmt.Errorf("width %d: must be 0 (the terminal's) or between %d and %d", c.Width, minFrameWidth, maxWidth))
 	}
 	for i, j := range c.Jobs {
 		if j == "" {

@@ -82,9 +82,10 @@ func (f *engineFlags) config() skew.Config {
 }
 
 type analyzeCmd struct {
-	Input    []string `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
-	Format   string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
-	Output   string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
+	Input  []string `short:"i" required:"" placeholder:"FILE" help:"Input file, plain or gzip; repeat or comma-separate for several, merged by event time. '-' is standard input."`
+	Format string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
+	Output string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}."`
+	textFlags
 	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
 	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
 	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
@@ -131,6 +132,10 @@ func (c *analyzeCmd) Run(e *env) error {
 		}
 		inputs = append(inputs, replay.Input{Name: name, R: r})
 	}
+	width, err := c.lineWidth(e)
+	if err != nil {
+		return err
+	}
 	kinds := map[string]bool{}
 	for _, k := range c.Kind {
 		switch k {
@@ -170,7 +175,7 @@ func (c *analyzeCmd) Run(e *env) error {
 		}
 		perKind[f.Kind]++
 		if c.Output == "text" {
-			return writeText(out, f)
+			return writeText(out, f, width)
 		}
 		return enc.Encode(f)
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 
@@ -63,6 +64,8 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("`--alert-for` (%s) before firing", fmtDuration(alert.DefaultFor))},
 		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(alert.DefaultResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
+		// top waits for ClickHouse at start with the store's backoff.
+		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
 		{"README.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
 		{"README.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},

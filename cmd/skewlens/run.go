@@ -48,10 +48,11 @@ type runCmd struct {
 	StateDir        string `default:".state" help:"Where embedded servers keep their data."`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz."`
 	logFlags
-	Duration        time.Duration `help:"Stop after this long (default: run until interrupted)."`
-	Simulate        []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed           float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
-	Quiet           bool          `help:"Do not print findings to the terminal."`
+	Duration time.Duration `help:"Stop after this long (default: run until interrupted)."`
+	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
+	Speed    float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
+	Quiet    bool          `help:"Do not print findings to the terminal."`
+	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
 	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
@@ -84,6 +85,9 @@ type runCmd struct {
 func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
+	}
+	if _, err := c.lineWidth(e); err != nil {
+		return err
 	}
 	log := c.logger(e.stderr, nil)
 	reg := prometheus.NewRegistry()
@@ -261,7 +265,8 @@ func (c *runCmd) Run(e *env) error {
 	runner.OnFinding(func(f *skew.Finding) {
 		found.Add(1)
 		if !c.Quiet && f.Kind != skew.KindSubtaskStats {
-			_ = writeText(e.stdout, f)
+			width, _ := c.lineWidth(e) // checked at the start
+			_ = writeText(e.stdout, f, width)
 		}
 	})
 
