@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // keyPoll is how long one read of the terminal waits for a key before it

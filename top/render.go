@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // Frame is what one screen shows: the last snapshot read and how the last

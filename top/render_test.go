@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // Reader is where the view reads its snapshots; the ClickHouse store's

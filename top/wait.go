@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // WaitNotice returns a notify function for pipeline/retry's Do (it has

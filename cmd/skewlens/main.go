@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // cli is the command tree. The flags' defaults come from the components'

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // Columns of a text line: the kind (or cause) and the place

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/termtext"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // textFindings are findings as writeText gets them, some with hostile job
