@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,22 +102,14 @@ func DefaultTrackerConfig() TrackerConfig {
 // so a zero field means its default.
 func (c TrackerConfig) withDefaults() TrackerConfig {
 	d := DefaultTrackerConfig()
-	orDefault(&c.For, d.For)
-	orDefault(&c.ResolveAfter, d.ResolveAfter)
-	orDefault(&c.SilentAfter, d.SilentAfter)
-	orDefault(&c.MaxTracked, d.MaxTracked)
+	c.For = cmp.Or(c.For, d.For)
+	c.ResolveAfter = cmp.Or(c.ResolveAfter, d.ResolveAfter)
+	c.SilentAfter = cmp.Or(c.SilentAfter, d.SilentAfter)
+	c.MaxTracked = cmp.Or(c.MaxTracked, d.MaxTracked)
 	if len(c.Causes) == 0 {
 		c.Causes = d.Causes
 	}
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields

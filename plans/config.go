@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -78,22 +79,14 @@ func DefaultConfig() Config {
 // as the many Config literals of the tests rely on.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Cooldown, d.Cooldown)
-	orDefault(&c.TTL, d.TTL)
-	orDefault(&c.BucketChange, d.BucketChange)
-	orDefault(&c.Separator, d.Separator)
-	orDefault(&c.MaxPlans, d.MaxPlans)
-	orDefault(&c.MaxKeys, d.MaxKeys)
-	orDefault(&c.RetainRetired, d.RetainRetired)
+	c.Cooldown = cmp.Or(c.Cooldown, d.Cooldown)
+	c.TTL = cmp.Or(c.TTL, d.TTL)
+	c.BucketChange = cmp.Or(c.BucketChange, d.BucketChange)
+	c.Separator = cmp.Or(c.Separator, d.Separator)
+	c.MaxPlans = cmp.Or(c.MaxPlans, d.MaxPlans)
+	c.MaxKeys = cmp.Or(c.MaxKeys, d.MaxKeys)
+	c.RetainRetired = cmp.Or(c.RetainRetired, d.RetainRetired)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields

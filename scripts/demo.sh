@@ -20,6 +20,9 @@ for s in healthy hot_key rotating_hot_key slow_sink under_provisioned checkpoint
   else
     # One line per incident: its start, cause, where, duration and peaks.
     cat "$dir/$s.txt"
+    # The first finding of each kind and cause (field 4, after the date,
+    # time and zone), then how many there were.
+    awk '!seen[$4]++' "$dir/$s.txt"
   fi
   tail -n 1 "$dir/$s.err" | sed 's/^skewlens analyze: /   /'
 done

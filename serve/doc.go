@@ -1,6 +1,7 @@
 // Package serve is the HTTP service of skewlens serve: it serves the
 // current salting plans (with the operators' overrides applied), recent
-// findings and the audit log from ClickHouse, and lets operators pin,
+// findings, the per-subtask statistics (apart from the findings: GET
+// /v1/stats) and the audit log from ClickHouse, and lets operators pin,
 // override or exclude keys from a plan. docs/api.md shows how to use it;
 // docs/openapi.yaml describes every endpoint.
 //

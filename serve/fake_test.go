@@ -29,6 +29,8 @@ type fakeStore struct {
 	audit     []AuditEntry
 	findings  []json.RawMessage
 	lastQuery FindingsQuery
+	stats     []json.RawMessage
+	lastStats StatsQuery
 	calls     map[string]int
 	// err, when set, fails every call; block, when set, makes calls wait
 	// for it to be closed (or their context to end).
@@ -149,6 +151,16 @@ func (f *fakeStore) Findings(ctx context.Context, q FindingsQuery) ([]json.RawMe
 	return f.findings[:min(len(f.findings), q.Limit)], nil
 }
 
+func (f *fakeStore) Stats(ctx context.Context, q StatsQuery) ([]json.RawMessage, error) {
+	if err := f.enter(ctx, "stats"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastStats = q
+	return f.stats[:min(len(f.stats), q.Limit)], nil
+}
+
 // allStore is one value that is every part of a Store, as fakeStore is.
 type allStore interface {
 	Pinger
@@ -156,12 +168,15 @@ type allStore interface {
 	OverrideWriter
 	AuditReader
 	FindingReader
+	StatsReader
 }
 
 var _ allStore = (*fakeStore)(nil)
 
 // storeOf returns the Store whose every part is a.
-func storeOf(a allStore) Store { return Store{Ready: a, Plans: a, Overrides: a, Audit: a, Findings: a} }
+func storeOf(a allStore) Store {
+	return Store{Ready: a, Plans: a, Overrides: a, Audit: a, Findings: a, Stats: a}
+}
 
 // testPlan returns a valid engine plan for job and task with two buckets
 // per key, routed as Flink routes them at parallelism 4 / 128.

@@ -101,16 +101,66 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, "findings", err)
 		return
 	}
+	writeBody(w, r, jsonList("findings", fs), "no-cache")
+}
+
+// GET /v1/stats?job_id=&task_name=&since=&limit=
+func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r.URL.RawQuery, "job_id", "task_name", "since", "limit")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sq := StatsQuery{JobID: q["job_id"], TaskName: q["task_name"], Since: time.Now().Add(-DefaultFindingsWindow)}
+	if v, ok := q["job_id"]; ok {
+		err = errors.Join(err, checkJobID(v))
+	}
+	if v, ok := q["task_name"]; ok {
+		err = errors.Join(err, checkTaskName(v))
+	}
+	if v, ok := q["since"]; ok {
+		since, e := parseSince(v)
+		err = errors.Join(err, e)
+		sq.Since = since
+	}
+	limit, e := parseLimit(q["limit"])
+	sq.Limit = limit
+	if err = errors.Join(err, e); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	release, ok := s.acquire(w)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	var rows []json.RawMessage
+	err = s.call(ctx, "stats", func(ctx context.Context) (err error) {
+		rows, err = s.store.Stats.Stats(ctx, sq)
+		return err
+	})
+	if err != nil {
+		s.storeError(w, "stats", err)
+		return
+	}
+	writeBody(w, r, jsonList("stats", rows), "no-cache")
+}
+
+// jsonList returns {"name":[items...]} and a newline; the items are JSON
+// the store produced.
+func jsonList(name string, items []json.RawMessage) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"findings":[`)
-	for i, f := range fs {
+	b.WriteString(`{"` + name + `":[`)
+	for i, it := range items {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(f)
+		b.Write(it)
 	}
 	b.WriteString("]}\n")
-	writeBody(w, r, b.Bytes(), "no-cache")
+	return b.Bytes()
 }
 
 // GET /v1/audit?job_id=&limit= (authenticated)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/skewlens/skewlens/incident"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/alert/incident"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
@@ -61,9 +62,8 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 
 // chStore is the Store of the ClickHouse sink.
 func chStore(s *clickhouse.Store) serve.Store {
-	st := serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(), Findings: s.Findings()}
-	st.Incidents = s.Incidents()
-	return st
+	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(),
+		Findings: s.Findings(), Stats: s.Stats(), Incidents: s.Incidents()}
 }
 
 // runServer runs a serve.Server on store on a real loopback listener and
@@ -488,5 +488,101 @@ func TestIncidentsFromClickHouse(t *testing.T) {
 	}
 	if none := list("since=" + fmt.Sprint(start+10*60_000)); len(none) != 0 {
 		t.Errorf("incidents since after their end: %+v", none)
+	}
+}
+
+// TestStatsApartFromFindings writes statistics and findings through the
+// ClickHouse store, twice (the second time with other numbers at a higher
+// version), and reads them over HTTP: GET /v1/stats answers each
+// statistics row once, as last written, in the findings contract, newest
+// window first and by subtask; GET /v1/findings answers the findings
+// alone.
+func TestStatsApartFromFindings(t *testing.T) {
+	t.Parallel()
+	sink, _ := newTestSink(t, "stats")
+	_, base := runServer(t, serve.Config{}, chStore(sink))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	const task = "Window(Tumbling) → Sink: es/1"
+	start := time.Now().Add(-time.Minute).Truncate(10 * time.Second).UnixMilli()
+	write := func(version uint64, busy float64) []skew.Finding {
+		var stats, fs []skew.Finding
+		for w := int64(0); w < 2; w++ {
+			for sub := 0; sub < 3; sub++ {
+				st := sub
+				stats = append(stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: serve.JobID, JobName: "billing",
+					TaskName: task, SubtaskIndex: &st, WindowStart: start + w*10000, WindowEnd: start + (w+1)*10000,
+					Stats: &skew.SubtaskStats{Host: fmt.Sprintf("tm-%d", sub), BusyMsPerSecond: busy + float64(sub),
+						InputShare: 1.0 / 3, Saturated: sub == 2, BusySource: "counter", SkewScore: 7}})
+			}
+		}
+		// The same task in another job: not selected by job_id.
+		other := 0
+		stats = append(stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: "other-job", TaskName: task,
+			SubtaskIndex: &other, WindowStart: start, WindowEnd: start + 10000, Stats: &skew.SubtaskStats{}})
+		sub := 2
+		fs = append(fs, skew.Finding{Kind: skew.KindHotKey, JobID: serve.JobID, TaskName: task, SubtaskIndex: &sub,
+			WindowStart: start + 10000, WindowEnd: start + 20000, HotKey: &skew.HotKey{Key: "k", Share: 0.6, EstimatedRecords: 9}})
+		if err := sink.Writer().Write(ctx, version, append(fs, stats...)); err != nil {
+			t.Fatal(err)
+		}
+		return stats
+	}
+	write(1, 100)
+	stats := write(2, 900)
+
+	// Newest window first, then by subtask; the other job's row left out.
+	var want []string
+	for _, w := range []int{1, 0} {
+		for sub := 0; sub < 3; sub++ {
+			b, err := json.Marshal(stats[w*3+sub])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, string(b))
+		}
+	}
+	target := base + "/v1/stats?job_id=" + serve.JobID + "&task_name=" + url.QueryEscape(task) + "&since=" + fmt.Sprint(start)
+	r := call(t, "GET", target, "", "", nil)
+	var got struct {
+		Stats []json.RawMessage `json:"stats"`
+	}
+	if r.code != 200 || json.Unmarshal([]byte(r.body), &got) != nil {
+		t.Fatalf("stats: %d %.300s", r.code, r.body)
+	}
+	if len(got.Stats) != len(want) {
+		t.Fatalf("%d stats rows, want %d: %.500s", len(got.Stats), len(want), r.body)
+	}
+	for i := range want {
+		if string(got.Stats[i]) != want[i] {
+			t.Errorf("row %d:\n got %s\nwant %s", i, got.Stats[i], want[i])
+		}
+	}
+	if r2 := call(t, "GET", target, "", "", map[string]string{"If-None-Match": r.header.Get("ETag")}); r2.code != 304 {
+		t.Errorf("stats with the current ETag: %d, want 304", r2.code)
+	}
+	if r := call(t, "GET", base+"/v1/stats?limit=2&task_name="+url.QueryEscape(task), "", "", nil); r.code != 200 ||
+		strings.Count(r.body, `"kind":"subtask_stats"`) != 2 {
+		t.Errorf("stats limit 2: %d %.300s", r.code, r.body)
+	}
+	if r := call(t, "GET", base+"/v1/stats?task_name="+url.QueryEscape(task)+"&since="+fmt.Sprint(start), "", "", nil); r.code != 200 ||
+		!strings.Contains(r.body, `"job_id":"other-job"`) || strings.Count(r.body, `"kind":"subtask_stats"`) != 7 {
+		t.Errorf("stats of the task in every job: %d %.300s", r.code, r.body)
+	}
+
+	// Findings: the hot key alone.
+	r = call(t, "GET", base+"/v1/findings?since="+fmt.Sprint(start), "", "", nil)
+	var fs struct {
+		Findings []skew.Finding `json:"findings"`
+	}
+	if r.code != 200 || json.Unmarshal([]byte(r.body), &fs) != nil {
+		t.Fatalf("findings: %d %.300s", r.code, r.body)
+	}
+	if len(fs.Findings) != 1 || fs.Findings[0].Kind != skew.KindHotKey || fs.Findings[0].Stats != nil {
+		t.Errorf("findings: %.500s, want the one hot key", r.body)
+	}
+	if r := call(t, "GET", base+"/v1/findings?kind=subtask_stats", "", "", nil); r.code != 400 || !strings.Contains(r.body, "/v1/stats") {
+		t.Errorf("findings of kind subtask_stats: %d %s, want 400 pointing to /v1/stats", r.code, r.body)
 	}
 }

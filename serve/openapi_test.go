@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"github.com/skewlens/skewlens/incident"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/skewlens/skewlens/alert/incident"
 
 	"gopkg.in/yaml.v3"
 
@@ -150,6 +151,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Plan":            plans.Plan{},
 		"HotKey":          plans.HotKey{},
 		"SaltTarget":      skew.SaltTarget{},
+		"SubtaskStats":    skew.SubtaskStats{},
 		"Override":        plans.Override{},
 		"AuditEntry":      AuditEntry{},
 		"Error":           apiError{},

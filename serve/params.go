@@ -18,12 +18,12 @@ import (
 const (
 	// MaxIDBytes bounds a job id and a task name.
 	MaxIDBytes = plans.MaxNameBytes
-	// DefaultLimit and MaxLimit bound the entries of GET /v1/findings and
-	// GET /v1/audit.
+	// DefaultLimit and MaxLimit bound the entries of GET /v1/findings,
+	// GET /v1/stats and GET /v1/audit.
 	DefaultLimit = 100
 	MaxLimit     = 1000
-	// DefaultFindingsWindow is how far back GET /v1/findings looks
-	// without since.
+	// DefaultFindingsWindow is how far back GET /v1/findings and GET
+	// /v1/stats look without since.
 	DefaultFindingsWindow = 24 * time.Hour
 )
 
@@ -135,12 +135,16 @@ func parseSince(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// findingKinds are the kinds GET /v1/findings filters on.
+// findingKinds are the kinds GET /v1/findings filters on. subtask_stats
+// is not one: statistics are served by GET /v1/stats.
 func findingKinds() []string {
-	return []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats}
+	return []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan}
 }
 
 func checkKind(s string) error {
+	if s == skew.KindSubtaskStats {
+		return badRequestf("kind %q: statistics are not findings; GET /v1/stats serves them", s)
+	}
 	if !slices.Contains(findingKinds(), s) {
 		return badRequestf("kind %q: must be one of %s", s, strings.Join(findingKinds(), ", "))
 	}

@@ -261,6 +261,14 @@ func TestBadRequests(t *testing.T) {
 		{"bad since", request{method: "GET", target: "/v1/findings?since=yesterday"}, 400},
 		{"limit too high", request{method: "GET", target: "/v1/findings?limit=1001"}, 400},
 		{"bad job in findings", request{method: "GET", target: "/v1/findings?job_id=%27%3B"}, 400},
+		{"stats are not findings", request{method: "GET", target: "/v1/findings?kind=subtask_stats"}, 400},
+		{"unknown stats parameter", request{method: "GET", target: "/v1/stats?kind=subtask_stats"}, 400},
+		{"bad job in stats", request{method: "GET", target: "/v1/stats?job_id=a%20b"}, 400},
+		{"bad task in stats", request{method: "GET", target: "/v1/stats?task_name=a%0Ab"}, 400},
+		{"empty task in stats", request{method: "GET", target: "/v1/stats?task_name="}, 400},
+		{"bad since in stats", request{method: "GET", target: "/v1/stats?since=-5"}, 400},
+		{"limit zero in stats", request{method: "GET", target: "/v1/stats?limit=0"}, 400},
+		{"stats twice", request{method: "GET", target: "/v1/stats?limit=1&limit=2"}, 400},
 		{"unknown field", request{method: "POST", target: base + "/exclude", token: aliceToken, body: `{"key":"k","reasons":"x"}`}, 400},
 		{"unknown field in plan", request{method: "POST", target: base + "/override", token: aliceToken, body: `{"plan":{"hot_keyz":[]}}`}, 400},
 		{"key on pin", request{method: "POST", target: base + "/pin", token: aliceToken, body: `{"key":"k"}`}, 400},
@@ -291,7 +299,7 @@ func TestBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if n := store.count("put") + store.count("delete"); n != 0 {
+	if n := store.count("put") + store.count("delete") + store.count("findings") + store.count("stats"); n != 0 {
 		t.Errorf("bad requests reached the store %d times", n)
 	}
 	if r := do(t, h, request{method: "PUT", target: "/v1/salting"}); r.header.Get("Allow") == "" {
@@ -563,6 +571,7 @@ func TestStoreFailures(t *testing.T) {
 			for _, rq := range []request{
 				{method: "GET", target: "/v1/salting"},
 				{method: "GET", target: "/v1/findings"},
+				{method: "GET", target: "/v1/stats"},
 				{method: "POST", target: "/v1/salting/" + jobID + "/T/pin", token: aliceToken},
 			} {
 				r := do(t, s.Handler(), rq)
@@ -625,6 +634,67 @@ func TestFindingsParameters(t *testing.T) {
 	want := FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
 	if store.lastQuery != want {
 		t.Errorf("query %+v, want %+v", store.lastQuery, want)
+	}
+}
+
+func TestStatsParameters(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	store.stats = []json.RawMessage{
+		json.RawMessage(`{"kind":"subtask_stats","subtask_index":1}`),
+		json.RawMessage(`{"kind":"subtask_stats","subtask_index":0}`),
+	}
+	store.findings = []json.RawMessage{json.RawMessage(`{"kind":"hot_key"}`)}
+	s, _ := newTestServer(t, Config{}, store)
+	before := time.Now()
+	r := do(t, s.Handler(), request{method: "GET", target: "/v1/stats"})
+	if want := `{"stats":[{"kind":"subtask_stats","subtask_index":1},{"kind":"subtask_stats","subtask_index":0}]}` + "\n"; r.code != 200 || r.body != want {
+		t.Fatalf("%d %s, want 200 %s", r.code, r.body, want)
+	}
+	if cc := r.header.Get("Cache-Control"); cc != "no-cache" {
+		t.Errorf("Cache-Control %q, want no-cache", cc)
+	}
+	q := store.lastStats
+	if q.Limit != DefaultLimit || q.JobID != "" || q.TaskName != "" || q.Since.Before(before.Add(-DefaultFindingsWindow-time.Second)) || q.Since.After(time.Now().Add(-DefaultFindingsWindow)) {
+		t.Errorf("default query %+v", q)
+	}
+	if n := store.count("findings"); n != 0 {
+		t.Errorf("GET /v1/stats read findings %d times", n)
+	}
+	tests := []struct {
+		name   string
+		target string
+		want   StatsQuery
+		body   string
+	}{
+		{
+			name:   "every parameter",
+			target: "/v1/stats?job_id=" + jobID + "&task_name=Window%28Tumbling%29+%E2%86%92+Sink&since=1772366400000&limit=1",
+			want:   StatsQuery{JobID: jobID, TaskName: "Window(Tumbling) → Sink", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1},
+			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1}]}` + "\n",
+		},
+		{
+			name:   "task alone, since as RFC 3339",
+			target: "/v1/stats?task_name=Enrich&since=2026-03-01T12:00:00Z&limit=1000",
+			want:   StatsQuery{TaskName: "Enrich", Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Limit: 1000},
+			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1},{"kind":"subtask_stats","subtask_index":0}]}` + "\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, s.Handler(), request{method: "GET", target: tt.target})
+			if r.code != 200 || r.body != tt.body {
+				t.Fatalf("%d %s, want 200 %s", r.code, r.body, tt.body)
+			}
+			if got := store.lastStats; got != tt.want {
+				t.Errorf("query %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	// An empty answer is an empty list, not null.
+	store.stats = nil
+	if r := do(t, s.Handler(), request{method: "GET", target: "/v1/stats"}); r.code != 200 || r.body != `{"stats":[]}`+"\n" {
+		t.Errorf("no rows: %d %s", r.code, r.body)
 	}
 }
 

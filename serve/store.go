@@ -10,7 +10,7 @@ import (
 )
 
 // The Server's store is declared here, one small interface per concern,
-// with the types they carry (AuditEntry, FindingsQuery), so that serve
+// with the types they carry (AuditEntry, FindingsQuery, StatsQuery), so that serve
 // depends on no database: the ClickHouse store implements them, and the
 // tests use an in-memory fake. Every method must return promptly when its
 // context ends, and must classify its errors with pipeline/retry (a
@@ -52,8 +52,18 @@ type AuditReader interface {
 // FindingReader reads findings.
 type FindingReader interface {
 	// Findings returns findings as JSON (the skew.Finding contract),
-	// newest window first.
+	// newest window first, never of kind subtask_stats (StatsReader
+	// reads those).
 	Findings(ctx context.Context, q FindingsQuery) ([]json.RawMessage, error)
+}
+
+// StatsReader reads the per-subtask statistics (findings of kind
+// subtask_stats), which are kept apart from the findings.
+type StatsReader interface {
+	// Stats returns statistics rows as JSON (the skew.Finding contract,
+	// kind subtask_stats), newest window first, then by job, task and
+	// subtask.
+	Stats(ctx context.Context, q StatsQuery) ([]json.RawMessage, error)
 }
 
 // Store is what the Server reads and writes. Every field is required; in
@@ -67,12 +77,13 @@ type Store struct {
 	Findings  FindingReader
 	// Incidents serves GET /v1/incidents; optional: nil answers 404.
 	Incidents IncidentReader
+	Stats     StatsReader
 }
 
 // check reports a field left nil.
 func (s Store) check() error {
-	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil {
-		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit or Findings)")
+	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil || s.Stats == nil {
+		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit, Findings or Stats)")
 	}
 	return nil
 }
@@ -127,5 +138,19 @@ type IncidentsQuery struct {
 	JobID string
 	State string
 	Since time.Time
+	Limit int
+}
+
+// StatsQuery selects statistics rows for StatsReader.Stats. Empty fields
+// do not filter.
+type StatsQuery struct {
+	// JobID and TaskName select one job and one task (by name, in any
+	// job unless JobID is given too).
+	JobID    string
+	TaskName string
+	// Since is the earliest window start; zero means no lower bound.
+	Since time.Time
+	// Limit caps the number of rows; 0 means the store's default (the
+	// Server always sets it, at most MaxLimit).
 	Limit int
 }

@@ -1,6 +1,7 @@
 package skew
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -144,37 +145,29 @@ func DefaultConfig() Config {
 // many such literals).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.WindowMs, d.WindowMs)
-	orDefault(&c.TopK, d.TopK)
-	orDefault(&c.HotKeyShare, d.HotKeyShare)
-	orDefault(&c.HotKeyFairShare, d.HotKeyFairShare)
-	orDefault(&c.HotKeyConfidence, d.HotKeyConfidence)
-	orDefault(&c.HotKeyMissRate, d.HotKeyMissRate)
-	orDefault(&c.MaxHotKeys, d.MaxHotKeys)
-	orDefault(&c.MinSamples, d.MinSamples)
-	orDefault(&c.BusyMsPerSecond, d.BusyMsPerSecond)
-	orDefault(&c.PoolUsage, d.PoolUsage)
-	orDefault(&c.SustainWindows, d.SustainWindows)
-	orDefault(&c.SkewRatio, d.SkewRatio)
-	orDefault(&c.UnderProvisionedFraction, d.UnderProvisionedFraction)
-	orDefault(&c.UnderProvisionedBusy, d.UnderProvisionedBusy)
-	orDefault(&c.BalancedSkewScore, d.BalancedSkewScore)
-	orDefault(&c.BackPressuredMsPerSecond, d.BackPressuredMsPerSecond)
-	orDefault(&c.RotationLookbackWindows, d.RotationLookbackWindows)
-	orDefault(&c.TargetUtilization, d.TargetUtilization)
-	orDefault(&c.SaltSeparator, d.SaltSeparator)
-	orDefault(&c.MaxSaltBuckets, d.MaxSaltBuckets)
-	orDefault(&c.PlanMinImbalance, d.PlanMinImbalance)
-	orDefault(&c.HistoryWindows, d.HistoryWindows)
+	c.WindowMs = cmp.Or(c.WindowMs, d.WindowMs)
+	c.TopK = cmp.Or(c.TopK, d.TopK)
+	c.HotKeyShare = cmp.Or(c.HotKeyShare, d.HotKeyShare)
+	c.HotKeyFairShare = cmp.Or(c.HotKeyFairShare, d.HotKeyFairShare)
+	c.HotKeyConfidence = cmp.Or(c.HotKeyConfidence, d.HotKeyConfidence)
+	c.HotKeyMissRate = cmp.Or(c.HotKeyMissRate, d.HotKeyMissRate)
+	c.MaxHotKeys = cmp.Or(c.MaxHotKeys, d.MaxHotKeys)
+	c.MinSamples = cmp.Or(c.MinSamples, d.MinSamples)
+	c.BusyMsPerSecond = cmp.Or(c.BusyMsPerSecond, d.BusyMsPerSecond)
+	c.PoolUsage = cmp.Or(c.PoolUsage, d.PoolUsage)
+	c.SustainWindows = cmp.Or(c.SustainWindows, d.SustainWindows)
+	c.SkewRatio = cmp.Or(c.SkewRatio, d.SkewRatio)
+	c.UnderProvisionedFraction = cmp.Or(c.UnderProvisionedFraction, d.UnderProvisionedFraction)
+	c.UnderProvisionedBusy = cmp.Or(c.UnderProvisionedBusy, d.UnderProvisionedBusy)
+	c.BalancedSkewScore = cmp.Or(c.BalancedSkewScore, d.BalancedSkewScore)
+	c.BackPressuredMsPerSecond = cmp.Or(c.BackPressuredMsPerSecond, d.BackPressuredMsPerSecond)
+	c.RotationLookbackWindows = cmp.Or(c.RotationLookbackWindows, d.RotationLookbackWindows)
+	c.TargetUtilization = cmp.Or(c.TargetUtilization, d.TargetUtilization)
+	c.SaltSeparator = cmp.Or(c.SaltSeparator, d.SaltSeparator)
+	c.MaxSaltBuckets = cmp.Or(c.MaxSaltBuckets, d.MaxSaltBuckets)
+	c.PlanMinImbalance = cmp.Or(c.PlanMinImbalance, d.PlanMinImbalance)
+	c.HistoryWindows = cmp.Or(c.HistoryWindows, d.HistoryWindows)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every value that makes no sense. It changes nothing:

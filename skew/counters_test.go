@@ -1,7 +1,10 @@
 package skew
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // reading of one subtask in a test: the busy gauge and, when set, the
@@ -172,6 +175,12 @@ func TestCounterBeatsLaggingGauge(t *testing.T) {
 	}
 	if f := at(counters, move+1, b); f == nil || f.Cause != CauseRotatingHotKey {
 		t.Fatalf("counters: no rotating_hot_key on subtask %d one window after the move: %s", b, dump(counters))
+	}
+	// The summary says where the hot spot was before, and since when it is here.
+	since := time.UnixMilli(t0 + move*10000).UTC().Format("2006-01-02 15:04:05 UTC")
+	wantBefore := fmt.Sprintf("the hot spot was on subtask %d before and moved here in the window starting %s", a, since)
+	if f := at(counters, move+1, b); !strings.Contains(f.Summary, wantBefore) {
+		t.Errorf("counters: summary lacks %q: %s", wantBefore, f.Summary)
 	}
 
 	gauges := run(true)

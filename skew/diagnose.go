@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type jobCtx struct {
@@ -432,7 +433,11 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey
 					ev.PreviousHotSubtask = intPtr(t.prevDominant)
 				}
 			}
-			f.Summary = skewSummary(base, i, ev, onSub, sat.Cause)
+			var move *hotSpotMove
+			if moved {
+				move = &hotSpotMove{from: t.prevDominant, to: t.lastDominant, windowStart: t.lastMoveWindow}
+			}
+			f.Summary = skewSummary(base, i, ev, onSub, sat.Cause, move)
 		default:
 			sat.Cause = CauseSlowSubtask
 			if h.host != "" {
@@ -609,7 +614,20 @@ func scaleToDivisor(p, maxP int) int {
 	return p
 }
 
-func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string) string {
+// hotSpotMove is the last move of a task's skewed input from one subtask
+// to another: from and to are the subtasks, windowStart the start of the
+// window in which it arrived on to.
+type hotSpotMove struct {
+	from, to    int
+	windowStart int64
+}
+
+// skewSummary says why subtask i is saturated and what to do. For a
+// rotating hot key it says where the hot spot was before (move), or
+// that it was not seen elsewhere yet when only the key's time bucket
+// gives the rotation away (move nil). The move's time is in UTC, so the
+// text is the same wherever it is made.
+func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string, move *hotSpotMove) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Subtask %d of %q is saturated (busy %.0f ms/s) because it gets %s its peers' input",
 		i, base.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
@@ -621,11 +639,24 @@ func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string
 		if ev.TimeBucketKey != "" {
 			b.WriteString(" because it embeds a time bucket")
 		}
+		switch {
+		case move == nil:
+			b.WriteString(" (not seen on another subtask yet)")
+		case move.to == i:
+			fmt.Fprintf(&b, " (the hot spot was on subtask %d before and moved here in the window starting %s)", move.from, utcTime(move.windowStart))
+		default:
+			fmt.Fprintf(&b, " (the hot spot was on subtask %d before and moved to subtask %d in the window starting %s)", move.from, move.to, utcTime(move.windowStart))
+		}
 		b.WriteString(", so drop the time bucket from the key or salt it and aggregate in two phases.")
 	} else {
 		b.WriteString("; apply the salting plan (two-phase aggregation) for this task.")
 	}
 	return b.String()
+}
+
+// utcTime formats epoch milliseconds for a summary, in UTC with the zone.
+func utcTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 MST")
 }
 
 func slowSummary(f *Finding, slowOnHost int) string {

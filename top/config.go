@@ -1,6 +1,7 @@
 package top
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -32,6 +33,9 @@ const (
 	maxWindows = 1000
 	minWidth   = 8
 	maxWidth   = 10000
+	// minFrameWidth is the narrowest Config.Width: the fixed columns of
+	// the tables alone are wider, but a header must still say something.
+	minFrameWidth = 20
 )
 
 // Config configures a Top. DefaultConfig returns it with the defaults
@@ -69,6 +73,11 @@ type Config struct {
 	// SummaryWidth is the widest a summary or a job name is drawn.
 	// Default 80; at least 8.
 	SummaryWidth int
+	// Width is the widest a line of a frame is drawn, in columns (see
+	// Style.Width), at least 20. Default 0: the terminal's width, read
+	// again before each frame so that a resize takes effect, when the
+	// output is a terminal; no limit otherwise (a pipe, a file).
+	Width int
 }
 
 // DefaultConfig returns a Config with every default filled in: the
@@ -92,24 +101,16 @@ func DefaultConfig() Config {
 // DefaultConfig. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Refresh, d.Refresh)
-	orDefault(&c.MaxRows, d.MaxRows)
-	orDefault(&c.Windows, d.Windows)
-	orDefault(&c.Lookback, d.Lookback)
-	orDefault(&c.Timeout, d.Timeout)
-	orDefault(&c.Color, d.Color)
-	orDefault(&c.KeyWidth, d.KeyWidth)
-	orDefault(&c.NameWidth, d.NameWidth)
-	orDefault(&c.SummaryWidth, d.SummaryWidth)
+	c.Refresh = cmp.Or(c.Refresh, d.Refresh)
+	c.MaxRows = cmp.Or(c.MaxRows, d.MaxRows)
+	c.Windows = cmp.Or(c.Windows, d.Windows)
+	c.Lookback = cmp.Or(c.Lookback, d.Lookback)
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.Color = cmp.Or(c.Color, d.Color)
+	c.KeyWidth = cmp.Or(c.KeyWidth, d.KeyWidth)
+	c.NameWidth = cmp.Or(c.NameWidth, d.NameWidth)
+	c.SummaryWidth = cmp.Or(c.SummaryWidth, d.SummaryWidth)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the
@@ -143,6 +144,9 @@ func (c Config) Validate() error {
 		if w.v < minWidth || w.v > maxWidth {
 			errs = append(errs, fmt.Errorf("%s %d: must be between %d and %d", w.name, w.v, minWidth, maxWidth))
 		}
+	}
+	if c.Width != 0 && (c.Width < minFrameWidth || c.Width > maxWidth) {
+		errs = append(errs, fmt.Errorf("width %d: must be 0 (the terminal's) or between %d and %d", c.Width, minFrameWidth, maxWidth))
 	}
 	for i, j := range c.Jobs {
 		if j == "" {

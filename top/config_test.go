@@ -33,6 +33,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "unknown color", cfg: Config{Color: "yes"}, wantErr: []string{`color "yes"`}},
 		{name: "widths out of range", cfg: Config{KeyWidth: 3, NameWidth: -1, SummaryWidth: maxWidth + 1},
 			wantErr: []string{"key width 3", "name width -1", "summary width 10001"}},
+		{name: "width of a terminal kept", cfg: Config{Width: 120},
+			want: func() *Config { c := defaults; c.Width = 120; return &c }()},
+		{name: "width too narrow", cfg: Config{Width: minFrameWidth - 1}, wantErr: []string{"width 19"}},
+		{name: "negative width", cfg: Config{Width: -80}, wantErr: []string{"width -80"}},
 		{name: "empty job id", cfg: Config{Jobs: []string{"a", ""}}, wantErr: []string{"jobs[1]: empty job id"}},
 	}
 	if !reflect.DeepEqual(DefaultConfig(), defaults) {

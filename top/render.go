@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // Frame is what one screen shows: the last snapshot read and how the last
@@ -39,7 +41,16 @@ type Style struct {
 	// SummaryWidth is the widest a summary, a job's name and id and the
 	// jobs filter are drawn. Default 80 (DefaultSummaryWidth).
 	SummaryWidth int
+	// Width is the widest a line is drawn, in columns: the terminal's
+	// width. Tables narrow their key, name and summary columns (down to
+	// minCell) to fit it, and what still does not fit is cut with an
+	// ellipsis. Default 0: no limit.
+	Width int
 }
+
+// minCell is the narrowest a key, name or summary column gets when a
+// table narrows to fit Style.Width.
+const minCell = 8
 
 // ANSI SGR sequences; sgrReset ends each colored cell.
 const (
@@ -58,9 +69,10 @@ const errorWidth = 300
 // Render writes f as text to w: a header (time, windows, jobs), per job a
 // task skew table, a HOT KEYS table and a SATURATED SUBTASKS table with
 // aligned columns, and a footer with the last error. Every string from the
-// data is escaped and cut to its column (see quoteKey), so hostile keys
-// cannot move the cursor, change colors or break the layout. Times are
-// shown in now's location. Render is pure: the same arguments give the
+// data is escaped and cut to its column (termtext.Quote, termtext.Clean),
+// so hostile keys and names cannot move the cursor, change colors or break
+// the layout, and every line fits Style.Width. Times are shown in now's
+// location, with its zone. Render is pure: the same arguments give the
 // same bytes. It returns w's error.
 func Render(w io.Writer, f Frame, now time.Time, st Style) error {
 	if st.KeyWidth <= 0 {
@@ -98,8 +110,9 @@ func (r *renderer) paint(sgr, s string) string {
 	return sgr + s + sgrReset
 }
 
+// line writes one line, cut to Style.Width.
 func (r *renderer) line(parts ...string) {
-	r.b.WriteString(strings.TrimRight(strings.Join(parts, ""), " "))
+	r.b.WriteString(termtext.Fit(strings.TrimRight(strings.Join(parts, ""), " "), r.st.Width))
 	r.b.WriteByte('\n')
 }
 
@@ -118,7 +131,7 @@ func (r *renderer) header(f Frame) {
 	if len(q.Jobs) > 0 {
 		names := make([]string, len(q.Jobs))
 		for i, j := range q.Jobs {
-			names[i] = cleanText(j, r.st.SummaryWidth, false)
+			names[i] = termtext.Clean(j, r.st.SummaryWidth, false)
 		}
 		jobs += " (only " + strings.Join(names, ", ") + ")"
 	}
@@ -154,9 +167,9 @@ func (r *renderer) job(j *Job) {
 	r.line("")
 	name := "JOB "
 	if j.JobName != "" {
-		name += cleanText(j.JobName, r.st.SummaryWidth, false) + "  "
+		name += termtext.Clean(j.JobName, r.st.SummaryWidth, false) + "  "
 	}
-	r.line(r.paint(sgrBold, name+cleanText(j.JobID, r.st.SummaryWidth, false)))
+	r.line(r.paint(sgrBold, name+termtext.Clean(j.JobID, r.st.SummaryWidth, false)))
 	if len(j.Windows) > 0 {
 		newest, oldest := j.Windows[0], j.Windows[len(j.Windows)-1]
 		age := r.now.Sub(time.UnixMilli(newest.End)).Round(time.Second)
@@ -174,10 +187,10 @@ func (r *renderer) job(j *Job) {
 		t := newTable("TASK", "SKEW>", "MAX/MEDIAN>", "WINDOW")
 		for _, k := range j.Tasks {
 			t.row(
-				cell{text: cleanText(k.TaskName, r.st.NameWidth, false)},
+				flexCell(k.TaskName, r.st.NameWidth, false, false),
 				cell{text: strconv.FormatFloat(k.SkewScore, 'f', 1, 64), sgr: level(k.SkewScore, 20, 50)},
 				cell{text: strconv.FormatFloat(k.MaxMedianRatio, 'f', 2, 64)},
-				cell{text: r.clockMs(k.Window.Start)},
+				cell{text: r.cellClock(k.Window.Start)},
 			)
 		}
 		r.table(t)
@@ -189,13 +202,13 @@ func (r *renderer) job(j *Job) {
 		t := newTable("TASK", "SUBTASK>", "KEY", "SHARE>", "EST. RECORDS>", "WINDOWS>", "LAST WINDOW")
 		for _, h := range j.HotKeys {
 			t.row(
-				cell{text: cleanText(h.TaskName, r.st.NameWidth, false)},
+				flexCell(h.TaskName, r.st.NameWidth, false, false),
 				cell{text: subtask(h.SubtaskIndex)},
-				cell{text: quoteKey(h.Key, r.st.KeyWidth, h.KeyBytes > len(h.Key))},
+				flexCell(h.Key, r.st.KeyWidth, h.KeyBytes > len(h.Key), true),
 				cell{text: strconv.FormatFloat(h.Share*100, 'f', 1, 64) + "%", sgr: level(h.Share, 0.2, 0.5)},
 				cell{text: count(h.EstimatedRecords)},
 				cell{text: fmt.Sprintf("%d/%d", h.Windows, nWin)},
-				cell{text: r.clockMs(h.Window.Start)},
+				cell{text: r.cellClock(h.Window.Start)},
 			)
 		}
 		r.table(t)
@@ -205,21 +218,22 @@ func (r *renderer) job(j *Job) {
 	r.sectionTitle("SATURATED SUBTASKS", len(j.Saturated), j.SaturatedTotal)
 	if len(j.Saturated) > 0 {
 		t := newTable("TASK", "SUBTASK>", "CAUSE", "BUSY ms/s>", "BACKPRESSURED ms/s>", "HOST", "WINDOWS>", "LAST WINDOW", "SUMMARY")
+		t.lastBelow = true
 		for _, s := range j.Saturated {
-			host := cleanText(s.Host, r.st.NameWidth, false)
-			if host == "" {
-				host = "-"
+			host := flexCell(s.Host, r.st.NameWidth, false, false)
+			if s.Host == "" {
+				host = cell{text: "-"}
 			}
 			t.row(
-				cell{text: cleanText(s.TaskName, r.st.NameWidth, false)},
+				flexCell(s.TaskName, r.st.NameWidth, false, false),
 				cell{text: subtask(s.SubtaskIndex)},
-				cell{text: cleanText(s.Cause, r.st.NameWidth, false), sgr: sgrRed},
+				cell{text: termtext.Clean(s.Cause, r.st.NameWidth, false), sgr: sgrRed},
 				cell{text: strconv.FormatFloat(s.BusyMsPerSecond, 'f', 0, 64), sgr: level(s.BusyMsPerSecond, 500, 900)},
 				cell{text: strconv.FormatFloat(s.BackPressuredMsPerSecond, 'f', 0, 64), sgr: level(s.BackPressuredMsPerSecond, 500, 900)},
-				cell{text: host},
+				host,
 				cell{text: fmt.Sprintf("%d/%d", s.Windows, nWin)},
-				cell{text: r.clockMs(s.Window.Start)},
-				cell{text: cleanText(s.Summary, r.st.SummaryWidth, s.SummaryBytes > len(s.Summary))},
+				cell{text: r.cellClock(s.Window.Start)},
+				flexCell(s.Summary, r.st.SummaryWidth, s.SummaryBytes > len(s.Summary), false),
 			)
 		}
 		r.table(t)
@@ -250,7 +264,7 @@ func (r *renderer) footer(f Frame) {
 	if f.Failures > 1 {
 		msg += fmt.Sprintf(" (%d refreshes in a row)", f.Failures)
 	}
-	msg += ": " + cleanText(f.Err.Error(), errorWidth, false)
+	msg += ": " + termtext.Clean(f.Err.Error(), errorWidth, false)
 	r.line(r.paint(sgrRedB, msg))
 	status := "no data read yet"
 	if !f.Updated.IsZero() {
@@ -262,9 +276,15 @@ func (r *renderer) footer(f Frame) {
 	r.line(status)
 }
 
-// clock formats t in now's location: the time of day, with the date when
-// it is not now's date.
+// clock formats t in now's location with the zone: the time of day, with
+// the date when it is not now's date ("12:00:05 UTC", "2026-02-28
+// 11:00:05 CET").
 func (r *renderer) clock(t time.Time) string {
+	return r.clockOnly(t) + " " + t.In(r.now.Location()).Format("MST")
+}
+
+// clockOnly is clock without the zone.
+func (r *renderer) clockOnly(t time.Time) string {
 	t = t.In(r.now.Location())
 	y, m, d := t.Date()
 	ny, nm, nd := r.now.Date()
@@ -274,11 +294,26 @@ func (r *renderer) clock(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05")
 }
 
-func (r *renderer) clockMs(ms int64) string { return r.clock(time.UnixMilli(ms)) }
+// cellClock formats a time of a table cell: as clock, without the zone
+// when it is now's, which the frame's header line states (a table's
+// columns are narrow).
+func (r *renderer) cellClock(ms int64) string {
+	t := time.UnixMilli(ms)
+	if t.In(r.now.Location()).Format("MST") == r.now.Format("MST") {
+		return r.clockOnly(t)
+	}
+	return r.clock(t)
+}
 
-// span formats a time range of epoch milliseconds.
+// span formats a time range of epoch milliseconds, with the zone once
+// when both ends are in the same one.
 func (r *renderer) span(from, to int64) string {
-	return r.clockMs(from) + "-" + r.clockMs(to)
+	a, b := time.UnixMilli(from), time.UnixMilli(to)
+	loc := r.now.Location()
+	if a.In(loc).Format("MST") == b.In(loc).Format("MST") {
+		return r.clockOnly(a) + "-" + r.clock(b)
+	}
+	return r.clock(a) + "-" + r.clock(b)
 }
 
 // subtask formats a subtask index; -1 means the whole task.
@@ -317,6 +352,20 @@ func level(v, warn, bad float64) string {
 type cell struct {
 	text string
 	sgr  string
+	// fit, when set, draws the cell's text again at most that many
+	// columns wide, for a table that narrows to fit Style.Width.
+	fit func(width int) string
+}
+
+// flexCell is a cell of text from the data, escaped (quoted when quote)
+// and at most width columns wide; a table may narrow it further. cut says
+// the source read only a prefix of s.
+func flexCell(s string, width int, cut, quote bool) cell {
+	draw := termtext.Clean
+	if quote {
+		draw = termtext.Quote
+	}
+	return cell{text: draw(s, width, cut), fit: func(w int) string { return draw(s, min(w, width), cut) }}
 }
 
 // table aligns cells in columns by their display width (text/tabwriter
@@ -326,6 +375,9 @@ type table struct {
 	head  []string
 	right []bool
 	rows  [][]cell
+	// lastBelow lets the last column move under each row when the table
+	// cannot fit Style.Width otherwise.
+	lastBelow bool
 }
 
 func newTable(head ...string) *table {
@@ -339,22 +391,34 @@ func newTable(head ...string) *table {
 func (t *table) row(cells ...cell) { t.rows = append(t.rows, cells) }
 
 // table writes t indented by two spaces, columns two spaces apart, the
-// last column unpadded.
+// last column unpadded. When the rows are wider than Style.Width, the
+// widest of the columns whose cells can narrow (keys, names, summaries)
+// gives up a column at a time, down to minCell. When that is not enough
+// and t.lastBelow is set, the last column moves to a line of its own
+// under each row (the summary stays readable on a narrow terminal); a
+// line that still does not fit is cut by line.
 func (r *renderer) table(t *table) {
-	widths := make([]int, len(t.head))
-	for i, h := range t.head {
-		widths[i] = textWidth(h)
+	cols := len(t.head)
+	widths, fits := t.layout(cols, r.st.Width)
+	below := !fits && t.lastBelow && cols > 1
+	if below {
+		cols--
+		widths, _ = t.layout(cols, r.st.Width)
 	}
-	for _, row := range t.rows {
-		for i, c := range row {
-			widths[i] = max(widths[i], textWidth(c.text))
+	if r.st.Width > 0 {
+		for _, row := range t.rows {
+			for i := range cols {
+				if c := &row[i]; c.fit != nil && termtext.Width(c.text) > widths[i] {
+					c.text = c.fit(widths[i])
+				}
+			}
 		}
 	}
 	write := func(cells []cell) {
 		var b strings.Builder
 		b.WriteString("  ")
 		for i, c := range cells {
-			pad := strings.Repeat(" ", widths[i]-textWidth(c.text))
+			pad := strings.Repeat(" ", widths[i]-termtext.Width(c.text))
 			last := i == len(cells)-1
 			switch {
 			case t.right[i]:
@@ -370,12 +434,61 @@ func (r *renderer) table(t *table) {
 		}
 		r.line(b.String())
 	}
-	head := make([]cell, len(t.head))
-	for i, h := range t.head {
+	head := make([]cell, cols)
+	for i, h := range t.head[:cols] {
 		head[i] = cell{text: h, sgr: sgrCyan}
 	}
 	write(head)
 	for _, row := range t.rows {
-		write(row)
+		write(row[:cols])
+		if below {
+			c := row[cols]
+			if c.fit != nil {
+				c.text = c.fit(max(minCell, r.st.Width-len(belowIndent)))
+			}
+			r.line(belowIndent, r.paint(c.sgr, c.text))
+		}
 	}
+}
+
+// belowIndent indents the last column of a row on its own line.
+const belowIndent = "      "
+
+// layout returns the widths of t's first cols columns, narrowed as far as
+// needed and possible to fit width (0: no limit), and whether they fit.
+func (t *table) layout(cols, width int) ([]int, bool) {
+	widths := make([]int, cols)
+	floor := make([]int, cols) // 0: the column cannot narrow
+	for i, h := range t.head[:cols] {
+		widths[i] = termtext.Width(h)
+	}
+	for _, row := range t.rows {
+		for i, c := range row[:cols] {
+			widths[i] = max(widths[i], termtext.Width(c.text))
+			if c.fit != nil {
+				floor[i] = max(minCell, termtext.Width(t.head[i]))
+			}
+		}
+	}
+	if width <= 0 {
+		return widths, true
+	}
+	total := 2 + 2*(cols-1)
+	for _, w := range widths {
+		total += w
+	}
+	for total > width {
+		widest := -1
+		for i, w := range widths {
+			if floor[i] > 0 && w > floor[i] && (widest < 0 || w > widths[widest]) {
+				widest = i
+			}
+		}
+		if widest < 0 {
+			return widths, false
+		}
+		widths[widest]--
+		total--
+	}
+	return widths, true
 }

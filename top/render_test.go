@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -158,6 +159,12 @@ func TestRenderGolden(t *testing.T) {
 		{"hostile", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{}},
 		{"hostile-narrow", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{KeyWidth: 8, NameWidth: 8, SummaryWidth: 8}},
 		{"hostile-color", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{Color: true}},
+		// A terminal's width: the key, name and summary columns narrow,
+		// the rest of a line that still does not fit is cut.
+		{"fixture-width-100", Frame{Snapshot: fixture, Updated: testNow, Refresh: 2 * time.Second}, Style{Width: 100}},
+		{"fixture-width-40", Frame{Snapshot: fixture, Updated: testNow, Refresh: 2 * time.Second}, Style{Width: 40}},
+		{"hostile-width-80", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{Width: 80}},
+		{"hostile-color-width-80", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{Color: true, Width: 80}},
 		{"truncated", Frame{Snapshot: truncated, Updated: testNow}, Style{}},
 		{"other-day", Frame{Snapshot: otherDay, Updated: testNow}, Style{}},
 		{"empty", Frame{Snapshot: Snapshot{Query: Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"},
@@ -181,6 +188,13 @@ func TestRenderGolden(t *testing.T) {
 				t.Errorf("escape character in a frame without colors")
 			}
 			checkAligned(t, got, tc.style.Color)
+			if tc.style.Width > 0 {
+				for i, line := range strings.Split(got, "\n") {
+					if w := termtext.Width(line); w > tc.style.Width {
+						t.Errorf("line %d is %d columns, wider than %d: %q", i+1, w, tc.style.Width, line)
+					}
+				}
+			}
 			golden(t, filepath.Join("testdata", tc.name+".golden"), got)
 
 			// Render is pure.
@@ -223,6 +237,9 @@ func checkAligned(t *testing.T, frame string, color bool) {
 			}
 		}
 		for j := i + 1; j < len(lines) && lines[j] != ""; j++ {
+			if strings.HasPrefix(lines[j], belowIndent) {
+				continue // the last column of the row above, on its own line
+			}
 			row := displayColumns(lines[j])
 			at := func(c int) rune {
 				if c >= len(row) {
@@ -248,7 +265,7 @@ func checkAligned(t *testing.T, frame string, color bool) {
 func displayColumns(line string) []rune {
 	var cols []rune
 	for _, r := range line {
-		for k := 0; k < runeWidth(r); k++ {
+		for k := 0; k < termtext.RuneWidth(r); k++ {
 			cols = append(cols, r)
 		}
 	}

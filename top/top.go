@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
+
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // Reader is where the view reads its snapshots; the ClickHouse store's
@@ -45,8 +46,8 @@ type Top struct {
 
 // New validates cfg, whose zero fields mean their defaults
 // (DefaultConfig), and returns a view that reads from src and draws to
-// out. Frames are redrawn in place when out is a terminal (an *os.File on
-// a character device) and printed one after the other, separated by a
+// out. Frames are redrawn in place, fitted to the terminal's width, when
+// out is a terminal, and printed one after the other, separated by a
 // line, otherwise. log may be nil to discard log records.
 func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) {
 	cfg = cfg.withDefaults()
@@ -62,7 +63,7 @@ func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	term := isTerminal(out)
+	term := termtext.IsTerminal(out)
 	return &Top{
 		cfg: cfg, src: src, out: out, log: log, term: term, now: time.Now,
 		style: Style{
@@ -70,19 +71,9 @@ func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) 
 			KeyWidth:     cfg.KeyWidth,
 			NameWidth:    cfg.NameWidth,
 			SummaryWidth: cfg.SummaryWidth,
+			Width:        cfg.Width,
 		},
 	}, nil
-}
-
-// isTerminal reports whether w is a character device such as a terminal.
-// (/dev/null is one too; escape sequences sent there do no harm.)
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // Run refreshes and draws the view every Config.Refresh until ctx ends,
@@ -162,14 +153,18 @@ func (t *Top) refresh(ctx context.Context, fr Frame) Frame {
 // a frame: on a terminal after clearing the screen, else after a separator
 // line (from the second frame on).
 func (t *Top) draw(fr Frame, n int) error {
+	st := t.style
+	if st.Width == 0 && t.term {
+		st.Width = termtext.Columns(t.out)
+	}
 	var b bytes.Buffer
 	switch {
 	case t.term && !t.cfg.Once:
 		b.WriteString(clearScreen)
 	case n > 0:
-		b.WriteString(separator + "\n")
+		b.WriteString(termtext.Fit(separator, st.Width) + "\n")
 	}
-	if err := Render(&b, fr, t.now(), t.style); err != nil {
+	if err := Render(&b, fr, t.now(), st); err != nil {
 		return err
 	}
 	if _, err := t.out.Write(b.Bytes()); err != nil {

@@ -1,6 +1,7 @@
 package alertmanager
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,21 +87,13 @@ func DefaultConfig() Config {
 // ResendInterval. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Timeout == 0 {
-		c.Timeout = d.Timeout
-	}
-	if c.ResendInterval == 0 {
-		c.ResendInterval = d.ResendInterval
-	}
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.ResendInterval = cmp.Or(c.ResendInterval, d.ResendInterval)
 	if c.EndsAfter == 0 {
 		c.EndsAfter = EndsAfterResends * c.ResendInterval
 	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = d.MaxBatch
-	}
-	if c.MaxActive == 0 {
-		c.MaxActive = d.MaxActive
-	}
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.MaxActive = cmp.Or(c.MaxActive, d.MaxActive)
 	return c
 }
 

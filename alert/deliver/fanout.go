@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,20 +73,12 @@ func DefaultFanoutConfig() FanoutConfig {
 // applies it, so a zero field means its default.
 func (c FanoutConfig) withDefaults() FanoutConfig {
 	d := DefaultFanoutConfig()
-	orDefault(&c.QueueCapacity, d.QueueCapacity)
-	orDefault(&c.MaxBatch, d.MaxBatch)
-	orDefault(&c.NotifyTimeout, d.NotifyTimeout)
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.NotifyTimeout = cmp.Or(c.NotifyTimeout, d.NotifyTimeout)
 	c.Retry = c.Retry.OrDefault(d.Retry)
-	orDefault(&c.DrainTimeout, d.DrainTimeout)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields

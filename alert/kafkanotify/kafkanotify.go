@@ -1,6 +1,7 @@
 package kafkanotify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,21 +70,11 @@ func DefaultConfig() Config {
 // DefaultConfig. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Topic == "" {
-		c.Topic = d.Topic
-	}
-	if c.Partitions == 0 {
-		c.Partitions = d.Partitions
-	}
-	if c.ReplicationFactor == 0 {
-		c.ReplicationFactor = d.ReplicationFactor
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = d.WriteTimeout
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = d.DialTimeout
-	}
+	c.Topic = cmp.Or(c.Topic, d.Topic)
+	c.Partitions = cmp.Or(c.Partitions, d.Partitions)
+	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, d.ReplicationFactor)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
+	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,15 +53,9 @@ func DefaultConfig() Config {
 // DefaultConfig. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Timeout == 0 {
-		c.Timeout = d.Timeout
-	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = d.MaxBatch
-	}
-	if c.Sender == "" {
-		c.Sender = d.Sender
-	}
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.Sender = cmp.Or(c.Sender, d.Sender)
 	return c
 }
 

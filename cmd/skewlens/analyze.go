@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -87,11 +87,12 @@ type analyzeCmd struct {
 	Format string   `enum:"auto,json,influx,prometheus" default:"auto" help:"Force one input format (auto detects it per line: ${enum})."`
 	Output string   `short:"o" enum:"json,text" default:"json" help:"Findings as JSON lines (the contract) or as text for people: ${enum}. Text prints one line per incident (consecutive windows of one condition) with its duration."`
 	// PerWindow keeps the text output of one line per finding.
-	PerWindow bool     `help:"With -o text, print one line per finding and window instead of one per incident."`
-	Kind      []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
-	Stats     bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
-	ShowBad   int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
-	Progress  string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
+	PerWindow bool `help:"With -o text, print one line per finding and window instead of one per incident."`
+	textFlags
+	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
+	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
+	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
+	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
 	windowFlags
 	engineFlags
 	// BusyFrom is analyze's only: run shares engineFlags and has no use
@@ -133,6 +134,10 @@ func (c *analyzeCmd) Run(e *env) error {
 			return fmt.Errorf("input %s: %w", name, err)
 		}
 		inputs = append(inputs, replay.Input{Name: name, R: r})
+	}
+	width, err := c.lineWidth(e)
+	if err != nil {
+		return err
 	}
 	kinds := map[string]bool{}
 	for _, k := range c.Kind {
@@ -183,13 +188,13 @@ func (c *analyzeCmd) Run(e *env) error {
 			incidents.add(f)
 			return nil
 		case c.Output == "text":
-			return writeText(out, f)
+			return writeText(out, f, width)
 		}
 		return enc.Encode(f)
 	})
 	if incidents != nil && err == nil {
 		for _, in := range incidents.incidents() {
-			if err = writeIncidentText(out, in.State, &in); err != nil {
+			if err = writeIncidentText(out, in.State, &in, width); err != nil {
 				break
 			}
 		}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/skewlens/skewlens/incident"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/alert/incident"
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
@@ -15,10 +16,12 @@ import (
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 
@@ -59,10 +62,13 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("Detection latency at the default settings (%s windows, %s out-of-orderness)", secs(window), secs(outOfOrder))},
 		{"README.md", fmt.Sprintf("`%s` (`--plans-topic`)", planpub.DefaultConfig().Topic)},
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
+		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultOverridePoll))},
 		{"README.md", fmt.Sprintf("`--alert-for` (%s) before firing", fmtDuration(alert.DefaultFor))},
 		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(alert.DefaultResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
+		// top waits for ClickHouse at start with the store's backoff.
+		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
 		{"README.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
 		{"README.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},
@@ -103,6 +109,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/salting-plans.md", fmt.Sprintf("| separator | `%s` (must equal the engine's `--salt-separator`) |", pl.Separator)},
 		{"docs/api.md", fmt.Sprintf("(%d by default) gets 503", serve.DefaultConfig().MaxConcurrentQueries)},
 		{"docs/api.md", fmt.Sprintf("(default limit %d, at most %d)", serve.DefaultLimit, serve.MaxLimit)},
+		{"docs/api.md", fmt.Sprintf("(last %d hours, default limit %d, at most %d)", int(serve.DefaultFindingsWindow.Hours()), serve.DefaultLimit, serve.MaxLimit)},
 	}
 	docs := map[string]string{}
 	for _, tt := range tests {

@@ -8,19 +8,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
-// writeIncidentText prints one incident as a line for people: its start
-// (UTC), label (its state, or what just happened to it), cause, where,
-// how long it has lasted and in how many windows, its peaks and the latest
-// summary.
-func writeIncidentText(w io.Writer, label string, in *incident.Incident) error {
-	at := time.UnixMilli(in.Start).UTC().Format("2006-01-02 15:04:05")
-	where := in.TaskName
+// writeIncidentText writes one line for an incident: its start (with
+// the zone), label (opened, closed, …), cause, where, duration and
+// windows, the key and peaks, and the latest summary. Names, the key and
+// the summary are escaped (termtext), so a hostile name cannot reach the
+// terminal raw; width > 0 fits the line to that many columns.
+func writeIncidentText(w io.Writer, label string, in *incident.Incident, width int) error {
+	at := time.UnixMilli(in.Start).UTC().Format("2006-01-02 15:04:05 MST")
+	where := termtext.Clean(in.TaskName, 0, false)
 	if in.JobName != "" {
-		where = in.JobName + "/" + where
+		where = termtext.Clean(in.JobName, 0, false) + "/" + where
 	}
 	if in.Subtask >= 0 {
 		where = fmt.Sprintf("%s #%d", where, in.Subtask)
@@ -37,17 +39,18 @@ func writeIncidentText(w io.Writer, label string, in *incident.Incident) error {
 	}
 	var detail string
 	if in.Key != "" {
-		detail = fmt.Sprintf("key %q, ", in.Key)
+		detail = "key " + termtext.Quote(in.Key, 0, false) + ", "
 	}
 	if len(peaks) > 0 {
 		detail += "peak " + strings.Join(peaks, ", ")
 	}
 	detail = strings.TrimSuffix(detail, ", ")
 	if in.Summary != "" {
-		detail += " — " + in.Summary
+		detail += " — " + termtext.Clean(in.Summary, 0, false)
 	}
-	_, err := fmt.Fprintf(w, "%s  %-7s %-18s %-36s %8s (%d windows)  %s\n",
+	line := fmt.Sprintf("%s  %-7s %-18s %-36s %8s (%d windows)  %s",
 		at, label, in.Cause, where, in.Duration().Round(time.Second), in.Windows, strings.TrimPrefix(detail, " "))
+	_, err := io.WriteString(w, termtext.Fit(line, width)+"\n")
 	return err
 }
 

@@ -73,7 +73,7 @@ func TestAnalyzeIncidentText(t *testing.T) {
 			}
 			for cause, n := range windows {
 				dur := time.Duration(last[cause]-first[cause]) * time.Millisecond
-				re := regexp.MustCompile(`(?m)^\S+ \S+  (open|closed) +` + cause + ` .* ` + regexp.QuoteMeta(dur.String()) + fmt.Sprintf(` \(%d windows\)`, n))
+				re := regexp.MustCompile(`(?m)^\S+ \S+ UTC  (open|closed) +` + cause + ` .* ` + regexp.QuoteMeta(dur.String()) + fmt.Sprintf(` \(%d windows\)`, n))
 				if !re.MatchString(text) {
 					t.Errorf("no incident line for %s lasting %s in %d windows:\n%s", cause, dur, n, text)
 				}

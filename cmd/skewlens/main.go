@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // cli is the command tree. The flags' defaults come from the components'
@@ -31,6 +33,9 @@ type env struct {
 	stdout, stderr io.Writer
 	// stderrIsTerminal turns progress lines on by default.
 	stderrIsTerminal bool
+	// stdoutColumns returns the width of the terminal stdout is, 0 when
+	// it is none; nil (tests) means none.
+	stdoutColumns func() int
 }
 
 const description = `skewlens finds the Flink subtask that is drowning and says why: a hot key,
@@ -96,9 +101,9 @@ func run(args []string, e *env) (code int) {
 }
 
 func main() {
-	fi, _ := os.Stderr.Stat()
-	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
-	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: tty}))
+	tty := termtext.IsTerminal(os.Stderr)
+	columns := func() int { return termtext.Columns(os.Stdout) }
+	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: tty, stdoutColumns: columns}))
 }
 
 type versionCmd struct{}

@@ -22,10 +22,10 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/deliver"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	localch "github.com/skewlens/skewlens/deploy/clickhouse"
-	"github.com/skewlens/skewlens/incident"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/promreg"
@@ -51,11 +51,12 @@ type runCmd struct {
 	StateDir        string `default:".state" help:"Where embedded servers keep their data."`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz."`
 	logFlags
-	Duration        time.Duration `help:"Stop after this long (default: run until interrupted)."`
-	Simulate        []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed           float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
-	Quiet           bool          `help:"Do not print findings to the terminal."`
-	PerWindow       bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
+	Duration  time.Duration `help:"Stop after this long (default: run until interrupted)."`
+	Simulate  []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
+	Speed     float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
+	Quiet     bool          `help:"Do not print findings to the terminal."`
+	PerWindow bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
+	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
 	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
@@ -88,6 +89,9 @@ type runCmd struct {
 func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
+	}
+	if _, err := c.lineWidth(e); err != nil {
+		return err
 	}
 	log := c.logger(e.stderr, nil)
 	reg := prometheus.NewRegistry()
@@ -145,6 +149,7 @@ func (c *runCmd) Run(e *env) error {
 			"  SELECT kind, cause, job_name, task_name, subtask_index, count() FROM findings GROUP BY kind, cause, job_name, task_name, subtask_index ORDER BY count() DESC\n"+
 			"  SELECT job_name, task_name, key, max(share) AS share FROM hot_keys GROUP BY job_name, task_name, key ORDER BY share DESC LIMIT 10\n"+
 			"  SELECT job_name, task_name, subtask_index, host, any(summary) FROM findings WHERE cause = 'slow_subtask' GROUP BY job_name, task_name, subtask_index, host\n"+
+			"Per-subtask statistics (--stats) are kept apart from the findings, in the table subtask_stats.\n"+
 			"More in docs/queries.md; metrics at http://%s/metrics.\n\n", host, port, c.Database, c.Listen)
 	}
 
@@ -266,7 +271,8 @@ func (c *runCmd) Run(e *env) error {
 	if !c.Quiet {
 		incSink.OnChange(func(ch incident.Change) {
 			if ch.Kind != incident.Updated || c.PerWindow {
-				_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident)
+				width, _ := c.lineWidth(e) // checked at the start
+				_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident, width)
 			}
 		})
 	}
@@ -280,7 +286,8 @@ func (c *runCmd) Run(e *env) error {
 	runner.OnFinding(func(f *skew.Finding) {
 		found.Add(1)
 		if !c.Quiet && c.PerWindow && f.Kind != skew.KindSubtaskStats {
-			_ = writeText(e.stdout, f)
+			width, _ := c.lineWidth(e) // checked at the start
+			_ = writeText(e.stdout, f, width)
 		}
 	})
 
@@ -399,27 +406,6 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 	return deliver.New(cfg, targets, log, reg)
 }
 
-// incidentSink builds the incident tracker with the alerts' hysteresis
-// and its sink in front of next, and restores the open incidents from
-// ClickHouse.
-func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
-	cfg := incident.DefaultConfig()
-	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
-	tr, err := incident.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s, err := incidentsink.New(next, tr, store.Writer(), log, reg)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Restore(ctx, store.RetryPolicy()); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
 	names := c.Simulate
 	if len(names) == 1 && names[0] == "all" {
@@ -440,4 +426,25 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, jobs, c.Speed
 	cfg.MetricsTopic, cfg.SamplesTopic = c.Topics[0], c.Topics[len(c.Topics)-1]
 	return simfeed.New(cfg, log)
+}
+
+// incidentSink builds the incident tracker with the alerts' hysteresis
+// and its sink in front of next, and restores the open incidents from
+// ClickHouse.
+func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+	cfg := incident.DefaultConfig()
+	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	tr, err := incident.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := incidentsink.New(next, tr, store.Writer(), log, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Restore(ctx, store.RetryPolicy()); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
 }

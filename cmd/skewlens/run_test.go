@@ -88,9 +88,67 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".findings FINAL WHERE job_name = 'hot_key' AND cause = 'data_skew'").Scan(&saturations); err != nil {
 		t.Fatal(err)
 	}
-	opened := regexp.MustCompile(`(?m)^\S+ \S+  opened  data_skew +hot_key/`).FindAllString(out, -1)
+	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key/`).FindAllString(out, -1)
 	if incidents == 0 || uint64(len(opened)) != incidents || saturations <= incidents {
 		t.Errorf("%d data_skew incidents in ClickHouse for %d findings, %d opened lines on stdout:\n%s", incidents, saturations, len(opened), out)
+	}
+	checkStartQueries(ctx, t, conn, db, out)
+}
+
+// checkStartQueries runs the queries `skewlens run` printed at start
+// (stdout out) on database db: each answers rows, and they are findings
+// alone, while the statistics are in subtask_stats.
+func checkStartQueries(ctx context.Context, t *testing.T, conn ch.Conn, db, out string) {
+	t.Helper()
+	var queries []string
+	for _, line := range strings.Split(out, "\n") {
+		if q, ok := strings.CutPrefix(line, "  SELECT "); ok {
+			queries = append(queries, "SELECT "+q)
+		}
+	}
+	if len(queries) != 3 {
+		t.Fatalf("%d queries printed at start, want 3:\n%s", len(queries), out)
+	}
+	for i, q := range queries {
+		// The printed queries name tables without a database, as in the
+		// printed clickhouse-client --database session.
+		rows, err := conn.Query(ctx, strings.Replace(q, " FROM ", " FROM "+db+".", 1))
+		if err != nil {
+			t.Fatalf("query %d %q: %v", i+1, q, err)
+		}
+		n, kinds := 0, map[string]int{}
+		for rows.Next() {
+			n++
+			if i == 0 { // kind, cause, job_name, task_name, subtask_index, count()
+				var kind, cause, job, task string
+				var sub int32
+				var count uint64
+				if err := rows.Scan(&kind, &cause, &job, &task, &sub, &count); err != nil {
+					t.Fatalf("query %d: %v", i+1, err)
+				}
+				kinds[kind]++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("query %d: %v", i+1, err)
+		}
+		rows.Close()
+		if n == 0 {
+			t.Errorf("query %d %q: no rows", i+1, q)
+		}
+		if i == 0 {
+			t.Logf("query 1: %d rows by kind %v", n, kinds)
+			if kinds["saturation"] == 0 || kinds["hot_key"] == 0 || kinds["subtask_stats"] != 0 || len(kinds) > 3 {
+				t.Errorf("query 1: rows by kind %v, want findings alone (saturation, hot_key, salting_plan)", kinds)
+			}
+		}
+	}
+	var stats uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".subtask_stats").Scan(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats == 0 {
+		t.Error("no subtask_stats rows: statistics were not written apart")
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // apiFlags configure the salting-suggestion HTTP API, served by
 // `skewlens serve` and, for the embedded demo, by `skewlens run`.
 type apiFlags struct {
-	APIListen string `default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings; docs/api.md). Empty: no API."`
+	APIListen string `default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings, /v1/stats; docs/api.md). Empty: no API."`
 	TokenFile string `group:"API" placeholder:"FILE" type:"existingfile" help:"YAML map of name: bearer token allowed to pin, override or exclude (the name is audited). Without it the API is read-only."`
 	TLSCert   string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM certificate (chain) to serve HTTPS with; needs --tls-key."`
 	TLSKey    string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM private key of --tls-cert."`
@@ -98,7 +98,6 @@ func (c *serveCmd) Run(e *env) error {
 // serveStore is the API's store: the parts of the ClickHouse store it
 // reads and writes.
 func serveStore(st *clickhouse.Store) serve.Store {
-	s := serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(), Findings: st.Findings()}
-	s.Incidents = st.Incidents()
-	return s
+	return serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(),
+		Findings: st.Findings(), Stats: st.Stats(), Incidents: st.Incidents()}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
@@ -16,18 +17,22 @@ type topCmd struct {
 	clickhouseFlags `set:"clickhouse_addr_note=Required (make run prints it)."`
 	Job             []string      `placeholder:"JOB_ID" help:"Show only this job id (repeatable; default: every job)."`
 	Refresh         time.Duration `default:"${refresh}" help:"Time between refreshes."`
-	Once            bool          `help:"Draw one frame and exit; the exit code is 1 when ClickHouse failed."`
+	Once            bool          `help:"Draw one frame and exit; the exit code is 1 when ClickHouse failed (it is tried once)."`
 	Rows            int           `default:"${rows}" help:"Most rows per section and job."`
 	Windows         int           `default:"${windows}" help:"How many of each job's newest windows to cover."`
 	Lookback        time.Duration `default:"${lookback}" help:"Hide jobs whose newest window started longer ago."`
 	Color           string        `enum:"auto,always,never" default:"${color}" help:"Colors: ${enum} (auto: on a terminal unless NO_COLOR is set)."`
+	textFlags
 	logFlags
 }
 
 // Validate is called by kong after parsing.
 func (c *topCmd) Validate() error { return c.requireAddr() }
 
-// Run wires the terminal view to ClickHouse; it refreshes until Ctrl-C.
+// Run wires the terminal view to ClickHouse; it refreshes until q or
+// Ctrl-C. ClickHouse may be away at start: the connection is retried
+// (without limit, with the store's backoff) and each failed try printed,
+// except with --once, which tries once.
 func (c *topCmd) Run(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -37,14 +42,45 @@ func (c *topCmd) Run(e *env) error {
 	if _, ok := os.LookupEnv("NO_COLOR"); ok && color == top.ColorAuto {
 		color = top.ColorNever
 	}
-	store, err := clickhouse.New(c.storeConfig(), log, nil)
+	cfg := top.DefaultConfig()
+	cfg.Refresh, cfg.Jobs, cfg.MaxRows, cfg.Windows = c.Refresh, c.Job, c.Rows, c.Windows
+	cfg.Lookback, cfg.Color, cfg.Once, cfg.Width = c.Lookback, color, c.Once, c.Width
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if !c.Once {
+		keys, err := top.WatchKeys(ctx, e.stdin)
+		if err != nil {
+			log.Warn("q does not quit; Ctrl-C does", "err", err)
+		} else {
+			defer func() {
+				if err := keys.Stop(); err != nil {
+					log.Warn("restoring the terminal", "err", err)
+				}
+			}()
+			ctx = keys.Context()
+		}
+	}
+	var store *clickhouse.Store
+	connect := func(context.Context) (err error) {
+		store, err = clickhouse.New(c.storeConfig(), log, nil)
+		return err
+	}
+	var err error
+	if c.Once {
+		err = connect(ctx)
+	} else {
+		wait := clickhouse.DefaultConfig().Retry
+		wait.MaxRetries = retry.Unlimited
+		err = retry.Do(ctx, wait, top.WaitNotice(e.stdout, "ClickHouse at "+c.ClickhouseAddr), connect)
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // q or Ctrl-C while waiting
+		}
 		return err
 	}
 	defer store.Close()
-	cfg := top.DefaultConfig()
-	cfg.Refresh, cfg.Jobs, cfg.MaxRows, cfg.Windows = c.Refresh, c.Job, c.Rows, c.Windows
-	cfg.Lookback, cfg.Color, cfg.Once = c.Lookback, color, c.Once
 	view, err := top.New(cfg, store.Top(), e.stdout, log)
 	if err != nil {
 		return err

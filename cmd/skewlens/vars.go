@@ -12,6 +12,7 @@ import (
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/planpub"
@@ -33,6 +34,7 @@ func defaultVars() kong.Vars {
 	sim := simulate.DefaultConfig()
 	src := kafkasrc.DefaultConfig()
 	trk := alert.DefaultTrackerConfig()
+	win := window.DefaultConfig()
 	return kong.Vars{
 		// Engine thresholds (analyze and run).
 		"window":             fmtDuration(time.Duration(eng.WindowMs) * time.Millisecond),
@@ -56,11 +58,9 @@ func defaultVars() kong.Vars {
 		"salt_separator":     eng.SaltSeparator,
 		"max_salt_buckets":   strconv.Itoa(eng.MaxSaltBuckets),
 		"plan_min_imbalance": fmtFloat(eng.PlanMinImbalance),
-		// Watermark (analyze and run). pipeline/window states its default
-		// out-of-orderness (5000 ms) only inside Config.Validate; until it
-		// has a Default function, this is the one copy in cmd.
-		"out_of_orderness": "5s",
-		"allowed_lateness": fmtDuration(0),
+		// Watermark (analyze and run).
+		"out_of_orderness": fmtDuration(time.Duration(win.OutOfOrderMs) * time.Millisecond),
+		"allowed_lateness": fmtDuration(time.Duration(win.AllowedLatenessMs) * time.Millisecond),
 
 		// ClickHouse (run, serve, top, migrate).
 		"database": ch.Database,

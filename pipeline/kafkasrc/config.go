@@ -1,6 +1,7 @@
 package kafkasrc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -95,27 +96,19 @@ func DefaultConfig() Config {
 // apply it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.GroupID, d.GroupID)
+	c.GroupID = cmp.Or(c.GroupID, d.GroupID)
 	if len(c.Topics) == 0 {
 		c.Topics = d.Topics
 	}
-	orDefault(&c.MinBytes, d.MinBytes)
-	orDefault(&c.MaxBytes, d.MaxBytes)
-	orDefault(&c.MaxWait, d.MaxWait)
-	orDefault(&c.QueueCapacity, d.QueueCapacity)
-	orDefault(&c.StartupTimeout, d.StartupTimeout)
-	orDefault(&c.DeadLetterTopic, d.DeadLetterTopic)
-	orDefault(&c.DeadLetterInFlight, d.DeadLetterInFlight)
-	orDefault(&c.WriteTimeout, d.WriteTimeout)
+	c.MinBytes = cmp.Or(c.MinBytes, d.MinBytes)
+	c.MaxBytes = cmp.Or(c.MaxBytes, d.MaxBytes)
+	c.MaxWait = cmp.Or(c.MaxWait, d.MaxWait)
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
+	c.StartupTimeout = cmp.Or(c.StartupTimeout, d.StartupTimeout)
+	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, d.DeadLetterTopic)
+	c.DeadLetterInFlight = cmp.Or(c.DeadLetterInFlight, d.DeadLetterInFlight)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields

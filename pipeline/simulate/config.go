@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -176,30 +177,22 @@ func DefaultConfig() Config {
 // sink subtask. New applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Scenario, d.Scenario)
-	orDefault(&c.Start, d.Start)
-	orDefault(&c.Duration, d.Duration)
-	orDefault(&c.Interval, d.Interval)
-	orDefault(&c.SourceParallelism, d.SourceParallelism)
-	orDefault(&c.Parallelism, d.Parallelism)
-	orDefault(&c.SinkParallelism, d.SinkParallelism)
-	orDefault(&c.SlotsPerTM, d.SlotsPerTM)
-	orDefault(&c.SamplesPerInterval, d.SamplesPerInterval)
-	orDefault(&c.KeySpace, d.KeySpace)
-	orDefault(&c.HotShare, d.HotShare)
-	orDefault(&c.SlowSubtask, min(d.SlowSubtask, c.SinkParallelism-1))
-	orDefault(&c.MetricFormat, d.MetricFormat)
-	orDefault(&c.Naming, d.Naming)
-	orDefault(&c.JobName, d.JobName)
+	c.Scenario = cmp.Or(c.Scenario, d.Scenario)
+	c.Start = cmp.Or(c.Start, d.Start)
+	c.Duration = cmp.Or(c.Duration, d.Duration)
+	c.Interval = cmp.Or(c.Interval, d.Interval)
+	c.SourceParallelism = cmp.Or(c.SourceParallelism, d.SourceParallelism)
+	c.Parallelism = cmp.Or(c.Parallelism, d.Parallelism)
+	c.SinkParallelism = cmp.Or(c.SinkParallelism, d.SinkParallelism)
+	c.SlotsPerTM = cmp.Or(c.SlotsPerTM, d.SlotsPerTM)
+	c.SamplesPerInterval = cmp.Or(c.SamplesPerInterval, d.SamplesPerInterval)
+	c.KeySpace = cmp.Or(c.KeySpace, d.KeySpace)
+	c.HotShare = cmp.Or(c.HotShare, d.HotShare)
+	c.SlowSubtask = cmp.Or(c.SlowSubtask, min(d.SlowSubtask, c.SinkParallelism-1))
+	c.MetricFormat = cmp.Or(c.MetricFormat, d.MetricFormat)
+	c.Naming = cmp.Or(c.Naming, d.Naming)
+	c.JobName = cmp.Or(c.JobName, d.JobName)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate rejects configurations that make no sense, reporting the first

@@ -1,9 +1,12 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skewlens/skewlens/pipeline/retry"
 )
 
 // Config configures a Runner.
@@ -17,7 +20,9 @@ type Config struct {
 	// committed (default 1s: about one insert per second per table).
 	FlushInterval time.Duration
 	// MaxPending writes findings at once when this many are pending
-	// (default 50000), bounding memory while ClickHouse is slow.
+	// (default 50000), bounding memory while ClickHouse is slow: at most
+	// three such batches exist, one being written, one waiting for the
+	// writer, and the one the actor collects.
 	MaxPending int
 	// Partitions lists the partitions of the consumed topics
 	// (kafkasrc.Backlog). Each holds the watermark back from the start
@@ -40,26 +45,40 @@ type Config struct {
 	// (default 30s): with the sink away, what is not written then is read
 	// again after a restart.
 	FinalFlushTimeout time.Duration
+	// Retry spaces the attempts of a write to the sink (default: 100 ms
+	// doubling to 5 s, without a bound on the attempts: a write is retried
+	// until it succeeds, fails permanently, or Stop). The wait is short
+	// because consumption is paused meanwhile: once the sink is back, the
+	// pipeline resumes within MaxBackoff.
+	Retry retry.Policy
 }
 
-// Validate fills defaults and checks values.
-func (c *Config) Validate() error {
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 4096
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = time.Second
-	}
-	if c.MaxPending == 0 {
-		c.MaxPending = 50000
-	}
-	if c.Group == "" {
-		c.Group = "skewlens"
-	}
-	if c.FinalFlushTimeout == 0 {
-		c.FinalFlushTimeout = 30 * time.Second
-	}
+// DefaultConfig returns the Config whose fields are the defaults stated in
+// their comments (no partitions or backlog: those come from Kafka).
+func DefaultConfig() Config {
+	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", FinalFlushTimeout: 30 * time.Second,
+		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
+}
+
+// withDefaults returns c with every zero field set to its default: New
+// applies it, as the Config literals of callers rely on.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
+	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
+	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
+	c.Group = cmp.Or(c.Group, d.Group)
+	c.FinalFlushTimeout = cmp.Or(c.FinalFlushTimeout, d.FinalFlushTimeout)
+	c.Retry = c.Retry.OrDefault(d.Retry)
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing.
+func (c Config) Validate() error {
 	var errs []error
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.QueueCapacity < 1 {
 		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
 	}

@@ -1,88 +1,142 @@
 package stream
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/skewlens/skewlens/skew"
 )
 
-// flush writes pending findings, then commits every offset that no open
-// window holds any more.
-//
-// The actor consumes nothing meanwhile, so no partition can deliver: the
-// time in a flush (writing, retrying, committing across a broker restart)
-// counts toward no partition's idleness.
-func (r *Runner) flush(ctx context.Context) error {
-	r.wms.Pause()
-	defer r.wms.Resume()
-	start := r.now()
+// flushJob is one hand-off from the actor to the writer: findings to
+// write, then (when windows closed) the engine state to save and the event
+// time to advance the sink to, then the offsets to commit. The writer does
+// the jobs in order, so offsets are committed only after everything they
+// depend on is stored.
+type flushJob struct {
+	findings  []skew.Finding
+	states    []skew.JobState
+	advance   bool
+	advanceTo int64 // the end of the last closed window, epoch ms
+	commits   []commitPoint
+}
+
+func (j *flushJob) empty() bool {
+	return len(j.findings) == 0 && len(j.states) == 0 && !j.advance && len(j.commits) == 0
+}
+
+// flush hands the writer what is ready: pending findings, and, when
+// windows have closed since the last flush, the engine's state and the
+// offsets those windows free. It blocks while the writer has a job waiting
+// already (the sink is slow or away): consumption pauses, the fetch queue
+// fills, the fetcher waits, and memory stays bounded. It returns the
+// writer's error if a job failed.
+func (r *Runner) flush() error {
+	if err := r.reap(false); err != nil {
+		return err
+	}
+	job := &flushJob{}
 	if len(r.pending) > 0 {
-		write := func(ctx context.Context) error {
-			return r.sink.Write(ctx, uint64(r.now().UnixNano()), r.pending)
-		}
-		if err := r.retry(ctx, fmt.Sprintf("write %d findings", len(r.pending)), write); err != nil {
-			return err
-		}
+		job.findings = r.pending
+		r.pending = nil
 		r.lastWrite = r.now()
-		r.written.Add(int64(len(r.pending)))
-		for i := range r.pending {
-			f := &r.pending[i]
-			r.m.findings.WithLabelValues(f.Kind).Inc()
-			if r.onFind != nil {
-				r.onFind(f)
-			}
-		}
-		clear(r.pending)
-		r.pending = r.pending[:0]
 		r.m.pending.Set(0)
 	}
-	// Windows before the watermark's window are closed and now written.
+	// Windows before the watermark's window are closed: their findings
+	// are in this job or an earlier one.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
 	closedUpTo := r.stage.WindowStart(wm)
 	if wm == math.MinInt64 {
 		closedUpTo = wm
 	}
-	// The engine's state changes only when windows close. Save it after
-	// their findings and before the offsets they free are committed:
+	// The engine's state changes only when windows close. It is saved
+	// after their findings and before the offsets they free are committed:
 	// a restart then resumes from a state that matches the committed
 	// offsets (see skew.Engine.Snapshot).
 	if closedUpTo > r.savedUpTo {
 		if r.state != nil {
-			r.states = r.stage.Snapshot(r.states[:0])
-			if len(r.states) > 0 {
-				save := func(ctx context.Context) error {
-					return r.state.SaveState(ctx, r.cfg.Group, uint64(r.now().UnixNano()), r.states)
-				}
-				if err := r.retry(ctx, fmt.Sprintf("save engine state of %d jobs", len(r.states)), save); err != nil {
-					return err
-				}
-				r.m.stateSaves.Inc()
-			}
+			job.states = r.stage.Snapshot(nil) // the writer's own copy
 		}
-		if adv, ok := r.sink.(Advancer); ok {
-			advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(closedUpTo)) }
-			if err := r.retry(ctx, "advance the sink's event time", advance); err != nil {
-				return err
-			}
-		}
+		job.advance, job.advanceTo = true, closedUpTo
 		r.savedUpTo = closedUpTo
 	}
 	r.ledger.release(closedUpTo)
-	cps := r.ledger.pending()
-	if len(cps) > 0 {
-		msgs := make([]Message, len(cps))
-		for i, cp := range cps {
-			// Commit takes the last message to commit, not the next to read.
-			msgs[i] = Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1}
-		}
-		if err := r.src.Commit(ctx, msgs...); err != nil {
-			return fmt.Errorf("commit offsets: %w", err)
-		}
-		r.ledger.committed(cps)
-		r.m.commits.Inc()
+	job.commits = r.ledger.pending()
+	// Counted as committed once handed over: a failed job stops the
+	// runner, and a restart reads from what was really committed.
+	r.ledger.committed(job.commits)
+	if job.empty() {
+		return nil
 	}
-	r.m.flush.Observe(r.now().Sub(start).Seconds())
+	// In flight from now on: the pause must start before the writer can
+	// take the job, or time the writer spends on it could escape it.
+	r.inflight++
+	if r.inflight == 1 {
+		r.wms.Pause()
+	}
+	for {
+		select {
+		case r.jobs <- job:
+			return nil
+		case err := <-r.results:
+			if err := r.done(err); err != nil {
+				return err
+			}
+		case <-r.wctx.Done():
+			return fmt.Errorf("hand %d findings to the writer: %w", len(job.findings), r.wctx.Err())
+		}
+	}
+}
+
+// done takes one job's result from the writer. The time from handing a
+// job to an idle writer until the writer is idle again is a pause of the
+// watermarks: as when the actor wrote itself, no partition may go idle
+// while the sink takes a write or a commit waits across a broker restart
+// (the fetcher is stalled then too), or the first partition to deliver
+// afterwards would move the watermark past the others' records.
+func (r *Runner) done(err error) error {
+	r.inflight--
+	if r.inflight == 0 {
+		r.wms.Resume()
+	}
+	return err
+}
+
+// reap takes the results of the jobs the writer finished; with wait, it
+// waits until the writer has done every job handed to it. It returns the
+// first error: the writer stops there, and the jobs after it never end.
+func (r *Runner) reap(wait bool) error {
+	for r.inflight > 0 {
+		if wait {
+			if err := r.done(<-r.results); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case err := <-r.results:
+			if err := r.done(err); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 	return nil
+}
+
+// finalFlush is the flush when Run ends: it hands the writer its last job
+// and waits until the writer has done them all. The writer outlives ctx
+// (the caller's cancellation is what ended Run) but not FinalFlushTimeout:
+// then its context ends, and what is not written is read again after a
+// restart.
+func (r *Runner) finalFlush() error {
+	t := time.AfterFunc(r.cfg.FinalFlushTimeout, r.wcancel)
+	defer t.Stop()
+	if err := r.flush(); err != nil {
+		return err // the writer has stopped, or its time is up
+	}
+	r.closeJobs()
+	return r.reap(true)
 }

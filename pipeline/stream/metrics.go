@@ -1,6 +1,9 @@
 package stream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/skewlens/skewlens/pipeline/promreg"
+)
 
 type metrics struct {
 	messages *prometheus.CounterVec
@@ -20,7 +23,7 @@ type metrics struct {
 	stateSaves                                    prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_messages_total", Help: "Kafka messages processed, by topic."}, []string{"topic"}),
 		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skewlens_records_total",
@@ -41,10 +44,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
-	if reg != nil {
-		reg.MustRegister(m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves)
+	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves); err != nil {
+		return nil, err
 	}
-	return m
+	return m, nil
 }
 
 // message returns the messages counter of a topic. Only the runner's

@@ -75,11 +75,21 @@ type Runner struct {
 	wms     *window.Watermarks
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
-	// savedUpTo is the watermark window whose engine state was last saved.
+	// savedUpTo is the watermark window whose engine state was last
+	// handed to the writer.
 	savedUpTo int64
-	states    []skew.JobState
+	lastWrite time.Time // when pending findings were last handed to the writer
 
-	lastWrite time.Time // when pending findings were last written
+	// The writer goroutine (writer.go) and what the actor knows of it:
+	// jobs waiting for it (one at most: the writer is one job behind), a
+	// result per job done, the jobs handed and not reported done, and its
+	// context, which outlives Run's but not the final flush's timeout.
+	jobs       chan *flushJob
+	jobsClosed bool
+	results    chan error
+	inflight   int
+	wctx       context.Context
+	wcancel    context.CancelFunc
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -100,15 +110,20 @@ func (r *Runner) Progress() (messages, findings int64) {
 // the window length comes from there. state may be nil: then a restarted
 // runner starts the engine's cross-window history afresh.
 func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if !stage.Partitioned() {
 		return nil, errors.New("stream: the window stage must be partitioned (window.NewPartitioned)")
 	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
-		m: newMetrics(reg), now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
+		m: m, now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
 		wms:       stage.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
@@ -145,6 +160,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	queue := make(chan []Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
 	go r.fetch(ctx, queue, fetchErr)
+	// Writes, state saves and commits run on the writer goroutine, so that
+	// decoding and windowing go on while ClickHouse takes an insert. Its
+	// context outlives ctx, for the final flush (bounded there).
+	r.wctx, r.wcancel = context.WithCancel(context.WithoutCancel(ctx))
+	// results holds every result the actor may not have taken yet: it
+	// takes those there are before each hand-off; then at most two jobs
+	// are unreported (one being done, one waiting), and the one handed
+	// makes three, so the writer never blocks on results.
+	r.jobs, r.results = make(chan *flushJob, 1), make(chan error, 3)
+	finished := make(chan struct{})
+	go r.writer(r.wctx, finished)
+	defer func() {
+		r.closeJobs()
+		r.wcancel()
+		<-finished
+	}()
 	tick := time.NewTicker(r.cfg.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -156,11 +187,11 @@ func (r *Runner) Run(ctx context.Context) error {
 				select {
 				case err := <-fetchErr:
 					if errors.Is(err, io.EOF) {
-						return r.finalFlush(ctx)
+						return r.finalFlush()
 					}
 					return err
 				default:
-					return r.finalFlush(ctx)
+					return r.finalFlush()
 				}
 			}
 			r.m.queue.Set(float64(len(queue) * batchMax))
@@ -176,36 +207,40 @@ func (r *Runner) Run(ctx context.Context) error {
 			// actor on the sink's pacing (one insert per second per table).
 			if len(r.pending) >= r.cfg.MaxPending ||
 				len(r.pending) > 0 && r.now().Sub(r.lastWrite) >= r.cfg.FlushInterval {
-				if err := r.flush(ctx); err != nil {
+				if err := r.flush(); err != nil {
 					return err
 				}
 			}
+		case err := <-r.results:
+			if err := r.done(err); err != nil {
+				return err
+			}
 		case <-tick.C:
 			r.advance() // partitions that went idle stop holding it back
-			if err := r.flush(ctx); err != nil {
+			if err := r.flush(); err != nil {
 				return err
 			}
 		case <-r.stop:
 			cancel()
-			return r.finalFlush(ctx)
+			return r.finalFlush()
 		case <-ctx.Done():
-			return r.finalFlush(ctx)
+			return r.finalFlush()
 		}
 	}
 }
 
-// finalFlush is the flush when Run ends: it outlives ctx (the caller's
-// cancellation is what ended Run) but not FinalFlushTimeout.
-func (r *Runner) finalFlush(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalFlushTimeout)
-	defer cancel()
-	return r.flush(ctx)
+// closeJobs tells the writer that no job follows.
+func (r *Runner) closeJobs() {
+	if !r.jobsClosed {
+		r.jobsClosed = true
+		close(r.jobs)
+	}
 }
 
 // retry runs one write to the sink (findings or engine state) with
 // retry.Do, retrying errors that are not permanent (retry.IsPermanent)
-// with jittered exponential backoff (100 ms doubling to 30 s) for as long
-// as it takes: while it waits, nothing is consumed (the fetch queue fills
+// with jittered exponential backoff (Config.Retry: 100 ms doubling to 5 s)
+// for as long as it takes: while it waits, nothing is consumed (the fetch queue fills
 // and the fetcher blocks), so memory stays bounded and nothing is lost.
 // The runner is the one layer that retries a write: the sink makes one
 // attempt and classifies. A permanent error, ctx ending, or Stop ends the
@@ -223,8 +258,7 @@ func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context
 		}
 	}()
 	var last error
-	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second}
-	err := retry.Do(waits, policy, func(attempt int, wait time.Duration, err error) {
+	err := retry.Do(waits, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
 		if r.log != nil {
 			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)

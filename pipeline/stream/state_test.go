@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,17 +235,37 @@ func TestRunnerAdvancesSink(t *testing.T) {
 // clock a minute on: the sink was away for a minute.
 type pausingSink struct {
 	fakeSink
-	clock *time.Time
+	clock *fakeClock
 	once  bool
 }
 
 func (s *pausingSink) Write(ctx context.Context, v uint64, fs []skew.Finding) error {
 	if !s.once {
 		s.once = true
-		*s.clock = s.clock.Add(time.Minute)
+		s.clock.add(time.Minute)
 		return context.DeadlineExceeded // retryable
 	}
 	return s.fakeSink.Write(ctx, v, fs)
+}
+
+// fakeClock moves a microsecond on each reading, and as far as add says.
+// The writer goroutine moves it while the actor reads it: it has a lock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Microsecond)
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // TestRunnerPauseMakesNoPartitionIdle: after the sink was away for longer
@@ -268,17 +289,16 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 		}
 		src.msgs = append(src.msgs, parts[1][j])
 	}
-	clock := time.Unix(1e9, 0)
-	now := func() time.Time { clock = clock.Add(time.Microsecond); return clock }
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
 	eng, _ := skew.New(skew.Config{})
-	stage, _ := partitioned(eng, window.WatermarkConfig{}, now)
-	sink := &pausingSink{clock: &clock}
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, clock.now)
+	sink := &pausingSink{clock: clock}
 	r, err := New(Config{FlushInterval: time.Hour, MaxPending: 1, Backlog: []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}},
 		src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.now = now
+	r.now = clock.now
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)
 	}
@@ -287,5 +307,106 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 	}
 	if late := stage.Counts().Late; late != 0 {
 		t.Fatalf("%d records late after the pause", late)
+	}
+}
+
+// stallingSource stops delivering at message stallAt (as when the broker
+// goes away). The first commit after the runner processed every message
+// before the stall moves the clock a minute on (the broker restarting),
+// waits a little (the actor ticks meanwhile, blocked on nothing) and ends
+// the stall.
+type stallingSource struct {
+	*fakeSource
+	clock     *fakeClock
+	stallAt   int
+	processed func() int64
+	released  chan struct{}
+	timedOut  atomic.Bool // no commit came during the stall
+	once      sync.Once
+}
+
+func (s *stallingSource) release() { s.once.Do(func() { close(s.released) }) }
+
+func (s *stallingSource) Fetch(ctx context.Context) (Message, error) {
+	s.mu.Lock()
+	at := s.next
+	s.mu.Unlock()
+	if at == s.stallAt {
+		select {
+		case <-s.released:
+		case <-time.After(5 * time.Second):
+			s.timedOut.Store(true)
+			s.release()
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+	}
+	return s.fakeSource.Fetch(ctx)
+}
+
+func (s *stallingSource) Commit(ctx context.Context, msgs ...Message) error {
+	select {
+	case <-s.released:
+	default:
+		if s.processed() >= int64(s.stallAt) {
+			s.clock.add(time.Minute)
+			time.Sleep(20 * time.Millisecond)
+			s.release()
+		}
+	}
+	return s.fakeSource.Commit(ctx, msgs...)
+}
+
+// TestRunnerCommitStallMakesNoPartitionIdle: the writer waits a minute on
+// a commit (a broker restart) while the fetcher gets nothing and the actor,
+// not blocked on the writer, ticks. That minute counts toward no
+// partition's idleness: when the broker is back and partition 0 delivers a
+// burst first, partition 1's records are not late.
+func TestRunnerCommitStallMakesNoPartitionIdle(t *testing.T) {
+	lines := incident(t)
+	var parts [2][]Message
+	for i, l := range lines {
+		p := i % 2
+		parts[p] = append(parts[p], Message{Topic: "flink", Partition: p, Offset: int64(len(parts[p])), Value: l})
+	}
+	// Both partitions for a while, then (after the stall) partition 0
+	// races ahead, then both again. The last record before the stall, on
+	// a partition of its own, is bad: it holds no window, so its offset is
+	// committed at the next flush, the one that waits out the stall.
+	const before, lead = 600, 400
+	var msgs []Message
+	for j := range before {
+		msgs = append(msgs, parts[0][j], parts[1][j])
+	}
+	msgs = append(msgs, Message{Topic: "flink", Partition: 2, Value: []byte("not a record")})
+	msgs = append(msgs, parts[0][before:before+lead]...)
+	for j := before; j < len(parts[1]); j++ {
+		if j+lead < len(parts[0]) {
+			msgs = append(msgs, parts[0][j+lead])
+		}
+		msgs = append(msgs, parts[1][j])
+	}
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	src := &stallingSource{fakeSource: &fakeSource{msgs: msgs}, clock: clock, stallAt: 2*before + 1, released: make(chan struct{})}
+	eng, _ := skew.New(skew.Config{})
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, clock.now)
+	sink := &fakeSink{}
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.now = clock.now
+	src.processed = func() int64 { n, _ := r.Progress(); return n }
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if src.timedOut.Load() {
+		t.Fatal("no commit came during the stall")
+	}
+	if len(sink.writes) == 0 {
+		t.Fatal("nothing written")
+	}
+	if late := stage.Counts().Late; late != 0 {
+		t.Fatalf("%d records late after the commit stall", late)
 	}
 }

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -29,14 +30,23 @@ type WatermarkConfig struct {
 	StartupGrace time.Duration
 }
 
-// Validate fills defaults and checks values.
-func (c *WatermarkConfig) Validate() error {
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 15 * time.Second
-	}
-	if c.StartupGrace == 0 {
-		c.StartupGrace = 3 * time.Second
-	}
+// DefaultWatermarkConfig returns the WatermarkConfig whose fields are the
+// defaults stated in their comments.
+func DefaultWatermarkConfig() WatermarkConfig {
+	return WatermarkConfig{IdleTimeout: 15 * time.Second, StartupGrace: 3 * time.Second}
+}
+
+// withDefaults returns c with every zero field set to its default:
+// NewWatermarks applies it.
+func (c WatermarkConfig) withDefaults() WatermarkConfig {
+	d := DefaultWatermarkConfig()
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.StartupGrace = cmp.Or(c.StartupGrace, d.StartupGrace)
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing.
+func (c WatermarkConfig) Validate() error {
 	var errs []error
 	if c.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("idle timeout %s: must not be negative", c.IdleTimeout))
@@ -100,6 +110,7 @@ type partMark struct {
 // clock means event time only: no partition is ever idle, and none waits
 // (the replay of files, where all input is at hand).
 func NewWatermarks(cfg WatermarkConfig, clock func() time.Time) (*Watermarks, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("watermarks: %w", err)
 	}

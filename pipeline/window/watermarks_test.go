@@ -139,9 +139,8 @@ func TestWatermarksWithoutClock(t *testing.T) {
 }
 
 func TestWatermarkConfigValidate(t *testing.T) {
-	c := WatermarkConfig{}
-	if err := c.Validate(); err != nil || c.IdleTimeout != 15*time.Second || c.StartupGrace != 3*time.Second {
-		t.Fatalf("defaults: %v %+v", err, c)
+	if c := (WatermarkConfig{}).withDefaults(); c.Validate() != nil || c != DefaultWatermarkConfig() || c.IdleTimeout != 15*time.Second || c.StartupGrace != 3*time.Second {
+		t.Fatalf("defaults: %+v", c)
 	}
 	for _, bad := range []WatermarkConfig{{IdleTimeout: -1}, {StartupGrace: -time.Second}} {
 		if _, err := NewWatermarks(bad, time.Now); err == nil {

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -19,11 +20,19 @@ type Config struct {
 	AllowedLatenessMs int64
 }
 
-// Validate fills defaults and checks the values.
-func (c *Config) Validate() error {
-	if c.OutOfOrderMs == 0 {
-		c.OutOfOrderMs = 5000
-	}
+// DefaultConfig returns the Config whose fields are the defaults stated
+// in their comments.
+func DefaultConfig() Config { return Config{OutOfOrderMs: 5000} }
+
+// withDefaults returns c with a zero OutOfOrderMs set to its default: New
+// and NewPartitioned apply it, as the Config literals of callers rely on.
+func (c Config) withDefaults() Config {
+	c.OutOfOrderMs = cmp.Or(c.OutOfOrderMs, DefaultConfig().OutOfOrderMs)
+	return c
+}
+
+// Validate reports every invalid field. It changes nothing.
+func (c Config) Validate() error {
 	var errs []error
 	if c.OutOfOrderMs < 0 {
 		errs = append(errs, fmt.Errorf("out-of-orderness %d ms: must not be negative", c.OutOfOrderMs))
@@ -82,6 +91,7 @@ func New(cfg Config, eng *skew.Engine) (*Stage, error) {
 // caller, who knows each event's partition, marks it on wms (Observe,
 // Delivered, Pause) and calls Advance to move the watermark.
 func NewPartitioned(cfg Config, eng *skew.Engine, wms *Watermarks) (*Stage, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -63,9 +63,8 @@ func TestWatermarkAndLateness(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{}
-	if err := c.Validate(); err != nil || c.OutOfOrderMs != 5000 {
-		t.Fatalf("defaults: %v %+v", err, c)
+	if c := (Config{}).withDefaults(); c.Validate() != nil || c != DefaultConfig() || c.OutOfOrderMs != 5000 {
+		t.Fatalf("defaults: %+v", c)
 	}
 	for _, bad := range []Config{{OutOfOrderMs: -1}, {AllowedLatenessMs: -5}} {
 		if err := bad.Validate(); err == nil {

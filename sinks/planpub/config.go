@@ -1,6 +1,7 @@
 package planpub
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -102,22 +103,14 @@ func DefaultConfig() Config {
 // so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Topic, d.Topic)
-	orDefault(&c.Partitions, d.Partitions)
-	orDefault(&c.ReplicationFactor, d.ReplicationFactor)
-	orDefault(&c.DialTimeout, d.DialTimeout)
-	orDefault(&c.WriteTimeout, d.WriteTimeout)
+	c.Topic = cmp.Or(c.Topic, d.Topic)
+	c.Partitions = cmp.Or(c.Partitions, d.Partitions)
+	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, d.ReplicationFactor)
+	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
 	c.Retry = c.Retry.OrDefault(d.Retry)
-	orDefault(&c.MaxMessageBytes, d.MaxMessageBytes)
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, d.MaxMessageBytes)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the

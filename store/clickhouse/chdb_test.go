@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/incident"
 	"github.com/skewlens/skewlens/serve"
 )
 

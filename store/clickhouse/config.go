@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -112,24 +113,16 @@ func DefaultConfig() Config {
 // so a zero field means its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.Addr, d.Addr)
-	orDefault(&c.Database, d.Database)
-	orDefault(&c.Username, d.Username)
-	orDefault(&c.DialTimeout, d.DialTimeout)
-	orDefault(&c.ReadTimeout, d.ReadTimeout)
-	orDefault(&c.BatchMaxRows, d.BatchMaxRows)
-	orDefault(&c.FlushInterval, d.FlushInterval)
+	c.Addr = cmp.Or(c.Addr, d.Addr)
+	c.Database = cmp.Or(c.Database, d.Database)
+	c.Username = cmp.Or(c.Username, d.Username)
+	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
+	c.BatchMaxRows = cmp.Or(c.BatchMaxRows, d.BatchMaxRows)
+	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
 	c.Retry = c.Retry.OrDefault(d.Retry)
-	orDefault(&c.TTLDays, d.TTLDays)
+	c.TTLDays = cmp.Or(c.TTLDays, d.TTLDays)
 	return c
-}
-
-// orDefault sets *v to def when *v is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the

@@ -5,8 +5,11 @@
 // # Tables
 //
 // Every finding becomes one row of the findings table and, for the kinds
-// subtask_stats, hot_key and salting_plan, one row of the table of that
-// kind (subtask_stats, hot_keys, salting_plans). The schema is versioned in
+// hot_key and salting_plan, one row of the table of that kind (hot_keys,
+// salting_plans). Statistics (kind subtask_stats, one per subtask and
+// window, about ten times as many as the findings) go to the
+// subtask_stats table only, so that the findings table and what is read
+// from it hold findings alone. The schema is versioned in
 // schema/NNNN_name.sql, embedded in the binary, and applied by
 // Store.Migrate; schema_migrations records the applied versions. docs/
 // queries.md shows how to query the tables.
@@ -28,8 +31,9 @@
 // A Store is the connection and the schema (New, Migrate, Ping, Close).
 // Each consumer takes only its part: the Writer (Write, SaveState,
 // LoadState, WritePlans, PutOverride, DeleteOverride) for the pipeline
-// and the API's changes, and the readers PlanReader, FindingReader and
-// AuditReader (skewlens serve) and TopReader (skewlens top). The readers
+// and the API's changes, and the readers PlanReader, FindingReader,
+// StatsReader and AuditReader (skewlens serve) and TopReader (skewlens
+// top). The readers
 // implement the interfaces their consumers declare (serve.PlanReader,
 // top.Reader, ...), with the consumers' types: this package imports
 // serve and top, never the other way round.

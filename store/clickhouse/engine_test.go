@@ -12,6 +12,7 @@ import (
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -64,7 +65,8 @@ func engineFindings(t *testing.T, incident string) []skew.Finding {
 // TestEngineFindingsRoundTrip writes what the engine finds in recorded
 // incidents, window by window with growing versions, then replays
 // everything (a crash before the offsets were committed): every finding
-// is stored once, and every finding's JSON comes back unchanged.
+// is stored once, and every finding's JSON comes back unchanged (from
+// findings, or for statistics from the StatsReader).
 func TestEngineFindingsRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -122,6 +124,18 @@ func TestEngineFindingsRoundTrip(t *testing.T) {
 	stored := map[string]int{}
 	for _, b := range bodies {
 		stored[b[0]]++
+	}
+	// Statistics are not in findings: the StatsReader rebuilds their JSON
+	// from subtask_stats.
+	stats, err := s.Stats().Stats(ctx, serve.StatsQuery{Limit: MaxStatsLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != kinds[skew.KindSubtaskStats] {
+		t.Errorf("StatsReader: %d rows, want %d", len(stats), kinds[skew.KindSubtaskStats])
+	}
+	for _, b := range stats {
+		stored[string(b)]++
 	}
 	for i := range fs {
 		b, err := marshalJSON(&fs[i])

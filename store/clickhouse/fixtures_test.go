@@ -79,6 +79,7 @@ func fixtures(now time.Time) []skew.Finding {
 				OutPoolUsage:       0.1,
 				CheckpointAlignMs:  5,
 				CheckpointDelayMs:  float64(10 + w),
+				BusySource:         "counter",
 				SkewScore:          62,
 				MaxMedianRatio:     5,
 			}
@@ -173,11 +174,15 @@ func fixtures(now time.Time) []skew.Finding {
 	return fs
 }
 
-// fixtureCounts returns how many rows of fs each table gets.
+// fixtureCounts returns how many rows of fs each table gets: statistics
+// go to subtask_stats only, every other finding to findings and, for
+// hot keys and plans, to its kind's table too.
 func fixtureCounts(fs []skew.Finding) map[string]int {
 	n := map[string]int{}
 	for _, f := range fs {
-		n[tableFindings]++
+		if f.Kind != skew.KindSubtaskStats {
+			n[tableFindings]++
+		}
 		switch f.Kind {
 		case skew.KindHotKey:
 			n[tableHotKeys]++

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/serve"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/incident"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
 )

@@ -269,6 +269,12 @@ func docExpect(fs []skew.Finding) map[string][][]string {
 		"Latest salting plan per task": {
 			{jobA, taskA, fmt.Sprint(lastPlanStart), "1", "3.2", "1.1", "SELECT ... GROUP BY key, MOD(HASH_CODE(id), 3)"},
 		},
+		"Latest statistics of each subtask of a task": {
+			{"0", "tm-0.flink.internal", "counter", "300", "0.125", "0", "15"},
+			{"1", "tm-1.flink.internal", "counter", "300", "0.125", "0", "15"},
+			{"2", "tm-2.flink.internal", "counter", "300", "0.125", "0", "15"},
+			{"3", "tm-3.flink.internal", "counter", "950", "0.625", "1", "6000"},
+		},
 		"Subtasks getting more than twice their fair share of input": {
 			{jobA, taskA, "3", "6", "2.5"},
 		},

@@ -3,13 +3,16 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 )
 
 // Migrate creates the database and applies every schema migration that
 // the ledger (schema_migrations) does not list, in the dialect of the
-// server. It is idempotent: every statement is CREATE ... IF NOT EXISTS,
-// so a migration interrupted before it was recorded is simply re-run.
+// server. It is idempotent: every statement is CREATE ... IF NOT EXISTS
+// or ALTER ... ADD COLUMN IF NOT EXISTS (see applyStatement), so a
+// migration interrupted before it was recorded is simply re-run.
 // Retryable errors are retried; it blocks until done or ctx ends.
 func (s *Store) Migrate(ctx context.Context) error {
 	s.mu.Lock()
@@ -67,7 +70,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
 		for i, stmt := range stmts {
-			if err := exec(fmt.Sprintf("%s statement %d", op, i+1), stmt); err != nil {
+			if err := s.applyStatement(ctx, fmt.Sprintf("%s statement %d", op, i+1), stmt); err != nil {
 				return err
 			}
 		}
@@ -82,4 +85,74 @@ func (s *Store) Migrate(ctx context.Context) error {
 			"dialect", string(s.dialect), "database", s.cfg.Database)
 	}
 	return nil
+}
+
+// addColumnRE matches a statement that adds one column unless it exists:
+// ALTER TABLE `db`.table ADD COLUMN IF NOT EXISTS column ...
+var addColumnRE = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\S+)\s+ADD\s+COLUMN\s+(IF\s+NOT\s+EXISTS\s+)(\S+)\s`)
+
+// addColumn is an ALTER TABLE ... ADD COLUMN IF NOT EXISTS statement,
+// parsed.
+type addColumn struct {
+	database, table, column string
+	// plain is the statement without IF NOT EXISTS, for servers that do
+	// not know the clause.
+	plain string
+}
+
+// parseAddColumn recognises an ALTER TABLE ... ADD COLUMN IF NOT EXISTS
+// statement of one column whose table is named database.table (either
+// part may be quoted with backticks).
+func parseAddColumn(stmt string) (addColumn, bool) {
+	m := addColumnRE.FindStringSubmatchIndex(stmt)
+	if m == nil {
+		return addColumn{}, false
+	}
+	unquote := func(s string) string { return strings.Trim(s, "`") }
+	db, table, ok := strings.Cut(stmt[m[2]:m[3]], ".")
+	if !ok {
+		return addColumn{}, false
+	}
+	return addColumn{
+		database: unquote(db),
+		table:    unquote(table),
+		column:   unquote(stmt[m[6]:m[7]]),
+		plain:    stmt[:m[4]] + stmt[m[5]:],
+	}, true
+}
+
+// applyStatement runs one statement of a migration, retrying what is
+// retryable. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so on the
+// legacy dialect such a statement runs without the clause, and only when
+// system.columns does not list the column yet: re-running it (a
+// migration interrupted before it was recorded, or two sinks migrating
+// at once) then changes nothing, as on a modern server. s.mu is held.
+func (s *Store) applyStatement(ctx context.Context, op, stmt string) error {
+	ac, ok := parseAddColumn(stmt)
+	if !ok || s.dialect != DialectLegacy {
+		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
+			return s.conn.Exec(ctx, stmt)
+		})
+	}
+	return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
+		if exists, err := s.columnExists(ctx, ac); err != nil || exists {
+			return err
+		}
+		err := s.conn.Exec(ctx, ac.plain)
+		if err != nil {
+			// Another sink may have added it in between.
+			if exists, cerr := s.columnExists(ctx, ac); cerr == nil && exists {
+				return nil
+			}
+		}
+		return err
+	})
+}
+
+// columnExists reports whether the table of ac has the column.
+func (s *Store) columnExists(ctx context.Context, ac addColumn) (bool, error) {
+	var n uint64
+	err := s.conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+		ac.database, ac.table, ac.column).Scan(&n)
+	return n > 0, err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -356,23 +357,46 @@ func TestFindingsQuery(t *testing.T) {
 	if err := s.Writer().Write(ctx, 2, changed); err != nil {
 		t.Fatal(err)
 	}
+	// A statistics row as sinks before migration 0004 also wrote it to
+	// findings: never returned.
+	old := tableRows{}
+	oldStats := fs[0]
+	oldStats.Kind = "old_kind"
+	if err := mapFinding(old, &oldStats, 3, now); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range insertColumns(tableFindings) {
+		if c == "kind" {
+			old[tableFindings][0][i] = skew.KindSubtaskStats
+		}
+	}
+	if err := s.insertRows(ctx, tableFindings, insertColumns(tableFindings), old[tableFindings]); err != nil {
+		t.Fatal(err)
+	}
 	base := fixtureBase(now)
+	// count counts the findings of fs pred selects; statistics are not
+	// findings.
 	count := func(pred func(f *skew.Finding) bool) int {
 		n := 0
 		for i := range fs {
-			if pred(&fs[i]) {
+			if fs[i].Kind != skew.KindSubtaskStats && pred(&fs[i]) {
 				n++
 			}
 		}
 		return n
+	}
+	all := count(func(*skew.Finding) bool { return true })
+	if all == len(fs) || all == 0 {
+		t.Fatalf("%d findings of %d fixtures: want statistics among the fixtures", all, len(fs))
 	}
 	tests := []struct {
 		name string
 		q    serve.FindingsQuery
 		want int
 	}{
-		{"all", serve.FindingsQuery{Limit: MaxFindingsLimit}, len(fs)},
-		{"default limit", serve.FindingsQuery{}, min(len(fs), DefaultFindingsLimit)},
+		{"all", serve.FindingsQuery{Limit: MaxFindingsLimit}, all},
+		{"default limit", serve.FindingsQuery{}, min(all, DefaultFindingsLimit)},
+		{"no statistics", serve.FindingsQuery{Kind: skew.KindSubtaskStats, Limit: 1000}, 0},
 		{"limit", serve.FindingsQuery{Limit: 3}, 3},
 		{"job", serve.FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
 		{"hostile job", serve.FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
@@ -405,6 +429,9 @@ func TestFindingsQuery(t *testing.T) {
 				prev = f.WindowStart
 				if tt.q.JobID != "" && f.JobID != tt.q.JobID || tt.q.Kind != "" && f.Kind != tt.q.Kind {
 					t.Errorf("finding %s %s does not match the query", f.JobID, f.Kind)
+				}
+				if f.Kind == skew.KindSubtaskStats || f.Stats != nil {
+					t.Errorf("statistics among the findings: %s", raw)
 				}
 			}
 		})
@@ -520,7 +547,8 @@ func TestPlanQueriesChDB(t *testing.T) {
 	a2, _ := auditRow(serve.AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
 	a3, _ := auditRow(serve.AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
 	insert("audit", tablePlanAudit, auditColumns(), []row{a1, a2, a3})
-	fs := fixtures(time.Now())
+	fsNow := time.Now()
+	fs := fixtures(fsNow)
 	for v := uint64(1); v <= 2; v++ {
 		rows := tableRows{}
 		for i := range fs {
@@ -531,6 +559,23 @@ func TestPlanQueriesChDB(t *testing.T) {
 		insert(fmt.Sprintf("findings %d", v), tableFindings, insertColumns(tableFindings), rows[tableFindings])
 	}
 
+	for v := uint64(1); v <= 2; v++ {
+		rows := tableRows{}
+		for i := range fs {
+			f := fs[i]
+			if f.Stats != nil && v == 2 {
+				st := *f.Stats
+				st.BusySource = "gauge"
+				f.Stats = &st
+			}
+			if err := mapFinding(rows, &f, v, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		insert(fmt.Sprintf("stats %d", v), tableSubtaskStats, insertColumns(tableSubtaskStats), rows[tableSubtaskStats])
+	}
+	base := fixtureBase(fsNow)
+
 	queries := map[string]func() (string, []any){
 		"current plans": func() (string, []any) { return currentPlansQuery(table(tablePlans), "", "", now) },
 		"plan D":        func() (string, []any) { return currentPlansQuery(table(tablePlans), job, "D", now) },
@@ -540,8 +585,14 @@ func TestPlanQueriesChDB(t *testing.T) {
 		"findings": func() (string, []any) {
 			return findingsQuery(table(tableFindings), serve.FindingsQuery{Limit: MaxFindingsLimit})
 		},
+		"stats": func() (string, []any) {
+			return statsQuery(table(tableSubtaskStats), serve.StatsQuery{Limit: MaxStatsLimit})
+		},
+		"stats of a task since": func() (string, []any) {
+			return statsQuery(table(tableSubtaskStats), serve.StatsQuery{JobID: jobA, TaskName: taskA, Since: time.UnixMilli(base + 3*windowMs), Limit: 5})
+		},
 		"findings of a job since": func() (string, []any) {
-			return findingsQuery(table(tableFindings), serve.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(fixtureBase(time.Now())), Limit: 3})
+			return findingsQuery(table(tableFindings), serve.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(base), Limit: 3})
 		},
 	}
 	for name, q := range queries {
@@ -586,6 +637,26 @@ func TestPlanQueriesChDB(t *testing.T) {
 	}
 	if got, want := len(column("findings", 0)), fixtureCounts(fs)[tableFindings]; got != want {
 		t.Errorf("findings: %d rows, want %d (one per finding)", got, want)
+	}
+	// Statistics: the latest version of each row, newest window first,
+	// then by job, task and subtask.
+	if got, want := len(column("stats", 0)), fixtureCounts(fs)[tableSubtaskStats]; got != want {
+		t.Errorf("stats: %d rows, want %d (one per row)", got, want)
+	}
+	busySource := slices.Index(statsColumns(), "busy_source")
+	for i, src := range column("stats", busySource) {
+		if src != "gauge" {
+			t.Errorf("stats row %d: busy_source %q, want the last version's", i, src)
+			break
+		}
+	}
+	newest := fmt.Sprint(base + 5*windowMs)
+	wantStarts := []string{newest, newest, newest, newest, fmt.Sprint(base + 4*windowMs)}
+	if got := column("stats of a task since", slices.Index(statsColumns(), "window_start")); !reflect.DeepEqual(got, wantStarts) {
+		t.Errorf("stats of a task since: window starts %q, want %q", got, wantStarts)
+	}
+	if got, want := column("stats of a task since", slices.Index(statsColumns(), "subtask_index")), []string{"0", "1", "2", "3", "0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stats of a task since: subtasks %q, want %q", got, want)
 	}
 	if got := column("findings of a job since", 0); len(got) != 3 {
 		t.Errorf("findings of a job since: %d rows, want 3", len(got))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/skew"
 )
 
 // Tables of migration 0003 (plans, operator overrides, audit log).
@@ -67,7 +68,7 @@ func auditQuery(table, jobID string, limit int) (string, []any) {
 }
 
 // findingsQuery reads the latest version of each finding matching fq,
-// newest window first.
+// newest window first, never a subtask_stats row.
 func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
 	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
 	var (
@@ -88,6 +89,9 @@ func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
 		conds = append(conds, "kind = ?")
 		args = append(args, fq.Kind)
 	}
+	// Sinks before migration 0004 also wrote the statistics here.
+	conds = append(conds, "kind != ?")
+	args = append(args, skew.KindSubtaskStats)
 	where := ""
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
@@ -96,4 +100,44 @@ func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
 	return "SELECT argMax(body, version) AS cur_body FROM " + table + where +
 		" GROUP BY job_id, task_name, window_start, kind, subtask_index, cause, key" +
 		" ORDER BY window_start DESC, job_id, task_name, kind, subtask_index, cause, key LIMIT ?", args
+}
+
+// statsColumns are the columns statsQuery selects, in the order
+// StatsReader.Stats scans them.
+func statsColumns() []string {
+	return append([]string{"job_id", "job_name", "task_name", "subtask_index", "window_start", "window_end"},
+		tableColumns(tableSubtaskStats)...)
+}
+
+// statsQuery reads the latest version of each statistics row matching
+// sq, newest window first. LIMIT 1 BY (no window functions on 18.16)
+// keeps, of the rows with one key, the first in ORDER BY order: the
+// highest version.
+func statsQuery(table string, sq serve.StatsQuery) (string, []any) {
+	limit := clampLimit(sq.Limit, DefaultStatsLimit, MaxStatsLimit)
+	var (
+		conds []string
+		args  []any
+	)
+	if !sq.Since.IsZero() {
+		since := sq.Since.UTC()
+		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
+		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
+	}
+	if sq.JobID != "" {
+		conds = append(conds, "job_id = ?")
+		args = append(args, sq.JobID)
+	}
+	if sq.TaskName != "" {
+		conds = append(conds, "task_name = ?")
+		args = append(args, sq.TaskName)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	args = append(args, limit)
+	return "SELECT " + strings.Join(statsColumns(), ", ") + " FROM " + table + where +
+		" ORDER BY window_start DESC, job_id, task_name, subtask_index, version DESC" +
+		" LIMIT 1 BY job_id, task_name, window_start, subtask_index LIMIT ?", args
 }

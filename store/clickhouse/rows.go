@@ -19,10 +19,14 @@ const (
 	tableSaltingPlans = "salting_plans"
 )
 
-// tableOrder is the order Write inserts in: the kind tables first, the
-// findings table (which holds every finding) last.
+// tableOrder is the order Write inserts in: the kind tables of findings
+// first, then the findings table, then subtask_stats. A window shows in
+// skewlens top once its findings or its statistics rows are in (see
+// TopReader.View); with statistics last, a window that shows by its
+// findings already has its hot keys and plans, and one that shows by its
+// statistics has everything.
 func tableOrder() []string {
-	return []string{tableSubtaskStats, tableHotKeys, tableSaltingPlans, tableFindings}
+	return []string{tableHotKeys, tableSaltingPlans, tableFindings, tableSubtaskStats}
 }
 
 // commonColumns start every finding table's column list, in this order.
@@ -41,7 +45,7 @@ func tableColumns(table string) []string {
 			"idle_ms_per_s", "records_in_per_s", "records_out_per_s", "input_share",
 			"in_pool_usage", "out_pool_usage", "input_queue_length", "output_queue_length",
 			"queue_capacity", "checkpoint_alignment_ms", "checkpoint_start_delay_ms",
-			"saturated", "task_skew_score", "task_max_median_ratio"}
+			"saturated", "busy_source", "task_skew_score", "task_max_median_ratio"}
 	case tableHotKeys:
 		return []string{"key", "share", "estimated_records", "summary"}
 	case tableFindings:
@@ -80,9 +84,11 @@ type tableRows map[string][]row
 const maxDateTimeMs = math.MaxUint32*1000 + 999
 
 // mapFinding appends the rows of f to out: one findings row, plus one row
-// in the kind's own table. Unknown kinds go to findings only, so a newer
-// engine does not break an older sink. It returns an error, never a
-// partial mapping, when f cannot be stored.
+// in the kind's own table; a subtask_stats finding, which is statistics
+// rather than a finding, gets its subtask_stats row only (it has no
+// summary, which is not stored). Unknown kinds go to findings only, so a
+// newer engine does not break an older sink. It returns an error, never
+// a partial mapping, when f cannot be stored.
 func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) error {
 	if f.JobID == "" {
 		return errors.New("empty job_id")
@@ -112,6 +118,14 @@ func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) e
 		return row{f.JobID, f.JobName, f.TaskName, subtask, f.WindowStart, f.WindowEnd, wt, wd}
 	}
 	tail := []any{version, now.UTC().Truncate(time.Second)}
+	if f.Kind == skew.KindSubtaskStats {
+		r, err := statsRow(f, common())
+		if err != nil {
+			return err
+		}
+		out[tableSubtaskStats] = append(out[tableSubtaskStats], append(r, tail...))
+		return nil
+	}
 
 	body, err := marshalJSON(f)
 	if err != nil {
@@ -160,30 +174,6 @@ func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) e
 			uint32(len(p.Keys)), p.MaxOverMeanBefore, p.MaxOverMeanAfter,
 			f.Summary, p.DataStream, p.SQL, plan)
 		fr.parallelism, fr.maxParallelism = int32(p.Parallelism), int32(p.MaxParallelism)
-	case skew.KindSubtaskStats:
-		if f.Stats == nil {
-			return errors.New("subtask_stats finding without stats")
-		}
-		if f.SubtaskIndex == nil {
-			return errors.New("subtask_stats finding without subtask_index")
-		}
-		s := f.Stats
-		saturated := uint8(0)
-		if s.Saturated {
-			saturated = 1
-		}
-		kindTable = tableSubtaskStats
-		kindRow = append(common(), s.Host, s.TaskAttemptID, s.BusyMsPerSecond,
-			s.BackPressuredMsPerSecond, s.IdleMsPerSecond, s.RecordsInPerSecond,
-			s.RecordsOutPerSecond, s.InputShare, s.InPoolUsage, s.OutPoolUsage,
-			s.InputQueueLength, s.OutputQueueLength, s.QueueCapacity,
-			s.CheckpointAlignMs, s.CheckpointDelayMs, saturated, s.SkewScore,
-			s.MaxMedianRatio)
-		fr.host, fr.taskAttemptID = s.Host, s.TaskAttemptID
-		fr.busy, fr.backpressured = s.BusyMsPerSecond, s.BackPressuredMsPerSecond
-		fr.recordsIn, fr.inputShare = s.RecordsInPerSecond, s.InputShare
-		fr.alignMs, fr.delayMs = s.CheckpointAlignMs, s.CheckpointDelayMs
-		fr.skewScore, fr.maxMedian = s.SkewScore, s.MaxMedianRatio
 	}
 	fr.summary = f.Summary
 
@@ -192,6 +182,47 @@ func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) e
 	}
 	out[tableFindings] = append(out[tableFindings], append(append(common(), fr.values()...), tail...))
 	return nil
+}
+
+// statsRow returns the subtask_stats row of a subtask_stats finding,
+// after common, without the tail.
+func statsRow(f *skew.Finding, common row) (row, error) {
+	if f.Stats == nil {
+		return nil, errors.New("subtask_stats finding without stats")
+	}
+	if f.SubtaskIndex == nil {
+		return nil, errors.New("subtask_stats finding without subtask_index")
+	}
+	s := f.Stats
+	// The findings contract (JSON) has no NaN or infinity; the engine
+	// rounds them to 0. Refused here as when the finding was encoded.
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{
+		{"busy_ms_per_s", s.BusyMsPerSecond}, {"backpressured_ms_per_s", s.BackPressuredMsPerSecond},
+		{"idle_ms_per_s", s.IdleMsPerSecond}, {"records_in_per_s", s.RecordsInPerSecond},
+		{"records_out_per_s", s.RecordsOutPerSecond}, {"input_share", s.InputShare},
+		{"in_pool_usage", s.InPoolUsage}, {"out_pool_usage", s.OutPoolUsage},
+		{"input_queue_length", s.InputQueueLength}, {"output_queue_length", s.OutputQueueLength},
+		{"queue_capacity", s.QueueCapacity}, {"checkpoint_alignment_ms", s.CheckpointAlignMs},
+		{"checkpoint_start_delay_ms", s.CheckpointDelayMs}, {"task_skew_score", s.SkewScore},
+		{"task_max_median_ratio", s.MaxMedianRatio},
+	} {
+		if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
+			return nil, fmt.Errorf("subtask_stats %s is %v, not a finite number", v.name, v.v)
+		}
+	}
+	saturated := uint8(0)
+	if s.Saturated {
+		saturated = 1
+	}
+	return append(common, s.Host, s.TaskAttemptID, s.BusyMsPerSecond,
+		s.BackPressuredMsPerSecond, s.IdleMsPerSecond, s.RecordsInPerSecond,
+		s.RecordsOutPerSecond, s.InputShare, s.InPoolUsage, s.OutPoolUsage,
+		s.InputQueueLength, s.OutputQueueLength, s.QueueCapacity,
+		s.CheckpointAlignMs, s.CheckpointDelayMs, saturated, s.BusySource,
+		s.SkewScore, s.MaxMedianRatio), nil
 }
 
 // findingsRow collects the kind-specific columns of a findings row.

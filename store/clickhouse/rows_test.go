@@ -43,7 +43,7 @@ func TestMapFinding(t *testing.T) {
 		Plan: &skew.Plan{Parallelism: 4, MaxParallelism: 128, MaxOverMeanBefore: 3, MaxOverMeanAfter: 1,
 			Keys: []skew.SaltedKey{{Key: "a"}, {Key: "b"}}, SQL: "q"}}
 	stats := skew.Finding{Kind: skew.KindSubtaskStats, JobID: "j", TaskName: "t", SubtaskIndex: ptr(0),
-		WindowStart: ws, WindowEnd: ws + 1, Stats: &skew.SubtaskStats{Host: "h", Saturated: true, SkewScore: 9, CheckpointDelayMs: 4}}
+		WindowStart: ws, WindowEnd: ws + 1, Stats: &skew.SubtaskStats{Host: "h", Saturated: true, SkewScore: 9, CheckpointDelayMs: 4, BusySource: "counter"}}
 	future := skew.Finding{Kind: "new_kind", JobID: "j", TaskName: "t", WindowStart: ws, WindowEnd: ws}
 
 	type check struct {
@@ -77,9 +77,11 @@ func TestMapFinding(t *testing.T) {
 			checks: []check{{tableSaltingPlans, "hot_key_count", uint32(2)}, {tableSaltingPlans, "max_over_mean_before", 3.0},
 				{tableSaltingPlans, "subtask_index", int32(-1)}, {tableSaltingPlans, "sql", "q"},
 				{tableFindings, "parallelism", int32(4)}}},
-		{name: "stats", f: stats, counts: map[string]int{tableFindings: 1, tableSubtaskStats: 1},
+		{name: "stats go to subtask_stats only", f: stats, counts: map[string]int{tableSubtaskStats: 1},
 			checks: []check{{tableSubtaskStats, "saturated", uint8(1)}, {tableSubtaskStats, "task_skew_score", 9.0},
-				{tableSubtaskStats, "checkpoint_start_delay_ms", 4.0}, {tableFindings, "kind", "subtask_stats"}}},
+				{tableSubtaskStats, "checkpoint_start_delay_ms", 4.0}, {tableSubtaskStats, "busy_source", "counter"},
+				{tableSubtaskStats, "host", "h"}, {tableSubtaskStats, "subtask_index", int32(0)},
+				{tableSubtaskStats, "version", uint64(42)}}},
 		{name: "unknown kind goes to findings only", f: future, counts: map[string]int{tableFindings: 1}},
 	}
 	for _, tt := range tests {
@@ -109,6 +111,9 @@ func TestMapFinding(t *testing.T) {
 				if got != c.want {
 					t.Errorf("%s.%s = %#v, want %#v", c.table, c.col, got, c.want)
 				}
+			}
+			if tt.counts[tableFindings] == 0 {
+				return
 			}
 			// The body column is the finding's JSON contract.
 			body := colValue(t, tableFindings, out[tableFindings][0], "body").(string)
@@ -147,6 +152,15 @@ func TestMapFindingRejects(t *testing.T) {
 		{"saturation without body", func(f *skew.Finding) { f.Kind = skew.KindSaturation; f.HotKey = nil }, "without cause"},
 		{"plan without body", func(f *skew.Finding) { f.Kind = skew.KindSaltingPlan }, "without plan"},
 		{"stats without body", func(f *skew.Finding) { f.Kind = skew.KindSubtaskStats }, "without stats"},
+		{"stats without subtask", func(f *skew.Finding) {
+			f.Kind, f.SubtaskIndex, f.Stats = skew.KindSubtaskStats, nil, &skew.SubtaskStats{}
+		}, "without subtask_index"},
+		{"NaN in stats", func(f *skew.Finding) {
+			f.Kind, f.Stats = skew.KindSubtaskStats, &skew.SubtaskStats{InPoolUsage: math.NaN()}
+		}, "in_pool_usage"},
+		{"infinite stats", func(f *skew.Finding) {
+			f.Kind, f.Stats = skew.KindSubtaskStats, &skew.SubtaskStats{RecordsInPerSecond: math.Inf(1)}
+		}, "records_in_per_s"},
 		{"NaN cannot be encoded", func(f *skew.Finding) { f.Share = math.NaN() }, "encode"},
 	}
 	for _, tt := range tests {

@@ -105,6 +105,17 @@ func TestEmbeddedMigrations(t *testing.T) {
 				if ok {
 					tables[strings.TrimSpace(name)] = s
 				}
+				// A later column: the checks below see it as a line of
+				// its table's DDL.
+				if ac, ok := parseAddColumn(s); ok {
+					ddl, created := tables[ac.table]
+					if ac.database != "skewlens" || !created {
+						t.Errorf("%s %04d: adds a column to %s.%s, which no earlier migration creates", d, m.Version, ac.database, ac.table)
+						continue
+					}
+					_, def, _ := strings.Cut(s, " "+ac.column+" ")
+					tables[ac.table] = ddl + "\n    " + ac.column + " " + def
+				}
 			}
 		}
 		for _, table := range append(tableOrder(), "schema_migrations") {
@@ -131,6 +142,42 @@ func TestEmbeddedMigrations(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestParseAddColumn(t *testing.T) {
+	tests := []struct {
+		name string
+		stmt string
+		want addColumn
+		ok   bool
+	}{
+		{
+			name: "quoted database",
+			stmt: "ALTER TABLE `skewlens`.subtask_stats ADD COLUMN IF NOT EXISTS busy_source String AFTER saturated",
+			want: addColumn{database: "skewlens", table: "subtask_stats", column: "busy_source",
+				plain: "ALTER TABLE `skewlens`.subtask_stats ADD COLUMN busy_source String AFTER saturated"},
+			ok: true,
+		},
+		{
+			name: "both quoted, other case and spacing",
+			stmt: "alter table `db_1`.`t`\n    add column if not exists `c` LowCardinality(String)",
+			want: addColumn{database: "db_1", table: "t", column: "c",
+				plain: "alter table `db_1`.`t`\n    add column `c` LowCardinality(String)"},
+			ok: true,
+		},
+		{name: "without IF NOT EXISTS", stmt: "ALTER TABLE `db`.t ADD COLUMN c String"},
+		{name: "without database", stmt: "ALTER TABLE t ADD COLUMN IF NOT EXISTS c String"},
+		{name: "create", stmt: "CREATE TABLE IF NOT EXISTS `db`.t (a String)"},
+		{name: "drop column", stmt: "ALTER TABLE `db`.t DROP COLUMN IF EXISTS c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseAddColumn(tt.stmt)
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("parseAddColumn = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // Store is the connection to ClickHouse and the schema on it. Create it
 // with New and call Migrate once; then each consumer takes the part it
 // needs: Writer (the pipeline: findings, engine state, plans, and the
-// API's overrides and audit), Plans, Findings and Audit (the readers of
-// skewlens serve) and Top (the reader of skewlens top). A Store and its
+// API's overrides and audit), Plans, Findings, Stats and Audit (the
+// readers of skewlens serve) and Top (the reader of skewlens top). A Store and its
 // parts are safe for concurrent use; writes and Migrate are serialised.
 type Store struct {
 	cfg     Config
@@ -39,6 +39,7 @@ type Store struct {
 	writer   *Writer
 	plans    *PlanReader
 	findings *FindingReader
+	stats    *StatsReader
 	audit    *AuditReader
 	top      *TopReader
 }
@@ -56,6 +57,9 @@ type PlanReader struct{ s *Store }
 // FindingReader reads findings (serve.FindingReader).
 type FindingReader struct{ s *Store }
 
+// StatsReader reads the per-subtask statistics (serve.StatsReader).
+type StatsReader struct{ s *Store }
+
 // AuditReader reads the audit log (serve.AuditReader).
 type AuditReader struct{ s *Store }
 
@@ -70,6 +74,9 @@ func (s *Store) Plans() *PlanReader { return s.plans }
 
 // Findings returns the Store's reader of findings.
 func (s *Store) Findings() *FindingReader { return s.findings }
+
+// Stats returns the Store's reader of the per-subtask statistics.
+func (s *Store) Stats() *StatsReader { return s.stats }
 
 // Audit returns the Store's reader of the audit log.
 func (s *Store) Audit() *AuditReader { return s.audit }
@@ -134,7 +141,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 		cfg: cfg, log: log, m: m, conn: conn, version: version, dialect: dialect,
 		lastInsert: map[string]time.Time{},
 	}
-	s.writer, s.plans, s.findings, s.audit, s.top = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &AuditReader{s}, &TopReader{s}
+	s.writer, s.plans, s.findings, s.stats = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &StatsReader{s}
+	s.audit, s.top = &AuditReader{s}, &TopReader{s}
 	return s, nil
 }
 

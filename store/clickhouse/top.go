@@ -13,9 +13,10 @@ import (
 
 // View reads (top.Reader), for the newest windows of each job since q.Since, the
 // current hot keys, the saturated subtasks and the latest skew score per
-// task. Windows are taken from the findings table, which Write inserts
-// last, so a window's rows in the other tables are complete when it shows.
-// Replayed rows are deduplicated with argMax(..., version).
+// task. Windows are those of the findings and subtask_stats tables, which
+// Write inserts after hot_keys and salting_plans (see tableOrder), so a
+// window shows with its hot keys; its statistics may follow one insert
+// later. Replayed rows are deduplicated with argMax(..., version).
 //
 // View makes one attempt (no retries: a view refreshing every few
 // seconds is its own retry loop) and blocks until the server answered or
@@ -105,22 +106,27 @@ func topJobFilter(n int) string {
 }
 
 // topWindowsSQL selects each job's q.Windows newest windows that have any
-// finding with a start in [lower, upper]. Its arguments are those of
+// finding or statistics row with a start in [lower, upper] (a job without
+// findings shows with its tasks' skew scores). columns may use job_id,
+// job_name, window_start and window_end. Its arguments are those of
 // topWindowArgs. LIMIT BY (no window functions on 18.16) keeps the first
 // rows per job in ORDER BY order.
 func (s *Store) topWindowsSQL(columns string, jobs int) string {
-	return "SELECT " + columns + " FROM " + s.table(tableFindings) +
-		" WHERE window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" + topJobFilter(jobs) +
-		" GROUP BY job_id, window_start ORDER BY job_id, window_start DESC LIMIT ? BY job_id"
+	where := " WHERE window_date >= toDate(?) AND window_start >= ? AND window_start <= ?" + topJobFilter(jobs)
+	return "SELECT " + columns + " FROM (" +
+		"SELECT job_id, job_name, window_start, window_end FROM " + s.table(tableFindings) + where +
+		" UNION ALL SELECT job_id, job_name, window_start, window_end FROM " + s.table(tableSubtaskStats) + where +
+		") GROUP BY job_id, window_start ORDER BY job_id, window_start DESC LIMIT ? BY job_id"
 }
 
-// topWindowArgs are the arguments of topWindowsSQL.
+// topWindowArgs are the arguments of topWindowsSQL: the bounds and jobs
+// once per table, then the number of windows.
 func topWindowArgs(q top.Query, lower, upper int64) []any {
-	args := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
+	bounds := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
 	for _, j := range q.Jobs {
-		args = append(args, j)
+		bounds = append(bounds, j)
 	}
-	return append(args, int64(q.Windows))
+	return append(append(bounds, bounds...), int64(q.Windows))
 }
 
 // topWindowsRead reads the newest windows per job; its rows create the
@@ -183,21 +189,30 @@ func (f topFilter) with(pre []any, post ...any) []any {
 // found.
 func (s *Store) topDetailReads(f topFilter) []topRead {
 	return []topRead{s.topTasksRead(f), s.topHotKeysRead(f), s.topSaturatedRead(f),
-		s.topHotKeyTotalsRead(f), s.topFindingTotalsRead(f)}
+		s.topHotKeyTotalsRead(f), s.topSaturatedTotalsRead(f), s.topTaskTotalsRead(f)}
 }
 
-// topTasksRead reads the latest skew score per task. Only subtask_stats
-// and saturation rows carry the score.
+// topScoresSQL selects job_id, task_name, window_start, window_end and the
+// task's skew score and max/median ratio (as score and ratio) from the
+// rows that carry them: subtask_stats and the saturation findings. Its
+// arguments are f.with([]any{skew.KindSaturation}) and then f.args.
+func (s *Store) topScoresSQL(f topFilter) string {
+	return "SELECT job_id, task_name, window_start, window_end, skew_score AS score, max_median_ratio AS ratio" +
+		" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql +
+		" UNION ALL SELECT job_id, task_name, window_start, window_end, task_skew_score, task_max_median_ratio" +
+		" FROM " + s.table(tableSubtaskStats) + " WHERE " + f.sql
+}
+
+// topTasksRead reads the latest skew score per task.
 func (s *Store) topTasksRead(f topFilter) topRead {
 	return topRead{
 		op: "read task skew scores",
 		sql: "SELECT job_id, task_name," +
-			" argMax(skew_score, window_start) AS skew, argMax(max_median_ratio, window_start) AS ratio," +
+			" argMax(score, window_start) AS skew, argMax(ratio, window_start) AS ratio_latest," +
 			" max(window_start) AS last_start, max(window_end) AS last_end" +
-			" FROM " + s.table(tableFindings) +
-			" WHERE kind IN (?, ?) AND " + f.sql +
+			" FROM (" + s.topScoresSQL(f) + ")" +
 			" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id",
-		args: f.with([]any{skew.KindSubtaskStats, skew.KindSaturation}, f.limit),
+		args: append(f.with([]any{skew.KindSaturation}), f.with(nil, f.limit)...),
 		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
 			var t top.Task
@@ -309,24 +324,43 @@ func (s *Store) topHotKeyTotalsRead(f topFilter) topRead {
 	}
 }
 
-// topFindingTotalsRead counts the distinct saturated subtasks and the
-// tasks with a skew score per job, limit aside.
-func (s *Store) topFindingTotalsRead(f topFilter) topRead {
+// topSaturatedTotalsRead counts the distinct saturated subtasks per job,
+// limit aside.
+func (s *Store) topSaturatedTotalsRead(f topFilter) topRead {
 	return topRead{
-		op: "count findings",
-		sql: "SELECT job_id," +
-			" uniqExactIf(task_name, subtask_index, cause, kind = ?) AS saturated," +
-			" uniqExactIf(task_name, kind IN (?, ?)) AS tasks" +
-			" FROM " + s.table(tableFindings) + " WHERE " + f.sql + " GROUP BY job_id",
-		args: f.with([]any{skew.KindSaturation, skew.KindSubtaskStats, skew.KindSaturation}),
+		op: "count saturated subtasks",
+		sql: "SELECT job_id, uniqExact(task_name, subtask_index, cause) AS saturated" +
+			" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql + " GROUP BY job_id",
+		args: f.with([]any{skew.KindSaturation}),
 		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
 			var id string
-			var saturated, tasks uint64
-			if err := scan(&id, &saturated, &tasks); err != nil {
+			var n uint64
+			if err := scan(&id, &n); err != nil {
 				return err
 			}
 			if j := jobs[id]; j != nil {
-				j.SaturatedTotal, j.TasksTotal = int(saturated), int(tasks)
+				j.SaturatedTotal = int(n)
+			}
+			return nil
+		},
+	}
+}
+
+// topTaskTotalsRead counts the tasks with a skew score per job, limit
+// aside.
+func (s *Store) topTaskTotalsRead(f topFilter) topRead {
+	return topRead{
+		op:   "count tasks",
+		sql:  "SELECT job_id, uniqExact(task_name) AS tasks FROM (" + s.topScoresSQL(f) + ") GROUP BY job_id",
+		args: append(f.with([]any{skew.KindSaturation}), f.args...),
+		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+			var id string
+			var n uint64
+			if err := scan(&id, &n); err != nil {
+				return err
+			}
+			if j := jobs[id]; j != nil {
+				j.TasksTotal = int(n)
 			}
 			return nil
 		},

@@ -264,6 +264,34 @@ func TestTopView(t *testing.T) {
 		})
 	}
 
+	t.Run("a job with statistics only", func(t *testing.T) {
+		const jobC = "c0ffee00c0ffee00c0ffee00c0ffee00"
+		base := fixtureBase(now)
+		var stats []skew.Finding
+		for w := 0; w < 2; w++ {
+			for sub := 0; sub < 2; sub++ {
+				stats = append(stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: jobC, JobName: "quiet",
+					TaskName: "Map", SubtaskIndex: ptr(sub), WindowStart: base + int64(w)*windowMs,
+					WindowEnd: base + int64(w+1)*windowMs,
+					Stats:     &skew.SubtaskStats{BusyMsPerSecond: 100, SkewScore: float64(3 + w), MaxMedianRatio: 1.5}})
+			}
+		}
+		if err := s.Writer().Write(ctx, 100, stats); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobC}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1 := top.Window{Start: base + windowMs, End: base + 2*windowMs}
+		checkTopJobs(t, snap, map[string]top.Job{jobC: {
+			JobID: jobC, JobName: "quiet",
+			Windows:    []top.Window{w1, {Start: base, End: base + windowMs}},
+			Tasks:      []top.Task{{TaskName: "Map", SkewScore: 4, MaxMedianRatio: 1.5, Window: w1}},
+			TasksTotal: 1,
+		}})
+	})
+
 	t.Run("a higher version replaces", func(t *testing.T) {
 		var newest []skew.Finding
 		for _, f := range fs {

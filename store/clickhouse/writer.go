@@ -13,8 +13,9 @@ import (
 )
 
 // Write stores every finding of fs: one row per finding in the findings
-// table and one in its kind's table (subtask_stats, hot_keys,
-// salting_plans), in batches of at most BatchMaxRows rows. version is the
+// table and one in its kind's table (hot_keys, salting_plans), or, for a
+// subtask_stats finding, one row in subtask_stats and none in findings;
+// in batches of at most BatchMaxRows rows. version is the
 // caller's monotonically increasing number (e.g. the highest Kafka offset
 // of the input); rows with the same key and a higher version replace older
 // ones, so writing the same findings again after a crash does not

@@ -1,4 +1,4 @@
-package top
+package termtext
 
 import (
 	"strconv"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestQuoteKey(t *testing.T) {
+func TestQuote(t *testing.T) {
 	tests := []struct {
 		name  string
 		key   string
@@ -34,21 +34,23 @@ func TestQuoteKey(t *testing.T) {
 		{"source cut inside a rune", "中文\xe4\xb8", 40, true, `"中文"…`},
 		{"source cut after invalid bytes", "a\xff\xff", 40, true, `"a\xff\xff"…`},
 		{"64 KB key", strings.Repeat("\\'\n", 22000), 20, true, `"\\'\n\\'\n\\'\n\\"…`},
+		{"no limit", strings.Repeat("k", 300) + "\x1b[31m", 0, false, `"` + strings.Repeat("k", 300) + `\x1b[31m"`},
+		{"no limit, source cut", "中文\xe4\xb8", 0, true, `"中文"…`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := quoteKey(tc.key, tc.width, tc.cut)
+			got := Quote(tc.key, tc.width, tc.cut)
 			if got != tc.want {
-				t.Errorf("quoteKey(%.40q, %d, %t) = %s, want %s", tc.key, tc.width, tc.cut, got, tc.want)
+				t.Errorf("Quote(%.40q, %d, %t) = %s, want %s", tc.key, tc.width, tc.cut, got, tc.want)
 			}
-			if w := textWidth(got); w > tc.width {
+			if w := Width(got); tc.width > 0 && w > tc.width {
 				t.Errorf("width %d > %d", w, tc.width)
 			}
 		})
 	}
 }
 
-func TestCleanText(t *testing.T) {
+func TestClean(t *testing.T) {
 	tests := []struct {
 		name  string
 		s     string
@@ -60,11 +62,12 @@ func TestCleanText(t *testing.T) {
 		{"controls escaped", "Source: kafka\n-> Map\x1b[0m", 60, `Source: kafka\n-> Map\x1b[0m`},
 		{"cut", "Subtask 3 of SessionWindow is saturated", 12, "Subtask 3 o…"},
 		{"empty", "", 12, ""},
+		{"no limit", "Source: " + strings.Repeat("Map -> ", 50) + "\x1b]0;t\x07", 0, "Source: " + strings.Repeat("Map -> ", 50) + `\x1b]0;t\x07`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cleanText(tc.s, tc.width, false); got != tc.want {
-				t.Errorf("cleanText(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
+			if got := Clean(tc.s, tc.width, false); got != tc.want {
+				t.Errorf("Clean(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
 			}
 		})
 	}
@@ -78,34 +81,34 @@ func TestRuneWidth(t *testing.T) {
 		{'a', 1}, {'é', 1}, {'\u0301', 0}, {'中', 2}, {'한', 2}, {'🔥', 2}, {'Ａ', 2}, {'→', 1}, {'…', 1},
 	}
 	for _, tc := range tests {
-		if got := runeWidth(tc.r); got != tc.want {
-			t.Errorf("runeWidth(%q) = %d, want %d", tc.r, got, tc.want)
+		if got := RuneWidth(tc.r); got != tc.want {
+			t.Errorf("RuneWidth(%q) = %d, want %d", tc.r, got, tc.want)
 		}
 	}
 }
 
-// FuzzQuoteKey checks, for any key and width, that the result is valid
+// FuzzQuote checks, for any key and width, that the result is valid
 // UTF-8 of printable runes only, fits the width, and gives the key back
 // through strconv.Unquote when it was not cut.
-func FuzzQuoteKey(f *testing.F) {
+func FuzzQuote(f *testing.F) {
 	for _, s := range []string{"", "user-42", "a\nb", "\xff\xfe", "\x1b[2J", "🔥中文", "z\u0301\u0302\u0303",
 		"abc\u202e", `"\'`, strings.Repeat("k", 300), "\u00ad\ufeff\U000e0001"} {
 		f.Add(s, 40)
 		f.Add(s, 8)
 	}
 	f.Fuzz(func(t *testing.T, key string, width int) {
-		width = minWidth + abs(width)%200
-		got := quoteKey(key, width, false)
+		width = 8 + abs(width)%200
+		got := Quote(key, width, false)
 		checkSafe(t, got)
-		if w := textWidth(got); w > width {
-			t.Fatalf("quoteKey(%q, %d) = %s: width %d", key, width, got, w)
+		if w := Width(got); w > width {
+			t.Fatalf("Quote(%q, %d) = %s: width %d", key, width, got, w)
 		}
-		if strings.HasSuffix(got, ellipsis) {
+		if strings.HasSuffix(got, Ellipsis) {
 			return
 		}
 		back, err := strconv.Unquote(got)
 		if err != nil || back != key {
-			t.Fatalf("quoteKey(%q) = %s; Unquote gives %q, %v", key, got, back, err)
+			t.Fatalf("Quote(%q) = %s; Unquote gives %q, %v", key, got, back, err)
 		}
 	})
 }
@@ -120,25 +123,15 @@ func abs(v int) int {
 	return v
 }
 
-// checkSafe fails t when s holds anything but newlines and printable
-// runes (ANSI color sequences removed first).
+// checkSafe fails t when s holds anything but printable runes.
 func checkSafe(t *testing.T, s string) {
 	t.Helper()
-	s = stripSGR(s)
 	if !utf8.ValidString(s) {
 		t.Fatalf("invalid UTF-8 in %q", s)
 	}
 	for _, r := range s {
-		if r != '\n' && !strconv.IsPrint(r) {
+		if !strconv.IsPrint(r) {
 			t.Fatalf("unsafe rune %U in %q", r, s)
 		}
 	}
-}
-
-// stripSGR removes the color sequences Render writes.
-func stripSGR(s string) string {
-	for _, sgr := range []string{sgrBold, sgrDim, sgrRed, sgrYellow, sgrCyan, sgrRedB, sgrReset} {
-		s = strings.ReplaceAll(s, sgr, "")
-	}
-	return s
 }

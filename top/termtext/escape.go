@@ -1,4 +1,4 @@
-package top
+package termtext
 
 import (
 	"fmt"
@@ -10,28 +10,30 @@ import (
 	"github.com/mattn/go-runewidth"
 )
 
-// ellipsis marks text that was cut.
-const ellipsis = "…"
+// Ellipsis marks text that was cut.
+const Ellipsis = "…"
 
 // maxCombining is how many combining marks in a row are shown as they are;
 // more are escaped, so that a key cannot stack marks over other lines.
 const maxCombining = 2
 
-// quoteKey returns key as a terminal-safe, double-quoted string at most
-// width columns wide, in Go's escaping (strconv.Unquote gives key back when
-// nothing was cut): control characters, invalid UTF-8, format characters
-// (such as bidi overrides) and other non-printable runes are escaped. A
-// key that was cut, or was cut already before (cut: the source read only a
-// prefix), ends in `"…`; a trailing incomplete UTF-8 sequence of such a
-// prefix is dropped rather than escaped.
-func quoteKey(key string, width int, cut bool) string {
-	return escape(key, width, true, cut)
+// Quote returns s as a terminal-safe, double-quoted string at most width
+// columns wide (width <= 0: no limit), in Go's escaping (strconv.Unquote
+// gives s back when nothing was cut): control characters, invalid UTF-8,
+// format characters (such as bidi overrides) and other non-printable
+// runes are escaped. A string that was cut, or was cut already before
+// (cut: the source read only a prefix), ends in `"…`; a trailing
+// incomplete UTF-8 sequence of such a prefix is dropped rather than
+// escaped. Keys are drawn with it.
+func Quote(s string, width int, cut bool) string {
+	return escape(s, width, true, cut)
 }
 
-// cleanText returns s as terminal-safe, unquoted text at most width
-// columns wide, escaped like quoteKey but without quotes; cut text ends in
-// "…".
-func cleanText(s string, width int, cut bool) string {
+// Clean returns s as terminal-safe, unquoted text at most width columns
+// wide (width <= 0: no limit), escaped like Quote but without quotes (a
+// quote or backslash stays as it is); cut text ends in "…". Names,
+// summaries and errors are drawn with it.
+func Clean(s string, width int, cut bool) string {
 	return escape(s, width, false, cut)
 }
 
@@ -43,6 +45,7 @@ func escape(s string, width int, quote, cut bool) string {
 	if quote {
 		frame = 2
 	}
+	limited := width > 0
 	// pieces are appended until they would not fit; the widths let the
 	// cut back off to make room for the ellipsis.
 	var b strings.Builder
@@ -52,17 +55,19 @@ func escape(s string, width int, quote, cut bool) string {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		piece, w := escapeRune(s[i:i+size], r, size, quote, &combining)
-		if frame+used+w > width {
+		if limited && frame+used+w > width {
 			cut = true
 			break
 		}
-		marks = append(marks, mark{b.Len(), used})
+		if limited {
+			marks = append(marks, mark{b.Len(), used})
+		}
 		b.WriteString(piece)
 		used += w
 		i += size
 	}
 	out := b.String()
-	if cut {
+	if cut && limited {
 		// Make room for the ellipsis.
 		for len(marks) > 0 && frame+used+1 > width {
 			m := marks[len(marks)-1]
@@ -74,7 +79,7 @@ func escape(s string, width int, quote, cut bool) string {
 		out = `"` + out + `"`
 	}
 	if cut {
-		out += ellipsis
+		out += Ellipsis
 	}
 	return out
 }
@@ -111,7 +116,7 @@ func escapeRune(raw string, r rune, size int, quote bool, combining *int) (strin
 		e := escapeCode(r)
 		return e, len(e)
 	}
-	return raw, runeWidth(r)
+	return raw, RuneWidth(r)
 }
 
 // escapeCode is Go's escape of a rune: \x.. below 0x80, else \u.... or
@@ -140,23 +145,13 @@ func dropIncompleteRune(s string) string {
 	return s
 }
 
-// runeWidth is the number of columns a printable rune takes, by
+// RuneWidth is the number of columns a printable rune takes, by
 // Unicode's East Asian Width and emoji properties as go-runewidth tables
 // them (maintained with each Unicode version, where a hand-kept list of
 // blocks drifts). The condition is fixed rather than read from the
-// locale: ambiguous runes are narrow and emoji wide, so a frame is the
-// same on every terminal and the golden files stay stable.
-func runeWidth(r rune) int {
+// locale: ambiguous runes are narrow and emoji wide, so output is the
+// same on every terminal and golden files stay stable.
+func RuneWidth(r rune) int {
 	c := runewidth.Condition{EastAsianWidth: false, StrictEmojiNeutral: true}
 	return c.RuneWidth(r)
-}
-
-// textWidth is the number of columns s takes; s must be escaped (only
-// printable runes).
-func textWidth(s string) int {
-	n := 0
-	for _, r := range s {
-		n += runeWidth(r)
-	}
-	return n
 }
