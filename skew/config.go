@@ -100,6 +100,13 @@ type Config struct {
 	// PlanMinImbalance is the predicted max/mean subtask load at or above
 	// which a salting plan is proposed for a task with hot keys (default 1.5).
 	PlanMinImbalance float64
+	// CheckpointTimeoutMs is the job's configured checkpoint timeout in
+	// milliseconds (default 600000, Flink's execution.checkpointing.timeout
+	// of 10 min).
+	CheckpointTimeoutMs int64
+	// CheckpointRiskFraction is the share of CheckpointTimeoutMs at or above
+	// which a job's lastCheckpointDuration counts as slow (default 0.5).
+	CheckpointRiskFraction float64
 	// EmitStats adds a subtask_stats row per reporting subtask and window
 	// to the findings (default false).
 	EmitStats bool
@@ -136,6 +143,8 @@ func DefaultConfig() Config {
 		MaxSaltBuckets:           32,
 		PlanMinImbalance:         1.5,
 		HistoryWindows:           360,
+		CheckpointTimeoutMs:      600000,
+		CheckpointRiskFraction:   0.5,
 	}
 }
 
@@ -167,6 +176,8 @@ func (c Config) withDefaults() Config {
 	c.MaxSaltBuckets = cmp.Or(c.MaxSaltBuckets, d.MaxSaltBuckets)
 	c.PlanMinImbalance = cmp.Or(c.PlanMinImbalance, d.PlanMinImbalance)
 	c.HistoryWindows = cmp.Or(c.HistoryWindows, d.HistoryWindows)
+	c.CheckpointTimeoutMs = cmp.Or(c.CheckpointTimeoutMs, d.CheckpointTimeoutMs)
+	c.CheckpointRiskFraction = cmp.Or(c.CheckpointRiskFraction, d.CheckpointRiskFraction)
 	return c
 }
 
@@ -219,6 +230,10 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.PlanMinImbalance) || math.IsInf(c.PlanMinImbalance, 0) || c.PlanMinImbalance < 1 {
 		bad("plan-min-imbalance", c.PlanMinImbalance, "must be at least 1")
 	}
+	if c.CheckpointTimeoutMs < 1 {
+		bad("checkpoint-timeout", c.CheckpointTimeoutMs, "must be positive")
+	}
+	within("checkpoint-risk-fraction", c.CheckpointRiskFraction, 0, 1, " of checkpoint-timeout")
 	if c.HistoryWindows < c.RotationLookbackWindows || c.HistoryWindows < c.SustainWindows {
 		bad("history", c.HistoryWindows, "must cover rotation-lookback and sustain")
 	}

@@ -289,6 +289,7 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 	for i := range ctx.tasks {
 		e.taskStats(&ctx.tasks[i], ws)
 	}
+	first := len(dst)
 	for i := range ctx.tasks {
 		tc := &ctx.tasks[i]
 		base := Finding{JobID: ctx.job.id, JobName: ctx.job.name, TaskName: tc.t.name, WindowStart: ws, WindowEnd: we}
@@ -324,7 +325,96 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 			dst = append(dst, f)
 		}
 	}
+	e.linkCheckpoints(ctx, dst[first:])
 	return dst
+}
+
+// linkCheckpoints tells, in the summary of every saturation finding of the
+// job's window, that the job's checkpoints are slow or failing and which
+// subtask holds them up: a saturated or back-pressured subtask delays the
+// checkpoint barrier, and the one whose barrier starts latest or aligns
+// longest is the one to look at. Checkpoints count as slow when the job's
+// lastCheckpointDuration in the window reaches Config.CheckpointRiskFraction
+// of Config.CheckpointTimeoutMs, and as failing when
+// numberOfFailedCheckpoints rose in the window.
+func (e *Engine) linkCheckpoints(ctx *jobCtx, fs []Finding) {
+	jw := ctx.jw
+	if jw == nil {
+		return
+	}
+	slow := jw.hasLastCkptTime && jw.lastCkptMs >= e.cfg.CheckpointRiskFraction*float64(e.cfg.CheckpointTimeoutMs)
+	if !slow && jw.failed <= 0 {
+		return
+	}
+	task, sub, s, held := e.checkpointCulprit(ctx)
+	if s == nil {
+		return
+	}
+	var b strings.Builder
+	if jw.hasLastCkptTime {
+		fmt.Fprintf(&b, " Checkpoints take %s", msText(jw.lastCkptMs))
+		if jw.failed > 0 {
+			fmt.Fprintf(&b, " and %.0f failed in this window", jw.failed)
+		}
+	} else {
+		fmt.Fprintf(&b, " %.0f checkpoints failed in this window", jw.failed)
+	}
+	fmt.Fprintf(&b, " because subtask %d of %q holds up the barrier", sub, task)
+	if held {
+		fmt.Fprintf(&b, " (start delay %s, alignment %s)", msText(s.delay), msText(s.align))
+	} else {
+		b.WriteString(" (it is saturated)")
+	}
+	b.WriteString(".")
+	for i := range fs {
+		if fs[i].Kind == KindSaturation && fs[i].Saturation != nil {
+			fs[i].Summary += b.String()
+		}
+	}
+}
+
+// checkpointCulprit picks the subtask that holds up the job's checkpoints:
+// among the saturated or back-pressured subtasks of every task, the one
+// with the largest checkpoint start delay or alignment time (held true);
+// when none reported such times, the busiest saturated subtask (held
+// false). Ties go to the first task and subtask, so the choice is
+// deterministic. s is nil when no subtask fits.
+func (e *Engine) checkpointCulprit(ctx *jobCtx) (task string, sub int, s *subStats, held bool) {
+	bestHeld, bestBusy := 0.0, -1.0
+	var busiest *subStats
+	busyTask, busySub := "", 0
+	for i := range ctx.tasks {
+		tc := &ctx.tasks[i]
+		for j := range tc.subs {
+			c := &tc.subs[j]
+			if !c.observed || !c.saturated && c.bp < e.cfg.BackPressuredMsPerSecond {
+				continue
+			}
+			if v := max(c.delay, c.align); v > bestHeld {
+				bestHeld, task, sub, s, held = v, tc.t.name, j, c, true
+			}
+			if c.saturated && c.busy > bestBusy {
+				bestBusy, busyTask, busySub, busiest = c.busy, tc.t.name, j, c
+			}
+		}
+	}
+	if held {
+		return task, sub, s, true
+	}
+	return busyTask, busySub, busiest, false
+}
+
+// msText formats a duration in milliseconds the way a person says it:
+// 850 ms, 22.9 s, 12.5 min.
+func msText(ms float64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms < 60000:
+		return fmt.Sprintf("%.1f s", ms/1000)
+	default:
+		return fmt.Sprintf("%.1f min", ms/60000)
+	}
 }
 
 // diagnosesSkew reports whether fs holds a data_skew or rotating_hot_key

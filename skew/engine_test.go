@@ -392,6 +392,9 @@ func TestConfigValidate(t *testing.T) {
 		{"busy over 1000", Config{BusyMsPerSecond: 1200}, false},
 		{"skew ratio 1", Config{SkewRatio: 1}, false},
 		{"NaN", Config{TargetUtilization: math.NaN()}, false},
+		{"negative checkpoint timeout", Config{CheckpointTimeoutMs: -1}, false},
+		{"checkpoint risk fraction over 1", Config{CheckpointRiskFraction: 1.5}, false},
+		{"checkpoint risk fraction 1", Config{CheckpointRiskFraction: 1}, true},
 	}
 	for _, tt := range tests {
 		// As New sees it: zero fields are defaults.

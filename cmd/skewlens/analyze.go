@@ -42,6 +42,8 @@ type engineFlags struct {
 	SaltSeparator            string        `help:"Joins a key and its salt in salted keys." default:"${salt_separator}" group:"Engine"`
 	MaxSaltBuckets           int           `help:"Most salt buckets for one hot key." default:"${max_salt_buckets}" group:"Engine"`
 	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine"`
+	CheckpointTimeout        time.Duration `help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)." default:"${checkpoint_timeout}" group:"Engine"`
+	CheckpointRiskFraction   float64       `help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up." default:"${checkpoint_risk_fraction}" group:"Engine"`
 }
 
 // windowFlags are the watermark settings of every command that windows
@@ -79,6 +81,8 @@ func (f *engineFlags) config() skew.Config {
 	c.SaltSeparator = f.SaltSeparator
 	c.MaxSaltBuckets = f.MaxSaltBuckets
 	c.PlanMinImbalance = f.PlanMinImbalance
+	c.CheckpointTimeoutMs = f.CheckpointTimeout.Milliseconds()
+	c.CheckpointRiskFraction = f.CheckpointRiskFraction
 	return c
 }
 

@@ -25,7 +25,9 @@ type finding struct {
 	TaskAttemptID string  `json:"task_attempt_id"`
 	Summary       string  `json:"summary"`
 	Evidence      struct {
-		RecommendedParallelism int `json:"recommended_parallelism"`
+		RecommendedParallelism int     `json:"recommended_parallelism"`
+		LastCheckpointMs       float64 `json:"last_checkpoint_duration_ms"`
+		FailedCheckpoints      float64 `json:"failed_checkpoints_in_window"`
 	} `json:"evidence"`
 	Plan *struct {
 		Keys []struct {

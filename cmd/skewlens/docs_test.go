@@ -75,6 +75,8 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("**sustained** for %d observed windows (`--sustain`)", eng.SustainWindows)},
 		{"README.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
 		{"README.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
+		{"README.md", fmt.Sprintf("least %g of the checkpoint timeout (`--checkpoint-risk-fraction`", eng.CheckpointRiskFraction)},
+		{"README.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", fmtDuration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
 		{"README.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
 		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		// docs/alerts.md: the Tracker (prose and table).

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +72,49 @@ func TestIncidentFiles(t *testing.T) {
 				t.Fatal("two runs on the same file differ")
 			}
 		})
+	}
+}
+
+// TestCheckpointTimeoutIncidentLinksCheckpoints checks that the
+// checkpoint_timeout example says, in its saturation summaries, that the
+// job's checkpoints fail or are slow and which subtask of the sink holds
+// them up: with Flink's default timeout only the windows with failures do,
+// with the simulated job's own short timeout also those with a slow
+// checkpoint.
+func TestCheckpointTimeoutIncidentLinksCheckpoints(t *testing.T) {
+	path := filepath.Join(incidentDir, string(simulate.CheckpointTimeout)+".log.gz")
+	linked := func(args ...string) (failing, slow int) {
+		t.Helper()
+		code, out, errOut := runCLI(t, "", append([]string{"analyze", "-i", path}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		for _, f := range parseFindings(t, out) {
+			if f.Kind != "saturation" || !strings.Contains(f.Summary, "holds up the barrier") {
+				continue
+			}
+			if !strings.Contains(f.Summary, ` of "Sink: es" holds up the barrier (start delay `) {
+				t.Errorf("summary does not name a sink subtask with its checkpoint times: %s", f.Summary)
+			}
+			if f.Evidence.FailedCheckpoints > 0 {
+				failing++
+				continue
+			}
+			slow++
+			if want := fmt.Sprintf("Checkpoints take %.1f s because subtask ", f.Evidence.LastCheckpointMs/1000); !strings.Contains(f.Summary, want) {
+				t.Errorf("summary %q lacks %q", f.Summary, want)
+			}
+		}
+		return failing, slow
+	}
+	failing, slow := linked()
+	if failing == 0 || slow != 0 {
+		t.Errorf("default timeout: %d failing and %d slow windows linked, want some failing and no slow", failing, slow)
+	}
+	// The simulated job times out at 60 s; half of 40 s is below its 22.9 s
+	// checkpoints.
+	if _, slow := linked("--checkpoint-timeout", "40s"); slow == 0 {
+		t.Error("40s timeout: no slow checkpoint linked")
 	}
 }
 
