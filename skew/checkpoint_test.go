@@ -59,7 +59,7 @@ func TestCheckpointLink(t *testing.T) {
 						}
 					}
 				}
-				job := []Metric{{Name: LastCheckpointDuration, Value: tt.lastMs}}
+				job := []Metric{{Name: LastCheckpointDuration, Value: tt.lastMs}, {Name: LastCheckpointSize, Value: 3e9 + float64(w)}}
 				if tt.failed != nil {
 					job = append(job, Metric{Name: NumberOfFailedCheckpoints, Value: tt.failed[w]})
 				}
@@ -86,6 +86,9 @@ func TestCheckpointLink(t *testing.T) {
 				}
 				if f.Kind == KindSaturation && f.Evidence != nil && f.Evidence.LastCheckpointMs != tt.lastMs {
 					t.Errorf("evidence last checkpoint %v ms, want %v", f.Evidence.LastCheckpointMs, tt.lastMs)
+				}
+				if f.Kind == KindSaturation && f.Evidence != nil && f.Evidence.LastCheckpointBytes != 3e9+windows-1 {
+					t.Errorf("evidence last checkpoint size %v bytes, want %v", f.Evidence.LastCheckpointBytes, 3e9+windows-1)
 				}
 			}
 			if n != tt.wantCount {

@@ -577,6 +577,7 @@ func (e *Engine) evidence(ctx *jobCtx, tc *taskCtx, i int) *Evidence {
 	if jw := ctx.jw; jw != nil {
 		ev.LastCheckpointMs = jw.lastCkptMs
 		ev.FailedCheckpoints = jw.failed
+		ev.LastCheckpointBytes = jw.lastCkptBytes
 	}
 	for j := range ctx.tasks {
 		o := &ctx.tasks[j]
@@ -633,6 +634,7 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 	if jw := ctx.jw; jw != nil {
 		ev.LastCheckpointMs = jw.lastCkptMs
 		ev.FailedCheckpoints = jw.failed
+		ev.LastCheckpointBytes = jw.lastCkptBytes
 	}
 	if tc.t.queueHits >= 3 {
 		ev.QueueCapacity = tc.t.queueMax

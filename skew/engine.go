@@ -84,6 +84,8 @@ type jobWindow struct {
 	failed          float64
 	hasFailed       bool
 	hasLastCkptTime bool
+	// lastCkptBytes is the largest lastCheckpointSize in the window.
+	lastCkptBytes float64
 }
 
 type taskState struct {
@@ -585,6 +587,8 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 	case NumberOfFailedCheckpoints:
 		w.failed = max(w.failed, m.Value)
 		w.hasFailed = true
+	case LastCheckpointSize:
+		w.lastCkptBytes = max(w.lastCkptBytes, m.Value)
 	}
 	return Accepted
 }

@@ -65,6 +65,9 @@ const (
 	AccumulateBusyTimeMs
 	AccumulateBackPressuredTimeMs
 	AccumulateIdleTimeMs
+	// LastCheckpointSize is job-scoped too (bytes of the last completed
+	// checkpoint); it comes after the others for the same reason.
+	LastCheckpointSize
 	numMetricNames
 )
 
@@ -80,6 +83,7 @@ func (m MetricName) String() string {
 		"checkpointAlignmentTime", "checkpointStartDelayNanos",
 		"lastCheckpointDuration", "numberOfFailedCheckpoints",
 		"accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs",
+		"lastCheckpointSize",
 	}
 	if m < numMetricNames {
 		return names[m]
@@ -89,7 +93,7 @@ func (m MetricName) String() string {
 
 // JobScoped reports whether the metric belongs to the job rather than a subtask.
 func (m MetricName) JobScoped() bool {
-	return m == LastCheckpointDuration || m == NumberOfFailedCheckpoints
+	return m == LastCheckpointDuration || m == NumberOfFailedCheckpoints || m == LastCheckpointSize
 }
 
 // Metric is one Flink metric observation.

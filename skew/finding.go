@@ -143,6 +143,7 @@ type Evidence struct {
 	CheckpointDelayMs   float64    `json:"checkpoint_start_delay_ms,omitempty"`
 	LastCheckpointMs    float64    `json:"last_checkpoint_duration_ms,omitempty"`
 	FailedCheckpoints   float64    `json:"failed_checkpoints_in_window,omitempty"`
+	LastCheckpointBytes float64    `json:"last_checkpoint_size_bytes,omitempty"`
 	SkewScore           float64    `json:"skew_score"`
 	MaxMedianRatio      float64    `json:"max_median_ratio"`
 	Subtasks            int        `json:"subtasks_observed"`

@@ -225,6 +225,7 @@ func init() {
 	}
 	canonicalName[skew.LastCheckpointDuration] = jobPrefix + "lastCheckpointDuration"
 	canonicalName[skew.NumberOfFailedCheckpoints] = jobPrefix + "numberOfFailedCheckpoints"
+	canonicalName[skew.LastCheckpointSize] = jobPrefix + "lastCheckpointSize"
 }
 
 type metricVar struct {

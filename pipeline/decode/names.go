@@ -63,6 +63,8 @@ func lookupNormalized(s string) skew.MetricName {
 			return skew.LastCheckpointDuration
 		case "numberOfFailedCheckpoints":
 			return skew.NumberOfFailedCheckpoints
+		case "lastCheckpointSize":
+			return skew.LastCheckpointSize
 		}
 	}
 	return skew.MetricUnknown

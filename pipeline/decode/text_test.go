@@ -129,6 +129,8 @@ func TestInflux(t *testing.T) {
 			want: skew.Metric{TS: 1593004193363, Name: skew.NumberOfFailedCheckpoints, JobID: "j", Host: "h", Subtask: -1, Value: 3}},
 		{name: "no tags job scoped needs job id", line: `jobmanager_job_lastCheckpointDuration,job_id=j value=7 0`,
 			want: skew.Metric{TS: 0, Name: skew.LastCheckpointDuration, JobID: "j", Subtask: -1, Value: 7}},
+		{name: "job scoped size", line: `jobmanager_job_lastCheckpointSize,job_id=j,host=h value=4096i 1593004193363`,
+			want: skew.Metric{TS: 1593004193363, Name: skew.LastCheckpointSize, JobID: "j", Host: "h", Subtask: -1, Value: 4096}},
 		{name: "unknown", line: `taskmanager_job_task_operator_numRecordsIn,job_id=j value=1 1`, wantNo: true},
 		{name: "unknown with fields", line: `foo,bar baz=qux`, wantNo: true},
 		{name: "comment", line: `# a comment`, wantNo: true},
@@ -200,6 +202,8 @@ func TestPrometheus(t *testing.T) {
 			want: smallMetric(skew.CheckpointStartDelayNanos, func(m *skew.Metric) { m.Value = -0.25 })},
 		{name: "job scoped", line: `flink_jobmanager_job_lastCheckpointDuration{job_id="j",job_name="billing"} 812 1000`,
 			want: skew.Metric{TS: 1000, Name: skew.LastCheckpointDuration, JobID: "j", JobName: "billing", Subtask: -1, Value: 812}},
+		{name: "job scoped size", line: `flink_jobmanager_job_lastCheckpointSize{job_id="j",job_name="billing"} 1.5e+09 1000`,
+			want: skew.Metric{TS: 1000, Name: skew.LastCheckpointSize, JobID: "j", JobName: "billing", Subtask: -1, Value: 1.5e9}},
 		{name: "no labels unknown", line: `process_cpu_seconds_total 12.5`, wantNo: true},
 		{name: "operator scope unknown", line: `flink_taskmanager_job_task_operator_numRecordsIn{job_id="j"} NaN`, wantNo: true},
 		{name: "HELP", line: `# HELP flink_taskmanager_job_task_buffers_inPoolUsage inPoolUsage (scope: taskmanager_job_task_buffers)`, wantNo: true},
@@ -330,6 +334,12 @@ func TestLookupMetric(t *testing.T) {
 		t.Errorf("numberOfFailedCheckpoints = %v", got)
 	}
 	seen[skew.NumberOfFailedCheckpoints] = true
+	for _, name := range []string{"jobmanager_job_lastCheckpointSize", "flink_jobmanager_job_lastCheckpointSize", "flink.jobmanager.job.lastCheckpointSize"} {
+		if got := LookupMetric(name); got != skew.LastCheckpointSize {
+			t.Errorf("LookupMetric(%q) = %v", name, got)
+		}
+	}
+	seen[skew.LastCheckpointSize] = true
 	for n := skew.MetricName(1); n.String() != "invalid"; n++ {
 		if !seen[n] {
 			t.Errorf("metric %v has no test name", n)
