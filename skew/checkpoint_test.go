@@ -1,6 +1,7 @@
 package skew
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -77,7 +78,12 @@ func TestCheckpointLink(t *testing.T) {
 				t.Fatalf("no under_provisioned finding: %s", dump(j.out))
 			}
 			n := 0
+			var risks []Finding
 			for _, f := range last {
+				if f.Cause == CauseCheckpointRisk {
+					risks = append(risks, f)
+					continue
+				}
 				if strings.Contains(f.Summary, "Checkpoints") || strings.Contains(f.Summary, "checkpoints failed") {
 					n++
 					if tt.want == "" || !strings.Contains(f.Summary, tt.want) {
@@ -89,6 +95,20 @@ func TestCheckpointLink(t *testing.T) {
 				}
 				if f.Kind == KindSaturation && f.Evidence != nil && f.Evidence.LastCheckpointBytes != 3e9+windows-1 {
 					t.Errorf("evidence last checkpoint size %v bytes, want %v", f.Evidence.LastCheckpointBytes, 3e9+windows-1)
+				}
+			}
+			slow := tt.lastMs >= j.e.cfg.CheckpointRiskFraction*float64(j.e.cfg.CheckpointTimeoutMs)
+			switch {
+			case !slow && len(risks) != 0:
+				t.Errorf("checkpoint_risk for a fast checkpoint: %s", dump(risks))
+			case slow && len(risks) != 1:
+				t.Errorf("%d checkpoint_risk findings, want 1: %s", len(risks), dump(last))
+			case slow:
+				f := risks[0]
+				if f.Kind != KindSaturation || f.Evidence.CheckpointTimeoutMs != j.e.cfg.CheckpointTimeoutMs ||
+					f.TaskName != "sink" || f.SubtaskIndex == nil || !strings.Contains(tt.want, fmt.Sprintf("subtask %d of", *f.SubtaskIndex)) ||
+					!strings.Contains(f.Summary, "checkpoint timeout: they fail when they reach it; subtask") {
+					t.Errorf("checkpoint_risk finding: %s", dump(risks))
 				}
 			}
 			if n != tt.wantCount {

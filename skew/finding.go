@@ -16,6 +16,11 @@ const (
 	CauseRotatingHotKey   = "rotating_hot_key"
 	CauseSlowSubtask      = "slow_subtask"
 	CauseUnderProvisioned = "under_provisioned"
+	// CauseCheckpointRisk marks a job whose last checkpoint took at least
+	// Config.CheckpointRiskFraction of the checkpoint timeout: it warns
+	// before checkpoints fail. The finding names the task and subtask that
+	// hold the barrier up when one is saturated or back-pressured.
+	CauseCheckpointRisk = "checkpoint_risk"
 )
 
 // Finding is one result of the engine for one window. Its JSON form is the
@@ -144,6 +149,7 @@ type Evidence struct {
 	LastCheckpointMs    float64    `json:"last_checkpoint_duration_ms,omitempty"`
 	FailedCheckpoints   float64    `json:"failed_checkpoints_in_window,omitempty"`
 	LastCheckpointBytes float64    `json:"last_checkpoint_size_bytes,omitempty"`
+	CheckpointTimeoutMs int64      `json:"checkpoint_timeout_ms,omitempty"`
 	SkewScore           float64    `json:"skew_score"`
 	MaxMedianRatio      float64    `json:"max_median_ratio"`
 	Subtasks            int        `json:"subtasks_observed"`

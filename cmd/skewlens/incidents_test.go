@@ -83,13 +83,21 @@ func TestIncidentFiles(t *testing.T) {
 // checkpoint.
 func TestCheckpointTimeoutIncidentLinksCheckpoints(t *testing.T) {
 	path := filepath.Join(incidentDir, string(simulate.CheckpointTimeout)+".log.gz")
-	linked := func(args ...string) (failing, slow int) {
+	linked := func(args ...string) (failing, slow, risks int) {
 		t.Helper()
 		code, out, errOut := runCLI(t, "", append([]string{"analyze", "-i", path}, args...)...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		for _, f := range parseFindings(t, out) {
+			if f.Cause == "checkpoint_risk" {
+				risks++
+				if f.TaskName != "Sink: es" || f.SubtaskIndex == nil ||
+					!strings.Contains(f.Summary, fmt.Sprintf(`subtask %d of "Sink: es" holds up the barrier (start delay `, *f.SubtaskIndex)) {
+					t.Errorf("checkpoint_risk does not name its sink subtask: %+v", f)
+				}
+				continue
+			}
 			if f.Kind != "saturation" || !strings.Contains(f.Summary, "holds up the barrier") {
 				continue
 			}
@@ -105,16 +113,16 @@ func TestCheckpointTimeoutIncidentLinksCheckpoints(t *testing.T) {
 				t.Errorf("summary %q lacks %q", f.Summary, want)
 			}
 		}
-		return failing, slow
+		return failing, slow, risks
 	}
-	failing, slow := linked()
-	if failing == 0 || slow != 0 {
-		t.Errorf("default timeout: %d failing and %d slow windows linked, want some failing and no slow", failing, slow)
+	failing, slow, risks := linked()
+	if failing == 0 || slow != 0 || risks != 0 {
+		t.Errorf("default timeout: %d failing and %d slow windows linked, %d checkpoint_risk; want some failing, no slow, no risk", failing, slow, risks)
 	}
 	// The simulated job times out at 60 s; half of 40 s is below its 22.9 s
 	// checkpoints.
-	if _, slow := linked("--checkpoint-timeout", "40s"); slow == 0 {
-		t.Error("40s timeout: no slow checkpoint linked")
+	if _, slow, risks := linked("--checkpoint-timeout", "40s"); slow == 0 || risks == 0 {
+		t.Errorf("40s timeout: %d slow checkpoints linked, %d checkpoint_risk findings; want some of each", slow, risks)
 	}
 }
 
