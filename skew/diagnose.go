@@ -332,7 +332,9 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 // checkpointRisk appends a checkpoint_risk finding for the job's window
 // when its lastCheckpointDuration reached Config.CheckpointRiskFraction of
 // Config.CheckpointTimeoutMs, naming the subtask that holds up the barrier
-// when one is saturated or back-pressured (see checkpointCulprit).
+// (see checkpointCulprit). Without a saturated or back-pressured subtask
+// there is no finding: slow checkpoints with no subtask behind them are
+// not skew (state size or storage), and a finding names a task.
 func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 	jw := ctx.jw
 	timeout := float64(e.cfg.CheckpointTimeoutMs)
@@ -351,18 +353,19 @@ func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 	fmt.Fprintf(&b, "Checkpoints of job %q take %s, %.0f%% of the %s checkpoint timeout: they fail when they reach it",
 		ctx.job.name, msText(jw.lastCkptMs), jw.lastCkptMs/timeout*100, msText(timeout))
 	task, sub, s, held := e.checkpointCulprit(ctx)
-	if s != nil {
-		f.TaskName, f.SubtaskIndex = task, intPtr(sub)
-		ev.BusyMsPerSecond, ev.BackPressuredMsPerSecond = round(s.busy, 1), round(s.bp, 1)
-		ev.CheckpointAlignMs, ev.CheckpointDelayMs = round(s.align, 1), round(s.delay, 1)
-		fmt.Fprintf(&b, "; subtask %d of %q holds up the barrier", sub, task)
-		if held {
-			fmt.Fprintf(&b, " (start delay %s, alignment %s)", msText(s.delay), msText(s.align))
-		} else {
-			b.WriteString(" (it is saturated)")
-		}
-		b.WriteString(", so relieve it first")
+	if s == nil {
+		return dst
 	}
+	f.TaskName, f.SubtaskIndex = task, intPtr(sub)
+	ev.BusyMsPerSecond, ev.BackPressuredMsPerSecond = round(s.busy, 1), round(s.bp, 1)
+	ev.CheckpointAlignMs, ev.CheckpointDelayMs = round(s.align, 1), round(s.delay, 1)
+	fmt.Fprintf(&b, "; subtask %d of %q holds up the barrier", sub, task)
+	if held {
+		fmt.Fprintf(&b, " (start delay %s, alignment %s)", msText(s.delay), msText(s.align))
+	} else {
+		b.WriteString(" (it is saturated)")
+	}
+	b.WriteString(", so relieve it first")
 	b.WriteString(".")
 	f.Saturation = &Saturation{Cause: CauseCheckpointRisk, Evidence: ev}
 	f.Summary = b.String()
