@@ -60,92 +60,106 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, r, body, s.cacheControl())
 }
 
-// GET /v1/findings?job_id=&kind=&since=&limit=
-func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r.URL.RawQuery, "job_id", "kind", "since", "limit")
+// listQuery is the query of a list endpoint (findings, stats, incidents):
+// its parameters, and the since (default DefaultFindingsWindow ago) and
+// limit every list takes.
+type listQuery struct {
+	params map[string]string
+	since  time.Time
+	limit  int
+}
+
+// parseList parses the query of a list endpoint that allows the
+// parameters named (job_id, since and limit among them): job_id, since and
+// limit are checked here, the others by check (nil: none). Every problem
+// is reported in one 400 answer, and ok is false once it is written.
+func parseList(w http.ResponseWriter, r *http.Request, check func(params map[string]string) error, allowed ...string) (lq listQuery, ok bool) {
+	q, err := queryParams(r.URL.RawQuery, allowed...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return listQuery{}, false
 	}
-	fq := FindingsQuery{JobID: q["job_id"], Kind: q["kind"], Since: time.Now().Add(-DefaultFindingsWindow)}
+	lq = listQuery{params: q, since: time.Now().Add(-DefaultFindingsWindow)}
 	if v, ok := q["job_id"]; ok {
 		err = errors.Join(err, checkJobID(v))
 	}
-	if v, ok := q["kind"]; ok {
-		err = errors.Join(err, checkKind(v))
+	if check != nil {
+		err = errors.Join(err, check(q))
 	}
 	if v, ok := q["since"]; ok {
 		since, e := parseSince(v)
 		err = errors.Join(err, e)
-		fq.Since = since
+		lq.since = since
 	}
 	limit, e := parseLimit(q["limit"])
-	fq.Limit = limit
+	lq.limit = limit
 	if err = errors.Join(err, e); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return listQuery{}, false
 	}
+	return lq, true
+}
+
+// readList makes the store read of a list endpoint (op names it in
+// metrics and logs) within a store slot and StoreTimeout, retried by
+// call. A failure is answered here, and ok is false once it is written.
+func (s *Server) readList(w http.ResponseWriter, r *http.Request, op string, read func(ctx context.Context) ([]json.RawMessage, error)) (rows []json.RawMessage, ok bool) {
 	release, ok := s.acquire(w)
 	if !ok {
-		return
+		return nil, false
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	var fs []json.RawMessage
-	err = s.call(ctx, "findings", func(ctx context.Context) (err error) {
-		fs, err = s.store.Findings.Findings(ctx, fq)
+	err := s.call(ctx, op, func(ctx context.Context) (err error) {
+		rows, err = read(ctx)
 		return err
 	})
 	if err != nil {
-		s.storeError(w, "findings", err)
+		s.storeError(w, op, err)
+		return nil, false
+	}
+	return rows, true
+}
+
+// GET /v1/findings?job_id=&kind=&since=&limit=
+func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
+	lq, ok := parseList(w, r, func(q map[string]string) error {
+		if v, ok := q["kind"]; ok {
+			return checkKind(v)
+		}
+		return nil
+	}, "job_id", "kind", "since", "limit")
+	if !ok {
 		return
 	}
-	writeBody(w, r, jsonList("findings", fs), "no-cache")
+	fq := FindingsQuery{JobID: lq.params["job_id"], Kind: lq.params["kind"], Since: lq.since, Limit: lq.limit}
+	fs, ok := s.readList(w, r, "findings", func(ctx context.Context) ([]json.RawMessage, error) {
+		return s.store.Findings.Findings(ctx, fq)
+	})
+	if ok {
+		writeBody(w, r, jsonList("findings", fs), "no-cache")
+	}
 }
 
 // GET /v1/stats?job_id=&task_name=&since=&limit=
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r.URL.RawQuery, "job_id", "task_name", "since", "limit")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	sq := StatsQuery{JobID: q["job_id"], TaskName: q["task_name"], Since: time.Now().Add(-DefaultFindingsWindow)}
-	if v, ok := q["job_id"]; ok {
-		err = errors.Join(err, checkJobID(v))
-	}
-	if v, ok := q["task_name"]; ok {
-		err = errors.Join(err, checkTaskName(v))
-	}
-	if v, ok := q["since"]; ok {
-		since, e := parseSince(v)
-		err = errors.Join(err, e)
-		sq.Since = since
-	}
-	limit, e := parseLimit(q["limit"])
-	sq.Limit = limit
-	if err = errors.Join(err, e); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	release, ok := s.acquire(w)
+	lq, ok := parseList(w, r, func(q map[string]string) error {
+		if v, ok := q["task_name"]; ok {
+			return checkTaskName(v)
+		}
+		return nil
+	}, "job_id", "task_name", "since", "limit")
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	var rows []json.RawMessage
-	err = s.call(ctx, "stats", func(ctx context.Context) (err error) {
-		rows, err = s.store.Stats.Stats(ctx, sq)
-		return err
+	sq := StatsQuery{JobID: lq.params["job_id"], TaskName: lq.params["task_name"], Since: lq.since, Limit: lq.limit}
+	rows, ok := s.readList(w, r, "stats", func(ctx context.Context) ([]json.RawMessage, error) {
+		return s.store.Stats.Stats(ctx, sq)
 	})
-	if err != nil {
-		s.storeError(w, "stats", err)
-		return
+	if ok {
+		writeBody(w, r, jsonList("stats", rows), "no-cache")
 	}
-	writeBody(w, r, jsonList("stats", rows), "no-cache")
 }
 
 // jsonList returns {"name":[items...]} and a newline; the items are JSON

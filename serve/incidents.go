@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
-	"time"
 )
 
 // incidentStates are the states GET /v1/incidents filters on (the
@@ -24,43 +22,20 @@ func (s *Server) getIncidents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this server keeps no incidents")
 		return
 	}
-	q, err := queryParams(r.URL.RawQuery, "job_id", "state", "since", "limit")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	iq := IncidentsQuery{JobID: q["job_id"], State: q["state"], Since: time.Now().Add(-DefaultFindingsWindow)}
-	if v, ok := q["job_id"]; ok {
-		err = errors.Join(err, checkJobID(v))
-	}
-	if v, ok := q["state"]; ok && !slices.Contains(incidentStates(), v) {
-		err = errors.Join(err, badRequestf("state %q: must be open or closed", v))
-	}
-	if v, ok := q["since"]; ok {
-		since, e := parseSince(v)
-		err = errors.Join(err, e)
-		iq.Since = since
-	}
-	limit, e := parseLimit(q["limit"])
-	iq.Limit = limit
-	if err = errors.Join(err, e); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	release, ok := s.acquire(w)
+	lq, ok := parseList(w, r, func(q map[string]string) error {
+		if v, ok := q["state"]; ok && !slices.Contains(incidentStates(), v) {
+			return badRequestf("state %q: must be open or closed", v)
+		}
+		return nil
+	}, "job_id", "state", "since", "limit")
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	var ins []json.RawMessage
-	err = s.call(ctx, "incidents", func(ctx context.Context) (err error) {
-		ins, err = s.store.Incidents.Incidents(ctx, iq)
-		return err
+	iq := IncidentsQuery{JobID: lq.params["job_id"], State: lq.params["state"], Since: lq.since, Limit: lq.limit}
+	ins, ok := s.readList(w, r, "incidents", func(ctx context.Context) ([]json.RawMessage, error) {
+		return s.store.Incidents.Incidents(ctx, iq)
 	})
-	if err != nil {
-		s.storeError(w, "incidents", err)
+	if !ok {
 		return
 	}
 	var b bytes.Buffer
