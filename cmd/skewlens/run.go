@@ -102,6 +102,12 @@ func (c *runCmd) Run(e *env) error {
 	defer cancel()
 
 	brokers := c.Brokers
+	// An embedded broker starts empty, with no committed offsets: the
+	// engine state and open incidents a previous run saved belong to
+	// records that no longer exist, so this run starts afresh rather than
+	// skip its events as already counted (a second `make run` would show
+	// nothing until its event time passed the first's).
+	resume := len(brokers) > 0
 	if len(brokers) == 0 {
 		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
@@ -177,12 +183,16 @@ func (c *runCmd) Run(e *env) error {
 	// Start-up reads are retried here, their one caller, with the
 	// store's policy; Migrate retries its steps itself.
 	var states []skew.JobState
-	err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
-		states, err = store.Writer().LoadState(ctx, c.Group)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
+	if resume {
+		err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
+			states, err = store.Writer().LoadState(ctx, c.Group)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
+		}
+	} else {
+		log.Info("embedded broker: not resuming engine state or open incidents of an earlier run", "group", c.Group)
 	}
 	if err := eng.Restore(states); err != nil {
 		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)
@@ -263,7 +273,7 @@ func (c *runCmd) Run(e *env) error {
 	// Incidents: consecutive windows of one condition, with the alerts'
 	// hysteresis, stored before the engine state (crash-safe) and printed
 	// as they open and close instead of a line per window.
-	incSink, err := c.incidentSink(ctx, planSink, store, log, reg)
+	incSink, err := c.incidentSink(ctx, planSink, store, resume, log, reg)
 	if err != nil {
 		return err
 	}
@@ -429,9 +439,9 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 }
 
 // incidentSink builds the incident tracker with the alerts' hysteresis
-// and its sink in front of next, and restores the open incidents from
-// ClickHouse.
-func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+// and its sink in front of next, and, when resume is set, restores the
+// open incidents from ClickHouse.
+func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, resume bool, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
 	cfg := incident.DefaultConfig()
 	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
 	tr, err := incident.New(cfg)
@@ -441,6 +451,9 @@ func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, sto
 	s, err := incidentsink.New(next, tr, store.Writer(), log, reg)
 	if err != nil {
 		return nil, err
+	}
+	if !resume {
+		return s, nil
 	}
 	if err := s.Restore(ctx, store.RetryPolicy()); err != nil {
 		_ = s.Close()
