@@ -3,7 +3,8 @@
 // findings, the per-subtask statistics (apart from the findings: GET
 // /v1/stats) and the audit log from ClickHouse, and lets operators pin,
 // override or exclude keys from a plan. docs/api.md shows how to use it;
-// docs/openapi.yaml describes every endpoint.
+// docs/openapi.yaml describes every endpoint. It also serves the web view
+// (package webui) at GET /, a page that reads these same endpoints.
 //
 // # State
 //

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -35,17 +34,7 @@ func (s *Server) getIncidents(w http.ResponseWriter, r *http.Request) {
 	ins, ok := s.readList(w, r, "incidents", func(ctx context.Context) ([]json.RawMessage, error) {
 		return s.store.Incidents.Incidents(ctx, iq)
 	})
-	if !ok {
-		return
+	if ok {
+		writeBody(w, r, jsonList("incidents", ins), "no-cache")
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"incidents":[`)
-	for i, in := range ins {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(in)
-	}
-	b.WriteString("]}\n")
-	writeBody(w, r, b.Bytes(), "no-cache")
 }

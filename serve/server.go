@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/webui"
 )
 
 // Registry is where the Server registers its metrics and what GET
@@ -93,7 +94,11 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 			return snap, err
 		},
 	}
-	s.handler = s.buildHandler()
+	page, err := webui.Handler()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = s.buildHandler(page)
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -219,13 +224,17 @@ func (s *Server) routes() []route {
 	}
 }
 
-// buildHandler registers the routes, each instrumented, and answers what
-// matches none (404, 405) with a JSON error too.
-func (s *Server) buildHandler() http.Handler {
+// buildHandler registers the routes, each instrumented, and the web view
+// page (GET / and its assets under /ui/, package webui: not part of the
+// API, so not in routes), and answers what matches none (404, 405) with a
+// JSON error too.
+func (s *Server) buildHandler(page http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.instrument(rt.pattern, rt.handler))
 	}
+	mux.Handle("GET /{$}", s.instrument(webui.PagePath, page.ServeHTTP))
+	mux.Handle("GET "+webui.AssetPrefix, s.instrument(webui.AssetPrefix, page.ServeHTTP))
 	unmatched := s.instrument("unmatched", func(w http.ResponseWriter, r *http.Request) {
 		h, _ := mux.Handler(r)
 		h.ServeHTTP(&jsonErrors{ResponseWriter: w}, r)

@@ -312,9 +312,9 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	if api != nil {
-		log.Info("serving the salting API", "addr", api.Addr())
+		log.Info("serving the salting API and the web view", "addr", api.Addr())
 		if !c.Quiet {
-			fmt.Fprintf(e.stdout, "Salting plans: curl http://%s/v1/salting (docs/api.md)\n\n", api.Addr())
+			fmt.Fprintf(e.stdout, "Web view: http://%s/\nSalting plans: curl http://%s/v1/salting (docs/api.md)\n\n", api.Addr(), api.Addr())
 		}
 	}
 	opsSrv.AddCheck("kafka", src.Ready)

@@ -1,0 +1,228 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/deploy/testenv/browsertest"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// pageStore is an in-memory store for the web view's browser test that
+// filters as the ClickHouse store does (by job, kind and task), so the
+// page's per-job requests get per-job answers.
+type pageStore struct {
+	*fakeStore
+	findings  []skew.Finding
+	stats     []skew.Finding
+	incidents []incident.Incident
+}
+
+// marshalAll returns the JSON of the items keep selects.
+func marshalAll[T any](items []T, keep func(T) bool) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, it := range items {
+		if !keep(it) {
+			continue
+		}
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (p *pageStore) Findings(_ context.Context, q FindingsQuery) ([]json.RawMessage, error) {
+	return marshalAll(p.findings, func(f skew.Finding) bool {
+		return (q.JobID == "" || f.JobID == q.JobID) && (q.Kind == "" || f.Kind == q.Kind)
+	})
+}
+
+func (p *pageStore) Stats(_ context.Context, q StatsQuery) ([]json.RawMessage, error) {
+	return marshalAll(p.stats, func(f skew.Finding) bool {
+		return (q.JobID == "" || f.JobID == q.JobID) && (q.TaskName == "" || f.TaskName == q.TaskName)
+	})
+}
+
+func (p *pageStore) Incidents(_ context.Context, q IncidentsQuery) ([]json.RawMessage, error) {
+	return marshalAll(p.incidents, func(in incident.Incident) bool {
+		return (q.JobID == "" || in.JobID == q.JobID) && (q.State == "" || in.State == q.State)
+	})
+}
+
+// TestWebViewEscapesHostileNames loads the web view in a real headless
+// Chromium against a store whose job, task and key names are hostile
+// (markup, quotes, newlines, 64 KiB) and checks that none of them runs as
+// script or becomes markup, that each reaches the page intact as text,
+// and that the page still shows what it should: the job with an open
+// incident first, its hot subtask marked on the heat map, the incident
+// listed and the plan's salted keys with their subtasks.
+func TestWebViewEscapesHostileNames(t *testing.T) {
+	ctx := browsertest.New(t, 2*time.Minute)
+
+	const (
+		hostileJob  = "job-hostile"
+		quietJob    = "job-quiet"
+		hotSubtask  = 2
+		parallelism = 4
+	)
+	jobName := "<script>window.pwned=1</script>\"double\" 'single'\nsecond line"
+	taskName := `<img src=x onerror="window.pwned=2"> Sink: es`
+	key := "</td><script>window.pwned=3</script>\n" + strings.Repeat("k", 64<<10)
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	const win = int64(10_000)
+
+	st := &pageStore{fakeStore: newFakeStore()}
+	plan := testPlan(hostileJob, taskName, 3, time.UnixMilli(start+6*win), key)
+	plan.JobName = jobName
+	plan.ExpiresAt = time.Now().Add(time.Hour).UTC()
+	st.fakeStore.plans = append(st.fakeStore.plans, plan)
+	for w := int64(0); w < 6; w++ {
+		ws, we := start+w*win, start+(w+1)*win
+		for sub := 0; sub < parallelism; sub++ {
+			busy, bp := 100.0, 0.0
+			if sub == hotSubtask {
+				busy = 990
+			} else if sub == 0 {
+				bp = 700 // back-pressure apart from busy time
+			}
+			st.stats = append(st.stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: hostileJob, JobName: jobName, TaskName: taskName,
+				SubtaskIndex: ptr(sub), WindowStart: ws, WindowEnd: we,
+				Stats: &skew.SubtaskStats{BusyMsPerSecond: busy, BackPressuredMsPerSecond: bp, Saturated: sub == hotSubtask}})
+		}
+		st.stats = append(st.stats, skew.Finding{Kind: skew.KindSubtaskStats, JobID: quietJob, JobName: "aaa quiet", TaskName: "Map",
+			SubtaskIndex: ptr(0), WindowStart: ws, WindowEnd: we, Stats: &skew.SubtaskStats{BusyMsPerSecond: 50}})
+		if w >= 2 {
+			st.findings = append(st.findings,
+				skew.Finding{Kind: skew.KindSaturation, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(hotSubtask),
+					WindowStart: ws, WindowEnd: we, Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 990}},
+					Summary: "Subtask 2 of " + taskName + " is saturated because of " + key[:60]},
+				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(hotSubtask),
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: key, Share: 0.4, Saturated: ptr(true), SkewsSubtask: true}})
+		}
+	}
+	st.incidents = []incident.Incident{
+		{ID: "inc-open", JobID: hostileJob, JobName: jobName, TaskName: taskName, Subtask: hotSubtask, Cause: skew.CauseDataSkew,
+			State: incident.StateOpen, Start: start + 2*win, LastSeen: start + 6*win, Windows: 4, Summary: "summary with " + jobName},
+		{ID: "inc-closed", JobID: quietJob, JobName: "aaa quiet", TaskName: "Map", Subtask: 0, Cause: skew.CauseSlowSubtask,
+			State: incident.StateClosed, Start: start, End: start + win, LastSeen: start + win, Windows: 1},
+	}
+	store := storeOf(st.fakeStore)
+	store.Findings, store.Stats, store.Incidents = st, st, st
+	s, _ := newStoreServer(t, Config{}, store)
+	web := httptest.NewServer(s.Handler())
+	defer web.Close()
+
+	var got pageView
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(web.URL+"/?refresh=0"),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`document.body.dataset.loaded !== undefined || !document.getElementById("error").hidden`,
+				chromedp.WithPollingTimeout(30*time.Second))(ctx, tg)
+			return err
+		}),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+			got, err = chromedp.Evaluate[pageView](pageProbe(hostileJob, key))(ctx, tg)
+			return err
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Error != "" {
+		t.Fatalf("the page shows an error: %s", got.Error)
+	}
+	if got.Pwned != nil || got.Scripts != 1 || got.Images != 0 {
+		t.Errorf("a hostile name became markup: window.pwned=%v, %d scripts (want 1), %d images (want 0)", got.Pwned, got.Scripts, got.Images)
+	}
+	if !slices.Equal(got.Order, []string{hostileJob, quietJob}) {
+		t.Errorf("jobs in order %q, want the one with an open incident first", got.Order)
+	}
+	if got.JobName != jobName || got.TaskName != taskName {
+		t.Errorf("names did not reach the page intact: job %q task %q", got.JobName, got.TaskName)
+	}
+	if want := `<script>window.pwned=1</script>"double" 'single'\x0asecond line`; got.Heading != want {
+		t.Errorf("heading shows %q, want %q (markup as text, the newline visible)", got.Heading, want)
+	}
+	if !slices.Equal(got.Hot, []string{"2"}) || got.HotCause != skew.CauseDataSkew || !slices.Equal(got.BPHot, []string{"2"}) {
+		t.Errorf("hot subtask marked %q (%q) on busy, %q on back-pressure; want subtask 2, data_skew", got.Hot, got.HotCause, got.BPHot)
+	}
+	if got.BPValue != "700" {
+		t.Errorf("back-pressure heat map, subtask 0: %q ms/s, want 700", got.BPValue)
+	}
+	if !slices.Equal(got.Incidents, []string{"inc-open"}) {
+		t.Errorf("open incidents listed %q, want inc-open", got.Incidents)
+	}
+	if got.KeyRow != 1 {
+		t.Errorf("%d hot-key rows carry the 64 KiB key intact, want 1", got.KeyRow)
+	}
+	var want []string
+	for _, s := range plan.HotKeys[0].Salted {
+		want = append(want, strings.TrimPrefix(s.Key, key)+"→"+strconv.Itoa(s.Subtask))
+	}
+	if !slices.Equal(got.Salted, want) {
+		t.Errorf("plan shows salted keys %q, want %q", got.Salted, want)
+	}
+}
+
+// pageView is what pageProbe reads off the page.
+type pageView struct {
+	Pwned     any      `json:"pwned"`
+	Scripts   int      `json:"scripts"`
+	Images    int      `json:"images"`
+	Order     []string `json:"order"`
+	JobName   string   `json:"jobName"`
+	Heading   string   `json:"heading"`
+	TaskName  string   `json:"taskName"`
+	Hot       []string `json:"hot"`
+	HotCause  string   `json:"hotCause"`
+	BPHot     []string `json:"bpHot"`
+	BPValue   string   `json:"bpValue"`
+	Incidents []string `json:"incidents"`
+	KeyRow    int      `json:"keyRow"`
+	Salted    []string `json:"salted"`
+	Error     string   `json:"error"`
+}
+
+// pageProbe is the script that reads, from the rendered page, what a
+// person would see of one job.
+func pageProbe(jobID, key string) string {
+	k, _ := json.Marshal(key)
+	j, _ := json.Marshal(jobID)
+	return `(() => {
+  const key = ` + string(k) + `;
+  const sec = [...document.querySelectorAll("section.job")].find((s) => s.dataset.jobId === ` + string(j) + `);
+  const err = document.getElementById("error");
+  const task = sec.querySelector("div.task");
+  return {
+    pwned: window.pwned === undefined ? null : window.pwned,
+    scripts: document.scripts.length,
+    images: document.images.length,
+    order: [...document.querySelectorAll("section.job")].map((s) => s.dataset.jobId),
+    jobName: sec.dataset.jobName,
+    heading: sec.querySelector("h2 .name").textContent,
+    taskName: task.dataset.taskName,
+    hot: [...task.querySelectorAll("table.heatmap.busy tr.hot")].map((r) => r.dataset.subtask),
+    hotCause: (task.querySelector("table.heatmap.busy tr.hot") || { dataset: {} }).dataset.cause || "",
+    bpHot: [...task.querySelectorAll("table.heatmap.backpressured tr.hot")].map((r) => r.dataset.subtask),
+    bpValue: task.querySelector('table.heatmap.backpressured tr[data-subtask="0"] td').dataset.value,
+    incidents: [...sec.querySelectorAll("tr.incident.open")].map((r) => r.dataset.incidentId),
+    keyRow: [...task.querySelectorAll("tr.hot-key")].filter((r) => r.dataset.key === key).length,
+    salted: [...task.querySelectorAll(".plan li")].map((l) => l.textContent.replace(/^.*?(#\d+) → (\d+)$/s, "$1→$2")),
+    error: err.hidden ? "" : err.textContent,
+  };
+})()`
+}
+
+func ptr[T any](v T) *T { return &v }
