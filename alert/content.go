@@ -17,6 +17,7 @@ const (
 	NameRotatingHotKey   = "FlinkRotatingHotKey"
 	NameSlowSubtask      = "FlinkSlowSubtask"
 	NameUnderProvisioned = "FlinkUnderProvisioned"
+	NameCheckpointRisk   = "FlinkCheckpointRisk"
 )
 
 // AlertName returns the alertname label of a cause.
@@ -32,6 +33,8 @@ func AlertName(cause string) string {
 		return NameSlowSubtask
 	case skew.CauseUnderProvisioned:
 		return NameUnderProvisioned
+	case skew.CauseCheckpointRisk:
+		return NameCheckpointRisk
 	}
 	return "FlinkSkew"
 }
@@ -285,6 +288,13 @@ func (t *Tracker) runbook(st *state) string {
 			return s
 		}
 		return fmt.Sprintf("Raise the parallelism of %q to the recommended value; the input is balanced, so salting will not help.", st.id.TaskName)
+	case skew.CauseCheckpointRisk:
+		who := fmt.Sprintf("a subtask of %q holds up the checkpoint barrier", st.id.TaskName)
+		if f.SubtaskIndex != nil {
+			who = fmt.Sprintf("subtask %d of %q holds up the checkpoint barrier", *f.SubtaskIndex, st.id.TaskName)
+		}
+		return "Checkpoints will fail when they reach the checkpoint timeout, and " + who +
+			": relieve it first (see its own alert for the cause). Meanwhile unaligned checkpoints (execution.checkpointing.unaligned.enabled: true) or buffer debloating (taskmanager.network.memory.buffer-debloat.enabled: true) let the barrier pass the backlog; a longer timeout only postpones the failure."
 	}
 	return ""
 }

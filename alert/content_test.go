@@ -46,6 +46,9 @@ func TestAlertContent(t *testing.T) {
 	rotMoved.Evidence.PreviousHotSubtask = intp(2)
 	ds := sat("j1", "Window agg", 3, skew.CauseDataSkew, 0)
 	ds.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31}}
+	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
+	ckpt.Host = ""
+	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
 	version := func(job, task string) (uint64, bool) { return 7, job == "j1" && task == "Window agg" }
 	tests := []struct {
 		name       string
@@ -139,6 +142,16 @@ func TestAlertContent(t *testing.T) {
 			absent: []string{"salting_plan", "host"},
 		},
 		{
+			name: "checkpoint risk",
+			fs:   []skew.Finding{ckpt},
+			labels: map[string]string{"alertname": "FlinkCheckpointRisk", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Sink: es", "cause": "checkpoint_risk"},
+			annotation: map[string]string{
+				"runbook": `subtask 2 of "Sink: es" holds up the checkpoint barrier: relieve it first`,
+			},
+			absent: []string{"salting_plan"},
+		},
+		{
 			name: "invalid UTF-8 is cleaned",
 			fs: []skew.Finding{func() skew.Finding {
 				f := sat("j1", "bad\xff", 1, skew.CauseSlowSubtask, 0)
@@ -215,7 +228,9 @@ func TestAlertJSONGolden(t *testing.T) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	events := tr.Observe([]skew.Finding{ds, hot("j1", "agg", 3, "u42", 0.31, 0), rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0)})
+	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
+	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
+	events := tr.Observe([]skew.Finding{ds, hot("j1", "agg", 3, "u42", 0.31, 0), rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0), ckpt})
 	events = append(events, tr.Advance(100_000)...)
 	for _, e := range events {
 		if e.Notify() {

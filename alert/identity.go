@@ -15,7 +15,7 @@ const CauseHotKey = "hot_key"
 
 // Causes returns every cause an alert can have, in a fixed order.
 func Causes() []string {
-	return []string{CauseHotKey, skew.CauseDataSkew, skew.CauseRotatingHotKey, skew.CauseSlowSubtask, skew.CauseUnderProvisioned}
+	return []string{CauseHotKey, skew.CauseDataSkew, skew.CauseRotatingHotKey, skew.CauseSlowSubtask, skew.CauseUnderProvisioned, skew.CauseCheckpointRisk}
 }
 
 // Identity is what makes two findings the same alert.
@@ -23,8 +23,8 @@ type Identity struct {
 	JobID    string
 	TaskName string
 	// Subtask is the subtask index, or -1 for a task-wide condition
-	// (under_provisioned, rotating_hot_key, and hot keys whose subtask is
-	// unknown).
+	// (under_provisioned, rotating_hot_key, checkpoint_risk, and hot keys
+	// whose subtask is unknown).
 	Subtask int
 	// Cause is a saturation cause or CauseHotKey.
 	Cause string
@@ -92,6 +92,11 @@ func identityOf(f *skew.Finding) (Identity, bool) {
 		switch f.Cause {
 		case skew.CauseDataSkew, skew.CauseSlowSubtask:
 		case skew.CauseUnderProvisioned, skew.CauseRotatingHotKey:
+			id.Subtask = -1
+		case skew.CauseCheckpointRisk:
+			// The subtask that holds up the barrier may change from
+			// checkpoint to checkpoint while the job's risk lasts: one
+			// alert per task that holds it up, not per subtask.
 			id.Subtask = -1
 		default:
 			return Identity{}, false

@@ -397,7 +397,7 @@ func TestTrackerConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.For != DefaultFor || cfg.ResolveAfter != DefaultResolveAfter || cfg.MaxTracked != DefaultMaxTracked || len(cfg.Causes) != 5 {
+				if cfg.For != DefaultFor || cfg.ResolveAfter != DefaultResolveAfter || cfg.MaxTracked != DefaultMaxTracked || len(cfg.Causes) != len(Causes()) || len(Causes()) != 6 {
 					t.Errorf("defaults not filled: %+v", cfg)
 				}
 				return

@@ -28,7 +28,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 # fonts-dejavu-core: the screenshot needs a font that has the page's glyphs.
-apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
+apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core fonts-liberation
 
 present || {
 	echo "install.sh: /usr/bin/chromium still missing after apt-get install" >&2
