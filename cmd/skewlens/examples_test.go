@@ -270,3 +270,119 @@ func TestExampleTokens(t *testing.T) {
 		t.Errorf("a token file with an 8-byte token was accepted")
 	}
 }
+
+// unitFile maps a path a systemd unit names under /etc/skewlens, or in
+// its credentials folder (%d), to the example in the checkout.
+func unitFile(t *testing.T, path string) string {
+	t.Helper()
+	name := filepath.Base(path)
+	for _, dir := range []string{"config", "systemd"} {
+		p := filepath.Join(testenv.RepoRoot(), "deploy", dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s: no example deploy/config/%s or deploy/systemd/%s", path, name, name)
+	return ""
+}
+
+// TestSystemdCommandLines parses each unit's ExecStart line, with the
+// variables of its environment file, as skewlens does, with the example
+// files in place of /etc/skewlens: a flag a unit passes that skewlens does
+// not know, or a variable it does not read, fails here.
+func TestSystemdCommandLines(t *testing.T) {
+	dir := filepath.Join(testenv.RepoRoot(), "deploy", "systemd")
+	files, err := filepath.Glob(filepath.Join(dir, "*.service"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("units in %s: %v %v", dir, files, err)
+	}
+	var out strings.Builder
+	p, err := newParser(&cli{}, &env{stdout: &out, stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unit := range files {
+		t.Run(filepath.Base(unit), func(t *testing.T) {
+			clearEnv(t)
+			b, err := os.ReadFile(unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var args []string
+			for line := range strings.Lines(string(b)) {
+				line = strings.TrimSpace(line)
+				k, v, _ := strings.Cut(line, "=")
+				switch k {
+				case "ExecStart":
+					args = strings.Fields(v)[1:]
+				case "EnvironmentFile":
+					if strings.HasPrefix(v, "-") {
+						continue // optional, and not shipped
+					}
+					setEnvFile(t, p, unitFile(t, v))
+				}
+			}
+			if len(args) == 0 {
+				t.Fatal("no ExecStart")
+			}
+			for i, a := range args {
+				if strings.HasPrefix(a, "/etc/skewlens/") || strings.HasPrefix(a, "%d/") {
+					args[i] = unitFile(t, a)
+				}
+			}
+			c := parse(t, args...)
+			switch args[0] {
+			case "run":
+				if len(c.Run.Brokers) == 0 || c.Run.LogFormat != "json" {
+					t.Errorf("run %q: brokers %v, log format %s: the example config was not read", args, c.Run.Brokers, c.Run.LogFormat)
+				}
+			case "serve":
+				if c.Serve.ClickhouseAddr == "" || c.Serve.TokenFile == "" {
+					t.Errorf("serve %q: clickhouse %q, token file %q: the environment file was not read", args, c.Serve.ClickhouseAddr, c.Serve.TokenFile)
+				}
+			default:
+				t.Errorf("ExecStart runs skewlens %s: want run or serve", args[0])
+			}
+		})
+	}
+}
+
+// setEnvFile sets the variables of a systemd environment file for the
+// test, after checking that each is one skewlens reads.
+func setEnvFile(t *testing.T, p *kong.Kong, file string) {
+	t.Helper()
+	known := map[string]bool{}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			for _, e := range f.Envs {
+				known[e] = true
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(p.Model.Node)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !known[k] {
+			t.Errorf("%s: %q sets no variable skewlens reads", file, line)
+			continue
+		}
+		t.Setenv(k, v)
+		n++
+	}
+	if n == 0 {
+		t.Errorf("%s sets nothing", file)
+	}
+}
