@@ -16,10 +16,13 @@ help: ## Show the targets.
 build: ## Build bin/skewlens.
 	$(GO) build -o $(BIN) ./cmd/skewlens
 
-deps: ## Install what the tests and `make run` need when absent: clickhouse-server, prometheus-alertmanager and chromium (apt), chDB (npm), Kafka jars (Maven).
+deps: ## Install what the tests and `make run` need when absent: clickhouse-server, prometheus-alertmanager, chromium, promtool and systemd-analyze (apt), kubernetes-validate (PyPI), chDB (npm), Kafka jars (Maven).
 	bash deploy/clickhouse/install.sh
 	bash deploy/alertmanager/install.sh
 	bash deploy/chromium/install.sh
+	bash deploy/prometheus/install.sh
+	bash deploy/systemd/install.sh
+	bash deploy/kubernetes/install.sh >/dev/null
 	bash deploy/clickhouse/install-chdb.sh >/dev/null
 	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
 

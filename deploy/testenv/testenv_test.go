@@ -76,6 +76,9 @@ func TestScriptsExecutable(t *testing.T) {
 		{"clickhouse", []string{"install.sh", "start.sh", "stop.sh", "install-chdb.sh"}},
 		{"alertmanager", []string{"install.sh", "start.sh", "stop.sh"}},
 		{"kafka", []string{"install.sh", "start.sh", "stop.sh"}},
+		{"prometheus", []string{"install.sh"}},
+		{"systemd", []string{"install.sh"}},
+		{"kubernetes", []string{"install.sh"}},
 	} {
 		for _, name := range tt.scripts {
 			st, err := os.Stat(filepath.Join(DeployDir(tt.dir), name))

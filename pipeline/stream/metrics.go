@@ -2,7 +2,9 @@ package stream
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/skew"
 )
 
 type metrics struct {
@@ -21,6 +23,11 @@ type metrics struct {
 	pending                                       prometheus.Gauge
 	writeRetries                                  prometheus.Counter
 	stateSaves                                    prometheus.Counter
+	// jobLastSeen has a series per job in the last saved engine state;
+	// jobsExported names them, so that a job the engine forgot loses its
+	// series. Only the writer goroutine touches jobsExported.
+	jobLastSeen  *prometheus.GaugeVec
+	jobsExported map[string]bool
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,12 +46,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Retried writes of findings or engine state (the sink was unavailable; consumption pauses meanwhile)."}),
 		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
 			Help: "Saves of the engine's cross-window state, each after the findings of the windows that changed it."}),
+		// Event time, not wall time: a backlog read after a restart or a
+		// slow consumer does not make a job look silent, and the alert
+		// compares it with skewlens_watermark_ms.
+		jobLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "skewlens_job_last_seen_window_seconds",
+			Help: "Start (event time, epoch seconds) of the last window in which the job reported a metric or key sample, as of the last engine state save; the series goes when the engine forgets the job."}, []string{"job_id"}),
+		jobsExported: map[string]bool{},
 	}
 	m.outcomeSample, m.outcomeMetric = m.lines.WithLabelValues("sample"), m.lines.WithLabelValues("metric")
 	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
-	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves); err != nil {
+	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -59,4 +72,22 @@ func (m *metrics) message(topic string) prometheus.Counter {
 		m.byTopic[topic] = c
 	}
 	return c
+}
+
+// savedJobs sets each saved job's last-seen gauge and removes the series
+// of the jobs the engine no longer holds (gone for its HistoryWindows).
+// Only the writer goroutine calls it, after the state is saved.
+func (m *metrics) savedJobs(states []skew.JobState) {
+	seen := make(map[string]bool, len(states))
+	for i := range states {
+		s := &states[i]
+		seen[s.JobID] = true
+		m.jobLastSeen.WithLabelValues(s.JobID).Set(float64(s.LastSeen) / 1000)
+	}
+	for id := range m.jobsExported {
+		if !seen[id] {
+			m.jobLastSeen.DeleteLabelValues(id)
+		}
+	}
+	m.jobsExported = seen
 }

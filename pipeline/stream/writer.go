@@ -51,6 +51,7 @@ func (r *Runner) do(ctx context.Context, job *flushJob) error {
 			return err
 		}
 		r.m.stateSaves.Inc()
+		r.m.savedJobs(job.states)
 	}
 	if adv, ok := r.sink.(Advancer); ok && job.advance {
 		advance := func(ctx context.Context) error { return adv.Advance(ctx, time.UnixMilli(job.advanceTo)) }

@@ -1,0 +1,92 @@
+package stream
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// TestSavedJobsGauge: each save sets the saved jobs' last-seen gauges in
+// seconds and removes the series of jobs no longer saved.
+func TestSavedJobsGauge(t *testing.T) {
+	tests := []struct {
+		name  string
+		saves [][]skew.JobState
+		want  map[string]float64
+	}{
+		{"one save", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}, {JobID: "b", LastSeen: 20_500}}},
+			map[string]float64{"a": 10, "b": 20.5}},
+		{"a later save moves a gauge", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}}, {{JobID: "a", LastSeen: 30_000}}},
+			map[string]float64{"a": 30}},
+		{"a forgotten job loses its series", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}, {JobID: "b", LastSeen: 10_000}}, {{JobID: "b", LastSeen: 40_000}}},
+			map[string]float64{"b": 40}},
+		{"an empty save removes every series", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}}, nil},
+			map[string]float64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := newMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tt.saves {
+				m.savedJobs(s)
+			}
+			if n := testutil.CollectAndCount(m.jobLastSeen); n != len(tt.want) {
+				t.Errorf("%d series, want %d", n, len(tt.want))
+			}
+			for id, v := range tt.want {
+				if got := testutil.ToFloat64(m.jobLastSeen.WithLabelValues(id)); got != v {
+					t.Errorf("job %s: %v, want %v", id, got, v)
+				}
+			}
+		})
+	}
+}
+
+// TestRunnerExportsJobLastSeen runs an incident through a Runner with a
+// state store: the gauge of its job is the last saved state's LastSeen.
+func TestRunnerExportsJobLastSeen(t *testing.T) {
+	lines := incident(t)
+	src := &fakeSource{}
+	for i, l := range lines {
+		src.msgs = append(src.msgs, Message{Topic: "flink", Partition: 0, Offset: int64(i), Value: l})
+	}
+	store := &fakeStore{log: &opLog{}}
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
+	reg := prometheus.NewRegistry()
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, &fakeSink{}, store, &fakeDead{}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.saves) == 0 {
+		t.Fatal("no state saved")
+	}
+	last := store.saves[len(store.saves)-1]
+	if len(last) == 0 {
+		t.Fatal("the last save holds no job")
+	}
+	if n := testutil.CollectAndCount(reg, "skewlens_job_last_seen_window_seconds"); n != len(last) {
+		t.Errorf("%d series of skewlens_job_last_seen_window_seconds, want one per saved job: %d", n, len(last))
+	}
+	for _, s := range last {
+		if s.LastSeen <= 0 {
+			t.Fatalf("job %s saved with LastSeen %d", s.JobID, s.LastSeen)
+		}
+		if got, want := testutil.ToFloat64(r.m.jobLastSeen.WithLabelValues(s.JobID)), float64(s.LastSeen)/1000; got != want {
+			t.Errorf("job %s: gauge %v, want the saved LastSeen %v s", s.JobID, got, want)
+		}
+	}
+}
