@@ -66,5 +66,5 @@ run: build ## The whole system on embedded defaults: broker, ClickHouse, simulat
 demo: build ## Replay each simulated incident from files through `skewlens analyze`.
 	@./scripts/demo.sh $(BIN)
 
-clean: ## Remove build output.
-	rm -rf bin
+clean: ## Remove build output and the state of the embedded servers (.state: the local ClickHouse's data).
+	rm -rf bin .state

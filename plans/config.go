@@ -102,7 +102,7 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.BucketChange) || c.BucketChange <= 0 || c.BucketChange > 1 {
 		errs = append(errs, fmt.Errorf("bucket change %v: must be in (0, 1]", c.BucketChange))
 	}
-	if err := checkName("separator", c.Separator, 16); err != nil {
+	if err := checkName("separator", c.Separator, MaxSeparatorBytes); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxPlans < 1 {

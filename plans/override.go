@@ -21,6 +21,8 @@ import (
 const (
 	// MaxNameBytes bounds a job id, task name, job name and By.
 	MaxNameBytes = 256
+	// MaxSeparatorBytes bounds a plan's salt separator.
+	MaxSeparatorBytes = 16
 	// MaxKeyBytes bounds a key and a salted key.
 	MaxKeyBytes = 64 << 10
 	// MaxReasonBytes bounds an override's Reason.
@@ -149,7 +151,7 @@ func validatePlan(p *Plan, job, task string) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := checkName("separator", p.Separator, 16); err != nil {
+	if err := checkName("separator", p.Separator, MaxSeparatorBytes); err != nil {
 		errs = append(errs, err)
 	}
 	if err := keygroup.Validate(p.Parallelism, p.MaxParallelism); err != nil {

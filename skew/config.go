@@ -16,6 +16,7 @@ type Config struct {
 	// TopK is the number of heavy-hitter counters per task and window
 	// (default 1024). Any key above 1/TopK of a task's sampled weight is
 	// guaranteed to be found; the count error is at most weight/TopK.
+	// At most MaxTopK.
 	TopK int
 	// HotKeyShare is the floor of the hot-key threshold: a key under this
 	// share of a task's sampled weight in a window is never hot, whatever
@@ -116,6 +117,12 @@ type Config struct {
 	HistoryWindows int
 }
 
+// MaxTopK bounds Config.TopK. Each task keeps TopK counters per open
+// window, so the bound keeps a mistyped value (1e9) from exhausting
+// memory; 10000 counters resolve keys down to 0.01 % of a task's weight,
+// far below any useful hot-key threshold.
+const MaxTopK = 10000
+
 // DefaultConfig returns the engine's defaults, the values the field
 // comments above state in words. It is the one place they live: the
 // command-line flags take theirs from it.
@@ -202,7 +209,9 @@ func (c Config) Validate() error {
 	if c.WindowMs < 1 {
 		bad("window", c.WindowMs, "must be positive")
 	}
-	atLeast("top-k", c.TopK, 2, "")
+	if c.TopK < 2 || c.TopK > MaxTopK {
+		bad("top-k", c.TopK, fmt.Sprintf("must be in [2, %d]", MaxTopK))
+	}
 	within("hot-key-share", c.HotKeyShare, 0, 1, "")
 	if c.HotKeyShare > 0 && c.HotKeyShare < 1/float64(c.TopK) {
 		bad("hot-key-share", c.HotKeyShare, fmt.Sprintf("is below 1/top-k (%g): hot keys that small are not guaranteed to be found", 1/float64(c.TopK)))

@@ -390,6 +390,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative window", Config{WindowMs: -1}, false},
 		{"share below 1/k", Config{TopK: 16, HotKeyShare: 0.01}, false},
 		{"busy over 1000", Config{BusyMsPerSecond: 1200}, false},
+		{"top-k at MaxTopK", Config{TopK: MaxTopK}, true},
+		{"top-k above MaxTopK (memory)", Config{TopK: MaxTopK + 1}, false},
 		{"skew ratio 1", Config{SkewRatio: 1}, false},
 		{"NaN", Config{TargetUtilization: math.NaN()}, false},
 		{"negative checkpoint timeout", Config{CheckpointTimeoutMs: -1}, false},

@@ -28,11 +28,11 @@ const (
 
 // Limits checked by Validate.
 const (
-	minRefresh = 100 * time.Millisecond
-	maxRows    = 1000
-	maxWindows = 1000
-	minWidth   = 8
-	maxWidth   = 10000
+	MinRefresh      = 100 * time.Millisecond
+	MaxRowsLimit    = 1000
+	MaxWindowsLimit = 1000
+	minWidth        = 8
+	MaxWidth        = 10000
 	// minFrameWidth is the narrowest Config.Width: the fixed columns of
 	// the tables alone are wider, but a header must still say something.
 	minFrameWidth = 20
@@ -117,14 +117,14 @@ func (c Config) withDefaults() Config {
 // zero fields with their defaults before it validates.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Refresh < minRefresh {
-		errs = append(errs, fmt.Errorf("refresh %s: must be at least %s", c.Refresh, minRefresh))
+	if c.Refresh < MinRefresh {
+		errs = append(errs, fmt.Errorf("refresh %s: must be at least %s", c.Refresh, MinRefresh))
 	}
-	if c.MaxRows < 0 || c.MaxRows > maxRows {
-		errs = append(errs, fmt.Errorf("max rows %d: must be between 1 and %d", c.MaxRows, maxRows))
+	if c.MaxRows < 0 || c.MaxRows > MaxRowsLimit {
+		errs = append(errs, fmt.Errorf("max rows %d: must be between 1 and %d", c.MaxRows, MaxRowsLimit))
 	}
-	if c.Windows < 0 || c.Windows > maxWindows {
-		errs = append(errs, fmt.Errorf("windows %d: must be between 1 and %d", c.Windows, maxWindows))
+	if c.Windows < 0 || c.Windows > MaxWindowsLimit {
+		errs = append(errs, fmt.Errorf("windows %d: must be between 1 and %d", c.Windows, MaxWindowsLimit))
 	}
 	if c.Lookback < 0 {
 		errs = append(errs, fmt.Errorf("lookback %s: must be positive", c.Lookback))
@@ -141,12 +141,12 @@ func (c Config) Validate() error {
 		name string
 		v    int
 	}{{"key width", c.KeyWidth}, {"name width", c.NameWidth}, {"summary width", c.SummaryWidth}} {
-		if w.v < minWidth || w.v > maxWidth {
-			errs = append(errs, fmt.Errorf("%s %d: must be between %d and %d", w.name, w.v, minWidth, maxWidth))
+		if w.v < minWidth || w.v > MaxWidth {
+			errs = append(errs, fmt.Errorf("%s %d: must be between %d and %d", w.name, w.v, minWidth, MaxWidth))
 		}
 	}
-	if c.Width != 0 && (c.Width < minFrameWidth || c.Width > maxWidth) {
-		errs = append(errs, fmt.Errorf("width %d: must be 0 (the terminal's) or between %d and %d", c.Width, minFrameWidth, maxWidth))
+	if c.Width != 0 && (c.Width < minFrameWidth || c.Width > MaxWidth) {
+		errs = append(errs, fmt.Errorf("width %d: must be 0 (the terminal's) or between %d and %d", c.Width, minFrameWidth, MaxWidth))
 	}
 	for i, j := range c.Jobs {
 		if j == "" {

@@ -21,40 +21,53 @@ import (
 // engineFlags are the engine thresholds as flags; shared by every command
 // that runs the engine.
 type engineFlags struct {
-	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine"`
-	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine"`
-	HotKeyShare              float64       `help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot." default:"${hot_key_share}" group:"Engine"`
-	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share, raised when the window has too few samples to resolve it)." default:"${hot_key_fair_share}" group:"Engine"`
-	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above the hot-key threshold (lower Wilson bound over the window's samples)." default:"${hot_key_confidence}" group:"Engine"`
-	HotKeyMissRate           float64       `help:"With few samples the hot-key threshold rises until a key at twice it is missed in at most this fraction of windows (0.5: never raised)." default:"${hot_key_miss_rate}" group:"Engine"`
-	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine"`
-	MinSamples               int           `help:"Key samples a task needs in a window before hot keys are reported." default:"${min_samples}" group:"Engine"`
-	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine"`
-	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine"`
-	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine"`
-	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine"`
-	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine"`
-	UnderProvisionedBusy     float64       `help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned." default:"${up_busy}" group:"Engine"`
-	BalancedSkewScore        float64       `help:"Highest Flink skew score (0-100) that still counts as balanced input." default:"${balanced_skew}" group:"Engine"`
-	BackpressureThreshold    float64       `help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured." default:"${backpressured}" group:"Engine"`
-	RotationLookback         int           `help:"Windows within which a move of the hot subtask marks skew as rotating." default:"${rotation_lookback}" group:"Engine"`
-	TargetUtilization        float64       `help:"Busy ratio the recommended parallelism aims for (Flink autoscaler style)." default:"${target_utilization}" group:"Engine"`
-	SaltSeparator            string        `help:"Joins a key and its salt in salted keys." default:"${salt_separator}" group:"Engine"`
-	MaxSaltBuckets           int           `help:"Most salt buckets for one hot key." default:"${max_salt_buckets}" group:"Engine"`
-	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine"`
-	CheckpointTimeout        time.Duration `help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)." default:"${checkpoint_timeout}" group:"Engine"`
-	CheckpointRiskFraction   float64       `help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up." default:"${checkpoint_risk_fraction}" group:"Engine"`
+	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine" range:"[1ms,]"`
+	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine" range:"[2,${max_top_k}]"`
+	HotKeyShare              float64       `help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot." default:"${hot_key_share}" group:"Engine" range:"(0,1]"`
+	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share, raised when the window has too few samples to resolve it)." default:"${hot_key_fair_share}" group:"Engine" range:"(0,1]"`
+	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above the hot-key threshold (lower Wilson bound over the window's samples)." default:"${hot_key_confidence}" group:"Engine" range:"[0.5,1)"`
+	HotKeyMissRate           float64       `help:"With few samples the hot-key threshold rises until a key at twice it is missed in at most this fraction of windows (0.5: never raised)." default:"${hot_key_miss_rate}" group:"Engine" range:"(0,0.5]"`
+	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine" range:"[1,${max_top_k}]"`
+	MinSamples               int           `help:"Key samples a task needs in a window before hot keys are reported." default:"${min_samples}" group:"Engine" range:"[1,]"`
+	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine" range:"(0,1000]"`
+	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine" range:"(0,1]"`
+	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine" range:"[1,${history_windows}]"`
+	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine" range:"(1,]"`
+	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine" range:"(0,1]"`
+	UnderProvisionedBusy     float64       `help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned." default:"${up_busy}" group:"Engine" range:"(0,1000]"`
+	BalancedSkewScore        float64       `help:"Highest Flink skew score (0-100) that still counts as balanced input." default:"${balanced_skew}" group:"Engine" range:"(0,100]"`
+	BackpressureThreshold    float64       `help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured." default:"${backpressured}" group:"Engine" range:"(0,1000]"`
+	RotationLookback         int           `help:"Windows within which a move of the hot subtask marks skew as rotating." default:"${rotation_lookback}" group:"Engine" range:"[1,${history_windows}]"`
+	TargetUtilization        float64       `help:"Busy ratio the recommended parallelism aims for (Flink autoscaler style)." default:"${target_utilization}" group:"Engine" range:"(0,1]"`
+	SaltSeparator            string        `help:"Joins a key and its salt in salted keys." default:"${salt_separator}" group:"Engine" range:"[1,${max_separator}]"`
+	MaxSaltBuckets           int           `help:"Most salt buckets for one hot key." default:"${max_salt_buckets}" group:"Engine" range:"[2,${max_parallelism}]"`
+	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine" range:"[1,]"`
+	CheckpointTimeout        time.Duration `help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)." default:"${checkpoint_timeout}" group:"Engine" range:"[1ms,]"`
+	CheckpointRiskFraction   float64       `help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up." default:"${checkpoint_risk_fraction}" group:"Engine" range:"(0,1]"`
 }
 
 // windowFlags are the watermark settings of every command that windows
 // events.
 type windowFlags struct {
-	OutOfOrderness  time.Duration `default:"${out_of_orderness}" help:"How late an event may arrive behind the newest one and still count."`
-	AllowedLateness time.Duration `default:"${allowed_lateness}" help:"Extra time a window stays open for late events."`
+	OutOfOrderness  time.Duration `default:"${out_of_orderness}" help:"How late an event may arrive behind the newest one and still count." range:"[0s,]"`
+	AllowedLateness time.Duration `default:"${allowed_lateness}" help:"Extra time a window stays open for late events." range:"[0s,]"`
 }
 
 func (f *windowFlags) windowConfig() window.Config {
 	return window.Config{OutOfOrderMs: max(f.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: f.AllowedLateness.Milliseconds()}
+}
+
+// checkEngine checks what the flags' ranges cannot: the rules between
+// thresholds, then the engine's own Validate, which names the flags.
+func (f *engineFlags) checkEngine() error {
+	if floor := 1 / float64(f.TopK); f.HotKeyShare < floor {
+		return fmt.Errorf("--hot-key-share %s: must be at least 1/--top-k (%s): hot keys that small are not guaranteed to be found",
+			fmtFloat(f.HotKeyShare), fmtFloat(floor))
+	}
+	if err := f.config().Validate(); err != nil {
+		return fmt.Errorf("engine configuration: %w", err)
+	}
+	return nil
 }
 
 // config returns skew.DefaultConfig with the thresholds of the flags.
@@ -95,13 +108,31 @@ type analyzeCmd struct {
 	textFlags
 	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
 	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
-	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)."`
+	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)." range:"[0,]"`
 	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
 	windowFlags
 	engineFlags
 	// BusyFrom is analyze's only: run shares engineFlags and has no use
 	// for the comparison.
 	BusyFrom string `enum:"auto,gauges" default:"auto" group:"Engine" help:"Where busy, back-pressured and idle time come from: auto (Flink's accumulate*TimeMs counters for subtasks that report them, else the 60 s busyTimeMsPerSecond gauges) or gauges (ignore the counters, to measure detection latency both ways on one capture)."`
+}
+
+// Help is the detail analyze -h shows under the summary.
+func (c *analyzeCmd) Help() string {
+	return fmt.Sprintf("Exit status: 0 when findings (or none) were printed; 1 on an error, a flag's value out of its range included; "+
+		"2 on a usage error (unknown flag, missing --input); %d when no valid record was read (no key sample or metric: a wrong file, format or empty --input).", exitNoRecords)
+}
+
+// check is called before Run (checkCommand).
+func (c *analyzeCmd) check() error {
+	for _, k := range c.Kind {
+		switch k {
+		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats:
+		default:
+			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan or subtask_stats", k)
+		}
+	}
+	return c.checkEngine()
 }
 
 func (c *analyzeCmd) Run(e *env) error {
@@ -143,14 +174,9 @@ func (c *analyzeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	kinds := map[string]bool{}
+	kinds := map[string]bool{} // checked by check
 	for _, k := range c.Kind {
-		switch k {
-		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats:
-			kinds[k] = true
-		default:
-			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan or subtask_stats", k)
-		}
+		kinds[k] = true
 	}
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
 	enc := json.NewEncoder(out)
@@ -207,8 +233,22 @@ func (c *analyzeCmd) Run(e *env) error {
 		err = ferr
 	}
 	summary(e.stderr, st, perKind, time.Since(start))
+	if err == nil && st.Window.Samples+st.Window.Metrics == 0 {
+		// Nothing reached the engine: a wrong file or format is not a
+		// healthy job, so scripts must not take the silence for one.
+		what := "no valid record read"
+		if len(c.Input) == 0 {
+			what += " (--input names no file; - is standard input)"
+		}
+		fmt.Fprintf(e.stderr, "skewlens analyze: %s\n", what)
+		return exitError{exitNoRecords}
+	}
 	return err
 }
+
+// exitNoRecords is analyze's exit code when no key sample or metric was
+// read (README, analyze -h); 1 is any other failure and 2 a usage error.
+const exitNoRecords = 3
 
 func total(m map[string]int) int {
 	n := 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -15,7 +16,7 @@ import (
 // Validate (requireAddr), which kong calls while parsing.
 type clickhouseFlags struct {
 	ClickhouseAddr string `placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. ${clickhouse_addr_note}"`
-	Database       string `default:"${database}" help:"ClickHouse database."`
+	Database       string `default:"${database}" help:"ClickHouse database." range:"[1,]"`
 }
 
 // storeConfig returns the store configuration: the defaults of
@@ -24,6 +25,19 @@ func (f *clickhouseFlags) storeConfig() clickhouse.Config {
 	cfg := clickhouse.DefaultConfig()
 	cfg.Addr, cfg.Database = f.ClickhouseAddr, f.Database
 	return cfg
+}
+
+// checkStore checks the store configuration the flags make; without an
+// address (run's local server) it checks the database name alone.
+func (f *clickhouseFlags) checkStore() error {
+	cfg := f.storeConfig()
+	if cfg.Addr == "" {
+		cfg.Addr = clickhouse.DefaultConfig().Addr
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--clickhouse-addr, --database: %w", err)
+	}
+	return nil
 }
 
 // requireAddr fails, as kong does for a missing required flag, when no

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/alecthomas/kong"
 
@@ -16,6 +18,9 @@ import (
 // DefaultConfig functions through kong variables (defaultVars), so each is
 // stated once; every flag also reads SKEWLENS_<FLAG> (kong.DefaultEnvars).
 type cli struct {
+	// VersionFlag is an action, like --help: it reads no variable.
+	VersionFlag kong.VersionFlag `name:"version" env:"-" help:"Print the version and exit."`
+
 	Analyze  analyzeCmd  `cmd:"" help:"Replay recorded Flink metrics and key samples and print findings as JSON lines."`
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
 	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident."`
@@ -50,6 +55,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // newParser returns the command-line parser filling c, writing to e.
 func newParser(c *cli, e *env) (*kong.Kong, error) {
+	vars := defaultVars()
 	return kong.New(c,
 		kong.Name("skewlens"),
 		kong.Description(description),
@@ -57,9 +63,10 @@ func newParser(c *cli, e *env) (*kong.Kong, error) {
 		kong.Exit(func(c int) { panic(exitError{c}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
 		kong.UsageOnError(),
-		defaultVars(),
+		vars,
+		kong.Vars{"version": versionText(debug.ReadBuildInfo())},
+		kong.ValueFormatter(helpWithRange(vars)),
 		kong.DefaultEnvars("SKEWLENS"),
-		kong.Configuration(yamlConfig),
 		kong.Bind(e),
 	)
 }
@@ -89,6 +96,11 @@ func run(args []string, e *env) (code int) {
 		parser.Errorf("%s", err)
 		return 2
 	}
+	// Every value is checked, whatever set it, before anything starts.
+	if err := checkCommand(ctx, defaultVars()); err != nil {
+		fmt.Fprintf(e.stderr, "skewlens %s: %v\n", ctx.Command(), err)
+		return 1
+	}
 	if err := ctx.Run(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -109,12 +121,41 @@ func main() {
 type versionCmd struct{}
 
 func (versionCmd) Run(e *env) error {
-	v := "(unknown)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v = bi.Main.Version + " " + bi.GoVersion
-	}
-	_, err := fmt.Fprintln(e.stdout, "skewlens", v)
+	_, err := fmt.Fprintln(e.stdout, versionText(debug.ReadBuildInfo()))
 	return err
+}
+
+// versionText describes the build from its build information (ok is
+// false without any): the module's path and version ("(devel)" when
+// built from a work tree rather than a tagged module), the VCS revision
+// and commit time that go build stamps, with "modified" when the tree
+// had uncommitted changes, and the Go version.
+func versionText(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "skewlens (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	v := cmp.Or(bi.Main.Version, "(unknown version)")
+	text := fmt.Sprintf("skewlens %s %s", cmp.Or(bi.Main.Path, "(unknown module)"), v)
+	if rev := settings["vcs.revision"]; rev != "" {
+		text += " revision " + rev
+		var when []string
+		if t := settings["vcs.time"]; t != "" {
+			when = append(when, t)
+		}
+		if settings["vcs.modified"] == "true" {
+			when = append(when, "modified")
+		}
+		if len(when) > 0 {
+			text += " (" + strings.Join(when, ", ") + ")"
+		}
+	} else {
+		text += " revision unknown"
+	}
+	return text + " " + bi.GoVersion
 }
 
 type helpCmd struct {

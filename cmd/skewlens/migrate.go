@@ -19,6 +19,9 @@ type migrateCmd struct {
 // Validate is called by kong after parsing.
 func (c *migrateCmd) Validate() error { return c.requireAddr() }
 
+// check is called before Run (checkCommand).
+func (c *migrateCmd) check() error { return c.checkStore() }
+
 // Run applies the versioned schema idempotently, as `run` does at startup,
 // picking the dialect from the server version.
 func (c *migrateCmd) Run(e *env) error {

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/alecthomas/kong"
 	oklogrun "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -42,32 +43,32 @@ import (
 )
 
 type runCmd struct {
-	Config          kong.ConfigFlag `help:"YAML file with any of these flags (keys are flag names, e.g. clickhouse_addr)." placeholder:"FILE"`
-	Brokers         []string        `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
-	Group           string          `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions."`
-	Topics          []string        `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)."`
-	DeadLetterTopic string          `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header."`
+	configFlags
+	Brokers         []string `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
+	Group           string   `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions." range:"[1,]"`
+	Topics          []string `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)." range:"[1,]"`
+	DeadLetterTopic string   `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header." range:"[1,]"`
 	clickhouseFlags `set:"clickhouse_addr_note=Empty: start a local clickhouse-server under --state-dir."`
-	StateDir        string `default:".state" help:"Where embedded servers keep their data."`
-	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz."`
+	StateDir        string `default:".state" help:"Where embedded servers keep their data." range:"[1,]"`
+	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz." range:"[1,]"`
 	logFlags
-	Duration  time.Duration `help:"Stop after this long (default: run until interrupted)."`
+	Duration  time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
 	Simulate  []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed     float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time."`
+	Speed     float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time." range:"(0,]"`
 	Quiet     bool          `help:"Do not print findings to the terminal."`
 	PerWindow bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
 	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
-	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in."`
-	PlanTTL         time.Duration `default:"${plan_ttl}" group:"Plans" help:"Retire a plan that no finding confirmed for this long."`
-	OverridePoll    time.Duration `default:"${override_poll}" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse."`
+	PlanCooldown    time.Duration `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in." range:"[1ms,]"`
+	PlanTTL         time.Duration `default:"${plan_ttl}" group:"Plans" help:"Retire a plan that no finding confirmed for this long." range:"[1ms,]"`
+	OverridePoll    time.Duration `default:"${override_poll}" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse." range:"(0s,]"`
 	AlertmanagerURL string        `group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
 	AlertWebhookURL string        `group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
 	AlertsTopic     string        `group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
-	AlertFor        time.Duration `default:"${alert_for}" group:"Alerts" help:"How long (event time) a condition must last before its alert fires."`
-	AlertResolve    time.Duration `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)."`
-	AlertRenotify   time.Duration `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)."`
+	AlertFor        time.Duration `default:"${alert_for}" group:"Alerts" help:"How long (event time) a condition must last before its alert fires." range:"(0s,]"`
+	AlertResolve    time.Duration `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)." range:"(0s,]"`
+	AlertRenotify   time.Duration `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)." range:"[0s,]"`
 	SaltingURL      string        `group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
 	// The pipeline serves the API only when asked (make run does); the
 	// service proper is skewlens serve.
@@ -87,9 +88,6 @@ type runCmd struct {
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
 // store close, and the local ClickHouse and the embedded broker stop.
 func (c *runCmd) Run(e *env) error {
-	if c.OverridePoll <= 0 {
-		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
-	}
 	if _, err := c.lineWidth(e); err != nil {
 		return err
 	}
@@ -217,9 +215,7 @@ func (c *runCmd) Run(e *env) error {
 	// Salting plans: the Manager turns salting_plan findings into stable,
 	// versioned plans; each change goes to the plans table (read by
 	// skewlens serve) and, unless disabled, the compacted plans topic.
-	plCfg := plans.DefaultConfig()
-	plCfg.Cooldown, plCfg.TTL, plCfg.Separator = c.PlanCooldown, c.PlanTTL, cfg.SaltSeparator
-	mgr, err := plans.NewManager(plCfg)
+	mgr, err := plans.NewManager(c.plansConfig())
 	if err != nil {
 		return fmt.Errorf("plans: %w", err)
 	}
@@ -301,9 +297,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 	})
 
-	opsCfg := ops.DefaultConfig()
-	opsCfg.Listen = c.Listen
-	opsSrv, err := ops.New(opsCfg, reg, log)
+	opsSrv, err := ops.New(c.opsConfig(), reg, log)
 	if err != nil {
 		return err
 	}
@@ -371,18 +365,14 @@ func (c *runCmd) Run(e *env) error {
 func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
 	var targets []deliver.Target
 	if c.AlertmanagerURL != "" {
-		cfg := alertmanager.DefaultConfig()
-		cfg.URL = c.AlertmanagerURL
-		n, err := alertmanager.New(cfg, log, reg)
+		n, err := alertmanager.New(c.alertmanagerConfig(), log, reg)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
-		cfg := webhook.DefaultConfig()
-		cfg.URL = c.AlertWebhookURL
-		n, err := webhook.New(cfg)
+		n, err := webhook.New(c.webhookConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -400,13 +390,7 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		}
 		targets = append(targets, deliver.Target{Name: "kafka", Notifier: n})
 	}
-	salting := c.SaltingURL
-	if salting == "" && c.APIListen != "" {
-		salting = "http://" + c.APIListen
-	}
-	cfg := deliver.DefaultConfig()
-	cfg.Tracker.For, cfg.Tracker.ResolveAfter, cfg.Tracker.RenotifyInterval = c.AlertFor, c.AlertResolve, c.AlertRenotify
-	cfg.Tracker.SaltingURL = salting
+	cfg := c.alertConfig()
 	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
 		if p := mgr.Plan(job, task); p != nil {
 			return p.Version, true
@@ -442,9 +426,7 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 // and its sink in front of next, and, when resume is set, restores the
 // open incidents from ClickHouse.
 func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, resume bool, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
-	cfg := incident.DefaultConfig()
-	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
-	tr, err := incident.New(cfg)
+	tr, err := incident.New(c.incidentConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -460,4 +442,85 @@ func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, sto
 		return nil, err
 	}
 	return s, nil
+}
+
+// The component configurations run builds from its flags, shared by Run
+// and check.
+
+func (c *runCmd) plansConfig() plans.Config {
+	cfg := plans.DefaultConfig()
+	cfg.Cooldown, cfg.TTL, cfg.Separator = c.PlanCooldown, c.PlanTTL, c.SaltSeparator
+	return cfg
+}
+
+func (c *runCmd) opsConfig() ops.Config {
+	cfg := ops.DefaultConfig()
+	cfg.Listen = c.Listen
+	return cfg
+}
+
+func (c *runCmd) alertmanagerConfig() alertmanager.Config {
+	cfg := alertmanager.DefaultConfig()
+	cfg.URL = c.AlertmanagerURL
+	return cfg
+}
+
+func (c *runCmd) webhookConfig() webhook.Config {
+	cfg := webhook.DefaultConfig()
+	cfg.URL = c.AlertWebhookURL
+	return cfg
+}
+
+// alertConfig is the alerter's configuration but for the plan versions,
+// which come from the running plan manager.
+func (c *runCmd) alertConfig() deliver.Config {
+	salting := c.SaltingURL
+	if salting == "" && c.APIListen != "" {
+		salting = "http://" + c.APIListen
+	}
+	cfg := deliver.DefaultConfig()
+	cfg.Tracker.For, cfg.Tracker.ResolveAfter, cfg.Tracker.RenotifyInterval = c.AlertFor, c.AlertResolve, c.AlertRenotify
+	cfg.Tracker.SaltingURL = salting
+	return cfg
+}
+
+func (c *runCmd) incidentConfig() incident.Config {
+	cfg := incident.DefaultConfig()
+	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	return cfg
+}
+
+// check is called before Run (checkCommand): everything run would
+// reject later, once brokers, ClickHouse and migrations had started, is
+// rejected here first. Each error names the flags of the part it checks.
+func (c *runCmd) check() error {
+	if err := c.checkEngine(); err != nil {
+		return err
+	}
+	for _, name := range c.Simulate {
+		if !slices.Contains(simulate.Scenarios(), simulate.Scenario(name)) && !(name == "all" && len(c.Simulate) == 1) {
+			return fmt.Errorf("--simulate %q: want all or some of %v", name, simulate.Scenarios())
+		}
+	}
+	part := func(flags string, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", flags, err)
+		}
+		return nil
+	}
+	errs := []error{
+		part("--plan-cooldown, --plan-ttl, --salt-separator", c.plansConfig().Validate()),
+		part("--listen", c.opsConfig().Validate()),
+		part("--alert-for, --alert-resolve-after, --alert-renotify, --salting-url", c.alertConfig().Validate()),
+		part("--alert-for, --alert-resolve-after", c.incidentConfig().Validate()),
+		c.checkStore(),
+		c.checkAPI(),
+	}
+	if c.AlertmanagerURL != "" {
+		errs = append(errs, part("--alertmanager-url", c.alertmanagerConfig().Validate()))
+	}
+	if c.AlertWebhookURL != "" {
+		errs = append(errs, part("--alert-webhook-url", c.webhookConfig().Validate()))
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,22 +34,48 @@ func (f *apiFlags) server(store serve.Store, log *slog.Logger, reg serve.Registr
 	if f.APIListen == "" {
 		return nil, nil
 	}
-	cfg := serve.DefaultConfig()
-	cfg.Addr, cfg.TLSCertFile, cfg.TLSKeyFile = f.APIListen, f.TLSCert, f.TLSKey
-	if f.TokenFile != "" {
-		b, err := os.ReadFile(f.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("token file: %w", err)
-		}
-		if err := yaml.Unmarshal(b, &cfg.Tokens); err != nil {
-			return nil, fmt.Errorf("token file %s: want a YAML map of name: token: %w", f.TokenFile, err)
-		}
+	cfg, err := f.serveConfig()
+	if err != nil {
+		return nil, err
 	}
 	srv, err := serve.New(cfg, store, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("API: %w", err)
 	}
 	return srv, nil
+}
+
+// checkAPI checks the API's configuration, tokens included, when it is
+// served.
+func (f *apiFlags) checkAPI() error {
+	if f.APIListen == "" {
+		return nil
+	}
+	cfg, err := f.serveConfig()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--api-listen, --token-file, --tls-cert, --tls-key: %w", err)
+	}
+	return nil
+}
+
+// serveConfig returns serve.DefaultConfig with the flags' address, TLS files
+// and the tokens of --token-file.
+func (f *apiFlags) serveConfig() (serve.Config, error) {
+	cfg := serve.DefaultConfig()
+	cfg.Addr, cfg.TLSCertFile, cfg.TLSKeyFile = f.APIListen, f.TLSCert, f.TLSKey
+	if f.TokenFile != "" {
+		b, err := os.ReadFile(f.TokenFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--token-file: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &cfg.Tokens); err != nil {
+			return cfg, fmt.Errorf("--token-file %s: want a YAML map of name: token: %w", f.TokenFile, err)
+		}
+	}
+	return cfg, nil
 }
 
 type serveCmd struct {
@@ -59,6 +86,14 @@ type serveCmd struct {
 
 // Validate is called by kong after parsing.
 func (c *serveCmd) Validate() error { return c.requireAddr() }
+
+// check is called before Run (checkCommand).
+func (c *serveCmd) check() error {
+	if c.APIListen == "" {
+		return fmt.Errorf("--api-listen is empty: nothing to serve")
+	}
+	return errors.Join(c.checkStore(), c.checkAPI())
+}
 
 // Run serves the API until SIGINT or SIGTERM. It is stateless: every
 // answer comes from ClickHouse, so replicas can run behind a load
@@ -72,9 +107,6 @@ func (c *serveCmd) Run(e *env) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if c.APIListen == "" {
-		return fmt.Errorf("--api-listen is empty: nothing to serve")
-	}
 	store, err := clickhouse.New(c.storeConfig(), log, reg)
 	if err != nil {
 		return err

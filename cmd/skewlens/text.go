@@ -30,7 +30,7 @@ const (
 
 // textFlags fit the lines for people to the terminal.
 type textFlags struct {
-	Width int `default:"0" placeholder:"COLUMNS" help:"Widest line of text output, in columns (0: the terminal's width when standard output is a terminal, else no limit)."`
+	Width int `default:"0" placeholder:"COLUMNS" help:"Widest line of text output, in columns (0: the terminal's width when standard output is a terminal, else no limit)." range:"[0,${max_width}]"`
 }
 
 // lineWidth returns the columns a line may take: --width, else the

@@ -17,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/keygroup"
 	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
@@ -60,6 +61,14 @@ func defaultVars() kong.Vars {
 		"plan_min_imbalance":       fmtFloat(eng.PlanMinImbalance),
 		"checkpoint_timeout":       fmtDuration(time.Duration(eng.CheckpointTimeoutMs) * time.Millisecond),
 		"checkpoint_risk_fraction": fmtFloat(eng.CheckpointRiskFraction),
+		// Limits of the flags' ranges (range tags, check.go).
+		"max_top_k":       strconv.Itoa(skew.MaxTopK),
+		"history_windows": strconv.Itoa(eng.HistoryWindows),
+		"max_separator":   strconv.Itoa(plans.MaxSeparatorBytes),
+		"max_parallelism": strconv.Itoa(keygroup.UpperBoundMaxParallelism),
+		"max_subtask":     strconv.Itoa(keygroup.UpperBoundMaxParallelism - 1),
+		"max_width":       strconv.Itoa(top.MaxWidth),
+
 		// Watermark (analyze and run).
 		"out_of_orderness": fmtDuration(time.Duration(win.OutOfOrderMs) * time.Millisecond),
 		"allowed_lateness": fmtDuration(time.Duration(win.AllowedLatenessMs) * time.Millisecond),
@@ -90,6 +99,10 @@ func defaultVars() kong.Vars {
 		"lookback": fmtDuration(tp.Lookback),
 		"color":    tp.Color,
 
+		"top_min_refresh": fmtDuration(top.MinRefresh),
+		"top_max_rows":    strconv.Itoa(top.MaxRowsLimit),
+		"top_max_windows": strconv.Itoa(top.MaxWindowsLimit),
+
 		// simulate.
 		"sim_start":              strconv.FormatInt(sim.Start, 10),
 		"sim_duration":           fmtDuration(sim.Duration),
@@ -102,6 +115,10 @@ func defaultVars() kong.Vars {
 		"sim_hot_share":          fmtFloat(sim.HotShare),
 		"sim_slow_subtask":       strconv.Itoa(sim.SlowSubtask),
 		"sim_job_name":           sim.JobName,
+		"sim_min_interval":       fmtDuration(simulate.MinInterval),
+		"sim_max_interval":       fmtDuration(simulate.MaxInterval),
+		"sim_max_samples":        strconv.Itoa(simulate.MaxSamplesPerInterval),
+		"sim_max_key_space":      strconv.Itoa(simulate.MaxKeySpace),
 	}
 }
 

@@ -80,10 +80,10 @@ const (
 // Limits that keep a configuration within what the model (and memory) can
 // sensibly handle.
 const (
-	maxKeySpace           = 10_000_000
-	maxSamplesPerInterval = 10_000_000
-	minInterval           = 100 * time.Millisecond
-	maxInterval           = time.Hour
+	MaxKeySpace           = 10_000_000
+	MaxSamplesPerInterval = 10_000_000
+	MinInterval           = 100 * time.Millisecond
+	MaxInterval           = time.Hour
 	maxTaskManagers       = 65000
 )
 
@@ -205,8 +205,8 @@ func (c Config) Validate() error {
 	if c.Start < 0 {
 		return fmt.Errorf("simulate: Start %d: must be a positive epoch-millisecond time", c.Start)
 	}
-	if c.Interval < minInterval || c.Interval > maxInterval || c.Interval%time.Millisecond != 0 {
-		return fmt.Errorf("simulate: Interval %v: must be a whole number of milliseconds in [%v, %v]", c.Interval, minInterval, maxInterval)
+	if c.Interval < MinInterval || c.Interval > MaxInterval || c.Interval%time.Millisecond != 0 {
+		return fmt.Errorf("simulate: Interval %v: must be a whole number of milliseconds in [%v, %v]", c.Interval, MinInterval, MaxInterval)
 	}
 	if c.Duration < c.Interval {
 		return fmt.Errorf("simulate: Duration %v: must be at least one Interval (%v)", c.Duration, c.Interval)
@@ -234,11 +234,11 @@ func (c Config) Validate() error {
 	if tms := (slots + c.SlotsPerTM - 1) / c.SlotsPerTM; tms > maxTaskManagers {
 		return fmt.Errorf("simulate: %d TaskManagers needed: at most %d supported (raise SlotsPerTM)", tms, maxTaskManagers)
 	}
-	if c.SamplesPerInterval < 1 || c.SamplesPerInterval > maxSamplesPerInterval {
-		return fmt.Errorf("simulate: SamplesPerInterval %d: must be in [1, %d]", c.SamplesPerInterval, maxSamplesPerInterval)
+	if c.SamplesPerInterval < 1 || c.SamplesPerInterval > MaxSamplesPerInterval {
+		return fmt.Errorf("simulate: SamplesPerInterval %d: must be in [1, %d]", c.SamplesPerInterval, MaxSamplesPerInterval)
 	}
-	if c.KeySpace < 1 || c.KeySpace > maxKeySpace {
-		return fmt.Errorf("simulate: KeySpace %d: must be in [1, %d]", c.KeySpace, maxKeySpace)
+	if c.KeySpace < 1 || c.KeySpace > MaxKeySpace {
+		return fmt.Errorf("simulate: KeySpace %d: must be in [1, %d]", c.KeySpace, MaxKeySpace)
 	}
 	if !(c.HotShare > 0 && c.HotShare < 1) { // also rejects NaN
 		return fmt.Errorf("simulate: HotShare %v: must be in (0, 1)", c.HotShare)
