@@ -44,6 +44,7 @@ import (
 type runCmd struct {
 	Config          kong.ConfigFlag `help:"YAML file with any of these flags (keys are flag names, e.g. clickhouse_addr)." placeholder:"FILE"`
 	Brokers         []string        `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
+	BrokerWait      time.Duration   `default:"${broker_wait}" help:"How long to wait at start for one of --brokers to answer (brokers that start after skewlens)."`
 	Group           string          `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions."`
 	Topics          []string        `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)."`
 	DeadLetterTopic string          `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header."`
@@ -108,7 +109,13 @@ func (c *runCmd) Run(e *env) error {
 	// skip its events as already counted (a second `make run` would show
 	// nothing until its event time passed the first's).
 	resume := len(brokers) > 0
-	if len(brokers) == 0 {
+	if len(brokers) > 0 {
+		srcCfg := kafkasrc.DefaultConfig()
+		srcCfg.Brokers, srcCfg.BrokerWait = brokers, c.BrokerWait
+		if err := kafkasrc.WaitBrokers(ctx, srcCfg, log); err != nil {
+			return fmt.Errorf("%w (--brokers; --broker-wait %s)", err, c.BrokerWait)
+		}
+	} else {
 		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
 			return fmt.Errorf("embedded broker: %w", err)
@@ -191,8 +198,11 @@ func (c *runCmd) Run(e *env) error {
 		if err != nil {
 			return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 		}
+		log.Info("Kafka brokers given: resuming the engine state and open incidents the consumer group saved in ClickHouse",
+			"group", c.Group, "database", c.Database)
 	} else {
-		log.Info("embedded broker: not resuming engine state or open incidents of an earlier run", "group", c.Group)
+		log.Info("embedded broker: starting afresh; not resuming the engine state and open incidents an earlier run saved in ClickHouse",
+			"group", c.Group, "database", c.Database)
 	}
 	if err := eng.Restore(states); err != nil {
 		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)
