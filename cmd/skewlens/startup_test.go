@@ -243,7 +243,9 @@ func TestServeWhileClickHouseAway(t *testing.T) {
 	p := startChild(t, "serve-away", "serve", "--clickhouse-addr", server.Addr, "--database", db,
 		"--api-listen", api, "--log-format", "json")
 	planPath := "/v1/salting/" + plan.JobID + "/" + plan.TaskName
-	stale := func(a httpAnswer) bool { return a.header.Get("X-Skewlens-Stale-Since") != "" || a.header.Get("Warning") != "" }
+	stale := func(a httpAnswer) bool {
+		return a.header.Get("X-Skewlens-Stale-Since") != "" || a.header.Get("Warning") != ""
+	}
 
 	// Down at start: up, but not ready, and nothing to answer from.
 	if a := serveGet(t, p, api, "/readyz"); a.code != 503 || !strings.Contains(a.body, "not connected to ClickHouse yet") {

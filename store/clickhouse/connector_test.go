@@ -60,7 +60,9 @@ func TestConnectorWhileDown(t *testing.T) {
 			_, err := c.Findings(context.Background(), serve.FindingsQuery{})
 			return err
 		},
-		"put": func() error { return c.PutOverride(context.Background(), plans.Override{JobID: "j", TaskName: "T", Action: plans.ActionPin}, serve.AuditEntry{}) },
+		"put": func() error {
+			return c.PutOverride(context.Background(), plans.Override{JobID: "j", TaskName: "T", Action: plans.ActionPin}, serve.AuditEntry{})
+		},
 	}
 	for name, call := range calls {
 		begin := time.Now()
