@@ -123,7 +123,7 @@ func TestRunTwiceEmbeddedBroker(t *testing.T) {
 		if n := len(opened.FindAllString(out, -1)); n == 0 {
 			t.Errorf("run %d printed no data_skew incident:\n%s\n%s", i, out, tail([]byte(errOut)))
 		} else {
-			t.Log(fmt.Sprintf("run %d: %d data_skew incidents opened", i, n))
+			t.Logf("run %d: %d data_skew incidents opened", i, n)
 		}
 	}
 }
