@@ -155,11 +155,14 @@ func (c *snapshots) refresh(f *flight) {
 }
 
 // invalidate drops the snapshot and detaches a running refresh, which may
-// have read the store before a write: the next get reads again. The last
-// good snapshot stays, for answers while the store is unavailable.
+// have read the store before a write: the next get reads again. A write
+// just succeeded, so the store answers: that get waits for its read
+// rather than answer stale, and sees the write. The last good snapshot
+// stays, for answers should the store go away again.
 func (c *snapshots) invalidate() {
 	c.mu.Lock()
 	c.cur, c.inflight = nil, nil
+	c.downSince = time.Time{}
 	c.mu.Unlock()
 }
 

@@ -131,3 +131,29 @@ func TestStaleSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteEndsStaleness: a write through the server that succeeds shows
+// the store is back, so the next read waits for the store and sees the
+// write, rather than answer the stale snapshot from before it.
+func TestWriteEndsStaleness(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(testPlan(jobID, "T", 1, time.Now(), "k"))
+	s, _ := newTestServer(t, Config{StoreTimeout: 200 * time.Millisecond, CacheTTL: -1}, store)
+	h := s.Handler()
+	fresh := do(t, h, request{method: "GET", target: "/v1/salting/" + jobID + "/T"})
+	store.set(errors.New("connection refused"), nil)
+	if r := do(t, h, request{method: "GET", target: "/v1/salting/" + jobID + "/T"}); r.code != 200 || r.header.Get(HeaderStaleSince) == "" {
+		t.Fatalf("during the outage: %d %v", r.code, r.header)
+	}
+	// The store is back, but no refresh has found out yet when the write
+	// comes; the snapshot stays stale until a read succeeds.
+	store.set(nil, nil)
+	if r := do(t, h, request{method: "POST", target: "/v1/salting/" + jobID + "/T/exclude", token: aliceToken,
+		body: `{"key":"k","reason":"bot"}`}); r.code/100 != 2 {
+		t.Fatalf("exclude: %d %s", r.code, r.body)
+	}
+	r := do(t, h, request{method: "GET", target: "/v1/salting/" + jobID + "/T"})
+	if r.header.Get(HeaderStaleSince) != "" || r.header.Get("Warning") != "" || r.body == fresh.body {
+		t.Errorf("read after a successful write: %d %v %s, want the fresh plan without the excluded key", r.code, r.header, r.body)
+	}
+}

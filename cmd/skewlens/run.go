@@ -91,6 +91,9 @@ func (c *runCmd) Run(e *env) error {
 	if c.OverridePoll <= 0 {
 		return fmt.Errorf("--override-poll %s: must be positive", c.OverridePoll)
 	}
+	if c.BrokerWait <= 0 {
+		return fmt.Errorf("--broker-wait %s: must be positive", c.BrokerWait)
+	}
 	if _, err := c.lineWidth(e); err != nil {
 		return err
 	}

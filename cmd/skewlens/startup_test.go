@@ -59,6 +59,21 @@ func TestRunBrokerNeverComes(t *testing.T) {
 	}
 }
 
+// TestRunBrokerWaitMustBePositive: a zero or negative --broker-wait is
+// an error that names the flag, not silently the default.
+func TestRunBrokerWaitMustBePositive(t *testing.T) {
+	clearEnv(t)
+	for _, v := range []string{"0s", "-1s"} {
+		code, _, errOut := runCLI(t, "", "run", "--brokers", "127.0.0.1:1", "--broker-wait="+v, "--clickhouse-addr", "127.0.0.1:2")
+		if code == 0 || !strings.Contains(errOut, "--broker-wait "+v) || !strings.Contains(errOut, "must be positive") {
+			t.Errorf("--broker-wait %s: exit %d, %s", v, code, errOut)
+		}
+		if strings.Contains(errOut, "waiting for Kafka brokers") {
+			t.Errorf("--broker-wait %s: waited anyway:\n%s", v, errOut)
+		}
+	}
+}
+
 // TestRunWaitsForLateBroker starts run while its broker is down and
 // starts the broker (the real one) five seconds later: run waits, says
 // so, and then runs as usual.
