@@ -15,7 +15,13 @@
 // plans plus overrides) that is reused for Config.CacheTTL, so many
 // pollers cost one pair of queries per TTL; one refresh runs at a time
 // and concurrent requests wait for it. A write through this server drops
-// the snapshot, so its own next read sees the change. Every JSON answer
+// the snapshot, so its own next read sees the change. While the store is
+// unavailable (a refresh failed with an error that is not permanent),
+// those two endpoints answer at once from the last good snapshot, marked
+// with Warning 110 and X-Skewlens-Stale-Since, and one refresh at a time
+// keeps trying in the background; before any good snapshot they answer
+// 503. GET /readyz answers 503 with the store's NotReadyError reason
+// when it has one. Every JSON answer
 // carries a strong ETag over its exact bytes; a client that sends it back
 // in If-None-Match gets 304 Not Modified.
 //
@@ -38,7 +44,8 @@
 // within it the Server retries retryable store errors with Config.Retry
 // (the store itself makes one attempt), and answers 500 for a permanent
 // error (retry.IsPermanent), 503 with Retry-After for a store that stays
-// unavailable and 504 for one that does not answer in time.
+// unavailable and 504 for one that does not answer in time (but the plan
+// endpoints answer stale, see State).
 //
 // # Blocking and concurrency
 //

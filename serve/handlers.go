@@ -38,7 +38,36 @@ func (s *Server) getPlans(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, "snapshot", err)
 		return
 	}
-	writeBody(w, r, snap.all, s.cacheControl())
+	writeBody(w, r, snap.all, s.planHeaders(w, snap))
+}
+
+// planHeaders marks the answer of a stale snapshot as stale (see
+// markStale) and returns the Cache-Control of a plan answer: that of a
+// fresh one, or no-cache for a stale one, so that caches ask again.
+func (s *Server) planHeaders(w http.ResponseWriter, snap *snapshot) string {
+	if snap.staleSince.IsZero() {
+		return s.cacheControl()
+	}
+	markStale(w.Header(), snap.staleSince)
+	return "no-cache"
+}
+
+// Headers of an answer from the last good snapshot while the store is
+// unavailable.
+const (
+	// HeaderStaleSince is when the store became unavailable, RFC 3339
+	// in UTC, on answers served from the last good snapshot.
+	HeaderStaleSince = "X-Skewlens-Stale-Since"
+)
+
+// markStale sets the headers of an answer served from the last good
+// snapshot: Warning 110 ("Response is Stale", RFC 7234; clients that
+// know it need no skewlens-specific code) and HeaderStaleSince, both
+// saying since when the store has been unavailable.
+func markStale(h http.Header, since time.Time) {
+	at := since.UTC().Format(time.RFC3339)
+	h.Set("Warning", `110 - "stale: the store (ClickHouse) is unavailable since `+at+`"`)
+	h.Set(HeaderStaleSince, at)
 }
 
 // GET /v1/salting/{job_id}/{task_name}
@@ -52,12 +81,13 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, "snapshot", err)
 		return
 	}
+	cacheControl := s.planHeaders(w, snap)
 	body, ok := snap.tasks[t]
 	if !ok {
 		writeError(w, http.StatusNotFound, "no current plan for this job and task")
 		return
 	}
-	writeBody(w, r, body, s.cacheControl())
+	writeBody(w, r, body, cacheControl)
 }
 
 // listQuery is the query of a list endpoint (findings, stats, incidents):
@@ -436,7 +466,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.Ready.Ping(ctx); err != nil {
 		s.m.storeErrors.WithLabelValues("ping").Inc()
 		s.log.Warn("skewlens API: store not ready", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "the store does not answer")
+		reason := "the store does not answer"
+		var nr NotReadyError
+		if errors.As(err, &nr) {
+			reason = nr.NotReadyReason()
+		}
+		writeError(w, http.StatusServiceUnavailable, reason)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -9,7 +9,7 @@ import (
 type metrics struct {
 	requests      *prometheus.CounterVec   // by route, code
 	duration      *prometheus.HistogramVec // by route
-	snapshots     *prometheus.CounterVec   // by result: hit, shared, refreshed, failed
+	snapshots     *prometheus.CounterVec   // by result: hit, shared, refreshed, failed, stale
 	storeErrors   *prometheus.CounterVec   // by op
 	storeRetries  *prometheus.CounterVec   // by op
 	rejected      *prometheus.CounterVec   // by reason: busy, unauthenticated, forbidden
@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "skewlens", Subsystem: "serve", Name: "snapshot_total",
-			Help: "Plan snapshot lookups, by result: hit (cached), shared (waited for a refresh), refreshed, failed.",
+			Help: "Plan snapshot lookups, by result: hit (cached), shared (waited for a refresh), refreshed, failed, stale (answered from the last good snapshot while the store is unavailable).",
 		}, []string{"result"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "skewlens", Subsystem: "serve", Name: "store_errors_total",

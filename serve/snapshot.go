@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -22,6 +23,9 @@ type snapshot struct {
 	expires time.Time
 	all     []byte              // {"plans":[...]}
 	tasks   map[planTask][]byte // one plan each
+	// staleSince is set on the copy of the last good snapshot that get
+	// hands out while the store is unavailable: since when it has been.
+	staleSince time.Time
 }
 
 // flight is one snapshot refresh; waiters block on done.
@@ -33,6 +37,14 @@ type flight struct {
 
 // snapshots caches the snapshot for ttl and runs at most one refresh at a
 // time; requests that find it stale wait for the running refresh.
+//
+// While the store is unavailable (a refresh failed with an error that is
+// not permanent, and none succeeded since), requests are answered at
+// once from the last good snapshot, marked with since when, and a
+// refresh keeps running in the background (one at a time): pollers keep
+// the plan they were given instead of waiting for a timeout each, and
+// the first refresh that succeeds ends it. Before any good snapshot
+// there is nothing to fall back on, and the error is returned.
 type snapshots struct {
 	ttl     time.Duration
 	timeout time.Duration
@@ -43,11 +55,18 @@ type snapshots struct {
 	mu       sync.Mutex
 	cur      *snapshot
 	inflight *flight
+	// last is the last good snapshot, kept past its expiry and past
+	// invalidate; downSince is when the first refresh that failed since
+	// it started (zero while the store answers).
+	last      *snapshot
+	downSince time.Time
 }
 
-// get returns a fresh snapshot. It blocks until the refresh it needs ends
-// or ctx ends. The refresh itself runs on its own context bounded by
-// timeout, so one impatient client does not fail the others.
+// get returns a fresh snapshot, or, while the store is unavailable, a
+// copy of the last good one with staleSince set. It blocks until the
+// refresh it needs ends or ctx ends, but not while the store is known
+// to be unavailable. The refresh itself runs on its own context bounded
+// by timeout, so one impatient client does not fail the others.
 func (c *snapshots) get(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
 	if s := c.cur; s != nil && c.now().Before(s.expires) {
@@ -55,35 +74,77 @@ func (c *snapshots) get(ctx context.Context) (*snapshot, error) {
 		c.m.snapshots.WithLabelValues("hit").Inc()
 		return s, nil
 	}
+	// While the store is unavailable the answer is the stale copy, and
+	// a refresh runs (or keeps running) in the background to find out
+	// when it is back.
+	stale := c.staleLocked()
 	f := c.inflight
 	if f == nil {
 		f = &flight{done: make(chan struct{})}
 		c.inflight = f
 		go c.refresh(f)
-		c.m.snapshots.WithLabelValues("refreshed").Inc()
-	} else {
+		if stale == nil {
+			c.m.snapshots.WithLabelValues("refreshed").Inc()
+		}
+	} else if stale == nil {
 		c.m.snapshots.WithLabelValues("shared").Inc()
 	}
 	c.mu.Unlock()
+	if stale != nil {
+		c.m.snapshots.WithLabelValues("stale").Inc()
+		return stale, nil
+	}
 	select {
 	case <-f.done:
+		if f.err != nil {
+			c.mu.Lock()
+			stale := c.staleLocked()
+			c.mu.Unlock()
+			if stale != nil {
+				c.m.snapshots.WithLabelValues("stale").Inc()
+				return stale, nil
+			}
+		}
 		return f.snap, f.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
+// staleLocked returns a copy of the last good snapshot marked stale
+// while the store is unavailable, else nil. c.mu is held.
+func (c *snapshots) staleLocked() *snapshot {
+	if c.last == nil || c.downSince.IsZero() {
+		return nil
+	}
+	s := *c.last
+	s.staleSince = c.downSince
+	return &s
+}
+
 func (c *snapshots) refresh(f *flight) {
+	started := c.now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.build(ctx)
 	c.mu.Lock()
-	if err != nil {
+	switch {
+	case err != nil:
 		c.m.snapshots.WithLabelValues("failed").Inc()
-	} else if c.inflight == f {
+		// A permanent error (bad data, a missing table) is no outage:
+		// it is answered as it is, not papered over with old plans.
+		if !retry.IsPermanent(err) && c.downSince.IsZero() {
+			c.downSince = started
+		}
+	case c.inflight == f:
 		// Not invalidated meanwhile: later requests may reuse it.
 		snap.expires = c.now().Add(c.ttl)
-		c.cur = snap
+		c.cur, c.last = snap, snap
+		c.downSince = time.Time{}
+	default:
+		// Read before a write through this server: not to be reused,
+		// but the store answers again.
+		c.downSince = time.Time{}
 	}
 	if c.inflight == f {
 		c.inflight = nil
@@ -94,10 +155,14 @@ func (c *snapshots) refresh(f *flight) {
 }
 
 // invalidate drops the snapshot and detaches a running refresh, which may
-// have read the store before a write: the next get reads again.
+// have read the store before a write: the next get reads again. A write
+// just succeeded, so the store answers: that get waits for its read
+// rather than answer stale, and sees the write. The last good snapshot
+// stays, for answers should the store go away again.
 func (c *snapshots) invalidate() {
 	c.mu.Lock()
 	c.cur, c.inflight = nil, nil
+	c.downSince = time.Time{}
 	c.mu.Unlock()
 }
 

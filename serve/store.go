@@ -154,3 +154,14 @@ type StatsQuery struct {
 	// Server always sets it, at most MaxLimit).
 	Limit int
 }
+
+// NotReadyError is an error of Pinger.Ping that says why the store is
+// not ready in words fit for any client of GET /readyz, without
+// addresses or server messages: "not connected to ClickHouse yet (3
+// attempts since 2026-12-03T10:00:00Z)". GET /readyz answers 503 with
+// that reason; for any other Ping error it says "the store does not
+// answer".
+type NotReadyError interface {
+	error
+	NotReadyReason() string
+}

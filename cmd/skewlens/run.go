@@ -44,10 +44,11 @@ import (
 
 type runCmd struct {
 	configFlags
-	Brokers         []string `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
-	Group           string   `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions." range:"[1,]"`
-	Topics          []string `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)." range:"[1,]"`
-	DeadLetterTopic string   `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header." range:"[1,]"`
+	Brokers         []string      `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
+	BrokerWait      time.Duration `default:"${broker_wait}" help:"How long to wait at start for one of --brokers to answer (brokers that start after skewlens)." range:"(0s,]"`
+	Group           string        `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions." range:"[1,]"`
+	Topics          []string      `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)." range:"[1,]"`
+	DeadLetterTopic string        `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header." range:"[1,]"`
 	clickhouseFlags `set:"clickhouse_addr_note=Empty: start a local clickhouse-server under --state-dir."`
 	StateDir        string `default:".state" help:"Where embedded servers keep their data." range:"[1,]"`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz." range:"[1,]"`
@@ -106,7 +107,13 @@ func (c *runCmd) Run(e *env) error {
 	// skip its events as already counted (a second `make run` would show
 	// nothing until its event time passed the first's).
 	resume := len(brokers) > 0
-	if len(brokers) == 0 {
+	if len(brokers) > 0 {
+		srcCfg := kafkasrc.DefaultConfig()
+		srcCfg.Brokers, srcCfg.BrokerWait = brokers, c.BrokerWait
+		if err := kafkasrc.WaitBrokers(ctx, srcCfg, log); err != nil {
+			return fmt.Errorf("%w (--brokers; --broker-wait %s)", err, c.BrokerWait)
+		}
+	} else {
 		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
 			return fmt.Errorf("embedded broker: %w", err)
@@ -189,8 +196,11 @@ func (c *runCmd) Run(e *env) error {
 		if err != nil {
 			return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 		}
+		log.Info("Kafka brokers given: resuming the engine state and open incidents the consumer group saved in ClickHouse",
+			"group", c.Group, "database", c.Database)
 	} else {
-		log.Info("embedded broker: not resuming engine state or open incidents of an earlier run", "group", c.Group)
+		log.Info("embedded broker: starting afresh; not resuming the engine state and open incidents an earlier run saved in ClickHouse",
+			"group", c.Group, "database", c.Database)
 	}
 	if err := eng.Restore(states); err != nil {
 		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)

@@ -97,8 +97,11 @@ func (c *serveCmd) check() error {
 
 // Run serves the API until SIGINT or SIGTERM. It is stateless: every
 // answer comes from ClickHouse, so replicas can run behind a load
-// balancer. Shutdown order: the HTTP server drains, then the ClickHouse
-// connections close.
+// balancer. It starts while ClickHouse is down: the store connects (and
+// migrates) in the background, /readyz answers 503 until it has, and
+// only a failure no retry can fix (a refused login) stops serve.
+// Shutdown order: the HTTP server drains, then the ClickHouse connections
+// close.
 func (c *serveCmd) Run(e *env) error {
 	log := c.logger(e.stderr, nil)
 	reg := prometheus.NewRegistry()
@@ -107,24 +110,36 @@ func (c *serveCmd) Run(e *env) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	store, err := clickhouse.New(c.storeConfig(), log, reg)
+	// The tables may not exist yet when serve starts before the
+	// pipeline: the connector migrates once connected.
+	conn, err := clickhouse.NewConnector(c.storeConfig(), log, reg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	// The tables may not exist yet when serve starts before the pipeline.
-	if err := store.Migrate(ctx); err != nil {
-		return err
-	}
-	srv, err := c.server(serveStore(store), log, reg)
+	defer conn.Close()
+	srv, err := c.server(connectorStore(conn), log, reg)
 	if err != nil {
 		return err
 	}
 	log.Info("serving the salting API", "addr", srv.Addr(), "database", c.Database)
 	var g oklogrun.Group
+	connCtx, stopConn := context.WithCancel(ctx)
+	g.Add(func() error {
+		if err := conn.Run(connCtx); err != nil && connCtx.Err() == nil {
+			return err
+		}
+		<-connCtx.Done()
+		return nil
+	}, func(error) { stopConn() })
 	g.Add(func() error { return srv.Run(ctx) }, func(error) { srv.Stop() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
+}
+
+// connectorStore is the API's store while it may not be connected yet:
+// the connector is every part.
+func connectorStore(c *clickhouse.Connector) serve.Store {
+	return serve.Store{Ready: c, Plans: c, Overrides: c, Audit: c, Findings: c, Stats: c, Incidents: c}
 }
 
 // serveStore is the API's store: the parts of the ClickHouse store it

@@ -78,6 +78,7 @@ func defaultVars() kong.Vars {
 
 		// run.
 		"group":             src.GroupID,
+		"broker_wait":       fmtDuration(src.BrokerWait),
 		"topics":            strings.Join(src.Topics, ","),
 		"dead_letter_topic": src.DeadLetterTopic,
 		"ops_listen":        ops.DefaultConfig().Listen,

@@ -18,6 +18,7 @@ const (
 	DefaultMaxWait            = 250 * time.Millisecond
 	DefaultQueueCapacity      = 1000
 	DefaultStartupTimeout     = 30 * time.Second
+	DefaultBrokerWait         = time.Minute
 	DefaultDeadLetterTopic    = "skewlens-dead-letters"
 	DefaultDeadLetterInFlight = 16
 	DefaultWriteTimeout       = 10 * time.Second
@@ -60,6 +61,10 @@ type Config struct {
 	// StartupTimeout bounds New's check that the topics exist and
 	// EnsureTopics when its context has no deadline (default 30s).
 	StartupTimeout time.Duration
+	// BrokerWait bounds WaitBrokers: how long a pipeline that starts
+	// before its brokers waits for one of them to answer (default 1m,
+	// about what a broker takes to start after a reboot, with room).
+	BrokerWait time.Duration
 	// DeadLetterTopic receives records that cannot be decoded (default
 	// "skewlens-dead-letters"). It must exist: see EnsureTopics.
 	DeadLetterTopic string
@@ -85,6 +90,7 @@ func DefaultConfig() Config {
 		MaxWait:            DefaultMaxWait,
 		QueueCapacity:      DefaultQueueCapacity,
 		StartupTimeout:     DefaultStartupTimeout,
+		BrokerWait:         DefaultBrokerWait,
 		DeadLetterTopic:    DefaultDeadLetterTopic,
 		DeadLetterInFlight: DefaultDeadLetterInFlight,
 		WriteTimeout:       DefaultWriteTimeout,
@@ -105,6 +111,7 @@ func (c Config) withDefaults() Config {
 	c.MaxWait = cmp.Or(c.MaxWait, d.MaxWait)
 	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
 	c.StartupTimeout = cmp.Or(c.StartupTimeout, d.StartupTimeout)
+	c.BrokerWait = cmp.Or(c.BrokerWait, d.BrokerWait)
 	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, d.DeadLetterTopic)
 	c.DeadLetterInFlight = cmp.Or(c.DeadLetterInFlight, d.DeadLetterInFlight)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
@@ -158,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.StartupTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("startup timeout %s: must be positive", c.StartupTimeout))
+	}
+	if c.BrokerWait <= 0 {
+		errs = append(errs, fmt.Errorf("broker wait %s: must be positive", c.BrokerWait))
 	}
 	if c.DeadLetterInFlight < 1 {
 		errs = append(errs, fmt.Errorf("dead-letter in-flight %d: must be positive", c.DeadLetterInFlight))

@@ -26,7 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "defaults", cfg: Config{Brokers: []string{"b:9092"}}, check: func(t *testing.T, c Config) {
 			if c.GroupID != "skewlens" || !slices.Equal(c.Topics, []string{"flink-metrics", "flink-key-samples"}) ||
 				c.MinBytes != 64<<10 || c.MaxBytes != 8<<20 || c.MaxWait != 250*time.Millisecond ||
-				c.QueueCapacity != 1000 || c.StartupTimeout != 30*time.Second || c.DeadLetterTopic != "skewlens-dead-letters" {
+				c.QueueCapacity != 1000 || c.StartupTimeout != 30*time.Second || c.BrokerWait != time.Minute || c.DeadLetterTopic != "skewlens-dead-letters" {
 				t.Errorf("defaults not applied: %+v", c)
 			}
 		}},
@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "max below min", cfg: Config{Brokers: []string{"b"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
 		{name: "negative queue", cfg: Config{Brokers: []string{"b"}, QueueCapacity: -1}, wantErr: "queue capacity"},
 		{name: "negative timeout", cfg: Config{Brokers: []string{"b"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
+		{name: "negative broker wait", cfg: Config{Brokers: []string{"b"}, BrokerWait: -time.Second}, wantErr: "broker wait"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

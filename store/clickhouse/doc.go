@@ -33,7 +33,11 @@
 // LoadState, WritePlans, PutOverride, DeleteOverride) for the pipeline
 // and the API's changes, and the readers PlanReader, FindingReader,
 // StatsReader and AuditReader (skewlens serve) and TopReader (skewlens
-// top). The readers
+// top). A Connector is a Store that connects and migrates in the
+// background, retrying until the server answers, for skewlens serve,
+// which must start and answer /readyz while ClickHouse is down; its
+// calls fail at once with a retryable *NotConnectedError until then.
+// The readers
 // implement the interfaces their consumers declare (serve.PlanReader,
 // top.Reader, ...), with the consumers' types: this package imports
 // serve and top, never the other way round.

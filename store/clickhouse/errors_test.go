@@ -74,7 +74,7 @@ func testSink(t *testing.T, cfg Config) *Store {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := newMetrics(prometheus.NewRegistry())
+	m, _, err := newMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,10 @@ type metrics struct {
 	retries       *prometheus.CounterVec   // by label of the one loop the Store owns: "migrate"
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the Store's metrics with reg (nil: none) and
+// returns them with the function that unregisters them, for a New that
+// fails after registering (a Connector retries New on one registry).
+func newMetrics(reg prometheus.Registerer) (*metrics, func(), error) {
 	m := &metrics{
 		insertSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "skewlens", Subsystem: "clickhouse",
@@ -37,8 +40,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Retries the store makes itself after retryable errors: \"migrate\" for schema changes (callers retry the other operations and count their own).",
 		}, []string{"table"}),
 	}
-	if _, err := promreg.Register(reg, "clickhouse store", m.insertSeconds, m.rowsInserted, m.insertErrors, m.retries); err != nil {
-		return nil, err
+	unreg, err := promreg.Register(reg, "clickhouse store", m.insertSeconds, m.rowsInserted, m.insertErrors, m.retries)
+	if err != nil {
+		return nil, nil, err
 	}
-	return m, nil
+	return m, unreg, nil
 }

@@ -28,6 +28,9 @@ type Store struct {
 	conn    driver.Conn
 	version string
 	dialect Dialect
+	// unreg unregisters the metrics: for a Connector that gives up on a
+	// Store whose Migrate failed, and connects again.
+	unreg func()
 
 	// mu serialises Write and Migrate and guards lastInsert and closed.
 	mu         sync.Mutex
@@ -89,7 +92,8 @@ func (s *Store) Top() *TopReader { return s.top }
 // connects to the server and reads its version, which picks the schema
 // dialect. It blocks for at most cfg.DialTimeout. An error from a server
 // that cannot be reached is not permanent (retry.IsPermanent): the
-// caller may retry New.
+// caller may retry New, on the same reg, since a New that fails leaves
+// reg as it found it.
 // log may be nil to discard the store's log records.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	cfg = cfg.withDefaults()
@@ -99,10 +103,16 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(reg)
+	m, unreg, err := newMetrics(reg)
 	if err != nil {
 		return nil, permanentErr("new", err)
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			unreg()
+		}
+	}()
 	conn, err := ch.Open(&ch.Options{
 		Protocol: ch.Native,
 		Addr:     []string{cfg.Addr},
@@ -139,8 +149,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 		"dialect", string(dialect), "database", cfg.Database)
 	s := &Store{
 		cfg: cfg, log: log, m: m, conn: conn, version: version, dialect: dialect,
-		lastInsert: map[string]time.Time{},
+		lastInsert: map[string]time.Time{}, unreg: unreg,
 	}
+	ok = true
 	s.writer, s.plans, s.findings, s.stats = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &StatsReader{s}
 	s.audit, s.top = &AuditReader{s}, &TopReader{s}
 	return s, nil

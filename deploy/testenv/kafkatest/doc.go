@@ -17,7 +17,11 @@
 // Restart stops and starts the same broker, on the same port and data
 // directory, for fault tests; it needs the broker that Start started.
 //
-// Start, Restart and CreateTopics block and are safe for concurrent use
+// StartPrivate starts a broker of the calling test's own, which the test
+// may halt and resume (a broker that starts late) and which is stopped
+// when it ends.
+//
+// Start, StartPrivate, Restart and CreateTopics block and are safe for concurrent use
 // (Restart is serialised with Start). The package keeps the one broker
 // of the test process in a package-level testenv.Shared; the process
 // handling (ports, scripts, log tails, stop) is package testenv's.

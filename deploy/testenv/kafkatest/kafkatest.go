@@ -63,6 +63,30 @@ func Start(t testing.TB) []string {
 	return append([]string(nil), b.addrs...)
 }
 
+// StartPrivate starts a broker of t's own, even when EnvBrokers is set,
+// and stops it and removes its folder when t ends; for tests that stop
+// and start the broker (Process.Halt, Process.Resume), such as a broker
+// that comes up after skewlens. It skips t under -short and fails t when
+// the broker cannot be started.
+func StartPrivate(t testing.TB) *testenv.Process {
+	t.Helper()
+	testenv.SkipShort(t, "a Kafka broker")
+	l, err := launcher()
+	if err != nil {
+		t.Fatalf("kafkatest: %v", err)
+	}
+	p, err := l.Start()
+	if err != nil {
+		t.Fatalf("kafkatest: cannot start a broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("kafkatest: %v", err)
+		}
+	})
+	return p
+}
+
 // Main runs the tests of a package that uses Start, then stops the broker
 // Start started and exits with the tests' exit code. Call it from
 // TestMain: func TestMain(m *testing.M) { kafkatest.Main(m) }.
