@@ -80,9 +80,10 @@ type runCmd struct {
 // returns, every other is interrupted, one after another in the order
 // they are added: the simulator feed stops producing; the runner writes
 // its pending findings, saves the engine state and commits the offsets
-// they free (bounded by the runner's final-flush timeout); the override
-// poller stops; the API drains its requests; the progress line and the
-// ops server stop. Then the deferred closes run in reverse order of
+// they free (the drain: on a context of its own, which the cancelled run
+// context does not cut short, bounded by stream.Config.DrainTimeout); the
+// override poller stops; the API drains its requests; the progress line
+// and the ops server stop; the run context is cancelled. Then the deferred closes run in reverse order of
 // creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
 // store close, and the local ClickHouse and the embedded broker stop.
