@@ -193,7 +193,7 @@ func (c *runCmd) Run(e *env) error {
 			return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
 		}
 	} else {
-		log.Info("embedded broker: not resuming engine state or open incidents of an earlier run", "group", c.Group)
+		log.Info("embedded broker: not resuming engine state, open incidents or alerts of an earlier run", "group", c.Group)
 	}
 	if err := eng.Restore(states); err != nil {
 		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)
@@ -288,8 +288,20 @@ func (c *runCmd) Run(e *env) error {
 		})
 	}
 
+	// The alert state is stored beside the engine state at every window
+	// close and, against real brokers, resumed, so an ongoing condition
+	// does not fire again after a restart.
+	alertSink, err := deliver.NewStatefulSink(incSink, alerter, store.Writer(), c.Group, log)
+	if err != nil {
+		return err
+	}
+	if resume {
+		if err := alertSink.Restore(ctx, store.RetryPolicy()); err != nil {
+			return err
+		}
+	}
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
-		kafkasrc.ForStream(src), stage, deliver.NewSink(incSink, alerter), store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), stage, alertSink, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}
