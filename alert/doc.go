@@ -19,6 +19,11 @@
 // Advance), never a clock, so equal inputs give equal outputs, and a
 // replay alerts exactly like the live run did.
 //
+// Tracker.Snapshot encodes the state per job, versioned and
+// deterministically, and Tracker.Restore resumes it, so that the pipeline
+// (which stores it: the I/O is outside this package) does not fire an
+// ongoing condition again after a restart.
+//
 // # Blocking and safety
 //
 // The package is pure: it does no I/O, reads no clock, starts no

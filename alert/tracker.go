@@ -26,6 +26,11 @@ type Tracker struct {
 	now     int64            // event time (ms): the latest window end or watermark
 	firing  int
 	refused uint64
+	// restored holds the jobs Restore brought back, and dormant those of
+	// them no finding or report has been seen of since: their alerts
+	// neither resolve nor are snapshotted (see Restore).
+	restored map[string]bool
+	dormant  map[string]bool
 }
 
 // state is one tracked alert: pending until it fires, then firing until
@@ -90,10 +95,12 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 		return nil, err
 	}
 	t := &Tracker{
-		cfg:     cfg,
-		causes:  make(map[string]bool, len(cfg.Causes)),
-		states:  make(map[Identity]*state),
-		reports: make(map[string]int64),
+		cfg:      cfg,
+		causes:   make(map[string]bool, len(cfg.Causes)),
+		states:   make(map[Identity]*state),
+		reports:  make(map[string]int64),
+		restored: make(map[string]bool),
+		dormant:  make(map[string]bool),
 	}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
@@ -125,6 +132,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Event {
 		if f.JobID == "" || f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
+		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
 		id, ok := identityOf(f)
 		recs = append(recs, record{id: id, alertable: ok && t.causes[id.Cause], f: f})
 	}
@@ -273,6 +281,7 @@ func (t *Tracker) Advance(watermark int64) []Event {
 // findings, before the Advance for that window.
 func (t *Tracker) JobsReported(windowEnd int64, jobIDs ...string) {
 	for _, j := range jobIDs {
+		delete(t.dormant, j)
 		if j != "" && windowEnd > t.reports[j] {
 			t.reports[j] = windowEnd
 		}
@@ -293,6 +302,9 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 	}
 	var done []over
 	for _, st := range t.states {
+		if t.dormant[st.id.JobID] {
+			continue
+		}
 		clock := now
 		if t.cfg.RequireReports {
 			last, ok := t.reports[st.id.JobID]
@@ -331,7 +343,7 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 	// of theirs is older than both horizons.
 	horizon := now - max(resolveAfter, silentAfter)
 	for j, last := range t.reports {
-		if last < horizon {
+		if last < horizon && !t.dormant[j] {
 			delete(t.reports, j)
 		}
 	}

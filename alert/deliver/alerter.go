@@ -104,6 +104,26 @@ func (a *Alerter) Active() []alert.Alert {
 	return a.t.Active()
 }
 
+// Snapshot is alert.Tracker.Snapshot, taken under the Alerter's lock.
+func (a *Alerter) Snapshot() ([]alert.JobSnapshot, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.t.Snapshot()
+}
+
+// Restore is alert.Tracker.Restore: call it before the first Observe. It
+// sends nothing (the restored alerts were notified before the restart)
+// and sets the firing and pending gauges.
+func (a *Alerter) Restore(snaps []alert.JobSnapshot) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.t.Restore(snaps); err != nil {
+		return err
+	}
+	a.handle(nil)
+	return nil
+}
+
 // Stop drains and stops the delivery (Fanout.Stop). Safe to call twice.
 func (a *Alerter) Stop() { a.out.Stop() }
 

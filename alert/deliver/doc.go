@@ -3,7 +3,9 @@
 // findings and watermarks and counts its transitions in metrics; Fanout
 // hands the notifications to the notifiers (Notifier; the implementations
 // are alert/alertmanager, alert/webhook and alert/kafkanotify); Sink wraps
-// the pipeline's findings sink so that only stored findings alert. This
+// the pipeline's findings sink so that only stored findings alert, and
+// (NewStatefulSink) stores the Alerter's state (alert.Tracker.Snapshot) in
+// a StateStore at every window close and restores it at start-up. This
 // package holds the goroutines, queues, retries, metrics and logging that
 // package alert must not. Imports go one way: alert <- deliver <- the
 // notifiers (they return NotifyError) <- cmd/skewlens.

@@ -2,14 +2,32 @@ package deliver
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
 // Writer stores findings; Write returns nil only once they are stored.
 type Writer interface {
 	Write(ctx context.Context, version uint64, fs []skew.Finding) error
+}
+
+// StateStore keeps the alert state per consumer group and job (the
+// ClickHouse store's Writer is one). SaveAlertState returns nil only once
+// the states are durably stored; later versions replace earlier ones, and
+// an empty State replaces a job's older one. LoadAlertState returns the
+// latest non-empty state of each job of the group.
+type StateStore interface {
+	SaveAlertState(ctx context.Context, group string, version uint64, states []alert.JobSnapshot) error
+	LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error)
 }
 
 // advancer is the pipeline's stream.Advancer, named here so that this
@@ -21,15 +39,65 @@ type advancer interface {
 // Sink wraps the pipeline's findings sink: findings reach the Alerter
 // only once next has stored them (an alert never names a finding that is
 // not in ClickHouse), and every window close advances it, so alerts
-// resolve when findings stop. It is safe for concurrent use if next is;
-// the Alerter never blocks it.
+// resolve when findings stop. With a StateStore (NewStatefulSink), every
+// window close also stores the Alerter's state, and Restore resumes it
+// after a restart. It is safe for concurrent use if next is; the Alerter
+// never blocks it.
 type Sink struct {
-	next Writer
-	a    *Alerter
+	next  Writer
+	a     *Alerter
+	store StateStore // nil: the alert state is not kept
+	group string
+	log   *slog.Logger
+
+	mu sync.Mutex // serialises the state saves
+	// saved names the jobs whose last stored state was not empty: a job
+	// that drops out of the Alerter's snapshot gets an empty state, so
+	// that a restart does not bring back alerts that are over.
+	saved map[string]bool
 }
 
-// NewSink returns a Sink that writes to next and alerts through a.
+// NewSink returns a Sink that writes to next and alerts through a, and
+// keeps no alert state: a restart forgets the alerts.
 func NewSink(next Writer, a *Alerter) *Sink { return &Sink{next: next, a: a} }
+
+// NewStatefulSink returns a Sink that writes to next, alerts through a,
+// and stores a's state in store under the consumer group's name each
+// time windows close (after the engine's state, before the offsets are
+// committed: see Advance). log may be nil.
+func NewStatefulSink(next Writer, a *Alerter, store StateStore, group string, log *slog.Logger) (*Sink, error) {
+	if next == nil || a == nil || store == nil || group == "" {
+		return nil, errors.New("deliver: nil writer, alerter or state store, or no consumer group")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sink{next: next, a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
+}
+
+// Restore loads the consumer group's stored alert state into the Alerter,
+// reading with policy (start-up: the caller is its only retrier). Call it
+// once, before the first Write; a Sink without a StateStore restores
+// nothing. A stored state that does not validate is an error: starting
+// without it would fire ongoing conditions again.
+func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
+	if s.store == nil {
+		return nil
+	}
+	var snaps []alert.JobSnapshot
+	err := retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
+		snaps, err = s.store.LoadAlertState(ctx, s.group)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load alert state of group %s: %w", s.group, err)
+	}
+	if err := s.a.Restore(snaps); err != nil {
+		return fmt.Errorf("alert state of group %s: %w (a state saved by another version of skewlens? use a new --group)", s.group, err)
+	}
+	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps), "firing", len(s.a.Active()))
+	return nil
+}
 
 // Write writes fs to next and, once that succeeded, observes them.
 func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
@@ -41,7 +109,10 @@ func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) err
 }
 
 // Advance advances next (when it is an advancer too) and then the
-// Alerter to now, the end of the last closed window.
+// Alerter to now, the end of the last closed window, and stores the
+// Alerter's state (with a StateStore). Calling it again with the same now
+// (the pipeline retries a failed Advance) changes no alert and stores the
+// state again.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 	if adv, ok := s.next.(advancer); ok {
 		if err := adv.Advance(ctx, now); err != nil {
@@ -49,5 +120,47 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 		}
 	}
 	s.a.Advance(now.UnixMilli())
+	if s.store == nil {
+		return nil
+	}
+	return s.saveState(ctx, now)
+}
+
+// saveState stores the Alerter's snapshot, and an empty state for each
+// job stored before that is no longer in it. A job whose state cannot be
+// encoded is logged and keeps its older state.
+func (s *Sink) saveState(ctx context.Context, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snaps, serr := s.a.Snapshot()
+	cur := make(map[string]bool, len(snaps))
+	for _, sn := range snaps {
+		cur[sn.JobID] = true
+	}
+	if serr != nil {
+		s.log.Warn("alert state of some jobs not saved", "err", serr)
+	} else {
+		for j := range s.saved {
+			if !cur[j] {
+				snaps = append(snaps, alert.JobSnapshot{JobID: j})
+			}
+		}
+	}
+	if len(snaps) == 0 {
+		return nil
+	}
+	slices.SortFunc(snaps, func(a, b alert.JobSnapshot) int { return strings.Compare(a.JobID, b.JobID) })
+	// Wall-clock versions, as the engine state's: a restarted pipeline's
+	// saves replace those of the run before it.
+	if err := s.store.SaveAlertState(ctx, s.group, uint64(time.Now().UnixNano()), snaps); err != nil {
+		return fmt.Errorf("save alert state of %d jobs at %s: %w", len(snaps), now.UTC().Format(time.RFC3339), err)
+	}
+	if serr == nil {
+		s.saved = cur
+	} else {
+		for j := range cur {
+			s.saved[j] = true
+		}
+	}
 	return nil
 }

@@ -82,9 +82,10 @@ type runCmd struct {
 // returns, every other is interrupted, one after another in the order
 // they are added: the simulator feed stops producing; the runner writes
 // its pending findings, saves the engine state and commits the offsets
-// they free (bounded by the runner's final-flush timeout); the override
-// poller stops; the API drains its requests; the progress line and the
-// ops server stop. Then the deferred closes run in reverse order of
+// they free (the drain: on a context of its own, which the cancelled run
+// context does not cut short, bounded by stream.Config.DrainTimeout); the
+// override poller stops; the API drains its requests; the progress line
+// and the ops server stop; the run context is cancelled. Then the deferred closes run in reverse order of
 // creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
 // store close, and the local ClickHouse and the embedded broker stop.
@@ -199,7 +200,7 @@ func (c *runCmd) Run(e *env) error {
 		log.Info("Kafka brokers given: resuming the engine state and open incidents the consumer group saved in ClickHouse",
 			"group", c.Group, "database", c.Database)
 	} else {
-		log.Info("embedded broker: starting afresh; not resuming the engine state and open incidents an earlier run saved in ClickHouse",
+		log.Info("embedded broker: starting afresh; not resuming the engine state, open incidents and alerts an earlier run saved in ClickHouse",
 			"group", c.Group, "database", c.Database)
 	}
 	if err := eng.Restore(states); err != nil {
@@ -293,8 +294,20 @@ func (c *runCmd) Run(e *env) error {
 		})
 	}
 
+	// The alert state is stored beside the engine state at every window
+	// close and, against real brokers, resumed, so an ongoing condition
+	// does not fire again after a restart.
+	alertSink, err := deliver.NewStatefulSink(incSink, alerter, store.Writer(), c.Group, log)
+	if err != nil {
+		return err
+	}
+	if resume {
+		if err := alertSink.Restore(ctx, store.RetryPolicy()); err != nil {
+			return err
+		}
+	}
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
-		kafkasrc.ForStream(src), stage, deliver.NewSink(incSink, alerter), store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), stage, alertSink, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func TestRunTwiceEmbeddedBroker(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\n%s\n%s", i, code, out, tail([]byte(errOut)))
 		}
-		if !strings.Contains(errOut, "embedded broker: starting afresh; not resuming the engine state and open incidents") {
+		if !strings.Contains(errOut, "embedded broker: starting afresh; not resuming the engine state, open incidents and alerts") {
 			t.Errorf("run %d does not say it starts afresh:\n%s", i, tail([]byte(errOut)))
 		}
 		if n := len(opened.FindAllString(out, -1)); n == 0 {

@@ -41,13 +41,18 @@ type Config struct {
 	// Group names the consumer group whose engine state is saved (with a
 	// StateStore; default "skewlens").
 	Group string
-	// FinalFlushTimeout bounds the last write and commit when Run ends
-	// (default 30s): with the sink away, what is not written then is read
-	// again after a restart.
-	FinalFlushTimeout time.Duration
+	// DrainTimeout bounds the drain when Run is asked to end (Stop, or its
+	// context ending): from that moment, the writer has this long (default
+	// 10s) to write the findings of the windows that closed, save the
+	// engine state and commit the offsets they free, retrying failed
+	// writes meanwhile. The caller's cancellation does not cut it short.
+	// With the sink away for longer, what is not written is logged, its
+	// offsets are not committed, and a restart reads it again.
+	DrainTimeout time.Duration
 	// Retry spaces the attempts of a write to the sink (default: 100 ms
 	// doubling to 5 s, without a bound on the attempts: a write is retried
-	// until it succeeds, fails permanently, or Stop). The wait is short
+	// until it succeeds, fails permanently, or the drain's DrainTimeout
+	// runs out). The wait is short
 	// because consumption is paused meanwhile: once the sink is back, the
 	// pipeline resumes within MaxBackoff.
 	Retry retry.Policy
@@ -56,7 +61,7 @@ type Config struct {
 // DefaultConfig returns the Config whose fields are the defaults stated in
 // their comments (no partitions or backlog: those come from Kafka).
 func DefaultConfig() Config {
-	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", FinalFlushTimeout: 30 * time.Second,
+	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", DrainTimeout: 10 * time.Second,
 		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 }
 
@@ -68,7 +73,7 @@ func (c Config) withDefaults() Config {
 	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
 	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
 	c.Group = cmp.Or(c.Group, d.Group)
-	c.FinalFlushTimeout = cmp.Or(c.FinalFlushTimeout, d.FinalFlushTimeout)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	c.Retry = c.Retry.OrDefault(d.Retry)
 	return c
 }
@@ -84,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush interval %s: must not be negative", c.FlushInterval))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %s: must not be negative", c.DrainTimeout))
 	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("max pending %d: must be positive", c.MaxPending))

@@ -14,8 +14,18 @@
 // writer has a job waiting already: back-pressure, never dropping. The
 // time the writer is busy counts toward no partition's idleness, as the
 // time the actor wrote itself did: a commit waiting across a broker
-// restart stalls the fetcher too, and must not make partitions idle. Its API has its own Message and Partition types, so
-// no Kafka client is part of it (kafkasrc.ForStream adapts kafka-go).
+// restart stalls the fetcher too, and must not make partitions idle.
+//
+// Stopping (Stop, or Run's context ending) drains: the findings of the
+// windows that closed are written, the engine state saved and the offsets
+// they free committed, on the writer's own context, which the caller's
+// cancellation does not end and Config.DrainTimeout (default 10s) does;
+// failed writes are retried meanwhile. What the drain could not write is
+// logged and not committed, so a durable broker delivers it again after a
+// restart.
+//
+// Its API has its own Message and Partition types, so no Kafka client is
+// part of it (kafkasrc.ForStream adapts kafka-go).
 //
 // The files follow the concerns: runner.go (the interfaces, Run and the
 // retry of sink writes), config.go, fetch.go (the fetcher goroutine and

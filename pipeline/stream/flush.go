@@ -38,6 +38,7 @@ func (r *Runner) flush() error {
 	job := &flushJob{}
 	if len(r.pending) > 0 {
 		job.findings = r.pending
+		r.handed += int64(len(job.findings))
 		r.pending = nil
 		r.lastWrite = r.now()
 		r.m.pending.Set(0)
@@ -126,17 +127,23 @@ func (r *Runner) reap(wait bool) error {
 	return nil
 }
 
-// finalFlush is the flush when Run ends: it hands the writer its last job
-// and waits until the writer has done them all. The writer outlives ctx
-// (the caller's cancellation is what ended Run) but not FinalFlushTimeout:
-// then its context ends, and what is not written is read again after a
-// restart.
+// finalFlush is the drain when Run ends: it hands the writer its last
+// job and waits until the writer has done them all. The writer outlives
+// ctx (the caller's cancellation is what ended Run) but not
+// DrainTimeout after it: then its context ends, and what is not written
+// is read again after a restart (Run logs how much).
 func (r *Runner) finalFlush() error {
-	t := time.AfterFunc(r.cfg.FinalFlushTimeout, r.wcancel)
-	defer t.Stop()
+	start, before := time.Now(), r.written.Load()
 	if err := r.flush(); err != nil {
 		return err // the writer has stopped, or its time is up
 	}
 	r.closeJobs()
-	return r.reap(true)
+	if err := r.reap(true); err != nil {
+		return err
+	}
+	if r.log != nil {
+		r.log.Info("drained: the findings of closed windows are written and their offsets committed",
+			"findings", r.written.Load()-before, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -31,6 +32,10 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 			reason, _ := decode.ReasonOf(err)
 			r.m.lines.WithLabelValues(reason.String()).Inc()
 			if derr := r.dead.Send(ctx, msg, reason.String(), err.Error()); derr != nil {
+				// The message is unfinished: it holds its offset in a window
+				// that never closes, so no commit passes it (Run may still
+				// drain, when it is stopping) and a restart reads it again.
+				r.ledger.hold(k, math.MaxInt64, msg.Offset)
 				return fmt.Errorf("dead-letter offset %d of %s/%d: %w", msg.Offset, msg.Topic, msg.Partition, derr)
 			}
 			continue

@@ -82,14 +82,16 @@ type Runner struct {
 
 	// The writer goroutine (writer.go) and what the actor knows of it:
 	// jobs waiting for it (one at most: the writer is one job behind), a
-	// result per job done, the jobs handed and not reported done, and its
-	// context, which outlives Run's but not the final flush's timeout.
+	// result per job done, the jobs handed and not reported done, the
+	// findings handed to it in all, and its context, which outlives Run's
+	// but not the drain (see Config.DrainTimeout).
 	jobs       chan *flushJob
 	jobsClosed bool
 	results    chan error
 	inflight   int
+	handed     int64
 	wctx       context.Context
-	wcancel    context.CancelFunc
+	wcancel    context.CancelCauseFunc
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -134,17 +136,35 @@ func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStor
 // the terminal view). Call before Run.
 func (r *Runner) OnFinding(f func(*skew.Finding)) { r.onFind = f }
 
-// Stop asks Run to finish: it writes pending findings, commits what is
-// safe, and returns. Open windows are not written: their messages are not
-// committed, so they are read again and completed after a restart.
+// Stop asks Run to finish: it drains (writes the findings of the windows
+// that closed, saves the engine state, commits what is safe; bounded by
+// Config.DrainTimeout) and returns. Open windows are not written: their
+// messages are not committed, so they are read again and completed after
+// a restart. Stop does not wait for Run.
 func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // Run consumes until ctx is done, Stop is called, the source ends with
 // io.EOF, or a fatal error occurs. A fetch error is returned only after
 // every message fetched before it has been processed.
-func (r *Runner) Run(ctx context.Context) error {
+//
+// When ctx ends or Stop is called, Run drains: what is due is written and
+// committed on a context of its own, which the caller's cancellation does
+// not end but Config.DrainTimeout does. Run returns nil once the drain is
+// done, or an error (after logging how many findings were not written:
+// their offsets are not committed, so a restart reads them again).
+func (r *Runner) Run(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Stop ends ctx at once, whatever the actor is doing (it may be
+	// waiting to hand the writer a job while the sink is away): the
+	// fetcher stops, and the drain's time starts.
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// Listed partitions wait from the first message of any partition on
 	// (see process): joining the consumer group takes seconds, and their
 	// grace must not run out before anything could be delivered.
@@ -162,8 +182,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	go r.fetch(ctx, queue, fetchErr)
 	// Writes, state saves and commits run on the writer goroutine, so that
 	// decoding and windowing go on while ClickHouse takes an insert. Its
-	// context outlives ctx, for the final flush (bounded there).
-	r.wctx, r.wcancel = context.WithCancel(context.WithoutCancel(ctx))
+	// context outlives ctx, for the drain, which ends it DrainTimeout
+	// after ctx ended.
+	r.wctx, r.wcancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	var drainTimer atomic.Pointer[time.Timer]
+	unwatch := context.AfterFunc(ctx, func() {
+		drainTimer.Store(time.AfterFunc(r.cfg.DrainTimeout, func() {
+			r.wcancel(fmt.Errorf("drain timeout %s passed", r.cfg.DrainTimeout))
+		}))
+	})
+	// Runs last: by then the writer has finished, so the counts are final.
+	defer func() {
+		if n := r.handed - r.written.Load() + int64(len(r.pending)); err != nil && n > 0 && r.log != nil {
+			r.log.Error("findings not written; their offsets are not committed, so a restart reads them again",
+				"findings", n, "err", err)
+		}
+	}()
 	// results holds every result the actor may not have taken yet: it
 	// takes those there are before each hand-off; then at most two jobs
 	// are unreported (one being done, one waiting), and the one handed
@@ -173,8 +207,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	go r.writer(r.wctx, finished)
 	defer func() {
 		r.closeJobs()
-		r.wcancel()
+		r.wcancel(errors.New("runner returned"))
 		<-finished
+		unwatch()
+		if t := drainTimer.Load(); t != nil {
+			t.Stop()
+		}
 	}()
 	tick := time.NewTicker(r.cfg.FlushInterval)
 	defer tick.Stop()
@@ -194,9 +232,17 @@ func (r *Runner) Run(ctx context.Context) error {
 					return r.finalFlush()
 				}
 			}
+			if ctx.Err() != nil {
+				// Stopping: the batch is not processed, so its offsets are
+				// not committed and a restart reads it again.
+				return r.finalFlush()
+			}
 			r.m.queue.Set(float64(len(queue) * batchMax))
 			for _, msg := range batch {
 				if err := r.process(ctx, msg); err != nil {
+					if ctx.Err() != nil {
+						return r.finalFlush() // process holds the message's offset back
+					}
 					return err
 				}
 			}
@@ -220,10 +266,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			if err := r.flush(); err != nil {
 				return err
 			}
-		case <-r.stop:
-			cancel()
-			return r.finalFlush()
-		case <-ctx.Done():
+		case <-ctx.Done(): // the caller's cancellation, or Stop
 			return r.finalFlush()
 		}
 	}
@@ -240,38 +283,27 @@ func (r *Runner) closeJobs() {
 // retry runs one write to the sink (findings or engine state) with
 // retry.Do, retrying errors that are not permanent (retry.IsPermanent)
 // with jittered exponential backoff (Config.Retry: 100 ms doubling to 5 s)
-// for as long as it takes: while it waits, nothing is consumed (the fetch queue fills
-// and the fetcher blocks), so memory stays bounded and nothing is lost.
-// The runner is the one layer that retries a write: the sink makes one
-// attempt and classifies. A permanent error, ctx ending, or Stop ends the
-// wait with an error; the offsets are then not committed and are read
-// again after a restart. Stop ends the waits, not an attempt in flight.
-// Each attempt writes a new version: a later write replaces.
+// for as long as it takes: while it waits, nothing is consumed (the fetch
+// queue fills and the fetcher blocks), so memory stays bounded and nothing
+// is lost. The runner is the one layer that retries a write: the sink
+// makes one attempt and classifies. Stopping does not end the retries:
+// the drain goes on retrying what is due until ctx (the writer's) ends,
+// DrainTimeout after the stop. A permanent error or ctx ending ends them
+// with an error; the offsets are then not committed and are read again
+// after a restart. Each attempt writes a new version: a later write
+// replaces.
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
-	waits, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-r.stop:
-			cancel()
-		case <-waits.Done():
-		}
-	}()
-	var last error
-	err := retry.Do(waits, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
+	err := retry.Do(ctx, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
 		if r.log != nil {
 			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
 		}
-	}, func(context.Context) error {
-		last = fn(ctx)
-		return last
-	})
+	}, fn)
 	switch {
 	case err == nil:
 		return nil
-	case retry.IsPermanent(err), ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", what, err)
+	case !retry.IsPermanent(err) && ctx.Err() != nil:
+		return fmt.Errorf("%s: %w (%w)", what, err, context.Cause(ctx))
 	}
-	return fmt.Errorf("%s: %w (gave up: stopping)", what, last)
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -18,6 +18,10 @@
 //   - engine_state (SaveState, LoadState): the engine's cross-window state
 //     per consumer group and job, saved between the findings write and the
 //     offset commit so that a restarted pipeline resumes it;
+//   - alert_state (SaveAlertState, LoadAlertState): the alert state
+//     machine's state per consumer group and job (alert.Tracker.Snapshot),
+//     saved next to the engine state so that a restart does not fire
+//     ongoing alerts again;
 //   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
 //     versions and retirements, operators' overrides, and who changed what;

@@ -1,0 +1,254 @@
+package alert
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// snapshotWindows returns findings window by window for two jobs: a
+// slow_subtask that lasts the first 12 windows, a hot key that starts in
+// window 3 and goes on, and a data_skew of another job that lasts from
+// window 2 to 8, each job also reporting statistics every window.
+func snapshotWindows(n int) [][]skew.Finding {
+	var out [][]skew.Finding
+	for i := range n {
+		ws := int64(i) * win
+		fs := []skew.Finding{statsOf("j1", ws), statsOf("j2", ws)}
+		if i < 12 {
+			fs = append(fs, sat("j1", "sink", 1, skew.CauseSlowSubtask, ws))
+		}
+		if i >= 3 {
+			fs = append(fs, hot("j1", "agg", 3, "k1", 0.4, ws), hot("j1", "agg", 3, "k2", 0.2+float64(i%2)/10, ws))
+		}
+		if i >= 2 && i <= 8 {
+			fs = append(fs, sat("j2", "agg", 0, skew.CauseDataSkew, ws))
+		}
+		out = append(out, fs)
+	}
+	return out
+}
+
+// feed runs windows through tr as the pipeline does (Observe, then
+// Advance to the window's end) and returns the events as JSON lines.
+func feed(t *testing.T, tr *Tracker, windows [][]skew.Finding, first int) []string {
+	t.Helper()
+	var out []string
+	for i, fs := range windows {
+		events := append(tr.Observe(fs), tr.Advance(int64(first+i+1)*win)...)
+		for _, e := range events {
+			b, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+func newTestTracker(t *testing.T) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(TrackerConfig{RenotifyInterval: 40 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestSnapshotRestoreMatchesUninterrupted: a tracker snapshotted after
+// any window and restored into a new tracker then gives the events an
+// uninterrupted tracker gives: no second firing of an ongoing condition,
+// the resolutions of conditions that ended, renotifications on time.
+func TestSnapshotRestoreMatchesUninterrupted(t *testing.T) {
+	windows := snapshotWindows(24)
+	want := feed(t, newTestTracker(t), windows, 0)
+	var firing int
+	for _, e := range want {
+		if strings.Contains(e, `"Kind":"firing"`) {
+			firing++
+		}
+	}
+	if firing < 3 || !slices.ContainsFunc(want, func(e string) bool { return strings.Contains(e, `"Kind":"resolved"`) }) {
+		t.Fatalf("the fixture fires %d alerts and resolves none:\n%s", firing, joinLines(want))
+	}
+	for cut := 1; cut < len(windows); cut++ {
+		before := newTestTracker(t)
+		got := feed(t, before, windows[:cut], 0)
+		snaps, err := before.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := newTestTracker(t)
+		if err := after.Restore(snaps); err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		got = append(got, feed(t, after, windows[cut:], cut)...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("restored after window %d:\n%s\nwant (uninterrupted):\n%s", cut, joinLines(got), joinLines(want))
+		}
+	}
+}
+
+// TestSnapshotDeterministic: equal trackers give byte-identical
+// snapshots, a restored tracker snapshots what it was restored from once
+// its jobs report again, and snapshots are ordered by job.
+func TestSnapshotDeterministic(t *testing.T) {
+	windows := snapshotWindows(6)
+	a, b := newTestTracker(t), newTestTracker(t)
+	feed(t, a, windows, 0)
+	for _, fs := range windows { // another order within each window
+		in := slices.Clone(fs)
+		rand.New(rand.NewPCG(7, 7)).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		b.Observe(in)
+	}
+	b.Advance(int64(len(windows)) * win)
+	sa, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := b.Snapshot()
+	if len(sa) != 2 || sa[0].JobID != "j1" || sa[1].JobID != "j2" {
+		t.Fatalf("snapshot of jobs %v, want j1 and j2", sa)
+	}
+	for i := range sa {
+		if !bytes.Equal(sa[i].State, sb[i].State) {
+			t.Fatalf("job %s:\n%s\n%s", sa[i].JobID, sa[i].State, sb[i].State)
+		}
+		if !bytes.HasPrefix(sa[i].State, []byte(`{"v":1,`)) {
+			t.Fatalf("state without its version first: %s", sa[i].State)
+		}
+	}
+	again, _ := a.Snapshot()
+	if !slices.EqualFunc(sa, again, func(x, y JobSnapshot) bool { return x.JobID == y.JobID && bytes.Equal(x.State, y.State) }) {
+		t.Fatal("a second Snapshot differs from the first")
+	}
+	r := newTestTracker(t)
+	if err := r.Restore(sa); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.Snapshot(); len(s) != 0 {
+		t.Fatalf("dormant jobs snapshotted: %v", s)
+	}
+	if got, want := r.Active(), a.Active(); len(want) == 0 || !sameJSON(t, got, want) {
+		t.Fatalf("restored Active %v, want %v", got, want)
+	}
+	r.JobsReported(int64(len(windows))*win, "j1", "j2")
+	rs, _ := r.Snapshot()
+	for i := range rs {
+		if !bytes.Equal(rs[i].State, sa[i].State) {
+			t.Fatalf("job %s snapshotted after restore:\n%s\nwant\n%s", rs[i].JobID, rs[i].State, sa[i].State)
+		}
+	}
+}
+
+func sameJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	x, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(x, y)
+}
+
+// TestRestoreDormantUntilReported: a restored job's alerts do not resolve
+// while the job is not heard of (another instance may consume it), and
+// resolve, at the time their hysteresis ran out, once it reports.
+func TestRestoreDormantUntilReported(t *testing.T) {
+	before := newTestTracker(t)
+	feed(t, before, snapshotWindows(8), 0) // j1's slow_subtask fires
+	snaps, _ := before.Snapshot()
+	tr := newTestTracker(t)
+	if err := tr.Restore(snaps); err != nil {
+		t.Fatal(err)
+	}
+	firing := tr.Firing()
+	if firing == 0 {
+		t.Fatal("nothing firing after restore")
+	}
+	if ev := tr.Advance(1_000_000); len(ev) != 0 || tr.Firing() != firing {
+		t.Fatalf("dormant alerts changed: %v", evs(ev))
+	}
+	ev := tr.Observe([]skew.Finding{statsOf("j1", 1_000_000)})
+	var resolved []string
+	for _, e := range ev {
+		if e.Kind != EventResolved {
+			t.Fatalf("event %s", evs([]Event{e}))
+		}
+		resolved = append(resolved, e.Alert.ID)
+		if at := e.Alert.UpdatedAt.UnixMilli(); at != e.Alert.LastSeenAt.UnixMilli()+DefaultTrackerConfig().ResolveAfter.Milliseconds() {
+			t.Errorf("%s resolved at %d, want its last window end + resolve-after", e.Alert.ID, at)
+		}
+	}
+	if len(resolved) == 0 || slices.ContainsFunc(resolved, func(id string) bool { return !strings.HasPrefix(id, "j1/") }) {
+		t.Fatalf("resolved %v: want j1's alerts, and only them", resolved)
+	}
+}
+
+// TestRestoreRefusesBadState: states that do not decode or validate are
+// errors naming the job, and nothing is restored.
+func TestRestoreRefusesBadState(t *testing.T) {
+	before := newTestTracker(t)
+	feed(t, before, snapshotWindows(8), 0)
+	good, _ := before.Snapshot()
+	edit := func(f func(m map[string]any)) []JobSnapshot {
+		var m map[string]any
+		if err := json.Unmarshal(good[0].State, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		return []JobSnapshot{{JobID: good[0].JobID, State: b}, good[1]}
+	}
+	alert0 := func(m map[string]any) map[string]any { return m["alerts"].([]any)[0].(map[string]any) }
+	for _, tc := range []struct {
+		name  string
+		snaps []JobSnapshot
+		want  string
+	}{
+		{"not JSON", []JobSnapshot{{JobID: "j1", State: []byte("{")}}, "decode"},
+		{"other version", edit(func(m map[string]any) { m["v"] = 2 }), "version 2"},
+		{"other job", []JobSnapshot{{JobID: "j9", State: good[0].State}}, "state of job"},
+		{"duplicate job", []JobSnapshot{good[0], good[0]}, "duplicate"},
+		{"bad cause", edit(func(m map[string]any) { alert0(m)["cause"] = "nonsense" }), "not of the alert"},
+		{"times", edit(func(m map[string]any) { alert0(m)["start"] = 1e12 }), "out of order"},
+		{"bad utf8", edit(func(m map[string]any) { alert0(m)["task_name"] = "a\xffb" }), "not of the alert"},
+		{"no labels", edit(func(m map[string]any) {
+			for _, a := range m["alerts"].([]any) {
+				if a.(map[string]any)["firing"] == true {
+					delete(a.(map[string]any), "labels")
+				}
+			}
+		}), "without labels"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestTracker(t)
+			err := tr.Restore(tc.snaps)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Restore = %v, want an error with %q", err, tc.want)
+			}
+			if tr.Firing()+tr.Pending() != 0 {
+				t.Fatal("something was restored")
+			}
+		})
+	}
+	used := newTestTracker(t)
+	used.Observe(snapshotWindows(1)[0])
+	if err := used.Restore(good); err == nil {
+		t.Fatal("Restore on a used tracker succeeded")
+	}
+	empty := newTestTracker(t)
+	if err := empty.Restore([]JobSnapshot{{JobID: "gone"}}); err != nil || empty.Now() != 0 {
+		t.Fatalf("an empty state: %v, now %d", err, empty.Now())
+	}
+}
