@@ -46,8 +46,14 @@ type Launcher struct {
 	// Attempts is how many ports a start tries when start.sh reports its
 	// port as taken ("already in use"), which happens when another process
 	// binds the port between FreePort and the server's own bind
-	// (default 3).
+	// (default 3; 1 when Port is set).
 	Attempts int
+	// Port, when not zero, is the port the server listens on, for a
+	// server whose peers must know its port before it starts (the
+	// replicas of a cluster name each other in their configuration); a
+	// start then tries that port alone (default 0: a free port from
+	// FreePort per attempt).
+	Port int
 }
 
 // Process is a server a Launcher started. Its methods are safe for
@@ -108,6 +114,9 @@ func (l *Launcher) Start() (*Process, error) {
 	if attempts <= 0 {
 		attempts = 3
 	}
+	if l.Port != 0 {
+		attempts = 1
+	}
 	var last error
 	for range attempts {
 		p, out, err := l.startOnce()
@@ -127,9 +136,12 @@ func (l *Launcher) Start() (*Process, error) {
 // startOnce starts a server on one free port; on failure it cleans up and
 // returns start.sh's output too.
 func (l *Launcher) startOnce() (*Process, []byte, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", l.Name, err)
+	port := l.Port
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", l.Name, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "skewlens-"+l.Name+"-")
 	if err != nil {

@@ -79,6 +79,7 @@ func TestScriptsExecutable(t *testing.T) {
 		{"prometheus", []string{"install.sh"}},
 		{"systemd", []string{"install.sh"}},
 		{"kubernetes", []string{"install.sh"}},
+		{"zookeeper", []string{"install.sh", "start.sh", "stop.sh"}},
 	} {
 		for _, name := range tt.scripts {
 			st, err := os.Stat(filepath.Join(DeployDir(tt.dir), name))
@@ -317,6 +318,46 @@ func TestLauncherRetriesTakenPort(t *testing.T) {
 			}
 			if err := p.Stop(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLauncherFixedPort: a Launcher with Port starts on that port, and
+// tries no other one when start.sh reports it taken.
+func TestLauncherFixedPort(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		busy    int
+		wantErr string
+	}{
+		{"free", 0, ""},
+		{"taken", 1, "already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := fakeLauncher(t, tt.busy)
+			l.Port = port
+			p, err := l.Start()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Start error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop()
+			if p.Port != port || p.Addr != "127.0.0.1:"+strconv.Itoa(port) {
+				t.Errorf("Port %d, Addr %s; want port %d", p.Port, p.Addr, port)
+			}
+			if got := readFile(t, filepath.Join(p.Dir, "starts")); got != strconv.Itoa(port)+"\n" {
+				t.Errorf("starts = %q, want port %d once", got, port)
 			}
 		})
 	}
