@@ -41,7 +41,7 @@ func (c *Cluster) Addrs() []string {
 
 // clusterServer is one server of a cluster before it starts.
 type clusterServer struct {
-	shard, replica       int
+	shard, replica        int
 	port, interserverPort int
 }
 
