@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -214,6 +215,40 @@ func (p *Process) Resume() error {
 	}
 	_, err := p.start()
 	return err
+}
+
+// Kill sends SIGKILL to the server, as a crash would, and waits (at
+// most 10 s) until it has gone, keeping its folder for Resume. It fails
+// after Stop, or when the server does not run.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return fmt.Errorf("%s: kill: the server was stopped", p.l.Name)
+	}
+	pidFile := filepath.Join(p.Dir, "pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return fmt.Errorf("%s: kill: %w", p.l.Name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("%s: kill: bad pid file %q", p.l.Name, b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("%s: kill pid %d: %w", p.l.Name, pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: pid %d still there 10s after SIGKILL", p.l.Name, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// start.sh reads a pid file of a running server as "already running".
+	if err := os.Remove(pidFile); err != nil {
+		return fmt.Errorf("%s: kill: %w", p.l.Name, err)
+	}
+	return nil
 }
 
 // Restart is Halt followed by Resume.
