@@ -16,8 +16,9 @@ help: ## Show the targets.
 build: ## Build bin/skewlens.
 	$(GO) build -o $(BIN) ./cmd/skewlens
 
-deps: ## Install what the tests and `make run` need when absent: clickhouse-server, prometheus-alertmanager, chromium, promtool and systemd-analyze (apt), kubernetes-validate (PyPI), chDB (npm), Kafka jars (Maven).
+deps: ## Install what the tests and `make run` need when absent: clickhouse-server, zookeeper (the cluster test), prometheus-alertmanager, chromium, promtool and systemd-analyze (apt), kubernetes-validate (PyPI), chDB (npm), Kafka jars (Maven).
 	bash deploy/clickhouse/install.sh
+	bash deploy/zookeeper/install.sh
 	bash deploy/alertmanager/install.sh
 	bash deploy/chromium/install.sh
 	bash deploy/prometheus/install.sh

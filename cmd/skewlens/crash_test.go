@@ -352,17 +352,19 @@ type runProc struct {
 }
 
 // startRun starts `skewlens run` on the topics prefix-metrics and
-// prefix-samples in consumer group group, writing to database db.
-func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string) *runProc {
+// prefix-samples in consumer group group, writing to database db, with
+// the flags extra added.
+func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, extra ...string) *runProc {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(port)
-	r := startChild(t, db, "run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-		"--database", db, "--group", group, "--topics", prefix+"-metrics,"+prefix+"-samples", "--dead-letter-topic", prefix+"-dead",
-		"--listen", listen, "--quiet", "--log-format", "json")
+	args := []string{"run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", db, "--group", group, "--topics", prefix + "-metrics," + prefix + "-samples", "--dead-letter-topic", prefix + "-dead",
+		"--listen", listen, "--quiet", "--log-format", "json"}
+	r := startChild(t, db, append(args, extra...)...)
 	r.db, r.group, r.listen = db, group, listen
 	return r
 }

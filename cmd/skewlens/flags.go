@@ -17,13 +17,16 @@ import (
 type clickhouseFlags struct {
 	ClickhouseAddr string `placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. ${clickhouse_addr_note}"`
 	Database       string `default:"${database}" help:"ClickHouse database." range:"[1,]"`
+	// ClickhouseCluster is clickhouse.Config.Cluster; empty (the default)
+	// is one server.
+	ClickhouseCluster string `placeholder:"NAME" help:"ClickHouse cluster (a remote_servers name) to keep the tables on: ON CLUSTER DDL, Replicated and Distributed tables (docs/queries.md). Empty: one server."`
 }
 
 // storeConfig returns the store configuration: the defaults of
 // clickhouse.DefaultConfig with the flags' address and database.
 func (f *clickhouseFlags) storeConfig() clickhouse.Config {
 	cfg := clickhouse.DefaultConfig()
-	cfg.Addr, cfg.Database = f.ClickhouseAddr, f.Database
+	cfg.Addr, cfg.Database, cfg.Cluster = f.ClickhouseAddr, f.Database, f.ClickhouseCluster
 	return cfg
 }
 
@@ -32,10 +35,24 @@ func (f *clickhouseFlags) storeConfig() clickhouse.Config {
 func (f *clickhouseFlags) checkStore() error {
 	cfg := f.storeConfig()
 	if cfg.Addr == "" {
+		if cfg.Cluster != "" {
+			// run's local server is one server, not a cluster.
+			return errors.New("--clickhouse-cluster: needs --clickhouse-addr, a server of the cluster")
+		}
 		cfg.Addr = clickhouse.DefaultConfig().Addr
 	}
+	// The cluster is checked on its own, so that each error names its
+	// flag.
+	cluster := cfg.Cluster
+	cfg.Cluster = ""
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("--clickhouse-addr, --database: %w", err)
+	}
+	if cluster != "" {
+		cfg.Cluster = cluster
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--clickhouse-cluster: %w", err)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -46,8 +47,14 @@ type Launcher struct {
 	// Attempts is how many ports a start tries when start.sh reports its
 	// port as taken ("already in use"), which happens when another process
 	// binds the port between FreePort and the server's own bind
-	// (default 3).
+	// (default 3; 1 when Port is set).
 	Attempts int
+	// Port, when not zero, is the port the server listens on, for a
+	// server whose peers must know its port before it starts (the
+	// replicas of a cluster name each other in their configuration); a
+	// start then tries that port alone (default 0: a free port from
+	// FreePort per attempt).
+	Port int
 }
 
 // Process is a server a Launcher started. Its methods are safe for
@@ -108,6 +115,9 @@ func (l *Launcher) Start() (*Process, error) {
 	if attempts <= 0 {
 		attempts = 3
 	}
+	if l.Port != 0 {
+		attempts = 1
+	}
 	var last error
 	for range attempts {
 		p, out, err := l.startOnce()
@@ -127,9 +137,12 @@ func (l *Launcher) Start() (*Process, error) {
 // startOnce starts a server on one free port; on failure it cleans up and
 // returns start.sh's output too.
 func (l *Launcher) startOnce() (*Process, []byte, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", l.Name, err)
+	port := l.Port
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", l.Name, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "skewlens-"+l.Name+"-")
 	if err != nil {
@@ -202,6 +215,40 @@ func (p *Process) Resume() error {
 	}
 	_, err := p.start()
 	return err
+}
+
+// Kill sends SIGKILL to the server, as a crash would, and waits (at
+// most 10 s) until it has gone, keeping its folder for Resume. It fails
+// after Stop, or when the server does not run.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return fmt.Errorf("%s: kill: the server was stopped", p.l.Name)
+	}
+	pidFile := filepath.Join(p.Dir, "pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return fmt.Errorf("%s: kill: %w", p.l.Name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("%s: kill: bad pid file %q", p.l.Name, b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("%s: kill pid %d: %w", p.l.Name, pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: pid %d still there 10s after SIGKILL", p.l.Name, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// start.sh reads a pid file of a running server as "already running".
+	if err := os.Remove(pidFile); err != nil {
+		return fmt.Errorf("%s: kill: %w", p.l.Name, err)
+	}
+	return nil
 }
 
 // Restart is Halt followed by Resume.

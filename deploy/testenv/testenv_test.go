@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -79,6 +80,7 @@ func TestScriptsExecutable(t *testing.T) {
 		{"prometheus", []string{"install.sh"}},
 		{"systemd", []string{"install.sh"}},
 		{"kubernetes", []string{"install.sh"}},
+		{"zookeeper", []string{"install.sh", "start.sh", "stop.sh"}},
 	} {
 		for _, name := range tt.scripts {
 			st, err := os.Stat(filepath.Join(DeployDir(tt.dir), name))
@@ -183,10 +185,12 @@ func fakeScripts(t *testing.T) string {
 n=$(cat "$FAKE_BUSY" 2>/dev/null || echo 0)
 if [ "$n" -gt 0 ]; then echo $((n-1)) >"$FAKE_BUSY"; echo "bind 127.0.0.1:$port: Address already in use"; exit 1; fi
 if [ "${3:-}" = fail ]; then echo "fatal: no config" >"$dir/server.log"; exit 1; fi
+if [ "${3:-}" = proc ]; then setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! >"$dir/pid"; fi
 echo running >"$dir/state"
 echo "$port" >>"$dir/starts"
 echo "start $dir" >>"$FAKE_LOG"`,
-		"stop.sh": `[ -d "$1" ] && echo stopped >"$1/state"
+		"stop.sh": `if [ -f "$1/pid" ]; then kill "$(cat "$1/pid")" 2>/dev/null || true; rm -f "$1/pid"; fi
+[ -d "$1" ] && echo stopped >"$1/state"
 echo "stop $1" >>"$FAKE_LOG"`,
 	}
 	for name, body := range scripts {
@@ -319,6 +323,91 @@ func TestLauncherRetriesTakenPort(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestLauncherFixedPort: a Launcher with Port starts on that port, and
+// tries no other one when start.sh reports it taken.
+func TestLauncherFixedPort(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		busy    int
+		wantErr string
+	}{
+		{"free", 0, ""},
+		{"taken", 1, "already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := fakeLauncher(t, tt.busy)
+			l.Port = port
+			p, err := l.Start()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Start error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop()
+			if p.Port != port || p.Addr != "127.0.0.1:"+strconv.Itoa(port) {
+				t.Errorf("Port %d, Addr %s; want port %d", p.Port, p.Addr, port)
+			}
+			if got := readFile(t, filepath.Join(p.Dir, "starts")); got != strconv.Itoa(port)+"\n" {
+				t.Errorf("starts = %q, want port %d once", got, port)
+			}
+		})
+	}
+}
+
+// TestProcessKill: Kill SIGKILLs the server's process and waits for it
+// to go; Resume starts it again in the same folder; after Stop, Kill
+// fails.
+func TestProcessKill(t *testing.T) {
+	l, _ := fakeLauncher(t, 0, "proc")
+	p, err := l.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	pidOf := func() int {
+		t.Helper()
+		pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(p.Dir, "pid"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	first := pidOf()
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(first, 0); err == nil {
+		t.Errorf("pid %d still there after Kill", first)
+	}
+	if _, err := os.Stat(filepath.Join(p.Dir, "pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file left after Kill: %v", err)
+	}
+	if err := p.Kill(); err == nil {
+		t.Error("Kill of a killed server succeeded")
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if second := pidOf(); second == first || syscall.Kill(second, 0) != nil {
+		t.Errorf("after Resume: pid %d (was %d), want a new running one", second, first)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err == nil {
+		t.Error("Kill after Stop succeeded")
 	}
 }
 

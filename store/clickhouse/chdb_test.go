@@ -292,3 +292,58 @@ func firstLines(s string, n int) string {
 	}
 	return out
 }
+
+// TestModernClusterDDLChDB parses the cluster form of every modern
+// migration statement with chDB's own parser (formatQuery): chDB has no
+// ZooKeeper or cluster to run them on, so this checks the syntax of the
+// statements a current server would run, and that the parser read the
+// Replicated engine, the ON CLUSTER clause and the Distributed table.
+func TestModernClusterDDLChDB(t *testing.T) {
+	t.Parallel()
+	lib := installChDB(t)
+	bin := buildChdbExec(t)
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := newClusterSchema(ms, DialectModern, "skewlens", "prod", DefaultTTLDays)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []chdbRequest
+	literal := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	add := func(name, stmt string) {
+		reqs = append(reqs, chdbRequest{Name: name, SQL: "SELECT formatQuery('" + literal.Replace(stmt) + "')"})
+	}
+	add("create database", "CREATE DATABASE IF NOT EXISTS `skewlens` ON CLUSTER `prod`")
+	for _, m := range ms {
+		stmts, err := m.Render(DialectModern, "skewlens", DefaultTTLDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range stmts {
+			out, err := cs.rewrite(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, o := range out {
+				add(fmt.Sprintf("migration %04d statement %d.%d", m.Version, i+1, j+1), o)
+			}
+		}
+	}
+	res := runChDB(t, lib, bin, reqs)
+	for _, r := range reqs {
+		got := res[r.Name]
+		if !got.OK {
+			t.Errorf("%s: chDB cannot parse it: %s\n%s", r.Name, got.Error, r.SQL)
+			continue
+		}
+		// formatQuery prints the statement back as the server parsed it.
+		if !strings.Contains(got.Output, "ON CLUSTER prod") {
+			t.Errorf("%s: parsed without ON CLUSTER: %s", r.Name, got.Output)
+		}
+		if strings.Contains(r.SQL, "ENGINE = Replicated") && !strings.Contains(got.Output, "ENGINE = Replicated") {
+			t.Errorf("%s: parsed without the Replicated engine: %s", r.Name, got.Output)
+		}
+	}
+}

@@ -56,6 +56,18 @@ type Config struct {
 	// Dialect forces the schema dialect: "legacy" (ClickHouse < 20.3) or
 	// "modern". Default "" picks it from the server version.
 	Dialect string
+	// Cluster, when not empty, names the ClickHouse cluster (an entry of
+	// the servers' remote_servers) that Migrate creates the schema on:
+	// every migration runs ON CLUSTER, each table is a Replicated* table
+	// <table>_local on every server and a Distributed table of the
+	// table's own name over them, which skewlens reads and writes (see
+	// cluster.go). Inserts are then synchronous (insert_distributed_sync),
+	// so that an acknowledged write is on a replica of its shard before
+	// the caller commits its input. The servers need ZooKeeper, the
+	// {shard} and {replica} macros and the distributed_ddl section;
+	// Addr is any server of the cluster. At most 128 bytes of
+	// [A-Za-z0-9_.-]. Default "": one server, plain tables.
+	Cluster string
 }
 
 // Defaults, used by DefaultConfig and named for the tests.
@@ -84,6 +96,23 @@ func validIdentifier(s string) bool {
 		switch {
 		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
 		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validClusterName reports whether s can name a cluster: Cluster is
+// spliced into SQL both as an identifier (ON CLUSTER) and as a string
+// (Distributed's first argument), so it holds no quote of either kind.
+func validClusterName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == '_', r == '-', r == '.', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
 		default:
 			return false
 		}
@@ -153,6 +182,9 @@ func (c Config) Validate() error {
 	}
 	if c.TTLDays < 0 || c.TTLDays > 36500 {
 		errs = append(errs, fmt.Errorf("ttl days %d: must be between 1 and 36500", c.TTLDays))
+	}
+	if c.Cluster != "" && !validClusterName(c.Cluster) {
+		errs = append(errs, fmt.Errorf("cluster %q: must be at most 128 bytes of [A-Za-z0-9_.-]", c.Cluster))
 	}
 	switch Dialect(c.Dialect) {
 	case "", DialectLegacy, DialectModern:

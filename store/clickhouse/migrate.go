@@ -14,6 +14,13 @@ import (
 // or ALTER ... ADD COLUMN IF NOT EXISTS (see applyStatement), so a
 // migration interrupted before it was recorded is simply re-run.
 // Retryable errors are retried; it blocks until done or ctx ends.
+//
+// On a cluster (Config.Cluster) every statement runs in its cluster form
+// (see clusterSchema.rewrite) and each one waits until every server of
+// the cluster has run it: ClickHouse's ON CLUSTER DDL does, for up to the
+// server's distributed_ddl_task_timeout (180 s by default). Run it while
+// every replica is up; a server that is down runs the queued statements
+// when it is back.
 func (s *Store) Migrate(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -24,10 +31,30 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return permanentErr("migrate", err)
 	}
+	// forms returns a rendered statement as it runs: itself, or its
+	// cluster form.
+	forms := func(stmt string) ([]string, error) { return []string{stmt}, nil }
+	if s.cfg.Cluster != "" {
+		cs, err := newClusterSchema(ms, s.dialect, s.cfg.Database, s.cfg.Cluster, s.cfg.TTLDays)
+		if err != nil {
+			return permanentErr("migrate", err)
+		}
+		forms = cs.rewrite
+	}
 	exec := func(op, sql string) error {
-		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
-			return s.conn.Exec(ctx, sql)
-		})
+		stmts, err := forms(sql)
+		if err != nil {
+			return permanentErr(op, err)
+		}
+		for _, stmt := range stmts {
+			err := s.retry(ctx, op, "migrate", func(ctx context.Context) error {
+				return s.conn.Exec(ctx, stmt)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err := exec("create database", "CREATE DATABASE IF NOT EXISTS `"+s.cfg.Database+"`"); err != nil {
 		return err
@@ -70,8 +97,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
 		for i, stmt := range stmts {
-			if err := s.applyStatement(ctx, fmt.Sprintf("%s statement %d", op, i+1), stmt); err != nil {
-				return err
+			run, err := forms(stmt)
+			if err != nil {
+				return permanentErr(fmt.Sprintf("%s statement %d", op, i+1), err)
+			}
+			for _, r := range run {
+				if err := s.applyStatement(ctx, fmt.Sprintf("%s statement %d", op, i+1), r); err != nil {
+					return err
+				}
 			}
 		}
 		rec := []row{{uint32(m.Version), m.Name, string(s.dialect), time.Now().UTC().Truncate(time.Second)}}
@@ -88,8 +121,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 // addColumnRE matches a statement that adds one column unless it exists:
-// ALTER TABLE `db`.table ADD COLUMN IF NOT EXISTS column ...
-var addColumnRE = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\S+)\s+ADD\s+COLUMN\s+(IF\s+NOT\s+EXISTS\s+)(\S+)\s`)
+// ALTER TABLE `db`.table [ON CLUSTER name] ADD COLUMN IF NOT EXISTS
+// column ...
+var addColumnRE = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\S+)\s+(?:ON\s+CLUSTER\s+\S+\s+)?ADD\s+COLUMN\s+(IF\s+NOT\s+EXISTS\s+)(\S+)\s`)
 
 // addColumn is an ALTER TABLE ... ADD COLUMN IF NOT EXISTS statement,
 // parsed.
@@ -102,7 +136,7 @@ type addColumn struct {
 
 // parseAddColumn recognises an ALTER TABLE ... ADD COLUMN IF NOT EXISTS
 // statement of one column whose table is named database.table (either
-// part may be quoted with backticks).
+// part may be quoted with backticks), with or without ON CLUSTER.
 func parseAddColumn(stmt string) (addColumn, bool) {
 	m := addColumnRE.FindStringSubmatchIndex(stmt)
 	if m == nil {
@@ -126,7 +160,10 @@ func parseAddColumn(stmt string) (addColumn, bool) {
 // legacy dialect such a statement runs without the clause, and only when
 // system.columns does not list the column yet: re-running it (a
 // migration interrupted before it was recorded, or two sinks migrating
-// at once) then changes nothing, as on a modern server. s.mu is held.
+// at once) then changes nothing, as on a modern server. On a cluster it
+// is the server Addr names that is asked; a replica that already has the
+// column fails the ON CLUSTER statement, which then counts as done when
+// that server has the column too. s.mu is held.
 func (s *Store) applyStatement(ctx context.Context, op, stmt string) error {
 	ac, ok := parseAddColumn(stmt)
 	if !ok || s.dialect != DialectLegacy {

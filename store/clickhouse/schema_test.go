@@ -166,6 +166,13 @@ func TestParseAddColumn(t *testing.T) {
 				plain: "alter table `db_1`.`t`\n    add column `c` LowCardinality(String)"},
 			ok: true,
 		},
+		{
+			name: "on cluster",
+			stmt: "ALTER TABLE `db`.`t_local` ON CLUSTER `c-1` ADD COLUMN IF NOT EXISTS c String AFTER b",
+			want: addColumn{database: "db", table: "t_local", column: "c",
+				plain: "ALTER TABLE `db`.`t_local` ON CLUSTER `c-1` ADD COLUMN c String AFTER b"},
+			ok: true,
+		},
 		{name: "without IF NOT EXISTS", stmt: "ALTER TABLE `db`.t ADD COLUMN c String"},
 		{name: "without database", stmt: "ALTER TABLE t ADD COLUMN IF NOT EXISTS c String"},
 		{name: "create", stmt: "CREATE TABLE IF NOT EXISTS `db`.t (a String)"},

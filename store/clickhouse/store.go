@@ -113,6 +113,15 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 			unreg()
 		}
 	}()
+	var settings ch.Settings
+	if cfg.Cluster != "" {
+		// An insert into a Distributed table is by default queued on
+		// the server that received it and sent to the shards later: its
+		// acknowledgement would not mean the rows are stored, and the
+		// pipeline commits its Kafka offsets on it. Synchronous, it
+		// returns once every shard's block is on one replica.
+		settings = ch.Settings{"insert_distributed_sync": 1}
+	}
 	conn, err := ch.Open(&ch.Options{
 		Protocol: ch.Native,
 		Addr:     []string{cfg.Addr},
@@ -126,6 +135,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 		ConnMaxLifetime:  10 * time.Minute,
 		Compression:      &ch.Compression{Method: ch.CompressionLZ4},
 		ConnOpenStrategy: ch.ConnOpenInOrder,
+		Settings:         settings,
 	})
 	if err != nil {
 		return nil, permanentErr("open "+cfg.Addr, err)
@@ -146,7 +156,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 		return nil, permanentErr("connect "+cfg.Addr, err)
 	}
 	log.Info("clickhouse sink connected", "addr", cfg.Addr, "server_version", version,
-		"dialect", string(dialect), "database", cfg.Database)
+		"dialect", string(dialect), "database", cfg.Database, "cluster", cfg.Cluster)
 	s := &Store{
 		cfg: cfg, log: log, m: m, conn: conn, version: version, dialect: dialect,
 		lastInsert: map[string]time.Time{}, unreg: unreg,
@@ -164,6 +174,10 @@ func (s *Store) ServerVersion() string { return s.version }
 // RetryPolicy returns Config.Retry (its defaults filled in), for the
 // callers that retry the Store's reads and writes.
 func (s *Store) RetryPolicy() retry.Policy { return s.cfg.Retry }
+
+// Cluster returns Config.Cluster: the cluster the schema is on, or "" for
+// one server.
+func (s *Store) Cluster() string { return s.cfg.Cluster }
 
 // Dialect returns the schema dialect in use.
 func (s *Store) Dialect() Dialect { return s.dialect }

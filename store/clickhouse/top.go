@@ -78,8 +78,19 @@ type topRead struct {
 
 // topRun runs r and stores its rows in jobs.
 func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job) error {
+	sql := r.sql
+	if s.cfg.Cluster != "" {
+		// The view filters with IN (subquery) over Distributed tables,
+		// which ClickHouse refuses by default (distributed_product_mode
+		// 'deny'). 'global' runs each subquery once, on the server
+		// skewlens is connected to, and sends its result to the shards:
+		// right whatever the subquery reads. It is a SETTINGS clause
+		// because 18.16's native protocol takes only numeric settings
+		// from clickhouse-go.
+		sql += " SETTINGS distributed_product_mode = 'global'"
+	}
 	err := func() error {
-		rows, err := s.conn.Query(ctx, r.sql, r.args...)
+		rows, err := s.conn.Query(ctx, sql, r.args...)
 		if err != nil {
 			return err
 		}

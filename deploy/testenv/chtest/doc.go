@@ -22,7 +22,14 @@
 // StartPrivate starts a server of the calling test's own, which the test
 // may halt and resume (an outage) and which is stopped when it ends.
 //
-// Start, StartPrivate and Stop are safe for concurrent use. Start blocks
+// StartCluster starts a cluster of the calling test's own: a ZooKeeper
+// server (package zktest) and ClickHouse servers in shards of replicas,
+// each with the remote_servers, macros, ZooKeeper and distributed_ddl
+// configuration that Replicated tables, Distributed tables and ON CLUSTER
+// DDL need, written to config.d next to start.sh's config.xml. It stops
+// them when the test ends; the test may halt and resume any replica.
+//
+// Start, StartPrivate, StartCluster and Stop are safe for concurrent use. Start blocks
 // for up to about 30 s the first time (plus the apt install, if one is
 // needed). The process handling is package testenv's.
 //
