@@ -256,6 +256,18 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 	}
 }
 
+// Reset drops every incident and what was seen of each job: the
+// tracker is then as New made it (its configuration and Refused count
+// kept), for Restore. A pipeline whose partitions moved to another
+// instance resets and restores the stored incidents, so that it does not
+// close the incidents of jobs it no longer reads.
+func (t *Tracker) Reset() {
+	clear(t.open)
+	clear(t.seen)
+	clear(t.dormant)
+	t.now = 0
+}
+
 // Refused returns how many findings were ignored because MaxOpen
 // incidents were open.
 func (t *Tracker) Refused() uint64 { return t.refused }
