@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -51,13 +54,14 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 	second := startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
 	group := &groupProgress{procs: []*runProc{first, second}, last: map[*runProc]int{}}
 
-	// Each step comes after a random share (5-20%) more of the backlog
-	// was processed by the group (records read again after a rebalance
-	// count too).
+	// Each step comes after a random share (3-12%) more of the backlog's
+	// records was processed by the group, in messages (a message holds
+	// one or more records; messages read again after a rebalance count
+	// too), so all three land well before the backlog is drained.
 	target := 0
 	step := func(what string) {
 		t.Helper()
-		target += int(float64(total) * (0.05 + 0.15*rng.Float64()))
+		target += int(float64(total) * (0.03 + 0.09*rng.Float64()))
 		if !group.wait(ctx, target) {
 			t.Fatalf("the group stopped before %s (%d of %d messages processed):\n%s", what, group.sum(), target, group.tails())
 		}
@@ -85,10 +89,17 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 	for _, r := range []*runProc{ref, late} {
 		r.waitClosed(ctx, t, chAddr, cutoff, jobs)
 		settled = append(settled, r.settle(ctx, t, chAddr))
-		r.kill(t)
 	}
 	nRef, _ := ref.messages()
 	t.Logf("messages: the uninterrupted instance %d, the group %d", nRef, group.sum())
+	for _, r := range []*runProc{ref, late} {
+		r.kill(t)
+	}
+	// The late instance took over partitions whose jobs others had
+	// saved state for, and loaded it on assignment.
+	if n := late.resumedJobs(t); n == 0 {
+		t.Errorf("the late instance never loaded saved engine state on an assignment:\n%s", late.logTail())
+	}
 	assertSameTables(ctx, t, chAddr, "rebal_ref", "rebal_group", cutoff, "after the rebalances")
 	asOf := cutoff - time.Minute.Milliseconds()
 	if maps.Equal(settled[0], settled[1]) {
@@ -116,6 +127,29 @@ func (r *runProc) terminate(ctx context.Context, t *testing.T) {
 	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("%s exited with %d after SIGTERM:\n%s", r.db, code, r.logTail())
 	}
+}
+
+// resumedJobs returns the most jobs whose saved engine state the process
+// loaded on one assignment of partitions (its "partitions assigned" log
+// lines).
+func (r *runProc) resumedJobs(t *testing.T) int {
+	t.Helper()
+	if _, err := r.log.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	sc := bufio.NewScanner(r.log)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Msg  string `json:"msg"`
+			Jobs int    `json:"resumed_jobs"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "partitions assigned" {
+			most = max(most, line.Jobs)
+		}
+	}
+	return most
 }
 
 // groupProgress sums the messages processed by the instances of one
