@@ -54,21 +54,27 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 	second := startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
 	group := &groupProgress{procs: []*runProc{first, second}, last: map[*runProc]int{}}
 
-	// Each step comes after a random share (3-12%) more of the backlog's
-	// records was processed by the group, in messages (a message holds
-	// one or more records; messages read again after a rebalance count
-	// too), so all three land well before the backlog is drained.
-	target := 0
+	// Each step comes once the group has settled after the one before
+	// (the late instance got its partitions of a new generation) and
+	// processed a random share (3-12%) more of the backlog's records, in
+	// messages (a message holds one or more records; messages read again
+	// after a rebalance count too), so that each lands in a generation of
+	// its own and all land well before the backlog is drained.
+	var late *runProc
+	assigned := 0
 	step := func(what string) {
 		t.Helper()
-		target += int(float64(total) * (0.03 + 0.09*rng.Float64()))
+		if late != nil {
+			assigned = late.waitAssigned(ctx, t, assigned+1)
+		}
+		target := group.sum() + int(float64(total)*(0.03+0.09*rng.Float64()))
 		if !group.wait(ctx, target) {
 			t.Fatalf("the group stopped before %s (%d of %d messages processed):\n%s", what, group.sum(), target, group.tails())
 		}
 		t.Logf("%s after %d messages", what, group.sum())
 	}
 	step("the late instance starts")
-	late := startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
+	late = startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
 	group.procs = append(group.procs, late)
 
 	killed, stopped := first, second
@@ -97,8 +103,10 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 	}
 	// The late instance took over partitions whose jobs others had
 	// saved state for, and loaded it on assignment.
-	if n := late.resumedJobs(t); n == 0 {
-		t.Errorf("the late instance never loaded saved engine state on an assignment:\n%s", late.logTail())
+	if n, assigned := late.resumedJobs(t); n == 0 {
+		t.Errorf("the late instance never loaded saved engine state on its %d assignments:\n%s", assigned, late.logTail())
+	} else {
+		t.Logf("the late instance had %d assignments, and loaded the state of up to %d jobs on one", assigned, n)
 	}
 	assertSameTables(ctx, t, chAddr, "rebal_ref", "rebal_group", cutoff, "after the rebalances")
 	asOf := cutoff - time.Minute.Milliseconds()
@@ -132,12 +140,11 @@ func (r *runProc) terminate(ctx context.Context, t *testing.T) {
 // resumedJobs returns the most jobs whose saved engine state the process
 // loaded on one assignment of partitions (its "partitions assigned" log
 // lines).
-func (r *runProc) resumedJobs(t *testing.T) int {
+func (r *runProc) resumedJobs(t *testing.T) (most, assignments int) {
 	t.Helper()
 	if _, err := r.log.Seek(0, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
-	most := 0
 	sc := bufio.NewScanner(r.log)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -146,10 +153,31 @@ func (r *runProc) resumedJobs(t *testing.T) int {
 			Jobs int    `json:"resumed_jobs"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "partitions assigned" {
-			most = max(most, line.Jobs)
+			most, assignments = max(most, line.Jobs), assignments+1
 		}
 	}
-	return most
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading the log of %s: %v", r.db, err)
+	}
+	return most, assignments
+}
+
+// waitAssigned waits until the process has logged n assignments of
+// partitions, and returns how many it logged.
+func (r *runProc) waitAssigned(ctx context.Context, t *testing.T, n int) int {
+	t.Helper()
+	for {
+		if _, got := r.resumedJobs(t); got >= n {
+			return got
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("%s exited early:\n%s", r.db, r.logTail())
+		case <-ctx.Done():
+			t.Fatalf("%s: no assignment %d in time:\n%s", r.db, n, r.logTail())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // groupProgress sums the messages processed by the instances of one
