@@ -131,7 +131,7 @@ func (s *Sink) Resume(ctx context.Context) error {
 	}
 	// The stored states of jobs read elsewhere now are theirs to replace.
 	clear(s.saved)
-	s.log.Info("alert state resumed", "group", s.group, "jobs", len(snaps))
+	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps), "firing", len(s.a.Active()))
 	return nil
 }
 

@@ -280,20 +280,19 @@ func (s *Source) fetch(ctx context.Context) (kafka.Message, int64, error) {
 	}
 }
 
-// commit commits the offsets after msgs in generation gen (0: the current
-// one). A generation that ended, or that the broker no longer knows,
-// gives ErrGenerationEnded at once: retrying cannot help.
+// commit commits the offsets after msgs in generation gen, or, with gen
+// 0, in the current generation, waiting for the next one when it ended
+// (a rebalance or a broker restart): a retried commit may then store an
+// offset for a partition another member reads now, a possible duplicate,
+// never a loss. With a gen, a generation that ended (or that the broker
+// no longer knows) gives ErrGenerationEnded at once: the runner leaves
+// those records to the partitions' next owner.
 func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	if s.closed.Load() {
 		return ErrClosed
-	}
-	cur := s.current.Load()
-	if cur == nil || gen != 0 && cur.id != gen || cur.ended.Load() {
-		s.m.commits.WithLabelValues("error").Inc()
-		return fmt.Errorf("commit %d records: %w", len(msgs), ErrGenerationEnded)
 	}
 	offsets := map[string]map[int]int64{}
 	for _, m := range msgs {
@@ -302,11 +301,21 @@ func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) er
 		}
 		offsets[m.Topic][m.Partition] = max(offsets[m.Topic][m.Partition], m.Offset+1)
 	}
+	ended := func(cur *generation) bool { return cur == nil || gen != 0 && cur.id != gen || cur.ended.Load() }
 	start := time.Now()
 	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
 		s.m.commitRetries.Inc()
 		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
 	}, func(context.Context) error {
+		cur := s.current.Load()
+		switch {
+		case s.closed.Load():
+			return retry.Permanent("", ErrClosed)
+		case ended(cur) && gen != 0:
+			return retry.Permanent("", ErrGenerationEnded)
+		case ended(cur):
+			return errors.New("no consumer group generation: waiting for the next one")
+		}
 		err := cur.g.CommitOffsets(offsets)
 		var kerr kafka.Error
 		switch {
@@ -314,7 +323,8 @@ func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) er
 			return nil
 		case s.closed.Load():
 			return retry.Permanent("", ErrClosed)
-		case cur.ended.Load(), errors.As(err, &kerr) && (kerr == kafka.RebalanceInProgress || kerr == kafka.IllegalGeneration || kerr == kafka.UnknownMemberId):
+		case gen != 0 && (cur.ended.Load() || errors.As(err, &kerr) &&
+			(kerr == kafka.RebalanceInProgress || kerr == kafka.IllegalGeneration || kerr == kafka.UnknownMemberId)):
 			return retry.Permanent("", fmt.Errorf("%w (%w)", ErrGenerationEnded, err))
 		}
 		return kafkaclient.Classify("commit", err)
