@@ -31,6 +31,9 @@ import (
 // SKEWLENS_REBALANCE_SEED repeats a run's points (CI runs one seed; run
 // it with several to search).
 func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Kafka broker, ClickHouse and four pipelines, for about a minute")
+	}
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
 	seed := uint64(time.Now().UnixNano())
