@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/skewlens/skewlens/skew"
 )
 
 // TestDocsExample checks the plan in docs/salting-plans.md: it is a valid
@@ -62,5 +64,35 @@ func TestDocsExample(t *testing.T) {
 	c, _ := json.Marshal(&q)
 	if string(a) != string(c) {
 		t.Fatalf("docs/salting-plans.md shows\n%s\nthe Manager publishes\n%s", a, c)
+	}
+}
+
+// TestFindingPlanNamesKeysAsServedPlan: a plan names its keys "hot_keys"
+// alike in a salting_plan finding (analyze, the findings topic and table)
+// and in a served or published plan, so one name means one thing.
+func TestFindingPlanNamesKeysAsServedPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"finding plan", skew.Plan{Keys: []skew.SaltedKey{{Key: "k"}}}},
+		{"served plan", Plan{HotKeys: []HotKey{{Key: "k"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := m["hot_keys"]; !ok {
+				t.Errorf("no hot_keys in %s", b)
+			}
+			if _, ok := m["keys"]; ok {
+				t.Errorf("keys in %s: the plan's keys are hot_keys everywhere", b)
+			}
+		})
 	}
 }

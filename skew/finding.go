@@ -180,9 +180,11 @@ type Plan struct {
 	MaxParallelism int `json:"max_parallelism"`
 	// Load is the predicted per-subtask load, as max/mean of the sampled
 	// shares, before and after salting.
-	MaxOverMeanBefore float64     `json:"max_over_mean_before"`
-	MaxOverMeanAfter  float64     `json:"max_over_mean_after"`
-	Keys              []SaltedKey `json:"keys"`
+	MaxOverMeanBefore float64 `json:"max_over_mean_before"`
+	MaxOverMeanAfter  float64 `json:"max_over_mean_after"`
+	// Keys is "hot_keys" in JSON, as in the plans of the API and the plan
+	// topic (plans.Plan), so that a plan names its keys alike everywhere.
+	Keys []SaltedKey `json:"hot_keys"`
 	// DataStream and SQL tell the user how to apply the plan.
 	DataStream string `json:"datastream"`
 	SQL        string `json:"sql"`

@@ -12,7 +12,11 @@ func defaultMaxParallelism(p int) int { return keygroup.DefaultMaxParallelism(p)
 
 // How to apply a plan; the same for every plan, so they are constants.
 const (
-	applyDataStream = "Two-phase aggregation: keyBy(saltedKey) where saltedKey = key + SEP + salts[n % salts.length] for the listed salts (n from a per-record counter or random), aggregate partially per salted key in a short window, then keyBy(original key) and combine the partial results. Keys not in the plan keep their own key."
+	// The salt is chosen once per record before keyBy and kept in the
+	// record: Flink calls a KeySelector more than once per record, so a
+	// counter or random number inside it would route records to the
+	// wrong key group (docs/salting-plans.md, "Applying a plan").
+	applyDataStream = "Two-phase aggregation: before keyBy, pick one of the hot key's salted keys as listed in the plan (e.g. round-robin) in a map step and store it in the record; keyBy that stored salted key (the KeySelector only reads it, never draws a salt itself), aggregate partially per salted key in a short window, then keyBy(original key) and combine the partial results. Keys not in the plan keep their own key."
 	applySQL        = "SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE' (local-global aggregation, needs mini-batch: table.exec.mini-batch.enabled=true), and for COUNT(DISTINCT) also 'table.optimizer.distinct-agg.split.enabled' = 'true'."
 )
 

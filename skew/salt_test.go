@@ -3,6 +3,7 @@ package skew
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/skewlens/skewlens/skew/keygroup"
@@ -127,5 +128,29 @@ func TestPlanNamesFlinksSubtaskOfTheKey(t *testing.T) {
 	}
 	if plans == 0 {
 		t.Fatalf("no plan in %d findings", len(fs))
+	}
+}
+
+// TestPlanDataStreamHint checks the hint every plan carries against the
+// rules of docs/salting-plans.md: the salt is chosen before keyBy and kept
+// in the record, never drawn per record from a counter or random number
+// (a KeySelector runs more than once per record).
+func TestPlanDataStreamHint(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       bool
+	}{
+		{"salt chosen before keyBy", "before keyBy", true},
+		{"salted keys as listed", "as listed in the plan", true},
+		{"stored in the record", "store it in the record", true},
+		{"no per-record counter", "per-record counter", false},
+		{"no random salt", "or random", false},
+		{"no hand-built salted key", "key + SEP", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Contains(applyDataStream, tc.text); got != tc.want {
+				t.Errorf("hint contains %q: %v, want %v\nhint: %s", tc.text, got, tc.want, applyDataStream)
+			}
+		})
 	}
 }
