@@ -209,7 +209,7 @@ func jsonList(name string, items []json.RawMessage) []byte {
 
 // GET /v1/audit?job_id=&limit= (authenticated)
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.authorize(w, r); !ok {
+	if _, ok := s.authorize(w, r, forbiddenAudit); !ok {
 		return
 	}
 	q, err := queryParams(r.URL.RawQuery, "job_id", "limit")
@@ -272,7 +272,7 @@ type (
 // POST /v1/salting/{job_id}/{task_name}/{pin|override|exclude}
 func (s *Server) postOverride(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.authorize(w, r)
+		who, ok := s.authorize(w, r, forbiddenWrite)
 		if !ok {
 			return
 		}
@@ -384,7 +384,7 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 
 // DELETE /v1/salting/{job_id}/{task_name}/overrides/{action}[?key=]
 func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
-	who, ok := s.authorize(w, r)
+	who, ok := s.authorize(w, r, forbiddenWrite)
 	if !ok {
 		return
 	}

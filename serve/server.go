@@ -39,6 +39,7 @@ type Server struct {
 	queries chan struct{} // semaphore of MaxConcurrentQueries
 	writes  chan struct{} // one slot: serialises writes, context-aware
 	clock   *clock
+	authLog *authLog
 	handler http.Handler
 	ln      net.Listener
 	srv     *http.Server
@@ -81,6 +82,7 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 		queries: make(chan struct{}, cfg.MaxConcurrentQueries),
 		writes:  make(chan struct{}, 1),
 		clock:   &clock{now: time.Now},
+		authLog: &authLog{log: log, interval: AuthFailureLogInterval, now: time.Now},
 		stopCh:  make(chan struct{}),
 		runDone: make(chan struct{}),
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +138,68 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 	// The separator default is shared: a plan's keys are the engine's.
 	if pl.Separator != eng.SaltSeparator {
 		t.Errorf("plans separator %q, engine salt separator %q", pl.Separator, eng.SaltSeparator)
+	}
+}
+
+// TestDocsAPITokenFile checks the token file docs/api.md shows: it loads
+// with serve's own --token-file loader and passes the server's checks,
+// the documented command extracts a token from it, and the prose states
+// the minimum length and the log interval the code uses.
+func TestDocsAPITokenFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	block := func(fence, containing string) string {
+		t.Helper()
+		for rest := doc; ; {
+			i := strings.Index(rest, "```"+fence+"\n")
+			if i < 0 {
+				t.Fatalf("docs/api.md: no ```%s block with %q", fence, containing)
+			}
+			rest = rest[i+len(fence)+4:]
+			body := rest[:strings.Index(rest, "```")]
+			if strings.Contains(body, containing) {
+				return body
+			}
+		}
+	}
+	yml := block("yaml", "tokens.yaml")
+	tokens, err := parseTokens([]byte(yml))
+	if err != nil {
+		t.Fatalf("the documented token file: %v", err)
+	}
+	cfg := serve.DefaultConfig()
+	cfg.Tokens = tokens
+	if err := cfg.Validate(); err != nil || len(tokens) < 2 {
+		t.Fatalf("the documented token file: %d tokens, %v", len(tokens), err)
+	}
+	// The documented way to read one token, on a copy of the file.
+	file := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cmd string
+	for _, l := range strings.Split(block("sh", "TOKEN=$("), "\n") {
+		if strings.HasPrefix(l, "TOKEN=$(") {
+			cmd = strings.ReplaceAll(l, "/etc/skewlens/tokens.yaml", file)
+		}
+	}
+	out, err := exec.Command("sh", "-c", cmd+"\nprintf %s \"$TOKEN\"").Output()
+	if err != nil || string(out) != tokens["platform-oncall"] {
+		t.Errorf("%s gives %q (%v), want the platform-oncall token %q", cmd, out, err, tokens["platform-oncall"])
+	}
+	flat := strings.Join(strings.Fields(doc), " ")
+	for _, phrase := range []string{
+		fmt.Sprintf("Tokens: at least %d bytes", serve.MinTokenBytes),
+		fmt.Sprintf("a token shorter than %d bytes", serve.MinTokenBytes),
+		fmt.Sprintf("at most one such record per %g s", serve.AuthFailureLogInterval.Seconds()),
+		"read-only API: no write tokens in FILE",
+		"../deploy/config/tokens.yaml",
+	} {
+		if !strings.Contains(flat, phrase) {
+			t.Errorf("docs/api.md does not say %q", phrase)
+		}
 	}
 }
