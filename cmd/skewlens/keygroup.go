@@ -10,8 +10,8 @@ import (
 )
 
 type keygroupCmd struct {
-	Parallelism    int      `short:"p" required:"" help:"Parallelism of the keyed operator." range:"[1,${max_parallelism}]"`
-	MaxParallelism int      `short:"m" help:"Max parallelism; default is Flink's default for the parallelism (computeDefaultMaxParallelism)." range:"[0,${max_parallelism}]"`
+	Parallelism    int      `short:"p" required:"" placeholder:"SUBTASKS" help:"Parallelism of the keyed operator." range:"[1,${max_parallelism}]"`
+	MaxParallelism int      `short:"m" placeholder:"KEY_GROUPS" help:"Max parallelism; default is Flink's default for the parallelism (computeDefaultMaxParallelism)." range:"[0,${max_parallelism}]"`
 	Keys           []string `arg:"" optional:"" name:"key" help:"Keys (String keys, as Flink sees them). Without keys, read one key per line from standard input, exactly as written: an empty line is the empty key and spaces are kept."`
 }
 

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -224,4 +226,35 @@ func tail(b []byte) string {
 		s = "…" + s[len(s)-2000:]
 	}
 	return s
+}
+
+// TestHelpPlaceholdersSayWhat: a flag's placeholder in help names what
+// the value means (SUBTASKS, RECORDS_PER_S), never the Go type kong
+// falls back to (INT, FLOAT-64), in every command's help.
+func TestHelpPlaceholdersSayWhat(t *testing.T) {
+	var c cli
+	p, err := newParser(&c, &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeName := regexp.MustCompile(`^(U?INT(-\d+)?|FLOAT(-\d+)?|STRING|BOOL|COUNTER)$`)
+	flagValue := regexp.MustCompile(`--[a-z0-9-]+=([A-Z][A-Z0-9_-]*)`)
+	leaves := p.Model.Leaves(true)
+	if len(leaves) < 5 {
+		t.Fatalf("%d commands", len(leaves))
+	}
+	for _, leaf := range leaves {
+		args := append(strings.Fields(leaf.Path()), "-h")
+		t.Run(leaf.Path(), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, m := range flagValue.FindAllStringSubmatch(out, -1) {
+				if typeName.MatchString(m[1]) {
+					t.Errorf("%s -h: %s names a type, not what the value means", leaf.Path(), m[0])
+				}
+			}
+		})
+	}
 }

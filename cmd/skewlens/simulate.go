@@ -18,14 +18,14 @@ type simulateCmd struct {
 	Duration           time.Duration `default:"${sim_duration}" help:"Simulated time." range:"(0s,]"`
 	Interval           time.Duration `default:"${sim_interval}" help:"Metric reporting interval." range:"[${sim_min_interval},${sim_max_interval}]"`
 	Parallelism        int           `short:"p" default:"${sim_parallelism}" help:"Parallelism of the keyed task." range:"[1,${max_parallelism}]"`
-	MaxParallelism     int           `short:"m" help:"Max parallelism of the keyed task (default: Flink's default for the parallelism)." range:"[0,${max_parallelism}]"`
+	MaxParallelism     int           `short:"m" placeholder:"KEY_GROUPS" help:"Max parallelism of the keyed task (default: Flink's default for the parallelism)." range:"[0,${max_parallelism}]"`
 	SourceParallelism  int           `default:"${sim_source_parallelism}" help:"Parallelism of the source." range:"[1,${max_parallelism}]"`
 	SinkParallelism    int           `default:"${sim_sink_parallelism}" help:"Parallelism of the sink." range:"[1,${max_parallelism}]"`
 	SamplesPerInterval int           `default:"${sim_samples}" help:"Key samples per reporting interval." range:"[1,${sim_max_samples}]"`
 	KeySpace           int           `default:"${sim_key_space}" help:"Number of normal keys." range:"[1,${sim_max_key_space}]"`
 	HotShare           float64       `default:"${sim_hot_share}" help:"Share of records on the hot key (hot_key, rotating_hot_key)." range:"(0,1)"`
 	SlowSubtask        int           `default:"${sim_slow_subtask}" help:"The stuck sink subtask (slow_sink)." range:"[1,${max_subtask}]"`
-	Rate               float64       `help:"Demand in records/s (default: the scenario's own)." range:"[0,]"`
+	Rate               float64       `placeholder:"RECORDS_PER_S" help:"Demand in records/s (default: the scenario's own)." range:"[0,]"`
 	MetricFormat       string        `enum:"json,influx,prometheus,mixed" default:"mixed" help:"Metric line format: ${enum} (mixed: one per TaskManager)."`
 	Naming             string        `enum:"legacy,current,mixed" default:"mixed" help:"Buffer metric names: ${enum}."`
 	OmitSubtask        bool          `help:"Leave subtask_index out of key samples, so readers must route keys themselves."`
