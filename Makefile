@@ -3,8 +3,12 @@ GO          ?= go
 BIN         := bin/skewlens
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 KAFKA_HOME  ?= $(HOME)/.cache/skewlens/kafka
-# How long `make run` plays the simulated incidents (Ctrl-C stops it sooner).
-DURATION    ?= 3m
+# How long `make run` runs (Ctrl-C stops it sooner). The default is the
+# simulated incidents' play time, 10 simulated minutes at --speed 10, and
+# a few seconds for their last windows to land; DURATION=10m keeps the API,
+# the web view and ClickHouse up longer to explore (the incidents still
+# play for about a minute).
+DURATION    ?= 75s
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 

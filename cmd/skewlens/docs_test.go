@@ -17,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
@@ -201,5 +202,48 @@ func TestDocsAPITokenFile(t *testing.T) {
 		if !strings.Contains(flat, phrase) {
 			t.Errorf("docs/api.md does not say %q", phrase)
 		}
+	}
+}
+
+// TestMakeRunDurationIsThePlayTime: `make run` stops after DURATION,
+// which defaults to about the time the simulated incidents play (their
+// simulated duration over --speed), not minutes of idle progress lines
+// after them; the README states the same default.
+func TestMakeRunDurationIsThePlayTime(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := string(b)
+	var dur time.Duration
+	var speed float64
+	for _, l := range strings.Split(mk, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "DURATION" && f[1] == "?=" {
+			if dur, err = time.ParseDuration(f[2]); err != nil {
+				t.Fatalf("Makefile: %s: %v", l, err)
+			}
+		}
+		if strings.Contains(l, "run --simulate all") {
+			if _, err := fmt.Sscanf(l[strings.Index(l, "--speed "):], "--speed %g", &speed); err != nil {
+				t.Fatalf("Makefile: %s: no --speed: %v", l, err)
+			}
+			if !strings.Contains(l, "--duration $(DURATION)") {
+				t.Errorf("Makefile: %s: does not stop after DURATION", l)
+			}
+		}
+	}
+	if dur == 0 || speed == 0 {
+		t.Fatalf("Makefile: DURATION %s, --speed %g", dur, speed)
+	}
+	play := time.Duration(float64(simulate.DefaultDuration) / speed)
+	if dur < play || dur > play+30*time.Second {
+		t.Errorf("Makefile: DURATION %s; the incidents play %s (%s at --speed %g): want at most 30 s more", dur, play, simulate.DefaultDuration, speed)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("for %g s, the incidents' play time", dur.Seconds()); !strings.Contains(string(readme), want) {
+		t.Errorf("README.md does not say %q", want)
 	}
 }

@@ -406,6 +406,24 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 	return deliver.New(cfg, targets, log, reg)
 }
 
+// simJobs configures one simulated job per scenario name. Their event
+// time starts one simulated duration before now, so that it ends at now
+// at the latest: played at any --speed, the simulation's event time never
+// passes the wall clock (at speed s it runs s times as fast, but only up
+// to now), and the windows, findings and `top` show no times in the
+// future.
+func simJobs(names []string, now time.Time) []simulate.Config {
+	var jobs []simulate.Config
+	for i, n := range names {
+		jc := simulate.DefaultConfig()
+		start := now.Add(-jc.Duration).Truncate(jc.Interval).UnixMilli()
+		jc.Scenario, jc.Seed, jc.Start, jc.JobName = simulate.Scenario(n), uint64(i+1), start, n
+		jc.MetricFormat, jc.Naming = simulate.FormatMixed, simulate.NamingMixed
+		jobs = append(jobs, jc)
+	}
+	return jobs
+}
+
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
 	names := c.Simulate
 	if len(names) == 1 && names[0] == "all" {
@@ -414,16 +432,8 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 			names = append(names, string(s))
 		}
 	}
-	var jobs []simulate.Config
-	start := time.Now().Truncate(10 * time.Second).UnixMilli()
-	for i, n := range names {
-		jc := simulate.DefaultConfig()
-		jc.Scenario, jc.Seed, jc.Start, jc.JobName = simulate.Scenario(n), uint64(i+1), start, n
-		jc.MetricFormat, jc.Naming = simulate.FormatMixed, simulate.NamingMixed
-		jobs = append(jobs, jc)
-	}
 	cfg := simfeed.DefaultConfig()
-	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, jobs, c.Speed
+	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, simJobs(names, time.Now()), c.Speed
 	cfg.MetricsTopic, cfg.SamplesTopic = c.Topics[0], c.Topics[len(c.Topics)-1]
 	return simfeed.New(cfg, log)
 }
