@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make run`: simulate each incident a Flink platform team gets paged for,
-# replay it through skewlens, and show what it finds. Needs only the
-# binary; everything is written under .state/demo.
+# `make demo`: simulate each incident a Flink platform team gets paged for,
+# replay it through `skewlens analyze`, and show what it finds: every
+# incident, one line each (so the rotating hot key shows on one subtask,
+# then on another). Needs only the binary; everything is written under
+# .state/demo. (`make run` is the streaming system instead.)
 set -euo pipefail
 bin=${1:-bin/skewlens}
 dir=.state/demo
@@ -18,11 +20,9 @@ for s in healthy hot_key rotating_hot_key slow_sink under_provisioned checkpoint
   if [ ! -s "$dir/$s.txt" ]; then
     echo "   no findings: the job is healthy"
   else
-    # One line per incident: its start, cause, where, duration and peaks.
+    # One line per incident: its start, state, cause, where, duration and
+    # peaks; all of them, as a hot spot that moves opens a new incident.
     cat "$dir/$s.txt"
-    # The first finding of each kind and cause (field 4, after the date,
-    # time and zone), then how many there were.
-    awk '!seen[$4]++' "$dir/$s.txt"
   fi
   tail -n 1 "$dir/$s.err" | sed 's/^skewlens analyze: /   /'
 done
