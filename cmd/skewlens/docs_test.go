@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +248,70 @@ func TestMakeRunDurationIsThePlayTime(t *testing.T) {
 	}
 	if want := fmt.Sprintf("for %g s, the incidents' play time", dur.Seconds()); !strings.Contains(string(readme), want) {
 		t.Errorf("README.md does not say %q", want)
+	}
+}
+
+// TestDocsAlertsSettingsTheBinarySets: docs/alerts.md says which settings
+// `skewlens run` sets and with which flag, and marks every other field of
+// the alerting configs as library only, so that no documented setting
+// looks like one the binary could change when it cannot.
+func TestDocsAlertsSettingsTheBinarySets(t *testing.T) {
+	clearEnv(t)
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = "## What `skewlens run` sets\n"
+	doc := string(b)
+	i := strings.Index(doc, head)
+	if i < 0 {
+		t.Fatalf("docs/alerts.md: no section %q", head)
+	}
+	section := doc[i+len(head):]
+	section = section[:strings.Index(section, "\n## ")]
+	var c cli
+	p, err := newParser(&c, &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := runFlags(t, p)
+	byFlag := map[string]bool{} // "alertmanager.Config.URL"
+	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| `([A-Za-z.]+)`")
+	for _, l := range strings.Split(section, "\n") {
+		m := row.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		if _, ok := flags[strings.ReplaceAll(m[1], "-", "_")]; !ok {
+			t.Errorf("docs/alerts.md: `skewlens run` has no flag --%s", m[1])
+		}
+		byFlag[m[2]] = true
+	}
+	if len(byFlag) < 5 {
+		t.Fatalf("docs/alerts.md: %d flags in %q", len(byFlag), section)
+	}
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, tc := range []struct {
+		name string
+		cfg  any
+	}{
+		{"TrackerConfig", alert.TrackerConfig{}},
+		{"alertmanager.Config", alertmanager.Config{}},
+		{"webhook.Config", webhook.Config{}},
+		{"kafkanotify.Config", kafkanotify.Config{}},
+		{"FanoutConfig", deliver.FanoutConfig{}},
+	} {
+		libOnly := ""
+		if j := strings.Index(flat, "of `"+tc.name+"`:"); j >= 0 {
+			libOnly = flat[j+len(tc.name)+6:]
+			libOnly = libOnly[:strings.IndexAny(libOnly, ";.")]
+		}
+		typ := reflect.TypeOf(tc.cfg)
+		for k := range typ.NumField() {
+			f := typ.Field(k).Name
+			if !byFlag[tc.name+"."+f] && !strings.Contains(libOnly, "`"+f+"`") {
+				t.Errorf("docs/alerts.md: %s.%s is neither set by a flag nor marked library only", tc.name, f)
+			}
+		}
 	}
 }
