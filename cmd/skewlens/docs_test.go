@@ -315,3 +315,60 @@ func TestDocsAlertsSettingsTheBinarySets(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeNamesWhatMakeDepsInstalls: every install script `make deps`
+// runs is named, by what it installs, in the README's `make deps`
+// sentence and in the target's own help; a new script fails here until
+// both say what it installs.
+func TestReadmeNamesWhatMakeDepsInstalls(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	mk, readme := read("Makefile"), read("README.md")
+	// What each script installs, as the README and `make help` name it.
+	installs := map[string]string{
+		"deploy/clickhouse/install.sh":      "clickhouse-server",
+		"deploy/zookeeper/install.sh":       "zookeeper",
+		"deploy/alertmanager/install.sh":    "prometheus-alertmanager",
+		"deploy/chromium/install.sh":        "chromium",
+		"deploy/prometheus/install.sh":      "promtool",
+		"deploy/systemd/install.sh":         "systemd-analyze",
+		"deploy/kubernetes/install.sh":      "kubernetes-validate",
+		"deploy/clickhouse/install-chdb.sh": "chDB",
+		"deploy/kafka/install.sh":           "Kafka",
+	}
+	i := strings.Index(mk, "\ndeps:")
+	if i < 0 {
+		t.Fatal("Makefile: no deps target")
+	}
+	target := mk[i+1:]
+	target = target[:strings.Index(target, "\n\n")]
+	help := strings.SplitN(target, "\n", 2)[0]
+	j := strings.Index(readme, "(`make deps`:")
+	if j < 0 {
+		t.Fatal("README.md: no (`make deps`: ...) list")
+	}
+	list := readme[j:]
+	list = strings.Join(strings.Fields(list[:strings.Index(list, ")")]), " ")
+	scripts := regexp.MustCompile(`deploy/[a-z]+/install[a-z-]*\.sh`).FindAllString(target, -1)
+	if len(scripts) < len(installs) {
+		t.Errorf("make deps runs %d scripts %v, want the %d known", len(scripts), scripts, len(installs))
+	}
+	for _, s := range scripts {
+		what, ok := installs[s]
+		if !ok {
+			t.Errorf("make deps runs %s: add what it installs to the README, the deps help and this test", s)
+			continue
+		}
+		if !strings.Contains(list, what) {
+			t.Errorf("README.md's make deps list %q does not name %s (%s)", list, what, s)
+		}
+		if !strings.Contains(help, what) {
+			t.Errorf("Makefile deps help %q does not name %s (%s)", help, what, s)
+		}
+	}
+}
