@@ -41,7 +41,7 @@ func TestKafkaErrorLevel(t *testing.T) {
 
 // TestErrorLoggerLevels: the logger handed to kafka-go as ErrorLogger
 // writes kafka-go's "unknown error reading partition … i/o timeout" line
-// (16 of them per make run) at Debug, and other errors at Warn.
+// (a dozen a minute on make run) at Debug, and other errors at Warn.
 func TestErrorLoggerLevels(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

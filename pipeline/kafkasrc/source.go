@@ -104,9 +104,10 @@ func (s *Source) debugLogger() kafka.Logger {
 // errorLogger returns the logger for what kafka-go calls errors. kafka-go
 // retries all of them itself; most are worth a warning (a lost leader, a
 // refused connection), but a read that timed out is what an idle
-// partition looks like on some brokers (make run's embedded one logged
-// about 16 of them per run on partitions no record went to), so those go
-// to Debug: a healthy run with empty partitions logs no warning.
+// partition looks like on some brokers (make run's embedded one logs a
+// dozen of them a minute, on empty partitions and between bursts), and
+// the reader reconnects and goes on from the same offset, so those go to
+// Debug: a healthy run logs no warning.
 func (s *Source) errorLogger() kafka.Logger {
 	return kafka.LoggerFunc(func(msg string, args ...any) {
 		s.log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
