@@ -276,4 +276,9 @@ func summary(w io.Writer, st replay.Stats, perKind map[string]int, el time.Durat
 		parts = append(parts, fmt.Sprintf("%s=%d", k, perKind[k]))
 	}
 	fmt.Fprintf(w, "skewlens analyze: findings: %s\n", strings.Join(parts, " "))
+	for _, name := range st.Truncated {
+		// The counts and findings are of the part read; saying so keeps
+		// a cut-off download from passing for a whole incident.
+		fmt.Fprintf(w, "skewlens analyze: input %s ended early (truncated): the counts and findings above cover only what was read before the cut\n", name)
+	}
 }

@@ -14,6 +14,7 @@ import (
 type finding struct {
 	Kind          string  `json:"kind"`
 	JobID         string  `json:"job_id"`
+	JobName       string  `json:"job_name"`
 	TaskName      string  `json:"task_name"`
 	SubtaskIndex  *int    `json:"subtask_index"`
 	WindowStart   int64   `json:"window_start"`

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,11 +21,43 @@ const incidentDir = "../../testdata/incidents"
 
 // exampleIncident is the configuration behind each example file: six
 // minutes in mixed formats, starting two minutes before a 5-minute bucket
-// boundary so the rotating hot key moves inside the file.
+// boundary so the rotating hot key moves inside the file. Each file is a
+// job of its own, named after its scenario: the simulator makes the job
+// id from the seed, so the seeds differ (rotating_hot_key keeps 42, which
+// TestAnalyzeTextGolden's hot spot history was written against). Files of
+// one job id would merge into one job in `analyze -i a -i b`.
 func exampleIncident(sc simulate.Scenario) simulate.Config {
+	seeds := map[simulate.Scenario]uint64{
+		simulate.Healthy: 41, simulate.HotKey: 43, simulate.RotatingHotKey: 42,
+		simulate.SlowSink: 44, simulate.UnderProvisioned: 45, simulate.CheckpointTimeout: 46,
+	}
 	return simulate.Config{
-		Scenario: sc, Seed: 42, Start: 1593004380000, Duration: 6 * time.Minute,
+		Scenario: sc, Seed: seeds[sc], JobName: string(sc), Start: 1593004380000, Duration: 6 * time.Minute,
 		SamplesPerInterval: 400, MetricFormat: "mixed", Naming: "mixed",
+	}
+}
+
+// TestIncidentFilesAreJobsOfTheirOwn: each example file is a job id and
+// job name of its own, so that analyzing several together reports each
+// incident as it reports it alone (README, "Input").
+func TestIncidentFilesAreJobsOfTheirOwn(t *testing.T) {
+	byID := map[string]simulate.Scenario{}
+	for _, sc := range simulate.Scenarios() {
+		if exampleIncident(sc).Seed == 0 {
+			t.Fatalf("%s: no seed of its own", sc)
+		}
+		g, err := simulate.New(exampleIncident(sc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := g.Truth().JobID
+		if other, ok := byID[id]; ok {
+			t.Errorf("%s and %s share job id %s", other, sc, id)
+		}
+		byID[id] = sc
+		if got := g.Truth().JobName; got != string(sc) {
+			t.Errorf("%s: job name %q", sc, got)
+		}
 	}
 }
 
@@ -139,5 +172,37 @@ func writeGzip(t *testing.T, path string, data []byte) {
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIncidentFilesMerge: analyzing two example files together reports
+// each file's saturation findings as analyzing it alone does (they are
+// two jobs), where before, one shared job id made slow_sink and hot_key
+// one job with no saturation finding at all.
+func TestIncidentFilesMerge(t *testing.T) {
+	a := filepath.Join(incidentDir, string(simulate.SlowSink)+".log.gz")
+	b := filepath.Join(incidentDir, string(simulate.HotKey)+".log.gz")
+	causes := func(args ...string) map[string]int {
+		t.Helper()
+		code, out, errOut := runCLI(t, "", append([]string{"analyze", "--kind", "saturation"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		n := map[string]int{}
+		for _, f := range parseFindings(t, out) {
+			n[f.JobName+" "+f.Cause]++
+		}
+		return n
+	}
+	want := causes("-i", a)
+	for k, v := range causes("-i", b) {
+		want[k] += v
+	}
+	if want["slow_sink slow_subtask"] == 0 || want["hot_key data_skew"] == 0 {
+		t.Fatalf("alone: %v; want slow_subtask for slow_sink and data_skew for hot_key", want)
+	}
+	got := causes("-i", a, "-i", b)
+	if !maps.Equal(got, want) {
+		t.Errorf("together: %v, want as alone: %v", got, want)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -397,6 +399,7 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		targets = append(targets, deliver.Target{Name: "kafka", Notifier: n})
 	}
 	cfg := c.alertConfig()
+	c.noteSaltingURL(cfg.Tracker.SaltingURL, len(targets) > 0, log)
 	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
 		if p := mgr.Plan(job, task); p != nil {
 			return p.Version, true
@@ -422,6 +425,42 @@ func simJobs(names []string, now time.Time) []simulate.Config {
 		jobs = append(jobs, jc)
 	}
 	return jobs
+}
+
+// noteSaltingURL says once, at start-up, when the runbook link of skew
+// alerts (salting, derived from --api-listen unless --salting-url is set)
+// works on this host only: a loopback or unspecified address. It warns
+// when alerts leave the process (external: Alertmanager, a webhook, a
+// topic), where such a link is useless to whoever reads them, and says so
+// at Info otherwise (alerts only in this log, as in make run, which reads
+// them on this host).
+func (c *runCmd) noteSaltingURL(salting string, external bool, log *slog.Logger) {
+	if c.SaltingURL != "" || salting == "" || !hostLocal(salting) {
+		return
+	}
+	const msg = "alerts link to the salting API on an address that works on this host only; set --salting-url to one their readers can reach"
+	if external {
+		log.Warn(msg, "salting_url", salting)
+		return
+	}
+	log.Info(msg, "salting_url", salting)
+}
+
+// hostLocal reports whether rawURL's host is reachable from this host
+// only, or from none: a loopback address, localhost, or an unspecified
+// address (":8080", "0.0.0.0", "::"), which is a listen address, not one
+// to connect to. An unparsable URL counts as local: it is no use either.
+func hostLocal(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return true
+	}
+	h := u.Hostname()
+	if h == "" || strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
 func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {

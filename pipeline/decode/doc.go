@@ -81,6 +81,8 @@
 // filtered spellings ("KeyedProcess____enrich") are matched to the
 // originals by the engine, not here. Timestamps
 // must be non-negative epoch milliseconds (InfluxDB: s, ms, µs or ns,
-// told apart by magnitude); a metric without one gets Decoder.DefaultTS
-// when that is > 0. Metric values must be finite.
+// told apart by magnitude; a key sample's ts: s, ms, µs or ns from 1e9
+// on, told apart by magnitude, smaller values are milliseconds); a metric
+// without one gets Decoder.DefaultTS when that is > 0. Metric values must
+// be finite.
 package decode

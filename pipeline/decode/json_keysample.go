@@ -40,7 +40,7 @@ func (d *Decoder) fastKeySample(b []byte) bool {
 	if ts.kind != jNumber || ts.flags != numInt|numExact || ts.neg || ts.mant > math.MaxInt64 {
 		return false
 	}
-	s.TS = int64(ts.mant)
+	s.TS = keySampleMillis(int64(ts.mant))
 	// Required strings; empty job_id / task_name are errors.
 	j, t, k := &sp[fJobID], &sp[fTaskName], &sp[fKey]
 	if j.kind != jString || j.esc || j.e == j.s ||
@@ -144,6 +144,31 @@ func (d *Decoder) fastKeySample(b []byte) bool {
 	return true
 }
 
+// keySampleMillis converts a key sample's ts to epoch milliseconds,
+// telling the unit apart by magnitude as toMillis does for InfluxDB
+// lines: [1e9, 1e11) is seconds (2001-09-09 to the year 5138; as
+// milliseconds it would be January 1970, and every sample late), [1e11,
+// 1e14) milliseconds, [1e14, 1e17) microseconds, and from 1e17 on
+// nanoseconds. Unlike toMillis it keeps values below 1e9 as
+// milliseconds: seconds that small (before 2001) are no producer's clock,
+// whereas small millisecond clocks are what tests and hand-written
+// replays use. The result of a conversion is in the millisecond range,
+// so converting twice changes nothing.
+func keySampleMillis(ts int64) int64 {
+	switch {
+	case ts < 1e9:
+		return ts
+	case ts < 1e11:
+		return ts * 1000
+	case ts < 1e14:
+		return ts
+	case ts < 1e17:
+		return ts / 1000
+	default:
+		return ts / 1e6
+	}
+}
+
 // exactFloat is numFloat's fast path for mant < 2^53, |exp| <= 22: one
 // correctly rounded IEEE operation.
 func exactFloat(mant uint64, exp int32) float64 {
@@ -171,7 +196,7 @@ func (d *Decoder) slowKeySample(b []byte) (Kind, *Error) {
 	if !ok || ts < 0 {
 		return KindNone, newErr(ReasonBadTimestamp, "ts", "must be a non-negative integer (epoch ms)")
 	}
-	s.TS = ts
+	s.TS = keySampleMillis(ts)
 
 	var err *Error
 	if s.JobID, err = d.jsonReqStr(b, fJobID, "job_id", true); err != nil {

@@ -66,8 +66,9 @@ func TestKeySampleJSON(t *testing.T) {
 			minimalKS(func(k *skew.KeySample) { k.TS = 1593004193363 })},
 		{"ts 1e3", `{"ts":1e3,"job_id":"j","task_name":"t","key":"k"}`, minimalKS(nil)},
 		{"ts 0", `{"ts":0,"job_id":"j","task_name":"t","key":"k"}`, minimalKS(func(k *skew.KeySample) { k.TS = 0 })},
+		// The largest ts is accepted, in nanoseconds (see TestKeySampleTSUnits).
 		{"ts max int64", `{"ts":9223372036854775807,"job_id":"j","task_name":"t","key":"k"}`,
-			minimalKS(func(k *skew.KeySample) { k.TS = 1<<63 - 1 })},
+			minimalKS(func(k *skew.KeySample) { k.TS = (1<<63 - 1) / 1_000_000 })},
 		{"fields any order", `{"key":"k","subtask_index":3,"task_name":"t","parallelism":4,"job_id":"j","ts":1000}`,
 			minimalKS(func(k *skew.KeySample) { k.Subtask = 3; k.Parallelism = 4 })},
 		{"escapes", ks(`"key":"a\"b\\c\/d\b\f\n\r\t\u00e9\u20ac\ud83d\ude00"`),
@@ -483,5 +484,50 @@ func TestStringsAliasLine(t *testing.T) {
 	copy(line[strings.Index(keyLine, "u42"):], "X")
 	if key[0] != 'X' {
 		t.Errorf("key %q does not alias the line", key)
+	}
+}
+
+// TestKeySampleTSUnits: a key sample's ts in seconds, microseconds or
+// nanoseconds is read as the same instant in milliseconds (before, a ts
+// in seconds was taken for milliseconds in January 1970 and every sample
+// counted late); milliseconds, and small values, stay as they are.
+func TestKeySampleTSUnits(t *testing.T) {
+	const ms = 1593004193363 // 2020-06-24T13:09:53.363Z
+	tests := []struct {
+		name string
+		ts   string
+		want int64
+	}{
+		{"seconds", "1593004193", 1593004193000},
+		{"seconds, first", "1000000000", 1000000000000},
+		{"seconds, last", "99999999999", 99999999999000},
+		{"milliseconds", "1593004193363", ms},
+		{"milliseconds, first", "100000000000", 100000000000},
+		{"milliseconds, last", "99999999999999", 99999999999999},
+		{"microseconds", "1593004193363123", ms},
+		{"microseconds as float", "1.593004193363e15", ms},
+		{"nanoseconds", "1593004193363123456", ms},
+		{"small values are milliseconds", "999999999", 999999999},
+		{"zero", "0", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line := `{"ts":` + tt.ts + `,"job_id":"j","task_name":"t","key":"k"}`
+			for _, slow := range []bool{false, true} {
+				d := NewDecoder(FormatAuto)
+				l := line
+				if slow {
+					// An escape in the key takes the general path.
+					l = `{"ts":` + tt.ts + `,"job_id":"j","task_name":"t","key":"\u006b"}`
+				}
+				k, err := d.Decode([]byte(l))
+				if err != nil || k != KindKeySample {
+					t.Fatalf("%s: %v %v", l, k, err)
+				}
+				if d.Sample.TS != tt.want {
+					t.Errorf("%s: ts %d, want %d", l, d.Sample.TS, tt.want)
+				}
+			}
+		})
 	}
 }

@@ -76,9 +76,7 @@ func (s *Source) groupConfig() kafka.ConsumerGroupConfig {
 		JoinGroupBackoff:  time.Second,
 		StartOffset:       start,
 		Logger:            s.debugLogger(),
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			s.log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
-		}),
+		ErrorLogger:       s.errorLogger(),
 	}
 }
 
@@ -197,9 +195,7 @@ func (s *Source) readPartition(ctx context.Context, gen *generation, topic strin
 		ReadBackoffMax:   time.Second,
 		MaxAttempts:      3,
 		Logger:           s.debugLogger(),
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			s.log.Warn("kafka-go: " + fmt.Sprintf(msg, args...))
-		}),
+		ErrorLogger:      s.errorLogger(),
 	})
 	defer r.Close()
 	s.m.reader.add(r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,37 @@ func (s *Source) debugLogger() kafka.Logger {
 	return kafka.LoggerFunc(func(msg string, args ...any) {
 		s.log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
 	})
+}
+
+// errorLogger returns the logger for what kafka-go calls errors. kafka-go
+// retries all of them itself; most are worth a warning (a lost leader, a
+// refused connection), but a read that timed out is what an idle
+// partition looks like on some brokers (make run's embedded one logs a
+// dozen of them a minute, on empty partitions and between bursts), and
+// the reader reconnects and goes on from the same offset, so those go to
+// Debug: a healthy run logs no warning.
+func (s *Source) errorLogger() kafka.Logger {
+	return kafka.LoggerFunc(func(msg string, args ...any) {
+		s.log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
+	})
+}
+
+// kafkaErrorLevel is the level of a kafka-go error log line with these
+// arguments: Debug when one of them is an error that is a timeout, Warn
+// otherwise. It looks at the error values, not at kafka-go's wording,
+// which is not an API.
+func kafkaErrorLevel(args []any) slog.Level {
+	for _, a := range args {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
+		var te interface{ Timeout() bool }
+		if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &te) && te.Timeout()) {
+			return slog.LevelDebug
+		}
+	}
+	return slog.LevelWarn
 }
 
 // Fetch returns the next record of any of the topics, blocking until one

@@ -7,6 +7,8 @@
 // Prometheus scrapes times that file's lines only.
 //
 // Bad lines are counted by reason and reported through a callback; they
-// never stop the replay. Run is not safe for concurrent use of the same
+// never stop the replay. An input whose stream ends in the middle (a
+// truncated gzip file) ends there: its records so far count, the other
+// inputs play on, and Run reports it (Stats.Truncated, ErrTruncated). Run is not safe for concurrent use of the same
 // Stage.
 package replay

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -24,7 +25,15 @@ type Stats struct {
 	Skipped uint64 // blank lines, comments and unknown metrics
 	Bad     decode.Counts
 	Window  window.Counts
+	// Truncated names the inputs that ended early, in the order noticed:
+	// their stream stopped in the middle (a gzip file cut short), so
+	// their records up to there were replayed and the rest is missing.
+	Truncated []string
 }
+
+// ErrTruncated is returned (wrapped, naming the inputs) by Run when an
+// input ended early; see Stats.Truncated.
+var ErrTruncated = errors.New("input ended early")
 
 // BadLine describes one line that could not be decoded.
 type BadLine struct {
@@ -70,9 +79,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // Run replays inputs through stage and hands every finding to emit, in
 // order. It returns when all inputs are exhausted (after flushing every
-// window), when ctx is done, or when emit or a reader fails.
-func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options, emit func(*skew.Finding) error) (Stats, error) {
-	var st Stats
+// window), when ctx is done, or when emit or a reader fails. The Stats
+// count what was read up to then, whatever the error. An input that ends
+// in the middle of its stream (io.ErrUnexpectedEOF: a truncated gzip
+// file) counts as exhausted, so the others and the windows still play
+// out; Run then returns an error wrapping ErrTruncated at the end.
+func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options, emit func(*skew.Finding) error) (st Stats, err error) {
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = 1 << 20
 	}
@@ -84,6 +96,8 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 		cr := &countingReader{r: in.R}
 		srcs[i] = &source{name: in.Name, cr: cr, lr: decode.NewLineReader(cr, opts.MaxLine), dec: decode.NewDecoder(opts.Format)}
 	}
+	// Whichever way Run returns, the summary counts what was read.
+	defer func() { st.Bytes, st.Window = bytesRead(srcs), stage.Counts() }()
 	var findings []skew.Finding
 	flush := func() error {
 		for i := range findings {
@@ -140,9 +154,13 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 		}
 	}
 	findings = stage.Flush(findings)
-	err := flush()
-	st.Bytes, st.Window = bytesRead(srcs), stage.Counts()
-	return st, err
+	if err := flush(); err != nil {
+		return st, err
+	}
+	if len(st.Truncated) > 0 {
+		return st, fmt.Errorf("%w: %s", ErrTruncated, strings.Join(st.Truncated, ", "))
+	}
+	return st, nil
 }
 
 func bytesRead(srcs []*source) int64 {
@@ -159,6 +177,13 @@ func advance(s *source, st *Stats, opts *Options) error {
 		line, n, err := s.lr.Next()
 		if err == io.EOF {
 			s.done = true
+			return nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The stream stopped mid-way (gzip says so; a plain file
+			// cannot tell): what was read counts, the rest is missing.
+			s.done = true
+			st.Truncated = append(st.Truncated, s.name)
 			return nil
 		}
 		if err != nil {

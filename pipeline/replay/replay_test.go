@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -212,5 +213,67 @@ func TestRunJoinsPrometheusScrapes(t *testing.T) {
 		if f.Cause != skew.CauseDataSkew || *f.SubtaskIndex != hot || len(f.Evidence.HotKeys) != 1 || f.Evidence.HotKeys[0].Key != "u42" {
 			t.Errorf("finding %+v %+v", f.Saturation, f.Evidence)
 		}
+	}
+}
+
+// TestRunTruncatedGzip: a gzip input cut short ends where it stops. The
+// records before the cut are replayed and counted, the other input plays
+// to its end, the windows are flushed, and Run says which input ended
+// early (before, it returned "unexpected EOF" with every count zero).
+func TestRunTruncatedGzip(t *testing.T) {
+	metrics, samples, nm, ns, _ := twoFiles()
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(samples))
+	zw.Close()
+	cut := zb.Bytes()[:zb.Len()*2/3]
+	eng, _ := skew.New(looseHotKeys)
+	stage, _ := window.New(window.Config{OutOfOrderMs: 1000}, eng)
+	zr, err := MaybeGunzip(bytes.NewReader(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := 0
+	st, err := Run(context.Background(),
+		[]Input{{Name: "metrics", R: strings.NewReader(metrics)}, {Name: "samples.gz", R: zr}},
+		stage, Options{}, func(f *skew.Finding) error {
+			if f.Kind == skew.KindHotKey {
+				hot++
+			}
+			return nil
+		})
+	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "samples.gz") {
+		t.Fatalf("err = %v, want ErrTruncated naming samples.gz", err)
+	}
+	if len(st.Truncated) != 1 || st.Truncated[0] != "samples.gz" {
+		t.Errorf("Truncated %q, want [samples.gz]", st.Truncated)
+	}
+	if st.Window.Metrics != uint64(nm) {
+		t.Errorf("metrics %d, want all %d (that input is whole)", st.Window.Metrics, nm)
+	}
+	if st.Window.Samples == 0 || st.Window.Samples >= uint64(ns) {
+		t.Errorf("key samples %d, want some but fewer than %d", st.Window.Samples, ns)
+	}
+	if st.Bytes <= int64(len(metrics)) || st.Lines == 0 {
+		t.Errorf("bytes %d, lines %d: the part read is not counted", st.Bytes, st.Lines)
+	}
+	if hot == 0 {
+		t.Error("no hot_key finding from the part read")
+	}
+}
+
+// TestRunCountsOnError: when Run stops on an error, its Stats still count
+// what was read.
+func TestRunCountsOnError(t *testing.T) {
+	_, samples, _, _, _ := twoFiles()
+	eng, _ := skew.New(looseHotKeys)
+	stage, _ := window.New(window.Config{}, eng)
+	st, err := Run(context.Background(), []Input{{Name: "s", R: strings.NewReader(samples)}}, stage, Options{},
+		func(*skew.Finding) error { return errors.New("sink full") })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if st.Window.Samples == 0 || st.Bytes == 0 || st.Lines == 0 {
+		t.Errorf("stats %+v: what was read is not counted", st)
 	}
 }

@@ -70,7 +70,9 @@ func NewOverridePoller(every time.Duration, src OverrideReader, dst OverrideSett
 
 // Run polls every interval until done is closed or ctx ends, then
 // returns nil. A failed read is logged and tried again at the next tick
-// (the poll is its own retry loop). It blocks; do not call it twice.
+// (the poll is its own retry loop); a read that fails because ctx ended
+// or done was closed meanwhile is the stop, logged at Debug only. It
+// blocks; do not call it twice.
 func (p *OverridePoller) Run(ctx context.Context, done <-chan struct{}) error {
 	t := time.NewTicker(p.every)
 	defer t.Stop()
@@ -83,8 +85,27 @@ func (p *OverridePoller) Run(ctx context.Context, done <-chan struct{}) error {
 		case <-t.C:
 		}
 		if _, err := p.Poll(ctx); err != nil {
+			if stopping(ctx, done) {
+				// The read was cut short by the stop (Ctrl-C cancels ctx
+				// while a poll is under way): not a failure.
+				p.log.Debug("reading plan overrides stopped", "err", err)
+				return nil
+			}
 			p.log.Warn("reading plan overrides failed; retrying", "in", p.every, "err", err)
 		}
+	}
+}
+
+// stopping reports whether ctx has ended or done is closed.
+func stopping(ctx context.Context, done <-chan struct{}) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }
 

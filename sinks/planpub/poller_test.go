@@ -1,9 +1,14 @@
 package planpub
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +172,88 @@ func TestNewOverridePollerRejects(t *testing.T) {
 			t.Errorf("%s: want an error", tt.name)
 		}
 	}
+}
+
+// blockingOverrides is an OverrideReader whose reads block until release
+// sends the error to return, or ctx ends (then it returns ctx's error
+// wrapped, as the ClickHouse store does).
+type blockingOverrides struct {
+	started chan struct{}
+	release chan error
+}
+
+func (b *blockingOverrides) Overrides(ctx context.Context) ([]plans.Override, error) {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-b.release:
+		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading overrides: %w", ctx.Err())
+	}
+}
+
+func (b *blockingOverrides) SetOverrides(context.Context, []plans.Override) error { return nil }
+
+// TestOverridePollerStopIsNoFailure: a read cut short by the stop (the run
+// context cancelled by Ctrl-C, or done closed meanwhile) is not logged as
+// a failure; a read that fails while running still is.
+func TestOverridePollerStopIsNoFailure(t *testing.T) {
+	var started chan struct{} // the current case's blockingOverrides.started
+	tests := []struct {
+		name     string
+		stop     func(cancel context.CancelFunc, done chan struct{}, release chan error)
+		wantWarn bool
+	}{
+		{"context cancelled during a read", func(cancel context.CancelFunc, _ chan struct{}, _ chan error) { cancel() }, false},
+		{"done closed during a read", func(_ context.CancelFunc, done chan struct{}, release chan error) {
+			close(done)
+			release <- errors.New("read: connection closed")
+		}, false},
+		{"a read fails while running", func(cancel context.CancelFunc, _ chan struct{}, release chan error) {
+			release <- errors.New("connection refused")
+			<-started // the next tick's read: the failure was handled
+			cancel()
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil))
+			b := &blockingOverrides{started: make(chan struct{}, 1), release: make(chan error)}
+			started = b.started
+			p, err := NewOverridePoller(time.Millisecond, b, b, nil, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			ran := make(chan error, 1)
+			go func() { ran <- p.Run(ctx, done) }()
+			<-b.started
+			tt.stop(cancel, done, b.release)
+			if err := <-ran; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			out := buf.String()
+			if got := strings.Contains(out, "level=WARN"); got != tt.wantWarn {
+				t.Errorf("warned: %v, want %v; log:\n%s", got, tt.wantWarn, out)
+			}
+		})
+	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -51,7 +51,8 @@ func engineFindings(t *testing.T, incident string) []skew.Finding {
 			if err := json.Unmarshal(b, &c); err != nil {
 				return err
 			}
-			// The simulated incidents share one job id; keep them apart.
+			// Each incident file is a job of its own; the suffix keeps
+			// them apart even if two files shared a job id.
 			c.JobID += "-" + incident
 			fs = append(fs, c)
 			return nil
