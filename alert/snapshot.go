@@ -137,6 +137,19 @@ func (a *snapAlert) identity() Identity {
 	return Identity{JobID: a.Latest.JobID, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
 }
 
+// Reset drops every alert and report: the tracker is then as
+// NewTracker made it (its configuration and Refused count kept), and
+// Restore may be called again. A pipeline whose partitions moved to
+// another instance resets and restores the stored state, so that it
+// neither resolves nor stores the alerts of jobs it no longer reads.
+func (t *Tracker) Reset() {
+	clear(t.states)
+	clear(t.reports)
+	clear(t.restored)
+	clear(t.dormant)
+	t.now, t.firing = 0, 0
+}
+
 // maxSnapString bounds the IDs, names and keys a restored state may
 // carry, as the decoders bound them in events.
 const maxSnapString = 64 << 10
