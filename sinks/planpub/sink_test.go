@@ -116,7 +116,7 @@ func TestSink(t *testing.T) {
 			}
 			w, p := &fakeWriter{}, &fakePublisher{}
 			reg := prometheus.NewRegistry()
-			s, err := newSink(w, mgr, p, nil, reg)
+			s, err := newSink(w, mgr, p, nil, nil, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestSink(t *testing.T) {
 func TestSinkMetrics(t *testing.T) {
 	mgr, _ := plans.NewManager(plans.Config{})
 	reg := prometheus.NewRegistry()
-	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg)
+	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +173,10 @@ skewlens_plans_served 1
 	}
 	s.Close()
 	s.Close()
-	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg); err != nil {
+	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg); err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
-	if _, err := NewSink(nil, mgr, nil, nil, nil); !isFatal(err) {
+	if _, err := NewSink(nil, mgr, nil, nil, nil, nil); !isFatal(err) {
 		t.Fatalf("NewSink with nil parts: %v", err)
 	}
 }
