@@ -10,13 +10,18 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/plans"
 )
 
 // TestRunRebalanceEqualsUninterrupted: three `skewlens run` instances
@@ -119,6 +124,88 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 		t.Logf("the runs settled on different windows (%v, %v): incidents compared as of %d", settled[0], settled[1], asOf)
 	}
 	assertSameIncidents(ctx, t, chAddr, "rebal_ref", "rebal_group", asOf, "after the rebalances")
+	assertSamePlans(ctx, t, chAddr, "rebal_ref", "rebal_group", cutoff, "after the rebalances")
+}
+
+// assertSamePlans checks the plans tables (what skewlens serve reads) of
+// databases want and got: the same versions of the same tasks made at
+// windows before cutoff, each at the same window (generated_at) with the
+// same material content (parallelism pair, source, pin, hot keys with
+// their buckets and salted keys), and no retired plan. So no instance
+// published a plan of a job it did not read over its owner's, and a
+// moved job's versions went on where its last owner left them. (The
+// defaults, a 10 min cooldown and a 30 min TTL, retire no plan within
+// the 8 min backlog, so a retirement, or a version made by time alone at
+// a window that depends on how window closes are batched, is an
+// instance changing a plan it does not own.) Later versions depend on how
+// far each run got before it was stopped, as for the other tables.
+//
+// A version's updated_at, expires_at and revision, and the shares and
+// last-hot times in its body, are not compared: they are not results of
+// the records alone. A version's row is written again whenever an
+// instance republishes its plans (every planpub.RepublishEvery of event
+// time from the first window it closes, which for the group is at every
+// assignment of partitions), so which confirmation is stored last depends
+// on where each instance started.
+func assertSamePlans(ctx context.Context, t *testing.T, chAddr, wantDB, gotDB string, cutoff int64, what string) {
+	t.Helper()
+	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	read := func(db string) (versions []string) {
+		rows, err := conn.Query(ctx, "SELECT job_id, task_name, version, generated_at, body FROM "+db+".plans WHERE generated_at < ?", cutoff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		seen := map[string]bool{}
+		for rows.Next() {
+			var (
+				job, task, body string
+				version         uint64
+				generated       int64
+			)
+			if err := rows.Scan(&job, &task, &version, &generated, &body); err != nil {
+				t.Fatal(err)
+			}
+			var p plans.Plan
+			if err := json.Unmarshal([]byte(body), &p); err != nil {
+				t.Fatalf("%s.plans: %s/%s v%d: %v", db, job, task, version, err)
+			}
+			v := fmt.Sprintf("%s/%s v%d generated_at=%d p%d/%d %s pinned=%v", job, task, version, generated,
+				p.Parallelism, p.MaxParallelism, p.Source, p.Pinned)
+			for _, k := range p.HotKeys {
+				v += fmt.Sprintf(" %q:%d%v", k.Key, k.Buckets, k.Salted)
+			}
+			if !seen[v] {
+				seen[v] = true
+				versions = append(versions, v)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(versions)
+		var retired uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".plans WHERE retired = 1").Scan(&retired); err != nil {
+			t.Fatal(err)
+		}
+		if retired != 0 {
+			t.Errorf("%s.plans: %d retirements: no plan ends within the backlog", db, retired)
+		}
+		return versions
+	}
+	want, got := read(wantDB), read(gotDB)
+	if len(want) == 0 {
+		t.Fatalf("plans: none made before %d in %s: the comparison needs some", cutoff, wantDB)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan versions %s:\n%s\n%s has:\n%s", what, strings.Join(got, "\n"), wantDB, strings.Join(want, "\n"))
+	} else {
+		t.Logf("plans: %d versions equal %s", len(got), what)
+	}
 }
 
 // terminate stops the process with SIGTERM, as an operator or a

@@ -237,7 +237,11 @@ func (c *runCmd) Run(e *env) error {
 	if err := planpub.Restore(ctx, mgr, pub, store.Plans(), store.RetryPolicy(), log); err != nil {
 		return err
 	}
-	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, log, reg)
+	// The plan sink resumes the plans as Restore did at each assignment
+	// of partitions (the runner's Resume reaches it through the alert and
+	// incident sinks), so that it neither retires nor publishes the plans
+	// of jobs another instance reads.
+	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@
 //   - Assigned (a new generation): before any of its records is
 //     processed, the runner loads the group's saved engine state
 //     (StateLoader) and has the sink resume its own (Resumer: open
-//     incidents, alerts), as a restarted instance does, and reading
+//     incidents, alerts, salting plans), as a restarted instance does, and reading
 //     starts again from the committed offsets. Records of a generation
 //     that ended are not processed.
 //
@@ -56,9 +56,9 @@
 // loads is never behind the offsets it starts from; and since the old
 // owner stops writing before it rejoins, and the new one loads only once
 // the new generation has formed, no stale save can land after the load.
-// Jobs the engine (or the incident and alert trackers) restored but never
-// sees a record of stay out of what it saves: another instance reads
-// them.
+// Jobs the engine (or the incident and alert trackers, or the plan
+// manager) restored but never sees a record of stay out of what it saves
+// or publishes: another instance reads them.
 //
 // Its API has its own Message and Partition types, so no Kafka client is
 // part of it (kafkasrc.ForStream adapts kafka-go).
