@@ -10,27 +10,7 @@ set -euo pipefail
 
 present() { [ -x /usr/bin/chromium ]; }
 
-if present; then
-	exit 0
-fi
-
-exec 9>/tmp/skewlens-chromium-install.lock
-flock 9
-if present; then
-	exit 0
-fi
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "install.sh: chromium is not installed and installing it needs root" >&2
-	exit 1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
+# shellcheck source=../apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../apt-install.sh"
 # fonts-dejavu-core: the screenshot needs a font that has the page's glyphs.
-apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core fonts-liberation
-
-present || {
-	echo "install.sh: /usr/bin/chromium still missing after apt-get install" >&2
-	exit 1
-}
+apt_install chromium - chromium fonts-dejavu-core fonts-liberation
