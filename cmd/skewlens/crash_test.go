@@ -374,6 +374,8 @@ func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, 
 // it.
 func startChild(t *testing.T, name string, args ...string) *runProc {
 	t.Helper()
+	// SKEWLENS_TEST_LOGS names a directory that keeps the children's logs
+	// after the test (the temporary one is removed), to read a failure.
 	dir := t.TempDir()
 	if d := os.Getenv("SKEWLENS_TEST_LOGS"); d != "" {
 		dir = d
