@@ -36,7 +36,9 @@ type JobSnapshot struct {
 type snapJob struct {
 	V     int    `json:"v"`
 	JobID string `json:"job_id"`
-	// Now is the tracker's event time when the snapshot was taken.
+	// Now is the event time of the job's state when the snapshot was
+	// taken: the tracker's, or that of the job's restored state if later.
+	// Restore does not take it as the tracker's event time (see there).
 	Now int64 `json:"now"`
 	// Reported is the end of the job's latest window with a report, 0 if
 	// none is remembered.
@@ -82,7 +84,7 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	job := func(id string) *snapJob {
 		j := jobs[id]
 		if j == nil {
-			j = &snapJob{V: SnapshotVersion, JobID: id, Now: t.now, Reported: t.reports[id]}
+			j = &snapJob{V: SnapshotVersion, JobID: id, Now: t.jobNow(id), Reported: t.reports[id]}
 			jobs[id] = j
 		}
 		return j
@@ -137,6 +139,19 @@ func (a *snapAlert) identity() Identity {
 	return Identity{JobID: a.Latest.JobID, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
 }
 
+// Reset drops every alert and report: the tracker is then as
+// NewTracker made it (its configuration and Refused count kept), and
+// Restore may be called again. A pipeline whose partitions moved to
+// another instance resets and restores the stored state, so that it
+// neither resolves nor stores the alerts of jobs it no longer reads.
+func (t *Tracker) Reset() {
+	clear(t.states)
+	clear(t.reports)
+	clear(t.restored)
+	clear(t.dormant)
+	t.now, t.firing = 0, 0
+}
+
 // maxSnapString bounds the IDs, names and keys a restored state may
 // carry, as the decoders bound them in events.
 const maxSnapString = 64 << 10
@@ -160,6 +175,13 @@ const maxSnapString = 64 << 10
 // uninterrupted tracker would have resolved it; a firing alert whose
 // condition goes on does not fire again. An alert of a job that never
 // reports again stays firing, and is not notified again.
+//
+// The tracker's event time is not taken from what is restored: the jobs
+// of a consumer group progress apart (a job that moved here resumes from
+// its last owner's commit, behind or ahead of the jobs of other
+// instances), and an event time set by the furthest job would resolve
+// the alerts of the others at their first window, which then fire again.
+// The first Observe or Advance sets it, as incident.Tracker.Restore does.
 func (t *Tracker) Restore(snaps []JobSnapshot) error {
 	if len(t.states) > 0 || len(t.reports) > 0 || t.now != 0 {
 		return errors.New("alert: restore: the tracker has seen findings already")
@@ -182,8 +204,7 @@ func (t *Tracker) Restore(snaps []JobSnapshot) error {
 		jobs = append(jobs, j)
 	}
 	for _, j := range jobs {
-		t.now = max(t.now, j.Now)
-		t.restored[j.JobID] = true
+		t.restored[j.JobID] = j.Now
 		t.dormant[j.JobID] = true
 		if j.Reported > 0 {
 			t.reports[j.JobID] = j.Reported

@@ -252,3 +252,69 @@ func TestRestoreRefusesBadState(t *testing.T) {
 		t.Fatalf("an empty state: %v, now %d", err, empty.Now())
 	}
 }
+
+// TestRestoreGroupAtDifferentTimes: the jobs of a consumer group progress
+// apart, so the group's saved states are at different event times. A
+// tracker restored from all of them gives each job, at its own next
+// window, the events of an uninterrupted tracker of that job: the job
+// behind is not resolved by the time of the job ahead (and then fired
+// again), and neither is the job ahead by the one behind.
+func TestRestoreGroupAtDifferentTimes(t *testing.T) {
+	jobWindows := func(job string, first, n int) [][]skew.Finding {
+		var out [][]skew.Finding
+		for i := range n {
+			ws := int64(first+i) * win
+			out = append(out, []skew.Finding{statsOf(job, ws), sat(job, "agg", 2, skew.CauseSlowSubtask, ws)})
+		}
+		return out
+	}
+	// Both jobs' conditions go on for 7 windows: they fire in the 6
+	// before the snapshot, and the 7th is the first after the restore.
+	tests := []struct {
+		name, job string
+		first     int // the job's first window; the other job is far apart
+	}{
+		{"behind", "j1", 0},
+		{"ahead", "j2", 200},
+	}
+	windows := map[string][][]skew.Finding{}
+	var group []JobSnapshot
+	for _, tt := range tests {
+		windows[tt.job] = jobWindows(tt.job, tt.first, 7)
+		tr := newTestTracker(t)
+		feed(t, tr, windows[tt.job][:6], tt.first)
+		if tr.Firing() != 1 {
+			t.Fatalf("%s: %d alerts firing before the snapshot, want 1", tt.job, tr.Firing())
+		}
+		s, err := tr.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		group = append(group, s...)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job, windows := tt.job, windows[tt.job]
+			uninterrupted := newTestTracker(t)
+			feed(t, uninterrupted, windows[:6], tt.first)
+			want := feed(t, uninterrupted, windows[6:], tt.first+6)
+
+			r := newTestTracker(t)
+			if err := r.Restore(group); err != nil {
+				t.Fatal(err)
+			}
+			got := feed(t, r, windows[6:], tt.first+6)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s's first window after the restore:\n%s\nwant (uninterrupted):\n%s", job, joinLines(got), joinLines(want))
+			}
+			for _, e := range got {
+				if strings.Contains(e, `"Kind":"resolved"`) || strings.Contains(e, `"Kind":"firing"`) {
+					t.Fatalf("%s resolved or fired again: %s", job, e)
+				}
+			}
+			if r.Firing() != 2 {
+				t.Fatalf("%d alerts firing after %s's window, want both jobs' 2", r.Firing(), job)
+			}
+		})
+	}
+}

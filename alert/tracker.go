@@ -26,10 +26,11 @@ type Tracker struct {
 	now     int64            // event time (ms): the latest window end or watermark
 	firing  int
 	refused uint64
-	// restored holds the jobs Restore brought back, and dormant those of
-	// them no finding or report has been seen of since: their alerts
-	// neither resolve nor are snapshotted (see Restore).
-	restored map[string]bool
+	// restored holds the jobs Restore brought back, with the event time
+	// their saved state was taken at, and dormant those of them no
+	// finding or report has been seen of since: their alerts neither
+	// resolve nor are snapshotted (see Restore).
+	restored map[string]int64
 	dormant  map[string]bool
 }
 
@@ -99,7 +100,7 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 		causes:   make(map[string]bool, len(cfg.Causes)),
 		states:   make(map[Identity]*state),
 		reports:  make(map[string]int64),
-		restored: make(map[string]bool),
+		restored: make(map[string]int64),
 		dormant:  make(map[string]bool),
 	}
 	for _, c := range cfg.Causes {
@@ -351,16 +352,25 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 }
 
 // Active returns the firing alerts, ordered by identity, as they would be
-// notified now.
+// notified now. The alerts of a restored job not heard of since are as of
+// the event time its state was saved at, or now if that is later: the
+// tracker's own event time is not theirs (see Restore).
 func (t *Tracker) Active() []Alert {
 	var out []Alert
 	for _, st := range t.states {
 		if st.firing {
-			out = append(out, t.alert(st, StatusFiring, t.now, ""))
+			out = append(out, t.alert(st, StatusFiring, t.jobNow(st.id.JobID), ""))
 		}
 	}
 	slices.SortFunc(out, func(a, b Alert) int { return a.id.compare(b.id) })
 	return out
+}
+
+// jobNow is the event time of a job's state: the tracker's, or for a
+// restored job that of its saved state, whichever is later. It is for
+// what Active and Snapshot report, never for resolving.
+func (t *Tracker) jobNow(job string) int64 {
+	return max(t.now, t.restored[job])
 }
 
 // Pending returns the number of pending alerts.

@@ -22,10 +22,14 @@ type Manager struct {
 
 	mu    sync.Mutex
 	tasks map[string]*taskState // by Key(job, task)
-	// now is the latest event time seen (window ends, Advance, restored
-	// plans); overrides take effect at it.
-	now   time.Time
-	stats Stats
+	// now is the latest event time seen (window ends, Advance; not
+	// restored plans, see Restore); overrides take effect at it.
+	now time.Time
+	// dormant holds the jobs of restored plans that no finding has been
+	// observed of since: their plans neither change with time nor are
+	// published (see Restore).
+	dormant map[string]bool
+	stats   Stats
 }
 
 // Stats counts what the Manager left out, for the caller's metrics.
@@ -86,7 +90,29 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, tasks: map[string]*taskState{}}, nil
+	return &Manager{cfg: cfg, tasks: map[string]*taskState{}, dormant: map[string]bool{}}, nil
+}
+
+// Reset drops every plan, override and event time: the Manager is then as
+// NewManager made it (its configuration and Stats counters kept), and
+// Restore and SetOverrides may be called again. A pipeline whose
+// partitions moved to another instance resets and restores the stored
+// plans, so that it neither retires nor publishes the plans of jobs it
+// no longer reads.
+func (m *Manager) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.tasks)
+	clear(m.dormant)
+	m.now = time.Time{}
+}
+
+// wake marks job as read here (a finding of it was observed): its
+// restored plans are this Manager's to change and publish from now on.
+func (m *Manager) wake(job string) {
+	if len(m.dormant) > 0 {
+		delete(m.dormant, job)
+	}
 }
 
 // Config returns the Manager's configuration with its defaults filled in.
@@ -116,6 +142,8 @@ func (m *Manager) Config() Config { return m.cfg }
 // be retired after the cooldown, the skew would come back, and the plan
 // would flap with a period of about the cooldown. (The key samples must
 // carry the original key for this, not the salted one.)
+//
+// A finding of any kind wakes its job's restored plans (see Restore).
 func (m *Manager) Observe(f *skew.Finding) []Change {
 	if f == nil {
 		return nil
@@ -125,10 +153,14 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 	case f.Kind == skew.KindHotKey && f.HotKey != nil:
 		return m.observeHotKey(f)
 	default:
+		m.mu.Lock()
+		m.wake(f.JobID)
+		m.mu.Unlock()
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.wake(f.JobID)
 	p := f.Plan
 	r, err := keygroup.NewRouter(p.Parallelism, p.MaxParallelism)
 	if err != nil || p.MaxParallelism == 0 || checkJobID(f.JobID) != nil ||
@@ -196,6 +228,7 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 func (m *Manager) observeHotKey(f *skew.Finding) []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.wake(f.JobID)
 	st := m.tasks[Key(f.JobID, f.TaskName)]
 	if st == nil {
 		return nil
@@ -226,7 +259,7 @@ func (m *Manager) observeHotKey(f *skew.Finding) []Change {
 // left), plans not confirmed for the TTL are retired, and tasks retired
 // for longer than Config.RetainRetired are forgotten. Pinned and
 // overridden plans are not retired by time. Changes are sorted by job and
-// task.
+// task. The plans of dormant jobs (see Restore) are left as they are.
 func (m *Manager) Advance(now time.Time) []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -238,6 +271,9 @@ func (m *Manager) Advance(now time.Time) []Change {
 	var out []Change
 	for _, id := range m.ids() {
 		st := m.tasks[id]
+		if m.dormant[st.job] {
+			continue
+		}
 		m.cool(st, now)
 		if len(st.keys) > 0 && !now.Before(st.updated.Add(m.cfg.TTL)) {
 			clear(st.keys)
@@ -254,13 +290,14 @@ func (m *Manager) Advance(now time.Time) []Change {
 // Current returns the plans served now, sorted by job and task. The
 // plans are copies: their shares, LastHotAt, UpdatedAt and ExpiresAt are
 // the latest, while Version and GeneratedAt are those of the version last
-// published.
+// published. The plans of dormant jobs (see Restore) are left out: they
+// are as restored, and another instance may publish newer ones.
 func (m *Manager) Current() []Plan {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Plan
 	for _, id := range m.ids() {
-		if p := m.tasks[id].served; p != nil {
+		if p := m.tasks[id].served; p != nil && !m.dormant[p.JobID] {
 			out = append(out, *clonePlan(p))
 		}
 	}
@@ -298,8 +335,26 @@ func (m *Manager) Stats() Stats {
 // skipped. An engine plan brings back its keys, with their LastHotAt, so
 // that cooldowns and the TTL go on; a pinned plan is frozen again until
 // SetOverrides says whether the pin still exists. Call Restore before the
-// first Observe and then SetOverrides. Invalid plans are skipped and
-// reported in the error; the others are restored all the same.
+// first Observe (or after Reset) and then SetOverrides. Invalid plans are
+// skipped and reported in the error; the others are restored all the
+// same.
+//
+// The jobs of restored plans are dormant until a finding of them (of any
+// kind) is observed: until then Advance neither cools, expires nor
+// retires their plans, SetOverrides changes what they will serve but
+// publishes no change of them, and Current leaves them out. Instances of
+// one consumer group all restore every job's plans, and only the one that
+// reads a job sees the findings that confirm its plans; another would
+// retire them, or publish an older state over the owner's. The pipeline
+// writes a subtask_stats finding per subtask and window by default, so a
+// job that still reports wakes in its first window, and its plans then
+// go on as without the restart. The plans of a job that never reports
+// again stay as they are (readers judge them by ExpiresAt).
+//
+// The Manager's event time is not taken from what is restored, for the
+// same reason: the jobs of a group progress apart, and the time of the
+// furthest one would cool the keys of the others at their first window.
+// The first Observe or Advance sets it.
 func (m *Manager) Restore(ps []Plan) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -339,9 +394,7 @@ func (m *Manager) Restore(ps []Plan) error {
 					salted: slices.Clone(k.Salted), lastHot: k.LastHotAt}
 			}
 		}
-		if p.UpdatedAt.After(m.now) {
-			m.now = p.UpdatedAt
-		}
+		m.dormant[p.JobID] = true
 	}
 	return errors.Join(errs...)
 }
@@ -368,7 +421,9 @@ func (m *Manager) restorable(p *Plan) error {
 // freezes the engine's plan as it is now; one that loses it serves the
 // engine's plan again. Overrides take effect at the latest event time the
 // Manager has seen. Overrides that fail Validate are left out and
-// reported in the error; the others take effect all the same.
+// reported in the error; the others take effect all the same. The plans
+// of dormant jobs (see Restore) take the overrides but make no change
+// until their job wakes; the first Advance after that publishes it.
 func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -420,7 +475,9 @@ func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
 			st.pinned, st.frozen = false, nil
 		}
 		st.ovs = nov
-		out = m.publish(st, at, out)
+		if !m.dormant[st.job] {
+			out = m.publish(st, at, out)
+		}
 	}
 	return out, errors.Join(errs...)
 }

@@ -460,3 +460,118 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreDormantUntilObserved: the plans of a consumer group are
+// restored on every instance, and a job's plans change and publish only
+// once a finding of it is observed (the instance reads it). The jobs'
+// plans are at different event times, and a job that wakes goes on at its
+// own: the furthest plan's time does not cool its keys.
+func TestRestoreDormantUntilObserved(t *testing.T) {
+	// The group's plans: j/agg last confirmed at 20 s (its key a last hot
+	// then), k/agg at 1000 s.
+	a := newManager(t, Config{})
+	a.Observe(finding(t, 10, 8, hk{key: "a", buckets: 4}))
+	a.Observe(finding(t, 20, 8, hk{key: "a", buckets: 4}))
+	b := newManager(t, Config{})
+	b.Observe(findingFor(t, "k", "agg", 1000, 8, 128, hk{key: "x", buckets: 2}))
+	group := append(a.Current(), b.Current()...)
+	if len(group) != 2 {
+		t.Fatalf("group plans %+v, want j/agg and k/agg", group)
+	}
+	stats := func(job string, sec int) *skew.Finding {
+		end := at(sec).UnixMilli()
+		return &skew.Finding{Kind: skew.KindSubtaskStats, JobID: job, TaskName: "src", WindowStart: end - 10000, WindowEnd: end}
+	}
+	pinK := []Override{{JobID: "k", TaskName: "agg", Action: ActionPin, At: at(900)}}
+	type op struct {
+		observe *skew.Finding
+		advance int // seconds, when set
+		ovs     []Override
+		want    []string // changes
+		current []string // Current, as "job/task plan"
+	}
+	tests := []struct {
+		name string
+		ops  []op
+	}{
+		{"dormant plans neither change with time nor are current", []op{
+			{advance: 5000, want: nil, current: nil},
+		}},
+		{"a job wakes at its own time, behind the furthest plan", []op{
+			{observe: stats("j", 30), current: []string{"j/agg v1 p8 a:4"}},
+			{advance: 30, want: nil, current: []string{"j/agg v1 p8 a:4"}},
+			// a cools down 600 s after it was last hot, by j's own time;
+			// k's plan stays, dormant.
+			{advance: 630, want: []string{"retired"}, current: nil},
+		}},
+		{"a plan finding wakes its job, and the plan goes on", []op{
+			{observe: finding(t, 30, 8, hk{key: "a", buckets: 4}), want: nil, current: []string{"j/agg v1 p8 a:4"}},
+			{observe: finding(t, 40, 8, hk{key: "a", buckets: 4}, hk{key: "b", buckets: 2}), want: []string{"v2 p8 a:4,b:2"},
+				current: []string{"j/agg v2 p8 a:4,b:2"}},
+		}},
+		{"overrides of a dormant job take effect when it wakes", []op{
+			{ovs: pinK, want: nil, current: nil},
+			{observe: stats("k", 1010), want: nil, current: []string{"k/agg v1 p8 x:2"}},
+			{advance: 1010, want: []string{"k/agg v2 p8 x:2 pinned"}, current: []string{"k/agg v2 p8 x:2 pinned"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, Config{})
+			if err := m.Restore(group); err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range tt.ops {
+				var got []Change
+				switch {
+				case o.observe != nil:
+					got = m.Observe(o.observe)
+				case o.ovs != nil:
+					var err error
+					if got, err = m.SetOverrides(o.ovs); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					got = m.Advance(at(o.advance))
+				}
+				if d := describe(got); !eq(d, o.want) {
+					t.Fatalf("op %d: changes %q, want %q", i, d, o.want)
+				}
+				var cur []string
+				for _, p := range m.Current() {
+					cur = append(cur, Key(p.JobID, p.TaskName)+" "+describePlan(&p))
+				}
+				if !eq(cur, o.current) {
+					t.Fatalf("op %d: current %q, want %q", i, cur, o.current)
+				}
+			}
+			// Dormant or not, the Manager knows every restored plan's
+			// version, so that versions never go back.
+			if p := m.Plan("k", "agg"); p == nil || p.Version == 0 {
+				t.Fatalf("k/agg: %+v", p)
+			}
+		})
+	}
+}
+
+// TestReset: a reset Manager is as new but for its counters, and takes a
+// restore again.
+func TestReset(t *testing.T) {
+	m := newManager(t, Config{})
+	m.Observe(finding(t, 10, 8, hk{key: "a", buckets: 4}))
+	m.Observe(findingFor(t, "j/x", "agg", 10, 8, 128, hk{key: "a", buckets: 4})) // invalid job id
+	saved := m.Current()
+	m.Reset()
+	if st := m.Stats(); st.Tasks != 0 || st.Plans != 0 || st.Invalid != 1 {
+		t.Fatalf("stats after Reset: %+v, want no tasks and the counters kept", st)
+	}
+	if cs := m.Advance(at(5000)); len(cs) != 0 {
+		t.Fatalf("changes after Reset: %q", describe(cs))
+	}
+	if err := m.Restore(saved); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(m.Observe(finding(t, 20, 8, hk{key: "a", buckets: 4}, hk{key: "b", buckets: 2}))); !eq(got, []string{"v2 p8 a:4,b:2"}) {
+		t.Fatalf("after Reset and Restore: %q", got)
+	}
+}

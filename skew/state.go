@@ -150,6 +150,17 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 	return dst
 }
 
+// Reset drops every job and open window: the engine is then as New made
+// it (its configuration kept), and Restore may be called again. A
+// pipeline whose partitions moved to another instance resets, restores
+// the saved state and reads again from the committed offsets.
+func (e *Engine) Reset() {
+	clear(e.jobs)
+	e.open = e.open[:0]
+	e.closedUpTo = math.MinInt64
+	e.last = nil
+}
+
 // maxStateString bounds the IDs and names a restored state may carry, as
 // the decoders bound them in events.
 const maxStateString = 64 << 10

@@ -124,6 +124,18 @@ func (a *Alerter) Restore(snaps []alert.JobSnapshot) error {
 	return nil
 }
 
+// Reset drops the tracker's alerts (alert.Tracker.Reset) and restores
+// snaps, sending nothing: the restored alerts were notified before. On
+// an error the tracker is left empty.
+func (a *Alerter) Reset(snaps []alert.JobSnapshot) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.t.Reset()
+	err := a.t.Restore(snaps)
+	a.handle(nil)
+	return err
+}
+
 // Stop drains and stops the delivery (Fanout.Stop). Safe to call twice.
 func (a *Alerter) Stop() { a.out.Stop() }
 

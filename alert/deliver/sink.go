@@ -99,6 +99,42 @@ func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
 	return nil
 }
 
+// resumer is the pipeline's stream.Resumer.
+type resumer interface {
+	Resume(ctx context.Context) error
+}
+
+// Resume resumes next (when it is a resumer), then drops the Alerter's
+// alerts and loads the consumer group's stored alert state again, in one
+// attempt (the pipeline retries it). The pipeline calls it when
+// partitions are assigned: jobs that moved away are no longer resolved
+// or stored here, and jobs that moved here resume their alerts. A Sink
+// without a StateStore forgets its alerts. A stored state that does not
+// validate is a permanent error.
+func (s *Sink) Resume(ctx context.Context) error {
+	if r, ok := s.next.(resumer); ok {
+		if err := r.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var snaps []alert.JobSnapshot
+	if s.store != nil {
+		var err error
+		if snaps, err = s.store.LoadAlertState(ctx, s.group); err != nil {
+			return fmt.Errorf("load alert state of group %s: %w", s.group, err)
+		}
+	}
+	if err := s.a.Reset(snaps); err != nil {
+		return retry.Permanent("resume alerts", fmt.Errorf("alert state of group %s: %w", s.group, err))
+	}
+	// The stored states of jobs read elsewhere now are theirs to replace.
+	clear(s.saved)
+	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps), "firing", len(s.a.Active()))
+	return nil
+}
+
 // Write writes fs to next and, once that succeeded, observes them.
 func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	if err := s.next.Write(ctx, version, fs); err != nil {

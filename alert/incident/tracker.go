@@ -239,9 +239,13 @@ func (t *Tracker) Open() []Incident {
 // still reports wakes its incidents in its first window; an incident of
 // a job that never reports again stays open.
 func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
+	// Event time is not taken from what is restored: the jobs of a
+	// consumer group progress apart (a job that moved here resumes from
+	// its last owner's commit, behind the jobs of other instances), and
+	// a now set by the furthest one would close the incidents of the
+	// others at their first window. The first Observe or Advance sets it.
 	for j, s := range seen {
 		t.seen[j] = max(t.seen[j], s)
-		t.now = max(t.now, s)
 	}
 	for i := range open {
 		in := clone(&open[i])
@@ -252,8 +256,19 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 		t.open[c] = &in
 		t.dormant[in.JobID] = true
 		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
-		t.now = max(t.now, in.LastSeen)
 	}
+}
+
+// Reset drops every incident and what was seen of each job: the
+// tracker is then as New made it (its configuration and Refused count
+// kept), for Restore. A pipeline whose partitions moved to another
+// instance resets and restores the stored incidents, so that it does not
+// close the incidents of jobs it no longer reads.
+func (t *Tracker) Reset() {
+	clear(t.open)
+	clear(t.seen)
+	clear(t.dormant)
+	t.now = 0
 }
 
 // Refused returns how many findings were ignored because MaxOpen

@@ -363,7 +363,7 @@ func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, 
 	listen := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", db, "--group", group, "--topics", prefix + "-metrics," + prefix + "-samples", "--dead-letter-topic", prefix + "-dead",
-		"--listen", listen, "--quiet", "--log-format", "json"}
+		"--plans-topic", prefix + "-plans-" + db, "--listen", listen, "--quiet", "--log-format", "json"}
 	r := startChild(t, db, append(args, extra...)...)
 	r.db, r.group, r.listen = db, group, listen
 	return r
@@ -374,7 +374,13 @@ func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, 
 // it.
 func startChild(t *testing.T, name string, args ...string) *runProc {
 	t.Helper()
-	logf, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+	// SKEWLENS_TEST_LOGS names a directory that keeps the children's logs
+	// after the test (the temporary one is removed), to read a failure.
+	dir := t.TempDir()
+	if d := os.Getenv("SKEWLENS_TEST_LOGS"); d != "" {
+		dir = d
+	}
+	logf, err := os.CreateTemp(dir, name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,8 +508,13 @@ func TestRunTwoInstancesEqualOne(t *testing.T) {
 	nb, _ := b.messages()
 	n1, _ := one.messages()
 	t.Logf("messages: one instance %d; two instances %d + %d", n1, na, nb)
-	if na == 0 || nb == 0 || na+nb != n1 {
-		t.Errorf("the two instances read %d and %d messages, one instance %d: the partitions were not split once", na, nb, n1)
+	// Both read a share. Together they read every message at least once:
+	// more when the group rebalanced after its first generation (an
+	// instance that joined late, on a loaded machine), whose revoked
+	// partitions were read again from their last commit; the tables below
+	// are equal all the same.
+	if na == 0 || nb == 0 || na+nb < n1 {
+		t.Errorf("the two instances read %d and %d messages, one instance %d: the partitions were not split", na, nb, n1)
 	}
 	for _, r := range []*runProc{one, a, b} {
 		r.kill(t)

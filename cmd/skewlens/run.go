@@ -186,30 +186,17 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	// Resume the engine's cross-window history where the group left it, so
-	// a restart gives the findings an uninterrupted run gives.
-	// Start-up reads are retried here, their one caller, with the
-	// store's policy; Migrate retries its steps itself.
-	var states []skew.JobState
+	// The runner loads the engine state, open incidents and alerts the
+	// consumer group saved in ClickHouse each time partitions are
+	// assigned, the first time included (stream.GroupSource), so that a
+	// restart, or a job whose partition moves here from another instance,
+	// resumes where it was left.
 	if resume {
-		err = retry.Do(ctx, store.RetryPolicy(), nil, func(ctx context.Context) (err error) {
-			states, err = store.Writer().LoadState(ctx, c.Group)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("load engine state of group %s: %w", c.Group, err)
-		}
-		log.Info("Kafka brokers given: resuming the engine state and open incidents the consumer group saved in ClickHouse",
+		log.Info("Kafka brokers given: resuming the engine state, open incidents and alerts the consumer group saved in ClickHouse, at each assignment of partitions",
 			"group", c.Group, "database", c.Database)
 	} else {
 		log.Info("embedded broker: starting afresh; not resuming the engine state, open incidents and alerts an earlier run saved in ClickHouse",
 			"group", c.Group, "database", c.Database)
-	}
-	if err := eng.Restore(states); err != nil {
-		return fmt.Errorf("engine state of group %s in ClickHouse: %w", c.Group, err)
-	}
-	if len(states) > 0 {
-		log.Info("resumed engine state", "group", c.Group, "jobs", len(states))
 	}
 	parts, backlog, err := kafkasrc.Backlog(ctx, brokers, c.Group, c.Topics, false)
 	if err != nil {
@@ -250,7 +237,11 @@ func (c *runCmd) Run(e *env) error {
 	if err := planpub.Restore(ctx, mgr, pub, store.Plans(), store.RetryPolicy(), log); err != nil {
 		return err
 	}
-	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, log, reg)
+	// The plan sink resumes the plans as Restore did at each assignment
+	// of partitions (the runner's Resume reaches it through the alert and
+	// incident sinks), so that it neither retires nor publishes the plans
+	// of jobs another instance reads.
+	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
 	if err != nil {
 		return err
 	}
@@ -282,7 +273,7 @@ func (c *runCmd) Run(e *env) error {
 	// Incidents: consecutive windows of one condition, with the alerts'
 	// hysteresis, stored before the engine state (crash-safe) and printed
 	// as they open and close instead of a line per window.
-	incSink, err := c.incidentSink(ctx, planSink, store, resume, log, reg)
+	incSink, err := c.incidentSink(planSink, store, log, reg)
 	if err != nil {
 		return err
 	}
@@ -297,18 +288,14 @@ func (c *runCmd) Run(e *env) error {
 	}
 
 	// The alert state is stored beside the engine state at every window
-	// close and, against real brokers, resumed, so an ongoing condition
-	// does not fire again after a restart.
+	// close and, against real brokers, resumed (by the runner, at each
+	// assignment), so an ongoing condition does not fire again after a
+	// restart or a rebalance.
 	alertSink, err := deliver.NewStatefulSink(incSink, alerter, store.Writer(), c.Group, log)
 	if err != nil {
 		return err
 	}
-	if resume {
-		if err := alertSink.Restore(ctx, store.RetryPolicy()); err != nil {
-			return err
-		}
-	}
-	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group},
+	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group, Afresh: !resume},
 		kafkasrc.ForStream(src), stage, alertSink, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
@@ -495,25 +482,14 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 }
 
 // incidentSink builds the incident tracker with the alerts' hysteresis
-// and its sink in front of next, and, when resume is set, restores the
-// open incidents from ClickHouse.
-func (c *runCmd) incidentSink(ctx context.Context, next incidentsink.Writer, store *clickhouse.Store, resume bool, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+// and its sink in front of next. The runner resumes the open incidents
+// from ClickHouse at each assignment of partitions (incidentsink.Sink.Resume).
+func (c *runCmd) incidentSink(next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
 	tr, err := incident.New(c.incidentConfig())
 	if err != nil {
 		return nil, err
 	}
-	s, err := incidentsink.New(next, tr, store.Writer(), log, reg)
-	if err != nil {
-		return nil, err
-	}
-	if !resume {
-		return s, nil
-	}
-	if err := s.Restore(ctx, store.RetryPolicy()); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
+	return incidentsink.New(next, tr, store.Writer(), log, reg)
 }
 
 // The component configurations run builds from its flags, shared by Run

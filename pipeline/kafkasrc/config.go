@@ -22,6 +22,7 @@ const (
 	DefaultDeadLetterTopic    = "skewlens-dead-letters"
 	DefaultDeadLetterInFlight = 16
 	DefaultWriteTimeout       = 10 * time.Second
+	DefaultRevokeTimeout      = 8 * time.Second
 )
 
 // DefaultTopics returns the topics read by default: the metrics topic and
@@ -75,6 +76,12 @@ type Config struct {
 	DeadLetterInFlight int
 	// WriteTimeout bounds one dead-letter write attempt (default 10s).
 	WriteTimeout time.Duration
+	// RevokeTimeout bounds how long the member waits, when its
+	// partitions are revoked (a rebalance), for the pipeline to stop
+	// writing what depends on them before it rejoins the group (default
+	// 8s; at most the group's 10s rebalance timeout, or the member would
+	// be dropped from the next generation).
+	RevokeTimeout time.Duration
 }
 
 // DefaultConfig returns a Config with every default filled in (Brokers,
@@ -94,6 +101,7 @@ func DefaultConfig() Config {
 		DeadLetterTopic:    DefaultDeadLetterTopic,
 		DeadLetterInFlight: DefaultDeadLetterInFlight,
 		WriteTimeout:       DefaultWriteTimeout,
+		RevokeTimeout:      DefaultRevokeTimeout,
 	}
 }
 
@@ -115,6 +123,7 @@ func (c Config) withDefaults() Config {
 	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, d.DeadLetterTopic)
 	c.DeadLetterInFlight = cmp.Or(c.DeadLetterInFlight, d.DeadLetterInFlight)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
+	c.RevokeTimeout = cmp.Or(c.RevokeTimeout, d.RevokeTimeout)
 	return c
 }
 
@@ -174,6 +183,9 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("write timeout %s: must be positive", c.WriteTimeout))
+	}
+	if c.RevokeTimeout <= 0 || c.RevokeTimeout > rebalanceTimeout {
+		errs = append(errs, fmt.Errorf("revoke timeout %s: must be positive and at most the rebalance timeout %s", c.RevokeTimeout, rebalanceTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kafkasrc config: %w", err)

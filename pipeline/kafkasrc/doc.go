@@ -8,18 +8,25 @@
 //
 // # Reading
 //
-// A Source holds one kafka-go Reader subscribed to all configured topics
-// (GroupTopics). One group member means one join and one rebalance per
-// start, one bounded queue (Config.QueueCapacity) and a Fetch that needs no
-// fan-in goroutine; per-topic readers in one group would rebalance each
-// other at every start. Consumer lag is computed per topic from each
-// fetched record's partition high watermark, because kafka-go's
-// Reader.Stats reports a single lag for a multi-topic reader.
+// A Source is one member of the consumer group (kafka-go's
+// ConsumerGroup, joined on the first Fetch) subscribed to all configured
+// topics. It handles the group's generations itself, rather than through
+// a kafka-go Reader with a GroupID, which hides them: for each generation
+// it reads every assigned partition with a kafka-go Reader of its own,
+// from the group's committed offset, into one bounded queue
+// (Config.QueueCapacity). Through ForStream, the runner hears of each
+// assignment before the generation's first record, and of each
+// revocation before the member rejoins the group: the Source waits (up to
+// Config.RevokeTimeout) until the runner has stopped writing what depends
+// on the revoked partitions. Records of a generation that ended are not
+// returned, and Commit refuses them (ErrGenerationEnded): their
+// partitions' next owner reads them again. Consumer lag is computed per
+// topic from each fetched record's partition high watermark.
 //
-// Fetch uses FetchMessage, never ReadMessage: nothing is committed until
-// Commit is called with the processed records (at-least-once: records
-// fetched but not committed are read again after a restart, a rebalance or
-// a broker restart). Commit is synchronous.
+// Nothing is committed until Commit is called with the processed
+// records (at-least-once: records fetched but not committed are read
+// again after a restart, a rebalance or a broker restart). Commit is
+// synchronous.
 //
 // # Blocking and safety
 //
@@ -40,10 +47,11 @@
 //
 // # Queues
 //
-// kafka-go's queue of fetched records holds at most QueueCapacity records;
+// The Source's queue of fetched records holds at most QueueCapacity records;
 // when full, the fetchers stop and the data stays in Kafka (back-pressure;
 // metrics skewlens_kafka_reader_queue_length and
-// skewlens_kafka_consumer_lag). At most DeadLetterInFlight dead letters are
+// skewlens_kafka_consumer_lag); each partition's reader holds up to 100
+// more. At most DeadLetterInFlight dead letters are
 // written at once; further Send calls wait (metric
 // skewlens_kafka_dead_letters_in_flight).
 //

@@ -45,7 +45,8 @@ func TestKafkaErrorLevel(t *testing.T) {
 func TestErrorLoggerLevels(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	el := errorLogger(log)
+	s := &Source{log: log}
+	el := s.errorLogger()
 	ioTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	el.Printf("the kafka reader got an unknown error reading partition %d of %s at offset %d: %s", 0, "skewlens.keys", int64(0), ioTimeout)
 	el.Printf("failed to read from current broker for partition %d of %s at offset %d: %v", 1, "skewlens.keys", int64(7), kafka.NotLeaderForPartition)
@@ -61,7 +62,8 @@ func TestErrorLoggerLevels(t *testing.T) {
 	}
 	// At the default level the timeout is not logged at all.
 	buf.Reset()
-	errorLogger(slog.New(slog.NewTextHandler(&buf, nil))).Printf("unknown error reading partition %d: %s", 0, ioTimeout)
+	s.log = slog.New(slog.NewTextHandler(&buf, nil))
+	s.errorLogger().Printf("unknown error reading partition %d: %s", 0, ioTimeout)
 	if buf.Len() != 0 {
 		t.Errorf("timeout logged at Info level: %s", buf.String())
 	}

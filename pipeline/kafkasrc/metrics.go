@@ -17,13 +17,14 @@ type sourceMetrics struct {
 	commits       *prometheus.CounterVec // result: ok, error
 	commitRetries prometheus.Counter
 	commitLatency prometheus.Histogram
+	rebalances    prometheus.Counter
 	reader        *readerCollector
 
 	consumedBy map[string]prometheus.Counter
 	lagBy      map[string]prometheus.Gauge
 }
 
-func newSourceMetrics(topics []string, r *kafka.Reader) *sourceMetrics {
+func newSourceMetrics(topics []string, queue chan fetched) *sourceMetrics {
 	m := &sourceMetrics{
 		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_kafka_consumed_records_total",
@@ -50,7 +51,11 @@ func newSourceMetrics(topics []string, r *kafka.Reader) *sourceMetrics {
 			Help:    "Time Source.Commit took, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10), // 0.5 ms .. 131 s
 		}),
-		reader:     newReaderCollector(r),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_kafka_reader_rebalances_total",
+			Help: "Consumer group generations this member joined (one per rebalance).",
+		}),
+		reader:     newReaderCollector(queue),
 		consumedBy: make(map[string]prometheus.Counter, len(topics)),
 		lagBy:      make(map[string]prometheus.Gauge, len(topics)),
 	}
@@ -68,42 +73,62 @@ func newSourceMetrics(topics []string, r *kafka.Reader) *sourceMetrics {
 }
 
 func (m *sourceMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.consumed, m.lag, m.fetchErrors, m.commits, m.commitRetries, m.commitLatency, m.reader}
+	return []prometheus.Collector{m.consumed, m.lag, m.fetchErrors, m.commits, m.commitRetries, m.commitLatency, m.rebalances, m.reader}
 }
 
-// readerCollector exports kafka-go's own reader statistics at scrape
-// time. Reader.Stats resets its counters on every call, so this collector
-// must be its only caller; it accumulates the deltas.
+// readerCollector exports the statistics of kafka-go's partition
+// readers at scrape time, and the Source's queue. Reader.Stats resets its
+// counters on every call, so this collector must be its only caller; it
+// accumulates the deltas, and keeps them when a reader goes (its
+// partition revoked).
 type readerCollector struct {
-	r                                          *kafka.Reader
-	errorsD, rebalancesD, dialsD, qLenD, qCapD *prometheus.Desc
+	queue                         chan fetched
+	errorsD, dialsD, qLenD, qCapD *prometheus.Desc
 
-	mu         sync.Mutex
-	errors     int64
-	rebalances int64
-	dials      int64
+	mu      sync.Mutex
+	readers map[*kafka.Reader]bool
+	errors  int64
+	dials   int64
 }
 
-func newReaderCollector(r *kafka.Reader) *readerCollector {
+func newReaderCollector(queue chan fetched) *readerCollector {
 	return &readerCollector{
-		r: r,
+		queue:   queue,
+		readers: map[*kafka.Reader]bool{},
 		errorsD: prometheus.NewDesc("skewlens_kafka_reader_internal_errors_total",
-			"Errors kafka-go's reader met and retried by itself (connections, group membership).", nil, nil),
-		rebalancesD: prometheus.NewDesc("skewlens_kafka_reader_rebalances_total",
-			"Consumer group rebalances the reader went through.", nil, nil),
+			"Errors kafka-go's partition readers met and retried by themselves (connections, leaders).", nil, nil),
 		dialsD: prometheus.NewDesc("skewlens_kafka_reader_dials_total",
-			"Connections the reader opened.", nil, nil),
+			"Connections the partition readers opened.", nil, nil),
 		qLenD: prometheus.NewDesc("skewlens_kafka_reader_queue_length",
-			"Fetched records waiting in kafka-go's bounded queue (capacity QueueCapacity; when full the fetchers block).", nil, nil),
+			"Fetched records waiting in the source's bounded queue (capacity QueueCapacity; when full the readers block).", nil, nil),
 		qCapD: prometheus.NewDesc("skewlens_kafka_reader_queue_capacity",
-			"Capacity of kafka-go's queue of fetched records.", nil, nil),
+			"Capacity of the source's queue of fetched records.", nil, nil),
 	}
+}
+
+func (c *readerCollector) add(r *kafka.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readers[r] = true
+}
+
+// remove takes the reader's last statistics and forgets it.
+func (c *readerCollector) remove(r *kafka.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.take(r)
+	delete(c.readers, r)
+}
+
+func (c *readerCollector) take(r *kafka.Reader) {
+	st := r.Stats()
+	c.errors += st.Errors
+	c.dials += st.Dials
 }
 
 // Describe implements prometheus.Collector.
 func (c *readerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.errorsD
-	ch <- c.rebalancesD
 	ch <- c.dialsD
 	ch <- c.qLenD
 	ch <- c.qCapD
@@ -112,17 +137,15 @@ func (c *readerCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *readerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	st := c.r.Stats()
-	c.errors += st.Errors
-	c.rebalances += st.Rebalances
-	c.dials += st.Dials
-	errs, reb, dials := c.errors, c.rebalances, c.dials
+	for r := range c.readers {
+		c.take(r)
+	}
+	errs, dials := c.errors, c.dials
 	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(c.errorsD, prometheus.CounterValue, float64(errs))
-	ch <- prometheus.MustNewConstMetric(c.rebalancesD, prometheus.CounterValue, float64(reb))
 	ch <- prometheus.MustNewConstMetric(c.dialsD, prometheus.CounterValue, float64(dials))
-	ch <- prometheus.MustNewConstMetric(c.qLenD, prometheus.GaugeValue, float64(st.QueueLength))
-	ch <- prometheus.MustNewConstMetric(c.qCapD, prometheus.GaugeValue, float64(st.QueueCapacity))
+	ch <- prometheus.MustNewConstMetric(c.qLenD, prometheus.GaugeValue, float64(len(c.queue)))
+	ch <- prometheus.MustNewConstMetric(c.qCapD, prometheus.GaugeValue, float64(cap(c.queue)))
 }
 
 // deadLetterMetrics are a DeadLetters' metrics.

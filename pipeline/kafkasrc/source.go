@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/pipeline/promreg"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/pipeline/stream"
 )
 
 // ErrClosed is returned by the methods of a closed Source or DeadLetters.
@@ -25,11 +24,25 @@ var ErrClosed = errors.New("kafkasrc: closed")
 // Source reads the configured topics as one consumer-group member. See
 // the package documentation for its blocking and safety rules.
 type Source struct {
-	cfg    Config
-	log    *slog.Logger
-	reader *kafka.Reader
-	m      *sourceMetrics
-	unreg  func()
+	cfg   Config
+	log   *slog.Logger
+	m     *sourceMetrics
+	unreg func()
+
+	// The consumer group, joined on first use (start), and what its
+	// goroutine (run) shares: the current generation, the bounded queue
+	// of fetched records, and the rebalances for the runner (sent only
+	// once it listens).
+	startOnce sync.Once
+	startErr  error
+	group     *kafka.ConsumerGroup
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	runDone   chan struct{}
+	current   atomic.Pointer[generation]
+	msgs      chan fetched
+	events    chan stream.Rebalance
+	listening atomic.Bool
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -41,8 +54,9 @@ type Source struct {
 
 // New checks that the topics exist (waiting up to cfg.StartupTimeout for
 // them, so that a missing topic fails here instead of blocking Fetch
-// forever) and returns a Source reading them. Its metrics are registered
-// on reg (nil: not registered) until Close.
+// forever) and returns a Source reading them. It joins the consumer group
+// on the first Fetch. Its metrics are registered on reg (nil: not
+// registered) until Close.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -57,57 +71,34 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 	if err := checkTopics(ctx, cfg.Brokers, cfg.Topics); err != nil {
 		return nil, fmt.Errorf("kafkasrc: topics %v on %v: %w", cfg.Topics, cfg.Brokers, err)
 	}
-
-	start := kafka.FirstOffset
-	if cfg.StartFromLatest {
-		start = kafka.LastOffset
+	s := &Source{cfg: cfg, log: log, lag: make(map[string]map[int]int64, len(cfg.Topics)),
+		runDone: make(chan struct{}), msgs: make(chan fetched, cfg.QueueCapacity), events: make(chan stream.Rebalance, 4)}
+	s.runCtx, s.runCancel = context.WithCancel(context.Background())
+	gc := s.groupConfig()
+	if err := gc.Validate(); err != nil {
+		s.runCancel()
+		return nil, fmt.Errorf("kafkasrc: consumer group config: %w", err)
 	}
-	rc := kafka.ReaderConfig{
-		Brokers:     cfg.Brokers,
-		GroupID:     cfg.GroupID,
-		GroupTopics: cfg.Topics,
-		MinBytes:    cfg.MinBytes,
-		MaxBytes:    cfg.MaxBytes,
-		MaxWait:     cfg.MaxWait,
-		// Below MaxWait kafka-go would cut fetches short; above it a dead
-		// connection is noticed late. MaxWait + 10 s is kafka-go's own rule.
-		ReadBatchTimeout: cfg.MaxWait + 10*time.Second,
-		QueueCapacity:    cfg.QueueCapacity,
-		// Range assignment gives partition i of every topic to the same
-		// member when the topics have equal partition counts. Producers key
-		// by job_id, so a job's metrics and key samples (two topics) meet on
-		// one instance, which the diagnosis needs. Round-robin would split
-		// them.
-		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
-		CommitInterval:    0, // synchronous: Commit returns when the broker has the offsets
-		StartOffset:       start,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		JoinGroupBackoff:  time.Second,
-		ReadBackoffMin:    100 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		MaxAttempts:       3,
-		ErrorLogger:       errorLogger(log),
-	}
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		rc.Logger = kafka.LoggerFunc(func(msg string, args ...any) {
-			log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
-		})
-	}
-	if err := rc.Validate(); err != nil {
-		return nil, fmt.Errorf("kafkasrc: reader config: %w", err)
-	}
-	r := kafka.NewReader(rc)
-	m := newSourceMetrics(cfg.Topics, r)
-	unreg, err := promreg.Register(reg, "kafka source", m.collectors()...)
+	s.m = newSourceMetrics(cfg.Topics, s.msgs)
+	unreg, err := promreg.Register(reg, "kafka source", s.m.collectors()...)
 	if err != nil {
-		_ = r.Close()
+		s.runCancel()
 		return nil, fmt.Errorf("kafkasrc: %w", err)
 	}
-	s := &Source{cfg: cfg, log: log, reader: r, m: m, unreg: unreg, lag: make(map[string]map[int]int64, len(cfg.Topics))}
+	s.unreg = unreg
 	log.Info("kafka source ready", "brokers", cfg.Brokers, "group", cfg.GroupID, "topics", cfg.Topics)
 	return s, nil
+}
+
+// debugLogger returns kafka-go's logger at Debug level, or nil when Debug
+// is off (kafka-go logs a lot).
+func (s *Source) debugLogger() kafka.Logger {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return nil
+	}
+	return kafka.LoggerFunc(func(msg string, args ...any) {
+		s.log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
+	})
 }
 
 // errorLogger returns the logger for what kafka-go calls errors. kafka-go
@@ -117,9 +108,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 // dozen of them a minute, on empty partitions and between bursts), and
 // the reader reconnects and goes on from the same offset, so those go to
 // Debug: a healthy run logs no warning.
-func errorLogger(log *slog.Logger) kafka.Logger {
+func (s *Source) errorLogger() kafka.Logger {
 	return kafka.LoggerFunc(func(msg string, args ...any) {
-		log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
+		s.log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
 	})
 }
 
@@ -145,38 +136,20 @@ func kafkaErrorLevel(args []any) slog.Level {
 // arrives or ctx is done. It does not commit: call Commit once the record
 // is processed. Transient errors (a broker restart, refused or broken
 // connections, timeouts) are logged, counted and retried with exponential
-// backoff capped at 5 s until ctx is done; other errors are returned.
+// backoff capped at 5 s by the partitions' readers; others are returned.
 // After Close, Fetch returns ErrClosed.
 func (s *Source) Fetch(ctx context.Context) (kafka.Message, error) {
-	var msg kafka.Message
-	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
-		s.m.fetchErrors.WithLabelValues("transient").Inc()
-		s.log.Warn("kafka fetch failed; retrying", "err", err, "backoff", wait)
-	}, func(ctx context.Context) error {
-		if s.closed.Load() {
-			return retry.Permanent("", ErrClosed)
-		}
-		var err error
-		msg, err = s.reader.FetchMessage(ctx)
-		switch {
-		case err == nil, ctx.Err() != nil:
-			return err
-		case errors.Is(err, io.EOF): // kafka-go's word for "reader closed"
-			return retry.Permanent("", ErrClosed)
-		}
-		return kafkaclient.Classify(fmt.Sprintf("fetch from %v", s.cfg.Topics), err)
-	})
-	switch {
-	case err == nil:
-		s.observe(&msg)
-		return msg, nil
-	case errors.Is(err, ErrClosed):
-		return kafka.Message{}, ErrClosed
-	case ctx.Err() != nil:
-		return kafka.Message{}, fmt.Errorf("kafkasrc: fetch: %w", ctx.Err())
-	}
-	s.m.fetchErrors.WithLabelValues("fatal").Inc()
-	return kafka.Message{}, fmt.Errorf("kafkasrc: %w", err)
+	m, _, err := s.fetch(ctx)
+	return m, err
+}
+
+// rebalances starts the consumer group, if it has not started, and from
+// now on sends its assignments and revocations on the channel it returns
+// (see stream.GroupSource): the caller must read it.
+func (s *Source) rebalances() <-chan stream.Rebalance {
+	s.listening.Store(true)
+	_ = s.start() // an error is Fetch's to return
+	return s.events
 }
 
 // observe counts msg and updates its topic's lag.
@@ -203,43 +176,15 @@ func (s *Source) observe(msg *kafka.Message) {
 }
 
 // Commit commits the offsets after msgs (per partition, the highest one
-// given wins) and returns when the broker has stored them. Transient
-// errors, including a rebalance or a broker restart in between, are
-// retried with backoff until ctx is done. A commit retried after a
-// rebalance may store an offset for a partition that another member now
-// reads; Kafka's at-least-once semantics make that a possible duplicate,
-// never a loss. After Close, Commit returns ErrClosed.
+// given wins) in the current generation of the consumer group and returns
+// when the broker has stored them. Transient errors are retried with
+// backoff until ctx is done. Once the generation has ended (a rebalance:
+// the partitions may belong to another member now), Commit returns an
+// error wrapping ErrGenerationEnded at once, and the records are read
+// again by the partitions' next owner. After Close, Commit returns
+// ErrClosed.
 func (s *Source) Commit(ctx context.Context, msgs ...kafka.Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	start := time.Now()
-	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
-		s.m.commitRetries.Inc()
-		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
-	}, func(ctx context.Context) error {
-		err := s.reader.CommitMessages(ctx, msgs...)
-		if errors.Is(err, io.ErrClosedPipe) || err != nil && s.closed.Load() { // reader closed meanwhile
-			return retry.Permanent("", ErrClosed)
-		}
-		return kafkaclient.Classify("commit", err)
-	})
-	s.m.commitLatency.Observe(time.Since(start).Seconds())
-	if err == nil {
-		s.m.commits.WithLabelValues("ok").Inc()
-		return nil
-	}
-	s.m.commits.WithLabelValues("error").Inc()
-	switch {
-	case errors.Is(err, ErrClosed):
-		err = ErrClosed
-	case ctx.Err() != nil:
-		err = ctx.Err()
-	}
-	return fmt.Errorf("kafkasrc: commit %d records: %w", len(msgs), err)
+	return s.commit(ctx, 0, msgs)
 }
 
 // Ready is a readiness check (ops.Check): it asks the brokers for the
@@ -256,16 +201,21 @@ func (s *Source) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Close leaves the consumer group and stops the fetchers; records fetched
+// Close leaves the consumer group and stops the readers; records fetched
 // but not committed are read again by the group's next member. Close
 // unregisters the metrics. It is safe to call more than once and
 // concurrently with Fetch and Commit, which then return ErrClosed.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		if err := s.reader.Close(); err != nil {
-			s.closeErr = fmt.Errorf("kafkasrc: close reader: %w", err)
+		s.startOnce.Do(func() { close(s.runDone) }) // never started: nothing to stop
+		s.runCancel()
+		if s.group != nil {
+			if err := s.group.Close(); err != nil {
+				s.closeErr = fmt.Errorf("kafkasrc: close consumer group: %w", err)
+			}
 		}
+		<-s.runDone
 		s.unreg()
 		s.log.Info("kafka source closed")
 	})

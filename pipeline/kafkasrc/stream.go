@@ -8,9 +8,11 @@ import (
 	"github.com/skewlens/skewlens/pipeline/stream"
 )
 
-// ForStream adapts src to the streaming runner's Source: kafka-go's
-// messages become stream.Messages and back. It has src's blocking and
-// safety rules.
+// ForStream adapts src to the streaming runner's Source, a
+// stream.GroupSource: kafka-go's messages become stream.Messages (with
+// their consumer-group generation) and back, and the group's assignments
+// and revocations reach the runner. It has src's blocking and safety
+// rules.
 func ForStream(src *Source) stream.Source { return streamSource{src} }
 
 // DeadLettersForStream adapts d to the streaming runner's DeadLetters. It
@@ -30,11 +32,11 @@ func StreamPartitions(ps []kafka.Partition) []stream.Partition {
 type streamSource struct{ src *Source }
 
 func (s streamSource) Fetch(ctx context.Context) (stream.Message, error) {
-	m, err := s.src.Fetch(ctx)
+	m, gen, err := s.src.fetch(ctx)
 	if err != nil {
 		return stream.Message{}, err
 	}
-	out := stream.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time}
+	out := stream.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time, Generation: gen}
 	if len(m.Headers) > 0 {
 		out.Headers = make([]stream.Header, len(m.Headers))
 		for i, h := range m.Headers {
@@ -44,13 +46,20 @@ func (s streamSource) Fetch(ctx context.Context) (stream.Message, error) {
 	return out, nil
 }
 
+// Commit commits in the messages' generation (that of the first; the
+// runner commits one generation at a time).
 func (s streamSource) Commit(ctx context.Context, msgs ...stream.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
 		km[i] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
 	}
-	return s.src.Commit(ctx, km...)
+	return s.src.commit(ctx, msgs[0].Generation, km)
 }
+
+func (s streamSource) Rebalances() <-chan stream.Rebalance { return s.src.rebalances() }
 
 type streamDeadLetters struct{ d *DeadLetters }
 

@@ -49,6 +49,17 @@ type Config struct {
 	// With the sink away for longer, what is not written is logged, its
 	// offsets are not committed, and a restart reads it again.
 	DrainTimeout time.Duration
+	// RevokeTimeout bounds how long a revocation of the consumer group's
+	// partitions (GroupSource) waits for the writer to finish the jobs
+	// handed to it before (default 5s, below the group's rebalance
+	// timeout, so the instance rejoins in time); then they are abandoned
+	// and their offsets stay uncommitted.
+	RevokeTimeout time.Duration
+	// Afresh makes the first assignment of a GroupSource load no saved
+	// state (the engine's, and the sink's with a Resumer): the embedded
+	// broker starts empty, and what an earlier run saved belongs to
+	// records that are gone. Later assignments load what is saved.
+	Afresh bool
 	// Retry spaces the attempts of a write to the sink (default: 100 ms
 	// doubling to 5 s, without a bound on the attempts: a write is retried
 	// until it succeeds, fails permanently, or the drain's DrainTimeout
@@ -61,7 +72,7 @@ type Config struct {
 // DefaultConfig returns the Config whose fields are the defaults stated in
 // their comments (no partitions or backlog: those come from Kafka).
 func DefaultConfig() Config {
-	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", DrainTimeout: 10 * time.Second,
+	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", DrainTimeout: 10 * time.Second, RevokeTimeout: 5 * time.Second,
 		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 }
 
@@ -74,6 +85,7 @@ func (c Config) withDefaults() Config {
 	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
 	c.Group = cmp.Or(c.Group, d.Group)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
+	c.RevokeTimeout = cmp.Or(c.RevokeTimeout, d.RevokeTimeout)
 	c.Retry = c.Retry.OrDefault(d.Retry)
 	return c
 }
@@ -92,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("drain timeout %s: must not be negative", c.DrainTimeout))
+	}
+	if c.RevokeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("revoke timeout %s: must not be negative", c.RevokeTimeout))
 	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("max pending %d: must be positive", c.MaxPending))

@@ -24,11 +24,47 @@
 // logged and not committed, so a durable broker delivers it again after a
 // restart.
 //
+// # Rebalances
+//
+// With a GroupSource (kafkasrc: a member of a Kafka consumer group), the
+// partitions an instance reads change whenever an instance joins, leaves
+// or dies. The results stay those of one uninterrupted instance because
+// the runner treats each consumer-group generation as a run of its own:
+//
+//   - Revoked (the generation ended; the source holds back rejoining
+//     the group until the runner is done, for up to RevokeTimeout): the
+//     runner writes nothing more of it. Findings not yet handed to the
+//     writer are dropped: they may come from windows that closed only
+//     because the revoked partitions stopped delivering. Jobs handed
+//     before hold windows that closed while every partition was still
+//     read, so the writer may finish them (then they are abandoned; a
+//     commit for an ended generation fails with ErrGenerationEnded, which
+//     is no error). Then the open windows, the engine's state, the
+//     watermarks and the offset ledger are dropped.
+//   - Assigned (a new generation): before any of its records is
+//     processed, the runner loads the group's saved engine state
+//     (StateLoader) and has the sink resume its own (Resumer: open
+//     incidents, alerts, salting plans), as a restarted instance does, and reading
+//     starts again from the committed offsets. Records of a generation
+//     that ended are not processed.
+//
+// A replay is safe: the findings of a window are the same whoever
+// computes them from the same records and state, their rows replace each
+// other (ReplacingMergeTree), and events of windows that a saved state
+// has closed are Replayed, not counted again. The engine state is saved
+// after the findings and before the commit, so the state a new owner
+// loads is never behind the offsets it starts from; and since the old
+// owner stops writing before it rejoins, and the new one loads only once
+// the new generation has formed, no stale save can land after the load.
+// Jobs the engine (or the incident and alert trackers, or the plan
+// manager) restored but never sees a record of stay out of what it saves
+// or publishes: another instance reads them.
+//
 // Its API has its own Message and Partition types, so no Kafka client is
 // part of it (kafkasrc.ForStream adapts kafka-go).
 //
 // The files follow the concerns: runner.go (the interfaces, Run and the
-// retry of sink writes), config.go, fetch.go (the fetcher goroutine and
+// retry of sink writes), config.go, group.go (rebalances), fetch.go (the fetcher goroutine and
 // its bounded batch queue), process.go (decoding into the stage, the
 // watermark), flush.go (what a flush hands over, and the pauses),
 // writer.go (the writer goroutine), ledger.go (which

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -14,6 +16,10 @@ import (
 // the jobs in order, so offsets are committed only after everything they
 // depend on is stored.
 type flushJob struct {
+	// ctx is the writer's context for the job's generation (see fence),
+	// gen the generation whose offsets it commits.
+	ctx       context.Context
+	gen       int64
 	findings  []skew.Finding
 	states    []skew.JobState
 	advance   bool
@@ -35,7 +41,10 @@ func (r *Runner) flush() error {
 	if err := r.reap(false); err != nil {
 		return err
 	}
-	job := &flushJob{}
+	if r.fenced {
+		return nil // the generation ended: nothing of it is written any more
+	}
+	job := &flushJob{ctx: r.gctx, gen: r.gen}
 	if len(r.pending) > 0 {
 		job.findings = r.pending
 		r.handed += int64(len(job.findings))
@@ -84,6 +93,24 @@ func (r *Runner) flush() error {
 			if err := r.done(err); err != nil {
 				return err
 			}
+		case ev := <-r.events:
+			// A rebalance while the writer is busy: a revocation drops
+			// this job (its windows are read again by the partitions'
+			// next owner) and waits for the writer.
+			r.inflight-- // not handed: fence must not wait for it
+			if r.inflight == 0 {
+				r.wms.Resume()
+			}
+			if err := r.rebalance(r.runCtx, ev); err != nil {
+				return err
+			}
+			if r.fenced || r.gen != job.gen {
+				return nil
+			}
+			r.inflight++
+			if r.inflight == 1 {
+				r.wms.Pause()
+			}
 		case <-r.wctx.Done():
 			return fmt.Errorf("hand %d findings to the writer: %w", len(job.findings), r.wctx.Err())
 		}
@@ -96,10 +123,21 @@ func (r *Runner) flush() error {
 // while the sink takes a write or a commit waits across a broker restart
 // (the fetcher is stalled then too), or the first partition to deliver
 // afterwards would move the watermark past the others' records.
+//
+// A job of a revoked generation that could not be finished
+// (ErrGenerationEnded) is no error: its offsets stay uncommitted, and the
+// partitions' next owner reads their records again.
 func (r *Runner) done(err error) error {
 	r.inflight--
 	if r.inflight == 0 {
 		r.wms.Resume()
+	}
+	if errors.Is(err, ErrGenerationEnded) {
+		r.m.revokedJobs.Inc()
+		if r.log != nil {
+			r.log.Info("a write of a revoked generation was abandoned; the partitions' next owner reads their records again", "err", err)
+		}
+		return nil
 	}
 	return err
 }

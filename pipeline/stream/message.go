@@ -15,6 +15,10 @@ type Message struct {
 	// none.
 	Time    time.Time
 	Headers []Header
+	// Generation is the consumer-group generation the message was read
+	// in (GroupSource; 0 for other sources). Commit takes it back: a
+	// source refuses to commit for a generation that ended.
+	Generation int64
 }
 
 // Header is one record header, kept for dead letters.

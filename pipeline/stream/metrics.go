@@ -23,6 +23,10 @@ type metrics struct {
 	pending                                       prometheus.Gauge
 	writeRetries                                  prometheus.Counter
 	stateSaves                                    prometheus.Counter
+	// Consumer-group rebalances (GroupSource): the generation processed,
+	// and what a revocation dropped.
+	generation                                    prometheus.Gauge
+	revokedFindings, revokedMessages, revokedJobs prometheus.Counter
 	// jobLastSeen has a series per job in the last saved engine state;
 	// jobsExported names them, so that a job the engine forgot loses its
 	// series. Only the writer goroutine touches jobsExported.
@@ -52,12 +56,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jobLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "skewlens_job_last_seen_window_seconds",
 			Help: "Start (event time, epoch seconds) of the last window in which the job reported a metric or key sample, as of the last engine state save; the series goes when the engine forgets the job."}, []string{"job_id"}),
 		jobsExported: map[string]bool{},
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_group_generation",
+			Help: "The consumer-group generation whose partitions are processed (0: none yet, or not a consumer group)."}),
+		revokedFindings: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_revoked_findings_total",
+			Help: "Findings dropped unwritten because their partitions were revoked (their next owner writes them)."}),
+		revokedMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_revoked_messages_total",
+			Help: "Messages fetched in a generation that had ended, not processed (their partitions' owner reads them again)."}),
+		revokedJobs: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_revoked_writes_total",
+			Help: "Writer jobs (findings, state, commit) of a revoked generation that were abandoned unfinished."}),
 	}
 	m.outcomeSample, m.outcomeMetric = m.lines.WithLabelValues("sample"), m.lines.WithLabelValues("metric")
 	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
-	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen); err != nil {
+	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
+		m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
 		return nil, err
 	}
 	return m, nil

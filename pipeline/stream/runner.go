@@ -93,6 +93,19 @@ type Runner struct {
 	wctx       context.Context
 	wcancel    context.CancelCauseFunc
 
+	// The consumer group (with a GroupSource, else events is nil): its
+	// assignments and revocations, the generation being processed, and
+	// whether it was revoked (fenced: nothing of it is written any more);
+	// gctx is the writer's context for the generation's jobs, cancelled
+	// (with ErrGenerationEnded) when it is fenced.
+	events   <-chan Rebalance
+	gen      int64
+	fenced   bool
+	assigned bool
+	gctx     context.Context
+	gcancel  context.CancelCauseFunc
+	runCtx   context.Context // Run's, for the loads of an assignment met in flush
+
 	stopOnce sync.Once
 	stop     chan struct{}
 
@@ -177,6 +190,9 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// Messages cross from the fetcher to the actor in batches: a channel
 	// operation per message costs more than decoding it. The queue holds
 	// QueueCapacity messages in all.
+	if gs, ok := r.src.(GroupSource); ok {
+		r.events = gs.Rebalances() // before the first Fetch: see GroupSource
+	}
 	queue := make(chan []Message, max(1, r.cfg.QueueCapacity/batchMax))
 	fetchErr := make(chan error, 1)
 	go r.fetch(ctx, queue, fetchErr)
@@ -185,6 +201,8 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// context outlives ctx, for the drain, which ends it DrainTimeout
 	// after ctx ended.
 	r.wctx, r.wcancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	r.gctx, r.gcancel = context.WithCancelCause(r.wctx)
+	r.runCtx = ctx
 	var drainTimer atomic.Pointer[time.Timer]
 	unwatch := context.AfterFunc(ctx, func() {
 		drainTimer.Store(time.AfterFunc(r.cfg.DrainTimeout, func() {
@@ -239,6 +257,14 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			}
 			r.m.queue.Set(float64(len(queue) * batchMax))
 			for _, msg := range batch {
+				if ok, err := r.accept(ctx, &msg); err != nil {
+					if ctx.Err() != nil {
+						return r.finalFlush()
+					}
+					return err
+				} else if !ok {
+					continue
+				}
 				if err := r.process(ctx, msg); err != nil {
 					if ctx.Err() != nil {
 						return r.finalFlush() // process holds the message's offset back
@@ -259,6 +285,13 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			}
 		case err := <-r.results:
 			if err := r.done(err); err != nil {
+				return err
+			}
+		case ev := <-r.events:
+			if err := r.rebalance(ctx, ev); err != nil {
+				if ctx.Err() != nil {
+					return r.finalFlush()
+				}
 				return err
 			}
 		case <-tick.C:

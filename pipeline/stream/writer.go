@@ -2,21 +2,30 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
 // writer runs in its own goroutine: it does the jobs in order until jobs is
 // closed or one fails, and reports each job's result on results (nil or
-// the error; it stops after an error). ctx bounds its calls to the sink
+// the error; it stops after an error, but for ErrGenerationEnded: the
+// jobs of a revoked generation are abandoned, the next ones done). ctx bounds its calls to the sink
 // and the source. The writer and the actor share nothing else but the
 // atomic counters and the metrics, which are safe for concurrent use.
 func (r *Runner) writer(ctx context.Context, finished chan<- struct{}) {
 	defer close(finished)
 	for job := range r.jobs {
-		err := r.do(ctx, job)
+		jctx := job.ctx
+		if jctx == nil {
+			jctx = ctx
+		}
+		err := r.do(jctx, job)
+		if err != nil && jctx.Err() != nil && errors.Is(context.Cause(jctx), ErrGenerationEnded) {
+			err = fmt.Errorf("%w: %w", ErrGenerationEnded, err)
+		}
 		r.results <- err // never blocks: it holds as many as can be in flight
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrGenerationEnded) {
 			return
 		}
 	}
@@ -63,7 +72,7 @@ func (r *Runner) do(ctx context.Context, job *flushJob) error {
 		msgs := make([]Message, len(job.commits))
 		for i, cp := range job.commits {
 			// Commit takes the last message to commit, not the next to read.
-			msgs[i] = Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1}
+			msgs[i] = Message{Topic: cp.topic, Partition: cp.partition, Offset: cp.next - 1, Generation: job.gen}
 		}
 		if err := r.src.Commit(ctx, msgs...); err != nil {
 			return fmt.Errorf("commit offsets: %w", err)

@@ -163,6 +163,16 @@ func (w *Watermarks) Expect(p Partition, backlog bool) {
 	w.add(p, &partMark{waiting: true, hold: hold})
 }
 
+// Reset forgets every partition, as if none had been expected or had
+// delivered; the time paused so far is kept, and an open Pause stays
+// open.
+func (w *Watermarks) Reset() {
+	clear(w.parts)
+	w.list = w.list[:0]
+	w.last, w.lastKey = nil, Partition{}
+	w.started = false
+}
+
 // Observe records an event time of partition p and reports whether it
 // raised p's highest event time (so the watermark may have moved).
 func (w *Watermarks) Observe(p Partition, ts int64) bool {

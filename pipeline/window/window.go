@@ -179,5 +179,20 @@ func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenes
 // Snapshot appends the engine's cross-window state (see skew.Engine.Snapshot).
 func (s *Stage) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Snapshot(dst) }
 
+// Restore loads saved job states into the engine (see
+// skew.Engine.Restore): call it before the first event, or after Reset.
+func (s *Stage) Restore(states []skew.JobState) error { return s.eng.Restore(states) }
+
+// Reset drops everything but the counters: the open windows and the
+// engine's state (skew.Engine.Reset), the watermark and the partitions of
+// its Watermarks (Watermarks.Reset). The stage is then as new, for a
+// pipeline whose partitions were revoked: it restores the saved state
+// and reads again from the committed offsets.
+func (s *Stage) Reset() {
+	s.eng.Reset()
+	s.wms.Reset()
+	s.wm = math.MinInt64
+}
+
 // Flush closes every open window.
 func (s *Stage) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }

@@ -118,6 +118,40 @@ func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
 	return nil
 }
 
+// resumer is the pipeline's stream.Resumer.
+type resumer interface {
+	Resume(ctx context.Context) error
+}
+
+// Resume resumes the next sink (when it is a resumer), then drops the
+// tracked incidents and the changes not stored yet, and loads the stored
+// incidents again, in one attempt (the pipeline retries it). The
+// pipeline calls it when partitions are assigned: the incidents of jobs
+// that moved away are not closed here, and those of jobs that moved here
+// go on. Unstored changes are dropped because their windows' offsets are
+// not committed: the jobs' owner reads them again.
+func (s *Sink) Resume(ctx context.Context) error {
+	if r, ok := s.next.(resumer); ok {
+		if err := r.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	open, seen, err := s.store.LoadIncidents(ctx)
+	if err != nil {
+		return fmt.Errorf("resume incidents: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tr.Reset()
+	s.tr.Restore(open, seen)
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	clear(s.index)
+	s.m.pending.Set(0)
+	s.log.Info("incidents resumed", "open", len(open), "jobs", len(seen))
+	return nil
+}
+
 // Write writes fs to the next sink and, once that succeeded, folds them
 // into incidents and stores the changes, with any left from an earlier
 // call. An error of the next sink is returned as it is, and nothing is

@@ -431,7 +431,7 @@ func TestLoadResumesVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s, err := NewSink(&fakeWriter{}, mgr, p, testLog(), nil)
+		s, err := NewSink(&fakeWriter{}, mgr, p, StoredPlans(p, nil), testLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,33 @@ type PlanLister interface {
 	CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error)
 }
 
+// PlanLoader reads back the stored plans a Sink resumes from
+// (Sink.Resume): StoredPlans makes the one Restore reads.
+type PlanLoader interface {
+	// LoadPlans returns the latest plan of every task that has one, not
+	// retired. It blocks until the read ends.
+	LoadPlans(ctx context.Context) ([]plans.Plan, error)
+}
+
+// PlanLoaderFunc adapts a function to PlanLoader.
+type PlanLoaderFunc func(ctx context.Context) ([]plans.Plan, error)
+
+// LoadPlans calls f.
+func (f PlanLoaderFunc) LoadPlans(ctx context.Context) ([]plans.Plan, error) { return f(ctx) }
+
+// StoredPlans returns the PlanLoader of the record Restore reads: the
+// compacted topic when pub is not nil (Publisher.Load, which retries
+// inside), otherwise the plans table (every plan not retired, expired or
+// not; one attempt).
+func StoredPlans(pub *Publisher, table PlanLister) PlanLoader {
+	if pub != nil {
+		return PlanLoaderFunc(pub.Load)
+	}
+	return PlanLoaderFunc(func(ctx context.Context) ([]plans.Plan, error) {
+		return table.CurrentPlans(ctx, time.Time{})
+	})
+}
+
 // Restore hands mgr the plans a restart resumes from, so that versions
 // continue where the last run left them and replayed findings make no new
 // versions. The compacted topic is the record when the plans go to one

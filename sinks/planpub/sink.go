@@ -68,6 +68,7 @@ type Sink struct {
 	next Writer
 	mgr  *plans.Manager
 	pub  publisher
+	load PlanLoader
 	log  *slog.Logger
 	m    *sinkMetrics
 
@@ -80,6 +81,9 @@ type Sink struct {
 	// republished is the event time current plans were last published
 	// again (see Advance).
 	republished time.Time
+	// overrides are the overrides last given to SetOverrides, which
+	// Resume sets again on the restored Manager.
+	overrides []plans.Override
 }
 
 // RepublishEvery is the most event time that passes between two
@@ -92,17 +96,18 @@ type Sink struct {
 const RepublishEvery = 5 * time.Minute
 
 // NewSink returns a Sink writing findings to next and plan changes
-// through pub (a *Publisher, or a Tee of it and the plans table), and
-// registers the Manager's statistics and the pending changes on reg (nil:
-// not registered). log may be nil.
-func NewSink(next Writer, mgr *plans.Manager, pub ChangePublisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
-	if next == nil || mgr == nil || pub == nil {
-		return nil, fatal("new sink", errors.New("nil writer, manager or publisher"))
+// through pub (a *Publisher, or a Tee of it and the plans table), that
+// resumes the stored plans from load (StoredPlans: where Restore reads
+// them), and registers the Manager's statistics and the pending changes
+// on reg (nil: not registered). log may be nil.
+func NewSink(next Writer, mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if next == nil || mgr == nil || pub == nil || load == nil {
+		return nil, fatal("new sink", errors.New("nil writer, manager, publisher or plan loader"))
 	}
-	return newSink(next, mgr, pub, log, reg)
+	return newSink(next, mgr, pub, load, log, reg)
 }
 
-func newSink(next Writer, mgr *plans.Manager, pub publisher, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+func newSink(next Writer, mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -111,7 +116,7 @@ func newSink(next Writer, mgr *plans.Manager, pub publisher, log *slog.Logger, r
 	if err != nil {
 		return nil, fatal("new sink", err)
 	}
-	return &Sink{next: next, mgr: mgr, pub: pub, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
+	return &Sink{next: next, mgr: mgr, pub: pub, load: load, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
 		index: map[string]int{}}, nil
 }
 
@@ -174,9 +179,11 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 // SetOverrides replaces the Manager's overrides and publishes the
 // changes. Invalid overrides are left out and reported, as by
 // plans.Manager.SetOverrides; the valid ones take effect all the same.
+// The Sink keeps ovs (the caller must not change them) for Resume.
 func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.overrides = ovs
 	cs, verr := s.mgr.SetOverrides(ovs)
 	s.add(cs)
 	if err := s.flush(ctx); err != nil {
@@ -185,6 +192,54 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 	if verr != nil {
 		return fmt.Errorf("planpub: set overrides: %w", verr)
 	}
+	return nil
+}
+
+// resumer is the pipeline's stream.Resumer.
+type resumer interface {
+	Resume(ctx context.Context) error
+}
+
+// Resume resumes the next sink (when it is a resumer), then drops the
+// Manager's plans and the changes not published yet, restores the stored
+// plans (from the Sink's PlanLoader) and sets the overrides last given to
+// SetOverrides again, in one attempt (the pipeline retries it): the
+// Manager is then as at start-up. The pipeline calls it when partitions
+// are assigned: the plans of jobs that moved away are no longer retired,
+// expired or published here, and those of jobs that moved here go on
+// from what their last owner published (a restored job is dormant until
+// its first finding; see plans.Manager.Restore). Unpublished changes are
+// dropped because their windows' offsets are not committed: the jobs'
+// owner reads them again. Plans the Manager refuses are logged and
+// skipped, as by Restore. Resume blocks on the read.
+func (s *Sink) Resume(ctx context.Context) error {
+	if r, ok := s.next.(resumer); ok {
+		if err := r.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	stored, err := s.load.LoadPlans(ctx)
+	if err != nil {
+		return fmt.Errorf("resume salting plans: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mgr.Reset()
+	if err := s.mgr.Restore(stored); err != nil {
+		s.log.Warn("some salting plans were not restored", "err", err)
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	clear(s.index)
+	// Event time starts again from the committed offsets: republish as a
+	// started instance does, at the first Advance.
+	s.republished = time.Time{}
+	cs, verr := s.mgr.SetOverrides(s.overrides)
+	if verr != nil {
+		s.log.Warn("plan overrides", "err", verr)
+	}
+	s.add(cs) // published with the next Write or Advance; sets the metric
+	s.log.Info("salting plans resumed", "plans", len(stored), "overrides", len(s.overrides))
 	return nil
 }
 

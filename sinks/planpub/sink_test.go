@@ -116,7 +116,7 @@ func TestSink(t *testing.T) {
 			}
 			w, p := &fakeWriter{}, &fakePublisher{}
 			reg := prometheus.NewRegistry()
-			s, err := newSink(w, mgr, p, nil, reg)
+			s, err := newSink(w, mgr, p, nil, nil, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestSink(t *testing.T) {
 func TestSinkMetrics(t *testing.T) {
 	mgr, _ := plans.NewManager(plans.Config{})
 	reg := prometheus.NewRegistry()
-	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg)
+	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +173,133 @@ skewlens_plans_served 1
 	}
 	s.Close()
 	s.Close()
-	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, reg); err != nil {
+	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg); err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
-	if _, err := NewSink(nil, mgr, nil, nil, nil); !isFatal(err) {
+	if _, err := NewSink(nil, mgr, nil, nil, nil, nil); !isFatal(err) {
 		t.Fatalf("NewSink with nil parts: %v", err)
+	}
+}
+
+// fakeLoader is the stored plans: it returns ps, or err while set.
+type fakeLoader struct {
+	ps    []plans.Plan
+	err   error
+	reads int
+}
+
+func (l *fakeLoader) LoadPlans(context.Context) ([]plans.Plan, error) {
+	l.reads++
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.ps, nil
+}
+
+// TestSinkResume: at each assignment of partitions the Sink resumes the
+// group's stored plans as at start-up: the plans of jobs another instance
+// reads now are neither retired nor republished here, a job that moved
+// here goes on from its stored plan, unpublished changes are dropped and
+// the overrides are set again.
+func TestSinkResume(t *testing.T) {
+	// The group's stored plans: j/agg (this instance's so far) and k/agg,
+	// which another instance reads, far ahead in event time.
+	stored := func(t *testing.T) []plans.Plan {
+		mgr, _ := plans.NewManager(plans.Config{})
+		j := planFinding("j", "agg", 10, salted("hot", 4))
+		k := planFinding("k", "agg", 1000, salted("x", 2))
+		mgr.Observe(&j)
+		mgr.Observe(&k)
+		return mgr.Current()
+	}
+	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4))}
+	down := errors.New("ClickHouse down")
+	excludeCold := []plans.Override{{JobID: "j", TaskName: "agg", Action: plans.ActionExclude, Key: "cold"}}
+	type op struct {
+		fs      []skew.Finding // Write
+		advance int64          // Advance to this second, when set
+		ovs     []plans.Override
+		resume  bool
+		pubErr  error // of the publisher
+		loadErr error // of the stored plans
+		wantErr bool
+		pending int
+	}
+	tests := []struct {
+		name string
+		ops  []op
+		want []string // published, in order
+	}{
+		{"plans of jobs read elsewhere are neither retired nor republished", []op{
+			{fs: w1},
+			{resume: true},
+			{advance: 5000},
+		}, []string{"j/agg v1 hot"}},
+		{"without a resume the instance retires them", []op{
+			{fs: w1},
+			{advance: 5000},
+		}, []string{"j/agg v1 hot", "j/agg retired"}},
+		{"a job that moved here goes on from its stored plan", []op{
+			{fs: w1},
+			{resume: true},
+			{fs: []skew.Finding{planFinding("k", "agg", 1010, salted("x", 2), salted("y", 2))}},
+			{advance: 1010},
+		}, []string{"j/agg v1 hot", "k/agg v2 x,y", "k/agg v2 x,y"}},
+		{"unpublished changes are dropped", []op{
+			{fs: w1, pubErr: down, wantErr: true, pending: 1},
+			{resume: true},
+			{advance: 20},
+		}, nil},
+		{"overrides are set again", []op{
+			{fs: w1},
+			{ovs: excludeCold},
+			{resume: true},
+			{fs: []skew.Finding{planFinding("j", "agg", 30, salted("hot", 4), salted("cold", 2))}},
+		}, []string{"j/agg v1 hot"}},
+		{"a failed read is returned and the plans are kept", []op{
+			{fs: w1},
+			{resume: true, loadErr: down, wantErr: true},
+			{advance: 5000},
+		}, []string{"j/agg v1 hot", "j/agg retired"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mgr, err := plans.NewManager(plans.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, l := &fakePublisher{}, &fakeLoader{ps: stored(t)}
+			s, err := NewSink(&fakeWriter{}, mgr, p, l, nil, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			for i, o := range tt.ops {
+				p.err, l.err = o.pubErr, o.loadErr
+				switch {
+				case o.resume:
+					err = s.Resume(ctx)
+				case o.advance != 0:
+					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
+				case o.ovs != nil:
+					err = s.SetOverrides(ctx, o.ovs)
+				default:
+					err = s.Write(ctx, uint64(i), o.fs)
+				}
+				if (err != nil) != o.wantErr {
+					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
+				}
+				if got := s.Pending(); got != o.pending {
+					t.Fatalf("op %d: %d pending, want %d", i, got, o.pending)
+				}
+				if got := testutil.ToFloat64(s.m.pending); got != float64(o.pending) {
+					t.Fatalf("op %d: pending metric %v, want %d", i, got, o.pending)
+				}
+			}
+			if !eq(p.published, tt.want) {
+				t.Fatalf("published %q, want %q", p.published, tt.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,209 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// ErrGenerationEnded reports that the consumer-group generation a write or
+// commit belongs to is over: its partitions may have moved to another
+// instance, which reads their uncommitted records again. The runner
+// abandons such work instead of failing (see GroupSource).
+var ErrGenerationEnded = errors.New("stream: the consumer group generation ended (partitions revoked)")
+
+// Rebalance is what a GroupSource tells the runner of its consumer group:
+// a new generation's assignment, or the end of a generation.
+type Rebalance struct {
+	// Generation numbers the generation; later generations have larger
+	// numbers, and the Messages read in it carry it.
+	Generation int64
+	// Revoked is set when the generation ended: every partition of it
+	// is revoked. Otherwise the generation starts, with the partitions
+	// in Assigned (possibly none).
+	Revoked  bool
+	Assigned []Partition
+	// Done, set on revocations, is called by the runner once it writes
+	// nothing more of the generation. The source holds back rejoining the
+	// group until then (for a bounded time), so that the partitions'
+	// next owner starts only once this instance has stopped writing.
+	Done func()
+}
+
+// GroupSource is a Source whose partitions move between the instances of
+// a consumer group (kafkasrc). Rebalances returns the channel of its
+// assignments and revocations, in order; the runner calls it once, before
+// the first Fetch, and from then on must read it (the source waits for a
+// revocation's Done). An assignment is sent before any Message of its
+// generation is returned by Fetch. Commit refuses the Messages of a
+// generation that ended with an error wrapping ErrGenerationEnded.
+type GroupSource interface {
+	Source
+	Rebalances() <-chan Rebalance
+}
+
+// StateLoader is implemented by StateStores that read the saved engine
+// state back (the ClickHouse store's Writer). With a GroupSource, the
+// runner loads the group's saved state each time partitions are assigned.
+type StateLoader interface {
+	LoadState(ctx context.Context, group string) ([]skew.JobState, error)
+}
+
+// Resumer is implemented by sinks that keep state of the jobs they see
+// (open incidents, alerts): Resume drops all of it and loads what is
+// saved again, as at a restart. The runner calls it, retrying failures as
+// it retries writes, each time partitions are assigned and before it
+// processes their records; a failure that is permanent stops the runner.
+// Resume must be safe to call again after it failed.
+type Resumer interface {
+	Resume(ctx context.Context) error
+}
+
+// rebalance handles one event of the GroupSource.
+func (r *Runner) rebalance(ctx context.Context, ev Rebalance) error {
+	if ev.Revoked {
+		var err error
+		if ev.Generation >= r.gen {
+			err = r.fence(ev.Generation)
+		}
+		if ev.Done != nil {
+			ev.Done()
+		}
+		return err
+	}
+	if ev.Generation <= r.gen {
+		return nil // an assignment older than the current one: never sent by a source that keeps order
+	}
+	// A revocation the source did not wait for (or did not send) ends the
+	// current generation here.
+	if err := r.fence(r.gen); err != nil {
+		return err
+	}
+	return r.assign(ctx, ev)
+}
+
+// fence ends the current generation: from now on nothing that depends on
+// its records is written. The findings not yet handed to the writer are
+// dropped (they may belong to windows that close only because revoked
+// partitions stopped delivering); the jobs handed before hold windows
+// that closed while the partitions were still read, and the writer may
+// finish them for up to RevokeTimeout, then they are abandoned. Then the
+// windows, the engine's state, the watermarks and the offset ledger are
+// dropped: the next generation starts from the committed offsets and the
+// saved state.
+func (r *Runner) fence(gen int64) error {
+	if r.fenced {
+		return nil
+	}
+	r.fenced = true
+	if n := len(r.pending); n > 0 {
+		r.m.revokedFindings.Add(float64(n))
+		if r.log != nil {
+			r.log.Info("partitions revoked: findings not written; the partitions' next owner writes them", "generation", gen, "findings", n)
+		}
+	}
+	r.pending = nil
+	timer := time.NewTimer(r.cfg.RevokeTimeout)
+	defer timer.Stop()
+	for r.inflight > 0 {
+		select {
+		case err := <-r.results:
+			if err := r.done(err); err != nil {
+				return err
+			}
+		case <-timer.C:
+			r.gcancel(ErrGenerationEnded)
+		}
+	}
+	r.gcancel(ErrGenerationEnded)
+	r.gctx, r.gcancel = context.WithCancelCause(r.wctx)
+	r.stage.Reset()
+	r.ledger = newLedger()
+	r.savedUpTo = math.MinInt64
+	r.m.pending.Set(0)
+	return nil
+}
+
+// assign starts generation ev: its partitions hold the watermark until
+// they deliver, and the group's saved engine state (and the sink's, with
+// a Resumer) is loaded before any of their records is processed, so that
+// a job that moved here resumes where its last owner saved it.
+func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
+	first := !r.assigned
+	r.assigned = true
+	for _, p := range ev.Assigned {
+		// A partition of the first generation has a backlog when Backlog
+		// says so; later, the committed offset of a partition that moved
+		// is behind its end as a rule.
+		backlog := !first || r.cfg.Backlog == nil || slices.Contains(r.cfg.Backlog, p)
+		r.wms.Expect(window.Partition{Topic: p.Topic, ID: p.ID}, backlog)
+	}
+	jobs := 0
+	if !(first && r.cfg.Afresh) {
+		var err error
+		if jobs, err = r.load(ctx); err != nil {
+			return err
+		}
+	}
+	r.gen, r.fenced = ev.Generation, false
+	r.m.generation.Set(float64(ev.Generation))
+	if r.log != nil {
+		r.log.Info("partitions assigned", "generation", ev.Generation, "partitions", len(ev.Assigned), "resumed_jobs", jobs)
+	}
+	return nil
+}
+
+// load restores the group's saved engine state into the (reset) stage
+// and resumes the sink's state. It returns how many jobs' states it read.
+func (r *Runner) load(ctx context.Context) (int, error) {
+	var states []skew.JobState
+	if l, ok := r.state.(StateLoader); ok {
+		err := r.retry(ctx, "load the engine state of group "+r.cfg.Group, func(ctx context.Context) (err error) {
+			states, err = l.LoadState(ctx, r.cfg.Group)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		if err := r.stage.Restore(states); err != nil {
+			return 0, fmt.Errorf("engine state of group %s: %w", r.cfg.Group, err)
+		}
+	}
+	if rs, ok := r.sink.(Resumer); ok {
+		if err := r.retry(ctx, "resume the sink's state", rs.Resume); err != nil {
+			return 0, err
+		}
+	}
+	return len(states), nil
+}
+
+// accept reports whether msg belongs to the generation being processed,
+// first taking the assignment of a newer generation (which the source
+// sent before the message). Messages of a generation that ended are not
+// processed: their partitions' owner reads them again.
+func (r *Runner) accept(ctx context.Context, msg *Message) (bool, error) {
+	if r.events == nil || msg.Generation == r.gen && !r.fenced {
+		return true, nil
+	}
+	for msg.Generation > r.gen {
+		select {
+		case ev := <-r.events:
+			if err := r.rebalance(ctx, ev); err != nil {
+				return false, err
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	if msg.Generation != r.gen || r.fenced {
+		r.m.revokedMessages.Inc()
+		return false, nil
+	}
+	return true, nil
+}

@@ -1,0 +1,213 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/skew"
+)
+
+// groupStep is one step of a scripted consumer group: a message, or a
+// rebalance sent before the next message is returned.
+type groupStep struct {
+	msg *Message
+	ev  *Rebalance
+}
+
+// scriptedGroup is a GroupSource that plays steps in order, as kafkasrc
+// does: it waits for a revocation's Done before going on (a second at
+// most), and logs the order of commits and revocations.
+type scriptedGroup struct {
+	mu     sync.Mutex
+	steps  []groupStep
+	next   int
+	events chan Rebalance
+	log    *opLog
+	// commits per generation, and the commits of a generation after its
+	// revocation was Done.
+	commits map[int64]int
+	late    []Message
+	revoked map[int64]bool
+}
+
+func (g *scriptedGroup) Rebalances() <-chan Rebalance { return g.events }
+
+func (g *scriptedGroup) Fetch(ctx context.Context) (Message, error) {
+	for {
+		g.mu.Lock()
+		if g.next >= len(g.steps) {
+			g.mu.Unlock()
+			return Message{}, io.EOF
+		}
+		st := g.steps[g.next]
+		g.next++
+		g.mu.Unlock()
+		if st.msg != nil {
+			return *st.msg, nil
+		}
+		ev := *st.ev
+		done := make(chan struct{})
+		if ev.Revoked {
+			var once sync.Once
+			ev.Done = func() {
+				once.Do(func() {
+					g.mu.Lock()
+					g.revoked[ev.Generation] = true
+					g.mu.Unlock()
+					g.log.add(fmt.Sprintf("revoked %d", ev.Generation))
+					close(done)
+				})
+			}
+		} else {
+			close(done)
+		}
+		select {
+		case g.events <- ev:
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+	}
+}
+
+func (g *scriptedGroup) Commit(_ context.Context, msgs ...Message) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range msgs {
+		if g.revoked[m.Generation] {
+			g.late = append(g.late, m)
+			return fmt.Errorf("commit: %w", ErrGenerationEnded)
+		}
+		g.commits[m.Generation]++
+	}
+	return nil
+}
+
+// loadingStore is a fakeStore that also loads: the last states saved.
+type loadingStore struct {
+	fakeStore
+	loads int
+}
+
+func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, error) {
+	s.loads++
+	s.log.add("load")
+	if len(s.saves) == 0 {
+		return nil, nil
+	}
+	return s.saves[len(s.saves)-1], nil
+}
+
+// resumingSink is a fakeSink that counts Resume calls.
+type resumingSink struct {
+	fakeSink
+	log     *opLog
+	resumes int
+}
+
+func (s *resumingSink) Resume(context.Context) error {
+	s.resumes++
+	s.log.add("resume")
+	return nil
+}
+
+// TestRunnerRebalances: the partitions are revoked in the middle of an
+// incident and assigned again in a new generation, which reads from the
+// start again (nothing was committed for sure). Each assignment loads the
+// saved engine state and resumes the sink before any record of it; the
+// revoked generation commits nothing once its revocation is Done; and
+// the findings written over both generations are those of one
+// uninterrupted run.
+func TestRunnerRebalances(t *testing.T) {
+	lines := incident(t)
+	msgs := func(gen int64, from, to int) []groupStep {
+		var out []groupStep
+		for i := from; i < to; i++ {
+			out = append(out, groupStep{msg: &Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: lines[i],
+				Time: time.UnixMilli(1593004200000), Generation: gen}})
+		}
+		return out
+	}
+	parts := []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
+	tests := []struct {
+		name  string
+		steps []groupStep
+		loads int
+	}{
+		{"no rebalance", append([]groupStep{{ev: &Rebalance{Generation: 1, Assigned: parts}}}, msgs(1, 0, len(lines))...), 1},
+		{"revoked and assigned again", append(append(append(
+			[]groupStep{{ev: &Rebalance{Generation: 1, Assigned: parts}}}, msgs(1, 0, len(lines)/2)...),
+			groupStep{ev: &Rebalance{Generation: 1, Revoked: true}}, groupStep{ev: &Rebalance{Generation: 3, Assigned: parts}}),
+			msgs(3, 0, len(lines))...), 2},
+		{"assigned without a revocation first", append(append(append(
+			[]groupStep{{ev: &Rebalance{Generation: 1, Assigned: parts}}}, msgs(1, 0, len(lines)/3)...),
+			groupStep{ev: &Rebalance{Generation: 2, Assigned: parts}}),
+			msgs(2, 0, len(lines))...), 2},
+	}
+	var want []string
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &opLog{}
+			src := &scriptedGroup{steps: tc.steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
+			store := &loadingStore{fakeStore: fakeStore{log: log}}
+			sink := &resumingSink{log: log}
+			eng, err := skew.New(skew.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
+			r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runToEnd(t, r); err != nil {
+				t.Fatal(err)
+			}
+			if store.loads != tc.loads || sink.resumes != tc.loads {
+				t.Errorf("loads %d, resumes %d, want %d each (one per assignment)", store.loads, sink.resumes, tc.loads)
+			}
+			if len(src.late) > 0 {
+				t.Errorf("commits after their generation was revoked: %+v", src.late)
+			}
+			last := tc.steps[len(tc.steps)-1].msg.Generation
+			if src.commits[last] == 0 {
+				t.Errorf("generation %d committed nothing (commits %v)", last, src.commits)
+			}
+			// The last write of each row wins, as in ClickHouse.
+			rows := map[string]bool{}
+			for _, w := range sink.writes {
+				for _, k := range findingKeys(w) {
+					rows[k] = true
+				}
+			}
+			got := make([]string, 0, len(rows))
+			for k := range rows {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if want == nil {
+				want = got // the first case has no rebalance
+				if len(want) == 0 {
+					t.Fatal("no findings without a rebalance")
+				}
+				return
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%d distinct findings, %d without a rebalance; ops %v", len(got), len(want), log.ops)
+			}
+		})
+	}
+}
