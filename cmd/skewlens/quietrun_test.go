@@ -17,19 +17,21 @@ import (
 // partitions and "reading plan overrides failed … context canceled" at
 // the stop. Two differences from make run keep it affordable in CI: the
 // ClickHouse server is the tests' shared one (chtest) instead of a local
-// one under .state, and it runs 40 s instead of make run's minutes: long
-// enough for every incident to open, the progress lines, several override
-// polls and the stop, not for every simulated minute.
+// one under .state, and the run's stdout is read by the test rather than a
+// terminal. It runs 2 minutes, as `make run DURATION=2m` does: past the
+// end of the simulated incidents (75 s, make run's default), so the idle
+// minute after them, with its progress lines, override polls and empty
+// partitions, is covered too, and then the stop.
 func TestRunHealthyLogsNoWarnings(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a ClickHouse server and runs for 40 s")
+		t.Skip("starts a ClickHouse server and runs for 2 minutes")
 	}
 	chAddr := chtest.Start(t)
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "", "run", "--simulate", "all", "--speed", "10", "--duration", "40s",
+	code, out, errOut := runCLI(t, "", "run", "--simulate", "all", "--speed", "10", "--duration", "2m",
 		"--api-listen", fmt.Sprintf("127.0.0.1:%d", port), "--clickhouse-addr", chAddr,
 		"--database", "e2e_quiet", "--group", "e2e-quiet", "--state-dir", t.TempDir(),
 		"--listen", "127.0.0.1:0", "--log-format", "json")
