@@ -401,7 +401,9 @@ func TestDocsAlertsCommandsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := fmt.Sprintf("http://127.0.0.1:%d/-/ready", port)
-	t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(deploy, "alertmanager/stop.sh"), filepath.Join(dir, ".state/alertmanager")).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("bash", filepath.Join(deploy, "alertmanager/stop.sh"), filepath.Join(dir, ".state/alertmanager")).Run()
+	})
 	for i, l := range strings.Split(strings.TrimSpace(block.text), "\n") {
 		l = strings.ReplaceAll(l, " 9093 ", fmt.Sprintf(" %d ", port))
 		cmd := exec.Command("bash", "-e", "-c", l)
