@@ -62,7 +62,7 @@ func (g *Generator) buildTruth() {
 		DemandRate: g.baseRate, SourceCapacity: g.baseCap[tSource], KeyedCapacity: g.baseCap[tKeyed],
 		SinkCapacity: g.baseCap[tSink],
 	}
-	setTask := func(task int) { t.TaskName, t.TaskID = taskName(task), g.taskIDs[task] }
+	setTask := func(task int) { t.TaskName, t.TaskID = taskName(task, len(g.cfg.SideTasks)), g.taskIDs[task] }
 	setSub := func(task, i int) {
 		t.Subtask = i
 		s := &g.subs[g.off[task]+i]
