@@ -45,8 +45,8 @@ type simulateCmd struct {
 // (--parallelism to --job-name) do not apply: the fleet draws each job's
 // shape from --seed.
 type fleetFlags struct {
-	Jobs                int     `group:"Fleet" help:"Play a fleet of this many jobs of varied shapes instead of one scenario: parallelism 1 to --fleet-max-parallelism (log-uniform, about 170 subtasks per job on average), 3-8 tasks, influx, prometheus or json metrics; 0: no fleet unless --subtasks." range:"[0,${fleet_max_jobs}]"`
-	Subtasks            int     `group:"Fleet" help:"Play a fleet of jobs drawn until it has at least this many subtasks (100000: about 590 jobs); 0: no fleet unless --jobs." range:"[0,${fleet_max_subtasks}]"`
+	Jobs                int     `group:"Fleet" placeholder:"JOBS" help:"Play a fleet of this many jobs of varied shapes instead of one scenario: parallelism 1 to --fleet-max-parallelism (log-uniform, about 165 subtasks per job on average), 3-8 tasks, influx, prometheus or json metrics. --seed, --start, --duration, --interval and --samples-per-interval apply to every job; the flags that shape one job (--parallelism to --omit-subtask, --job-name) do not. 0: no fleet unless --subtasks." range:"[0,${fleet_max_jobs}]"`
+	Subtasks            int     `group:"Fleet" placeholder:"SUBTASKS" help:"Play a fleet of jobs drawn until it has at least this many subtasks (100000: about 610 jobs); 0: no fleet unless --jobs." range:"[0,${fleet_max_subtasks}]"`
 	Incidents           int     `group:"Fleet" default:"${fleet_incidents}" help:"Jobs of the fleet with an incident (hot_key, rotating_hot_key, slow_sink, under_provisioned, checkpoint_timeout, in a random order), placed at random; 0: none." range:"[0,${fleet_max_jobs}]"`
 	FleetMaxParallelism int     `group:"Fleet" default:"${fleet_max_parallelism}" help:"Largest parallelism of a fleet job's task." range:"[4,${max_parallelism}]"`
 	SampledTasks        float64 `group:"Fleet" default:"${fleet_sampled_tasks}" help:"Share of the fleet's tasks that write key samples (a job's keyed task; the hot-key incidents always do); the others write metrics only." range:"(0,1]"`
