@@ -57,7 +57,8 @@ func TestSimulateFleetGolden(t *testing.T) {
 	golden(t, "simulate-fleet-3", got)
 }
 
-// TestSimulateFleetUsage: the rules between a scenario and the fleet flags.
+// TestSimulateFleetUsage: the rules between a scenario and the fleet
+// flags, in simulate and in run (checked before run starts anything).
 func TestSimulateFleetUsage(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -72,6 +73,9 @@ func TestSimulateFleetUsage(t *testing.T) {
 		{"bad scenario", []string{"simulate", "frob"}, 2, `<scenario> must be one of "healthy"`},
 		{"sampled share", []string{"simulate", "--jobs", "3", "--sampled-tasks", "0"}, 1, "--sampled-tasks 0: must be in (0,1]"},
 		{"max parallelism", []string{"simulate", "--jobs", "3", "--fleet-max-parallelism", "2"}, 1, "--fleet-max-parallelism 2"},
+		{"run fleet without size", []string{"run", "--simulate", "fleet"}, 1, "--simulate fleet: give --jobs or --subtasks"},
+		{"run jobs without fleet", []string{"run", "--simulate", "hot_key", "--jobs", "3"}, 1, "--jobs, --subtasks: only with --simulate fleet"},
+		{"run fleet with scenarios", []string{"run", "--simulate", "fleet", "--simulate", "hot_key", "--jobs", "3"}, 1, `--simulate "fleet": want all or some of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
