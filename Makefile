@@ -12,7 +12,7 @@ DURATION    ?= 75s
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build deps test java test-fuzz bench lint run demo incidents flink-fixtures clean
+.PHONY: help build deps test java test-fuzz bench lint run demo fleet incidents flink-fixtures clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,15 @@ run: build ## The whole system on embedded defaults: broker, ClickHouse, simulat
 
 demo: build ## Replay each simulated incident from files through `skewlens analyze`.
 	@./scripts/demo.sh $(BIN)
+
+# The fleet of `make fleet`: its size in subtasks, its simulated time and
+# its seed (FLEET_SUBTASKS=25000 FLEET_DURATION=5m make fleet).
+FLEET_SUBTASKS ?= 100000
+FLEET_DURATION ?= 1m
+FLEET_SEED     ?= 1
+
+fleet: build ## Write a simulated fleet (FLEET_SUBTASKS subtasks for FLEET_DURATION) under .state/fleet and run `skewlens analyze` on it: lines/s against wc -l, findings, maximum RSS.
+	@./scripts/fleet.sh $(BIN) $(FLEET_SUBTASKS) $(FLEET_DURATION) $(FLEET_SEED)
 
 clean: ## Remove build output and the state of the embedded servers (.state: the local ClickHouse's data).
 	rm -rf bin .state

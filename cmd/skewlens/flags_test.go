@@ -107,7 +107,7 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 	sim := parse(t, "simulate", "hot_key").Simulate.config()
 	want := simulate.DefaultConfig()
 	want.Scenario, want.Seed, want.MetricFormat, want.Naming = simulate.HotKey, 1, simulate.FormatMixed, simulate.NamingMixed
-	if sim != want {
+	if !reflect.DeepEqual(sim, want) {
 		t.Errorf("simulate config\n got %+v\nwant %+v", sim, want)
 	}
 }

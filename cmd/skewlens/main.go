@@ -23,7 +23,7 @@ type cli struct {
 
 	Analyze  analyzeCmd  `cmd:"" help:"Replay recorded Flink metrics and key samples and print findings as JSON lines."`
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
-	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident."`
+	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident, or a whole fleet's (--jobs, --subtasks)."`
 	Run      runCmd      `cmd:"" help:"Run the pipeline: consume Kafka, diagnose in event-time windows, write to ClickHouse."`
 	Serve    serveCmd    `cmd:"" help:"Serve salting plans and findings over HTTP from ClickHouse (stateless; docs/api.md)."`
 	Top      topCmd      `cmd:"" help:"Show each job's hot keys and saturated subtasks from ClickHouse, refreshed live."`

@@ -55,11 +55,12 @@ type runCmd struct {
 	StateDir        string `default:".state" help:"Where embedded servers keep their data." range:"[1,]"`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz and /readyz." range:"[1,]"`
 	logFlags
-	Duration  time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
-	Simulate  []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario)."`
-	Speed     float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time." range:"(0,]"`
-	Quiet     bool          `help:"Do not print findings to the terminal."`
-	PerWindow bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
+	Duration time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
+	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario; fleet: a fleet of --jobs or --subtasks, seed 1)."`
+	Speed    float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time." range:"(0,]"`
+	fleetFlags
+	Quiet     bool `help:"Do not print findings to the terminal."`
+	PerWindow bool `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
 	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
@@ -431,6 +432,15 @@ func simJobs(names []string, now time.Time) []simulate.Config {
 	return jobs
 }
 
+// runFleetConfig is the fleet of --simulate fleet: seed 1, the
+// simulator's default duration and interval, and, as simJobs, event time
+// starting one duration before now.
+func (c *runCmd) runFleetConfig(now time.Time) simulate.FleetConfig {
+	d := simulate.DefaultConfig()
+	start := now.Add(-d.Duration).Truncate(d.Interval).UnixMilli()
+	return c.fleetConfig(1, start, d.Duration, d.Interval, d.SamplesPerInterval)
+}
+
 // noteSaltingURL says once, at start-up, when the runbook link of skew
 // alerts (salting, derived from --api-listen unless --salting-url is set)
 // works on this host only: a loopback or unspecified address. It warns
@@ -476,7 +486,30 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 		}
 	}
 	cfg := simfeed.DefaultConfig()
-	cfg.Brokers, cfg.Jobs, cfg.Speed = brokers, simJobs(names, time.Now()), c.Speed
+	cfg.Brokers, cfg.Speed = brokers, c.Speed
+	if len(names) == 1 && names[0] == "fleet" {
+		jobs, err := simulate.FleetJobs(c.runFleetConfig(time.Now()))
+		if err != nil {
+			return nil, err
+		}
+		subtasks, sampled := 0, 0
+		for _, jc := range jobs {
+			subtasks += jc.SourceParallelism + jc.Parallelism + jc.SinkParallelism
+			for _, p := range jc.SideTasks {
+				subtasks += p
+			}
+			if !jc.NoKeySamples {
+				sampled++
+			}
+			if jc.Scenario != simulate.Healthy {
+				log.Info("simulated fleet: incident", "scenario", jc.Scenario, "job_name", jc.JobName)
+			}
+		}
+		log.Info("simulated fleet", "jobs", len(jobs), "subtasks", subtasks, "sampled_tasks", sampled)
+		cfg.Jobs = jobs
+	} else {
+		cfg.Jobs = simJobs(names, time.Now())
+	}
 	cfg.MetricsTopic, cfg.SamplesTopic = c.Topics[0], c.Topics[len(c.Topics)-1]
 	return simfeed.New(cfg, log)
 }
@@ -546,8 +579,22 @@ func (c *runCmd) check() error {
 		return err
 	}
 	for _, name := range c.Simulate {
-		if !slices.Contains(simulate.Scenarios(), simulate.Scenario(name)) && !(name == "all" && len(c.Simulate) == 1) {
-			return fmt.Errorf("--simulate %q: want all or some of %v", name, simulate.Scenarios())
+		if !slices.Contains(simulate.Scenarios(), simulate.Scenario(name)) && !((name == "all" || name == "fleet") && len(c.Simulate) == 1) {
+			return fmt.Errorf("--simulate %q: want all or some of %v, or fleet", name, simulate.Scenarios())
+		}
+	}
+	if err := c.checkFleet(); err != nil {
+		return err
+	}
+	fleet := len(c.Simulate) == 1 && c.Simulate[0] == "fleet"
+	switch {
+	case fleet && !c.fleet():
+		return errors.New("--simulate fleet: give --jobs or --subtasks")
+	case !fleet && c.fleet():
+		return errors.New("--jobs, --subtasks: only with --simulate fleet")
+	case fleet:
+		if err := c.runFleetConfig(time.Now()).Validate(); err != nil {
+			return fmt.Errorf("--jobs, --subtasks, --incidents, --fleet-max-parallelism, --sampled-tasks: %w", err)
 		}
 	}
 	part := func(flags string, err error) error {

@@ -33,6 +33,7 @@ func defaultVars() kong.Vars {
 	ch := clickhouse.DefaultConfig()
 	tp := top.DefaultConfig()
 	sim := simulate.DefaultConfig()
+	fleet := simulate.DefaultFleetConfig()
 	src := kafkasrc.DefaultConfig()
 	trk := alert.DefaultTrackerConfig()
 	win := window.DefaultConfig()
@@ -120,6 +121,12 @@ func defaultVars() kong.Vars {
 		"sim_max_interval":       fmtDuration(simulate.MaxInterval),
 		"sim_max_samples":        strconv.Itoa(simulate.MaxSamplesPerInterval),
 		"sim_max_key_space":      strconv.Itoa(simulate.MaxKeySpace),
+		"sim_scenarios":          simScenarios(),
+		"fleet_incidents":        strconv.Itoa(fleet.Incidents),
+		"fleet_max_parallelism":  strconv.Itoa(fleet.MaxParallelism),
+		"fleet_sampled_tasks":    fmtFloat(fleet.SampledTasks),
+		"fleet_max_jobs":         strconv.Itoa(simulate.MaxFleetJobs),
+		"fleet_max_subtasks":     strconv.Itoa(simulate.MaxFleetSubtasks),
 	}
 }
 
@@ -137,4 +144,13 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// simScenarios lists simulate's scenarios for its help.
+func simScenarios() string {
+	var names []string
+	for _, sc := range simulate.Scenarios() {
+		names = append(names, string(sc))
+	}
+	return strings.Join(names, ",")
 }

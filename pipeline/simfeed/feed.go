@@ -102,42 +102,68 @@ func (f *Feed) Truths() []simulate.Truth {
 // Stop ends Run at the next interval.
 func (f *Feed) Stop() { f.once.Do(func() { close(f.stop) }) }
 
-// Run writes one reporting interval of every job, then waits Interval/Speed,
-// until every job's Duration is over, Stop is called or ctx is done.
+// maxBatch bounds the messages Run holds at once: a fleet's interval (1.5 M
+// lines at 100k subtasks) is written in batches of this many, so the feed's
+// memory does not grow with the fleet.
+const maxBatch = 10000
+
+// Run writes one reporting interval of every job, interval n at
+// n*Interval/Speed after Run started (a fleet that takes longer to write
+// than its interval falls behind and then writes without waiting), until
+// every job's Duration is over, Stop is called or ctx is done.
 func (f *Feed) Run(ctx context.Context) error {
 	defer f.w.Close()
-	bufs := make([][]byte, len(f.gens))
-	var msgs []kafka.Message
-	for {
-		more := false
-		msgs = msgs[:0]
-		var interval time.Duration
-		for i, g := range f.gens {
-			var ok bool
-			bufs[i], ok = g.Next(bufs[i][:0])
-			if !ok {
-				continue
-			}
-			more = true
-			interval = max(interval, g.Config().Interval)
-			key := []byte(g.Truth().JobID)
-			for _, line := range bytes.Split(bytes.TrimSuffix(bufs[i], []byte("\n")), []byte("\n")) {
-				topic := f.cfg.MetricsTopic
-				if bytes.Contains(line, []byte(`"key":`)) && bytes.HasPrefix(line, []byte(`{"ts":`)) {
-					topic = f.cfg.SamplesTopic
-				}
-				msgs = append(msgs, kafka.Message{Topic: topic, Key: key, Value: line})
-			}
-		}
-		if !more {
+	var buf []byte
+	msgs := make([]kafka.Message, 0, maxBatch)
+	flush := func() error {
+		if len(msgs) == 0 {
 			return nil
 		}
 		if err := f.write(ctx, msgs); err != nil {
 			return err
 		}
 		f.Sent += len(msgs)
+		clear(msgs) // drop the references to the lines written
+		msgs = msgs[:0]
+		return nil
+	}
+	began := time.Now()
+	var elapsed time.Duration // simulated time played
+	for {
+		more := false
+		var interval time.Duration
+		for _, g := range f.gens {
+			var ok bool
+			buf, ok = g.Next(buf[:0])
+			if !ok {
+				continue
+			}
+			more = true
+			interval = max(interval, g.Config().Interval)
+			key := []byte(g.Truth().JobID)
+			// The lines are copied: buf is reused for the next job.
+			for _, line := range bytes.Split(bytes.TrimSuffix(bytes.Clone(buf), []byte("\n")), []byte("\n")) {
+				topic := f.cfg.MetricsTopic
+				if bytes.Contains(line, []byte(`"key":`)) && bytes.HasPrefix(line, []byte(`{"ts":`)) {
+					topic = f.cfg.SamplesTopic
+				}
+				msgs = append(msgs, kafka.Message{Topic: topic, Key: key, Value: line})
+				if len(msgs) == maxBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if !more {
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		elapsed += interval
 		select {
-		case <-time.After(time.Duration(float64(interval) / f.cfg.Speed)):
+		case <-time.After(time.Until(began.Add(time.Duration(float64(elapsed) / f.cfg.Speed)))):
 		case <-f.stop:
 			return nil
 		case <-ctx.Done():

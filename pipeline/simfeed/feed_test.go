@@ -1,9 +1,14 @@
 package simfeed
 
 import (
+	"bytes"
+	"context"
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
@@ -49,5 +54,57 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if d := DefaultConfig(); d.MetricsTopic != "flink-metrics" || d.SamplesTopic != "flink-key-samples" || d.Speed != 1 {
 		t.Errorf("defaults: %+v", d)
+	}
+}
+
+// TestFeedFleet plays a small fleet into an in-process broker (kfake) at
+// 60x real time: every line the fleet writes to a file is sent once, in
+// batches of at most maxBatch, and the intervals are paced by the clock.
+func TestFeedFleet(t *testing.T) {
+	fc := simulate.FleetConfig{Seed: 2, Jobs: 4, Duration: time.Minute, MaxParallelism: 30}
+	jobs, err := simulate.FleetJobs(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := simulate.NewFleet(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if _, err := fleet.WriteTo(&want); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(want.Bytes(), []byte("\n"))
+	if lines <= maxBatch {
+		t.Fatalf("fleet of %d lines does not exercise batches of %d", lines, maxBatch)
+	}
+	cfg := DefaultConfig()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, cfg.MetricsTopic, cfg.SamplesTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cfg.Brokers, cfg.Jobs, cfg.Speed = cluster.ListenAddrs(), jobs, 60
+	f, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Six intervals of 10 s at 60x: 167 ms apart, the last one written
+	// after 833 ms, and Run waits out its interval too.
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("played 1 simulated minute at 60x in %v, want at least 1 s", took)
+	}
+	if f.Sent != lines {
+		t.Errorf("sent %d records, the fleet has %d lines", f.Sent, lines)
+	}
+	if truths := f.Truths(); len(truths) != len(jobs) || truths[0].JobID != fleet.Truths()[0].JobID {
+		t.Errorf("feed truths %d, want the fleet's %d", len(truths), len(jobs))
 	}
 }

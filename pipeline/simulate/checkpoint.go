@@ -65,6 +65,15 @@ func (g *Generator) trigger(t float64) {
 		g.ckStartNs[oS+i] = int64((srcDelay + 0.2*r.Float64()) * 1e6)
 		g.ckAlignNs[oS+i] = 0
 	}
+	// Side tasks hold no queue: the barrier reaches them right behind the
+	// source's, a millisecond or so per task down the chain.
+	for t := tSide; t < len(g.par); t++ {
+		d := srcDelay + float64(t-tSide+1)*(0.5+r.Float64())
+		for i := range g.par[t] {
+			g.ckStartNs[g.off[t]+i] = int64((d + 0.2*r.Float64()) * 1e6)
+			g.ckAlignNs[g.off[t]+i] = r.Int64N(50_000)
+		}
+	}
 	p.kAhead, p.kCum, p.kDrain = make([]float64, P), make([]float64, P), make([]float64, P)
 	p.zAhead, p.zCum, p.zDrain, p.zPass = make([]float64, Pk), make([]float64, Pk), make([]float64, Pk), make([]float64, Pk)
 	p.zOwn, p.zOwnCum, p.zOwnDrain = make([]float64, Pk), make([]float64, Pk), make([]float64, Pk)

@@ -85,6 +85,8 @@ const (
 	MinInterval           = 100 * time.Millisecond
 	MaxInterval           = time.Hour
 	maxTaskManagers       = 65000
+	// MaxSideTasks is the most side tasks a job may have (Config.SideTasks).
+	MaxSideTasks = 5
 )
 
 // Config describes one simulated run. DefaultConfig returns it with the
@@ -147,6 +149,16 @@ type Config struct {
 	OmitSubtask bool
 	// JobName is the Flink job name. Default "billing".
 	JobName string
+	// SideTasks are the parallelisms of extra tasks on a side output of
+	// the source, a chain such as "Map: audit" -> "Sink: audit-log" (at
+	// most MaxSideTasks). They have ample capacity, so they are never the
+	// cause of an incident, but they give a job more tasks than the three
+	// of its main path, as a fleet's jobs have. Default none (nil), which
+	// leaves the output exactly as without the field.
+	SideTasks []int
+	// NoKeySamples turns the key sampler off: the job writes metrics
+	// only, as most jobs of a fleet do. Default false (it samples).
+	NoKeySamples bool
 }
 
 // DefaultConfig returns a Config with every default filled in: the
@@ -224,6 +236,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("simulate: %s %d: must be in [1, %d]", p.name, p.v, keygroup.UpperBoundMaxParallelism)
 		}
 	}
+	if len(c.SideTasks) > MaxSideTasks {
+		return fmt.Errorf("simulate: %d SideTasks: at most %d", len(c.SideTasks), MaxSideTasks)
+	}
+	for i, p := range c.SideTasks {
+		if p < 1 || p > keygroup.UpperBoundMaxParallelism {
+			return fmt.Errorf("simulate: SideTasks[%d] %d: must be in [1, %d]", i, p, keygroup.UpperBoundMaxParallelism)
+		}
+	}
 	if c.MaxParallelism < 0 {
 		return fmt.Errorf("simulate: MaxParallelism %d: must not be negative (0 means Flink's default)", c.MaxParallelism)
 	}
@@ -231,6 +251,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("simulate: keyed task: %w", err)
 	}
 	slots := max(c.SourceParallelism, c.Parallelism, c.SinkParallelism)
+	for _, p := range c.SideTasks {
+		slots = max(slots, p)
+	}
 	if tms := (slots + c.SlotsPerTM - 1) / c.SlotsPerTM; tms > maxTaskManagers {
 		return fmt.Errorf("simulate: %d TaskManagers needed: at most %d supported (raise SlotsPerTM)", tms, maxTaskManagers)
 	}

@@ -140,6 +140,24 @@
 // metrics per interval; sources report zeros for input buffers and sinks
 // for output buffers and numRecordsOut, as Flink does.
 //
+// # Side tasks and fleets
+//
+// Config.SideTasks adds a chain of tasks on a side output of the source
+// ("Map: audit" ... "Sink: audit-log"): the first takes 20% of what the
+// source emits, each passes on 80%, and each has the capacity to stay
+// below 600 ms/s busy with the source reading flat out, so they are never
+// saturated or back-pressured and never change the truth. Without side
+// tasks the output is what it was before they existed (their ids come
+// from a stream of their own). Config.NoKeySamples turns the sampler off.
+//
+// A Fleet (FleetConfig, FleetJobs) is many such jobs side by side: a
+// parallelism drawn log-uniformly in [1, 200] per job (operators keep it
+// or take less), 3-8 tasks, influx, prometheus or json, key samples for
+// about 5% of the tasks, and a few incidents placed on random jobs with
+// keyed parallelism >= 4, each with its Truth. Shapes come from the
+// fleet's seed job by job; WriteTo streams interval n of every job, then
+// interval n+1, holding one job's interval at a time.
+//
 // # Determinism and concurrency
 //
 // The same Config gives byte-identical output: ids, noise and samples come

@@ -90,9 +90,36 @@ type tagSet struct {
 	prom   []byte // {host="..",...}
 }
 
-func subtaskTags(host, tmID, jobID, jobName, taskID, taskName, attemptID string, idx int) tagSet {
+// subtaskTags renders the tags of one subtask in the format its
+// TaskManager reports in (0 json, 1 influx, 2 prometheus) only: a fleet
+// holds 100k of them.
+func subtaskTags(format int, host, tmID, jobID, jobName, taskID, taskName, attemptID string, idx int) tagSet {
 	sub := strconv.Itoa(idx)
 	var t tagSet
+	// Influx tags and Prometheus labels are sorted by key, as Flink's
+	// reporters (and InfluxDB) order them.
+	switch format {
+	case 1:
+		in := t.influx
+		for _, kv := range [][2]string{
+			{"host", host}, {"job_id", jobID}, {"job_name", jobName}, {"subtask_index", sub},
+			{"task_attempt_id", attemptID}, {"task_attempt_num", "0"}, {"task_id", taskID},
+			{"task_name", taskName}, {"tm_id", tmID},
+		} {
+			in = append(in, ',')
+			in = append(in, kv[0]...)
+			in = append(in, '=')
+			in = appendInfluxTag(in, kv[1])
+		}
+		t.influx = in
+		return t
+	case 2:
+		t.prom = appendPromLabels(nil, [][2]string{
+			{"host", host}, {"job_id", jobID}, {"job_name", jobName}, {"subtask_index", sub},
+			{"task_attempt_id", attemptID}, {"task_name", taskName}, {"tm_id", tmID},
+		})
+		return t
+	}
 	j := t.json
 	for _, kv := range [][2]string{
 		{"host", host}, {"tm_id", tmID}, {"job_id", jobID}, {"job_name", jobName},
@@ -105,24 +132,6 @@ func subtaskTags(host, tmID, jobID, jobName, taskID, taskName, attemptID string,
 		j = appendJSONString(j, kv[1])
 	}
 	t.json = j
-	// Influx tags and Prometheus labels sorted by key, as Flink's reporters
-	// (and InfluxDB) order them.
-	in := t.influx
-	for _, kv := range [][2]string{
-		{"host", host}, {"job_id", jobID}, {"job_name", jobName}, {"subtask_index", sub},
-		{"task_attempt_id", attemptID}, {"task_attempt_num", "0"}, {"task_id", taskID},
-		{"task_name", taskName}, {"tm_id", tmID},
-	} {
-		in = append(in, ',')
-		in = append(in, kv[0]...)
-		in = append(in, '=')
-		in = appendInfluxTag(in, kv[1])
-	}
-	t.influx = in
-	t.prom = appendPromLabels(nil, [][2]string{
-		{"host", host}, {"job_id", jobID}, {"job_name", jobName}, {"subtask_index", sub},
-		{"task_attempt_id", attemptID}, {"task_name", taskName}, {"tm_id", tmID},
-	})
 	return t
 }
 
@@ -356,7 +365,7 @@ func (g *Generator) appendMetrics(dst []byte, t1 int64) []byte {
 		if s.task != tSource {
 			inQ, inPool, inFloat, inExcl = g.inputGauges(i, busyFrac)
 		}
-		if s.task != tSink {
+		if !g.isSink(s.task) {
 			outQ, outPool = g.outputGauges(i)
 		}
 		dst = g.names.appendMetric(dst, f, nm, mInQ, tags, ts, value{kind: vInt, i: inQ})
@@ -396,10 +405,10 @@ func (g *Generator) appendMetrics(dst []byte, t1 int64) []byte {
 // small random queue a busy-but-coping subtask has.
 func (g *Generator) inputGauges(i int, rho float64) (q int64, pool, floating, exclusive float64) {
 	s := &g.subs[i]
-	c := g.par[s.task-1]
+	c := g.par[upstream(s.task)]
 	gate := exclusiveBufs*c + floatingBufs
 	rpb := recsPerBuf(wideRecBytes)
-	if s.task == tSink {
+	if s.task != tKeyed {
 		rpb = recsPerBuf(narrowRecBytes)
 	}
 	used := min(float64(gate), g.F[i]/rpb)
@@ -423,7 +432,7 @@ func (g *Generator) outputGauges(i int) (q int64, pool float64) {
 	senders := g.par[s.task]
 	gate := float64(exclusiveBufs*senders + floatingBufs)
 	rpb := recsPerBuf(wideRecBytes)
-	if rt == tSink {
+	if rt != tKeyed {
 		rpb = recsPerBuf(narrowRecBytes)
 	}
 	nB := 0

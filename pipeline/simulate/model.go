@@ -68,9 +68,36 @@ const (
 	tSource = iota
 	tKeyed
 	tSink
+	tSide // the first side task (Config.SideTasks); the others follow
 )
 
-func taskName(t int) string { return [3]string{SourceTaskName, KeyedTaskName, SinkTaskName}[t] }
+// Side tasks: a side output of the source takes sideShare of what the
+// source emits (rebalanced over the first side task's subtasks) and every
+// side task but the last (a sink) passes on sideFilter of its records.
+// Their capacity is set so that they stay below sideMaxBusy even with the
+// source reading at its full capacity: they are never a bottleneck.
+const (
+	sideShare   = 0.2
+	sideFilter  = 0.8
+	sideMaxBusy = 0.6
+)
+
+// sideNames are the names of a job's side tasks but the last, in chain
+// order; the last one is always sideSinkName.
+var sideNames = [MaxSideTasks - 1]string{"Map: audit", "Filter: audit", "Process: audit-enrich", "Window: audit-count"}
+
+const sideSinkName = "Sink: audit-log"
+
+// taskName is the name of task t of a job with nSide side tasks.
+func taskName(t, nSide int) string {
+	switch {
+	case t < tSide:
+		return [3]string{SourceTaskName, KeyedTaskName, SinkTaskName}[t]
+	case t == tSide+nSide-1:
+		return sideSinkName
+	}
+	return sideNames[t-tSide]
+}
 
 // SubtaskInfo describes where one subtask runs and how it reports.
 type SubtaskInfo struct {
@@ -106,9 +133,9 @@ type Generator struct {
 	maxPar int // resolved
 
 	jobID   string
-	taskIDs [3]string
-	par     [3]int
-	off     [3]int // global index of a task's subtask 0
+	taskIDs []string
+	par     []int // per task: source, keyed, sink, then the side tasks
+	off     []int // global index of a task's subtask 0
 	subs    []subtaskInfo
 	tms     []tmInfo
 	jm      tmInfo
@@ -127,7 +154,7 @@ type Generator struct {
 	fixedHotSub int
 	fixedHotKey []byte // JSON-quoted
 	baseRate    float64
-	baseCap     [3]float64
+	baseCap     []float64 // per task
 	burstFrom   int
 	burstTo     int // interval indices [from, to)
 
@@ -182,8 +209,11 @@ func New(cfg Config) (*Generator, error) {
 	g := &Generator{cfg: cfg, names: newNameTable()}
 	g.router, _ = keygroup.NewRouter(cfg.Parallelism, cfg.MaxParallelism)
 	g.maxPar = g.router.MaxParallelism
-	g.par = [3]int{cfg.SourceParallelism, cfg.Parallelism, cfg.SinkParallelism}
-	g.off = [3]int{0, g.par[0], g.par[0] + g.par[1]}
+	g.par = append([]int{cfg.SourceParallelism, cfg.Parallelism, cfg.SinkParallelism}, cfg.SideTasks...)
+	g.off = make([]int, len(g.par))
+	for t := 1; t < len(g.par); t++ {
+		g.off[t] = g.off[t-1] + g.par[t-1]
+	}
 	g.nInt = cfg.intervals()
 	g.rf = rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	g.rs = rand.New(rand.NewPCG(cfg.Seed, 0xd1b54a32d192ed03))
@@ -225,7 +255,7 @@ func (g *Generator) Subtasks() []SubtaskInfo {
 	for i, s := range g.subs {
 		tm := &g.tms[s.tm]
 		out[i] = SubtaskInfo{
-			TaskName: taskName(s.task), TaskID: g.taskIDs[s.task], Index: s.index,
+			TaskName: taskName(s.task, len(g.cfg.SideTasks)), TaskID: g.taskIDs[s.task], Index: s.index,
 			Host: tm.host, TMID: tm.id, TaskAttemptID: s.attemptID,
 			MetricFormat: formatName(tm.format), Naming: namingName(tm.naming),
 		}
@@ -291,7 +321,9 @@ func (g *Generator) Next(dst []byte) (out []byte, ok bool) {
 	// Samples first: they span [t0, t1) and the reports are stamped t1, so
 	// this order keeps the output in event-time order, as a recorded
 	// stream would be.
-	dst = g.appendSamples(dst, t1, processed)
+	if !cfg.NoKeySamples {
+		dst = g.appendSamples(dst, t1, processed)
+	}
 	dst = g.appendMetrics(dst, t1)
 	g.n++
 	return dst, true
@@ -336,7 +368,11 @@ func (g *Generator) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	// One interval: samples of ~230 bytes, 15 metric lines of ~400 bytes
 	// per subtask.
-	buf := make([]byte, 0, g.cfg.SamplesPerInterval*240+len(g.subs)*15*420+4096)
+	samples := g.cfg.SamplesPerInterval
+	if g.cfg.NoKeySamples {
+		samples = 0
+	}
+	buf := make([]byte, 0, samples*240+len(g.subs)*15*420+4096)
 	for {
 		var ok bool
 		buf, ok = g.Next(buf[:0])

@@ -171,6 +171,7 @@ func (g *Generator) step(a, b, D float64, inWin bool, stepP []float64) {
 			}
 		}
 	}
+	g.sideStep(E, dt, inWin)
 	for j := range P {
 		g.cntIn[oK+j] += g.pK[j]
 		g.cntOut[oK+j] += g.pK[j]
@@ -257,4 +258,39 @@ func recsPerBuf(recBytes int) float64 { return float64(bufferBytes / recBytes) }
 func chanCap(n, nBacked int) float64 {
 	pool := exclusiveBufs*n + floatingBufs
 	return float64(min(maxBufsPerChan, max(1, pool/max(1, nBacked))))
+}
+
+// upstream is the task that feeds task t: the source feeds the keyed task
+// and the first side task.
+func upstream(t int) int {
+	if t == tSide {
+		return tSource
+	}
+	return t - 1
+}
+
+// isSink reports whether task t writes out of the job (no output gates,
+// numRecordsOut 0).
+func (g *Generator) isSink(t int) bool { return t == tSink || t == len(g.par)-1 && t >= tSide }
+
+// sideStep moves the side output of the source's emission of E records
+// through the side tasks. They have ample capacity (sideMaxBusy) and no
+// queue, so each processes what it receives in the same step and is never
+// back-pressured.
+func (g *Generator) sideStep(E, dt float64, inWin bool) {
+	in := E * sideShare
+	for t := tSide; t < len(g.par); t++ {
+		per := in / float64(g.par[t])
+		for i := range g.par[t] {
+			k := g.off[t] + i
+			g.cntIn[k] += per
+			if !g.isSink(t) {
+				g.cntOut[k] += per * sideFilter
+			}
+			if inWin {
+				g.busyAcc[k] += per / (g.capNow[k] * dt) * dt
+			}
+		}
+		in *= sideFilter
+	}
 }

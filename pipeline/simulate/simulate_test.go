@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -417,7 +418,7 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c != DefaultConfig() {
+	if !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, DefaultConfig())
 	}
 	if c.Scenario != Healthy || c.Start != DefaultStart || c.Duration != DefaultDuration || c.Interval != DefaultInterval ||

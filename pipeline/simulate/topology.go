@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -31,11 +32,19 @@ func hostName(n int) string {
 func (g *Generator) buildTopology() {
 	cfg := &g.cfg
 	ri := rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d))
+	// Side tasks draw their ids from a stream of their own, so that a job
+	// without them is exactly what it was before they existed.
+	rside := rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
 	g.jobID = hexID(ri)
+	g.taskIDs = make([]string, len(g.par))
 	for t := range g.taskIDs {
-		g.taskIDs[t] = hexID(ri)
+		if t < tSide {
+			g.taskIDs[t] = hexID(ri)
+		} else {
+			g.taskIDs[t] = hexID(rside)
+		}
 	}
-	slots := max(g.par[0], g.par[1], g.par[2])
+	slots := slices.Max(g.par)
 	nTM := (slots + cfg.SlotsPerTM - 1) / cfg.SlotsPerTM
 	fmtOff := int(cfg.Seed % 3)
 	nameOff := int(cfg.Seed % 2)
@@ -75,11 +84,15 @@ func (g *Generator) buildTopology() {
 	g.jmTags = jobTags(jmHost, g.jobID, cfg.JobName)
 	// Slot sharing puts subtask i of every task in slot i; slots are
 	// spread round-robin over the TaskManagers.
-	for t := range 3 {
+	for t := range g.par {
 		for i := range g.par[t] {
 			tm := i % nTM
-			s := subtaskInfo{task: t, index: i, tm: tm, attemptID: hexID(ri)}
-			s.tags = subtaskTags(g.tms[tm].host, g.tms[tm].id, g.jobID, cfg.JobName, g.taskIDs[t], taskName(t), s.attemptID, i)
+			r := ri
+			if t >= tSide {
+				r = rside
+			}
+			s := subtaskInfo{task: t, index: i, tm: tm, attemptID: hexID(r)}
+			s.tags = subtaskTags(g.tms[tm].format, g.tms[tm].host, g.tms[tm].id, g.jobID, cfg.JobName, g.taskIDs[t], taskName(t, len(cfg.SideTasks)), s.attemptID, i)
 			g.subs = append(g.subs, s)
 		}
 	}
@@ -121,6 +134,12 @@ func (g *Generator) buildKeys() {
 		fill[s]++
 		w[id] /= total
 		g.normShare[s] += w[id]
+	}
+	if g.cfg.NoKeySamples {
+		// Without samples only the shares matter: drop the per-key tables,
+		// which would hold ~3 MB per job of 100000 keys.
+		g.keyIDs = nil
+		return
 	}
 	g.aliasP = make([]float64, N)
 	g.aliasI = make([]int32, N)
@@ -173,7 +192,14 @@ func (g *Generator) buildScenario() {
 	cfg := &g.cfg
 	P, Ps, Pk := float64(g.par[tKeyed]), float64(g.par[tSource]), float64(g.par[tSink])
 	K := P * keyedCapacity
-	g.baseCap = [3]float64{sourceHeadroom * K / Ps, keyedCapacity, sinkHeadroom * K / Pk}
+	g.baseCap = []float64{sourceHeadroom * K / Ps, keyedCapacity, sinkHeadroom * K / Pk}
+	// A side task's subtasks stay at sideMaxBusy or below when the source
+	// reads at its full capacity (sourceHeadroom*K records/s).
+	in := sideShare * sourceHeadroom * K
+	for t := tSide; t < len(g.par); t++ {
+		g.baseCap = append(g.baseCap, in/float64(g.par[t])/sideMaxBusy)
+		in *= sideFilter
+	}
 	h := cfg.HotShare
 	g.fixedHotSub = -1
 	g.burstFrom, g.burstTo = -1, -1

@@ -10,47 +10,55 @@ import (
 // HotSpan is a time span during which one hot key saturates one keyed
 // subtask.
 type HotSpan struct {
-	From, To      int64 // epoch ms, [From, To)
-	Key           string
-	Subtask       int
-	Host          string
-	TaskAttemptID string
+	From          int64  `json:"from"` // epoch ms, [From, To)
+	To            int64  `json:"to"`
+	Key           string `json:"key"`
+	Subtask       int    `json:"subtask_index"`
+	Host          string `json:"host"`
+	TaskAttemptID string `json:"task_attempt_id"`
 }
 
 // Truth is the ground truth of a generated run: what the engine should
 // find. It is fixed by the Config and known before any line is generated.
 type Truth struct {
-	Scenario Scenario
-	Cause    Cause
-	JobID    string
-	JobName  string
+	Scenario Scenario `json:"scenario"`
+	Cause    Cause    `json:"cause"`
+	JobID    string   `json:"job_id"`
+	JobName  string   `json:"job_name"`
 	// TaskName and TaskID name the task with the cause; empty when healthy.
-	TaskName, TaskID string
+	TaskName string `json:"task_name"`
+	TaskID   string `json:"task_id"`
 	// Subtask is the culprit subtask index, or -1 when the cause is
 	// task-wide (under_provisioned, checkpoint_timeout), moves
 	// (rotating_hot_key: see Hot) or there is none (healthy).
-	Subtask int
+	Subtask int `json:"subtask_index"`
 	// Host, TMID and TaskAttemptID of Subtask (empty when Subtask is -1).
-	Host, TMID, TaskAttemptID string
+	Host          string `json:"host"`
+	TMID          string `json:"tm_id"`
+	TaskAttemptID string `json:"task_attempt_id"`
 	// HotKeys are the hot keys in time order (hot_key: one; rotating: one
 	// per 5-minute bucket the run touches).
-	HotKeys []string
+	HotKeys []string `json:"hot_keys"`
 	// Hot lists, per time span, the hot key and the keyed subtask it
 	// saturates (hot_key: one span, rotating_hot_key: one per bucket).
-	Hot []HotSpan
+	Hot []HotSpan `json:"hot"`
 	// From and To bound the incident's cause in epoch ms: the whole run,
 	// or for checkpoint_timeout the demand burst (the sink stays saturated
 	// after it until the backlog drains).
-	From, To int64
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
 	// Parallelism and MaxParallelism of the keyed task (MaxParallelism
 	// resolved to Flink's default when the Config left it 0).
-	Parallelism, MaxParallelism int
+	Parallelism    int `json:"parallelism"`
+	MaxParallelism int `json:"max_parallelism"`
 	// DemandRate is the base demand in records/s (before noise and burst).
-	DemandRate float64
+	DemandRate float64 `json:"demand_rate"`
 	// Healthy per-subtask capacities in records/s.
-	SourceCapacity, KeyedCapacity, SinkCapacity float64
+	SourceCapacity float64 `json:"source_capacity"`
+	KeyedCapacity  float64 `json:"keyed_capacity"`
+	SinkCapacity   float64 `json:"sink_capacity"`
 	// SlowCapacity is the stuck sink subtask's capacity (slow_sink only).
-	SlowCapacity float64
+	SlowCapacity float64 `json:"slow_capacity"`
 }
 
 func (g *Generator) buildTruth() {
@@ -62,7 +70,7 @@ func (g *Generator) buildTruth() {
 		DemandRate: g.baseRate, SourceCapacity: g.baseCap[tSource], KeyedCapacity: g.baseCap[tKeyed],
 		SinkCapacity: g.baseCap[tSink],
 	}
-	setTask := func(task int) { t.TaskName, t.TaskID = taskName(task), g.taskIDs[task] }
+	setTask := func(task int) { t.TaskName, t.TaskID = taskName(task, len(g.cfg.SideTasks)), g.taskIDs[task] }
 	setSub := func(task, i int) {
 		t.Subtask = i
 		s := &g.subs[g.off[task]+i]
