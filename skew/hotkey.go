@@ -117,7 +117,7 @@ type hotKey struct {
 // the threshold they were judged against.
 func (e *Engine) hotKeys(tc *taskCtx) ([]hotKey, float64) {
 	w := tc.w
-	if w.samples < e.cfg.MinSamples || w.weight <= 0 {
+	if w.sketch == nil || w.samples < e.cfg.MinSamples || w.weight <= 0 {
 		return nil, 0
 	}
 	p := tc.t.parallelism

@@ -159,6 +159,7 @@ func (e *Engine) Reset() {
 	e.open = e.open[:0]
 	e.closedUpTo = math.MinInt64
 	e.last = nil
+	e.free, e.sketches = nil, nil
 }
 
 // maxStateString bounds the IDs and names a restored state may carry, as
