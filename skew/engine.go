@@ -46,6 +46,17 @@ type Engine struct {
 	open       []int64 // starts of open windows, ascending
 	closedUpTo int64   // events before this time are late
 	last       *taskState
+	// lastWin is the window of task lastWinOf that AddMetric added to
+	// last; nil after a window closed. Flink reports a subtask's metrics
+	// together, so the next metric is most often of the same task and
+	// window.
+	lastWin   *taskWindow
+	lastWinOf *taskState
+	// curWS, when hasCurWS, is the start of the window of a recent
+	// metric's time: most metrics are of the current window, and
+	// WindowStart divides.
+	curWS    int64
+	hasCurWS bool
 	// free holds task windows of closed windows for reuse, and sketches
 	// the sketches of closed windows (not reset yet). Both are bounded by
 	// what the last closed window used (see trimFree).
@@ -573,7 +584,13 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 
 // AddMetric adds one metric observation. It never blocks and does not keep m.
 func (e *Engine) AddMetric(m *Metric) Verdict {
-	ws := e.WindowStart(m.TS)
+	ws := e.curWS
+	if !e.hasCurWS || m.TS < ws || uint64(m.TS)-uint64(ws) >= uint64(e.cfg.WindowMs) {
+		ws = e.WindowStart(m.TS)
+		// Kept only when it is a window start (always, but for times
+		// within a window of math.MinInt64).
+		e.curWS, e.hasCurWS = ws, ws <= m.TS
+	}
 	if ws+e.cfg.WindowMs <= e.closedUpTo {
 		return Late
 	}
@@ -597,9 +614,12 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
-	w := e.window(t, ws)
-	if w == nil {
-		return Rejected
+	w := e.lastWin
+	if w == nil || t != e.lastWinOf || w.start != ws {
+		if w = e.window(t, ws); w == nil {
+			return Rejected
+		}
+		e.lastWin, e.lastWinOf = w, t
 	}
 	t.lastSeen = ws
 	t.job.restoredOnly = false
@@ -618,8 +638,11 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		}
 	}
 	h := &t.subs[sub]
-	respell(&h.host, m.Host)
-	if prev := h.attempt; respell(&h.attempt, m.TaskAttemptID) && prev != "" {
+	// respell's first test, inline: the values rarely change.
+	if m.Host != h.host {
+		respell(&h.host, m.Host)
+	}
+	if a := h.attempt; m.TaskAttemptID != a && respell(&h.attempt, m.TaskAttemptID) && a != "" {
 		h.starting = true // a new attempt starts up again
 	}
 	return Accepted
@@ -746,6 +769,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 		}
 	}
 	e.trimFree(windows, sketches)
+	e.lastWin, e.lastWinOf = nil, nil
 	return dst
 }
 
