@@ -56,11 +56,13 @@ type subStats struct {
 	saturated              bool
 }
 
-func avg(a *subAgg, k MetricName) (float64, bool) {
-	if a.n[k] == 0 {
+// avg returns the mean of gauge i (one of aBusy...) in the window, and
+// whether it was reported.
+func avg(a *subAgg, i int) (float64, bool) {
+	if a.n[i] == 0 {
 		return 0, false
 	}
-	return a.sum[k] / float64(a.n[k]), true
+	return a.sum[i] / float64(a.n[i]), true
 }
 
 // timeMs returns one of a subtask's times (busy, back-pressured or idle)
@@ -75,8 +77,8 @@ func avg(a *subAgg, k MetricName) (float64, bool) {
 // still show the lag, or Flink's start-up reading of 1000, that the
 // counter is there to avoid. With Config.BusyFromGauges the counters are
 // ignored. The counter's last reading is carried to the next window.
-func (e *Engine) timeMs(a *subAgg, h *subHistory, c int, gauge MetricName) (v float64, src timeSrc, pending bool) {
-	if a.n[counterName[c]] > 0 {
+func (e *Engine) timeMs(a *subAgg, h *subHistory, c, gauge int) (v float64, src timeSrc, pending bool) {
+	if a.reported(counterName[c]) {
 		sp, prev := &a.cnt[c], &h.last[c]
 		d, ok := counterRate(sp, prev)
 		*prev = reading{ts: sp.lastTS, v: sp.last, ok: true}
@@ -119,14 +121,14 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 	haveRates := false
 	for i := range w.subs {
 		a := &w.subs[i]
-		if !a.seen {
+		if a.has == 0 {
 			continue
 		}
 		s := &tc.subs[i]
 		h := &t.subs[i]
-		busy, busySrc, pending := e.timeMs(a, h, cBusy, BusyTimeMsPerSecond)
-		s.bp, _, _ = e.timeMs(a, h, cBackPressured, BackPressuredTimeMsPerSecond)
-		s.idle, _, _ = e.timeMs(a, h, cIdle, IdleTimeMsPerSecond)
+		busy, busySrc, pending := e.timeMs(a, h, cBusy, aBusy)
+		s.bp, _, _ = e.timeMs(a, h, cBackPressured, aBackPressured)
+		s.idle, _, _ = e.timeMs(a, h, cIdle, aIdle)
 		s.busy, s.hasBusy, s.busySrc = busy, busySrc != srcNone, busySrc
 		if busySrc != srcNone || pending {
 			// Flink reads busyTimeMsPerSecond 1000 on every subtask for
@@ -140,21 +142,21 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 			}
 			h.starting = false
 		}
-		inPool, hasIn := avg(a, InPoolUsage)
-		outPool, _ := avg(a, OutPoolUsage)
+		inPool, hasIn := avg(a, aInPool)
+		outPool, _ := avg(a, aOutPool)
 		s.inPool, s.outPool = inPool, outPool
-		s.queue = a.max[InputQueueLength]
-		s.outQueue = a.max[OutputQueueLength]
-		s.output, _ = avg(a, NumRecordsOutPerSecond)
-		s.align = a.max[CheckpointAlignmentTime] / 1e6 // ns to ms
-		s.delay = a.max[CheckpointStartDelayNanos] / 1e6
+		s.queue = a.max[mInQueue]
+		s.outQueue = a.max[mOutQueue]
+		s.output, _ = avg(a, aOutRate)
+		s.align = a.max[mAlign] / 1e6 // ns to ms
+		s.delay = a.max[mDelay] / 1e6
 		// A subtask whose busy time is not known this window (see timeMs)
 		// is not observed: its sustain counter neither counts nor resets.
 		s.observed = !pending && (s.hasBusy || hasIn)
-		if r, ok := avg(a, NumRecordsInPerSecond); ok {
+		if r, ok := avg(a, aInRate); ok {
 			s.input, s.hasInput = r, true
 		}
-		if a.n[NumRecordsIn] > 0 {
+		if a.reported(NumRecordsIn) {
 			sp, prev := &a.cnt[cRecordsIn], &h.last[cRecordsIn]
 			if !s.hasInput {
 				switch {
@@ -167,7 +169,7 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 			*prev = reading{ts: sp.lastTS, v: sp.last, ok: true}
 		}
 		haveRates = haveRates || s.hasInput
-		if a.n[InputQueueLength] > 0 {
+		if a.reported(InputQueueLength) {
 			switch q := s.queue; {
 			case q > t.queueMax+0.5:
 				t.queueMax, t.queueHits = q, 1

@@ -46,8 +46,23 @@ type Engine struct {
 	open       []int64 // starts of open windows, ascending
 	closedUpTo int64   // events before this time are late
 	last       *taskState
-	free       []*taskWindow // closed windows kept for reuse
-	keyBuf     []byte        // a filtered name being looked up
+	// lastWin is the window of task lastWinOf that AddMetric added to
+	// last; nil after a window closed. Flink reports a subtask's metrics
+	// together, so the next metric is most often of the same task and
+	// window.
+	lastWin   *taskWindow
+	lastWinOf *taskState
+	// curWS, when hasCurWS, is the start of the window of a recent
+	// metric's time: most metrics are of the current window, and
+	// WindowStart divides.
+	curWS    int64
+	hasCurWS bool
+	// free holds task windows of closed windows for reuse, and sketches
+	// the sketches of closed windows (not reset yet). Both are bounded by
+	// what the last closed window used (see trimFree).
+	free     []*taskWindow
+	sketches []*hitters.Sketch
+	keyBuf   []byte // a filtered name being looked up
 }
 
 type jobState struct {
@@ -129,20 +144,8 @@ const (
 	numCounters
 )
 
-// counterName is the metric of each counter; counterOf maps back (-1 for
-// metrics that are not one of them).
-var (
-	counterName = [numCounters]MetricName{NumRecordsIn, AccumulateBusyTimeMs, AccumulateBackPressuredTimeMs, AccumulateIdleTimeMs}
-	counterOf   = func() (t [numMetricNames]int8) {
-		for i := range t {
-			t[i] = -1
-		}
-		for c, m := range counterName {
-			t[m] = int8(c)
-		}
-		return t
-	}()
-)
+// counterName is the metric of each counter; slotOf maps back.
+var counterName = [numCounters]MetricName{NumRecordsIn, AccumulateBusyTimeMs, AccumulateBackPressuredTimeMs, AccumulateIdleTimeMs}
 
 // reading is one counter observation.
 type reading struct {
@@ -162,7 +165,9 @@ type subHistory struct {
 }
 
 type taskWindow struct {
-	start   int64
+	start int64
+	// sketch is nil until the task's first key sample in the window: most
+	// tasks of a fleet get none, and a sketch is tens of kilobytes.
 	sketch  *hitters.Sketch
 	samples int
 	weight  float64 // sampled weight
@@ -178,12 +183,97 @@ type span struct {
 	first, last     float64
 }
 
+// subAgg is one subtask's metrics in one window: of each metric only what
+// the diagnosis reads (see slotOf), so that a fleet of 100k subtasks
+// costs a few hundred bytes per subtask and open window.
 type subAgg struct {
-	seen bool
-	n    [numMetricNames]uint32
-	sum  [numMetricNames]float64
-	max  [numMetricNames]float64
-	cnt  [numCounters]span
+	// has has bit k set when metric k was reported in the window.
+	has uint32
+	n   [numAvg]uint32
+	sum [numAvg]float64
+	max [numMax]float64
+	cnt [numCounters]span
+}
+
+// Averaged gauges: their readings' count and sum are kept.
+const (
+	aBusy = iota
+	aBackPressured
+	aIdle
+	aInPool
+	aOutPool
+	aInRate
+	aOutRate
+	numAvg
+)
+
+// Gauges whose largest reading is kept.
+const (
+	mInQueue = iota
+	mOutQueue
+	mAlign
+	mDelay
+	numMax
+)
+
+// What subAgg keeps of a metric: slotNone (only that it was reported),
+// the count and sum (slotAvg), the largest reading (slotMax) or the first
+// and last reading (slotCounter), in slot i of that array.
+const (
+	slotNone = iota
+	slotAvg
+	slotMax
+	slotCounter
+)
+
+type slot struct{ kind, i uint8 }
+
+// subAgg.has has a bit per metric name: this does not compile when they
+// outgrow it.
+const _ = uint32(1) << (numMetricNames - 1)
+
+var slotOf = func() (t [numMetricNames]slot) {
+	for m, i := range map[MetricName]uint8{
+		BusyTimeMsPerSecond: aBusy, BackPressuredTimeMsPerSecond: aBackPressured, IdleTimeMsPerSecond: aIdle,
+		InPoolUsage: aInPool, OutPoolUsage: aOutPool, NumRecordsInPerSecond: aInRate, NumRecordsOutPerSecond: aOutRate,
+	} {
+		t[m] = slot{slotAvg, i}
+	}
+	for m, i := range map[MetricName]uint8{
+		InputQueueLength: mInQueue, OutputQueueLength: mOutQueue, CheckpointAlignmentTime: mAlign, CheckpointStartDelayNanos: mDelay,
+	} {
+		t[m] = slot{slotMax, i}
+	}
+	for c, m := range counterName {
+		t[m] = slot{slotCounter, uint8(c)}
+	}
+	return t
+}()
+
+// reported reports whether metric k was reported in the window.
+func (a *subAgg) reported(k MetricName) bool { return a.has&(1<<k) != 0 }
+
+// add adds one reading of metric k at ts.
+func (a *subAgg) add(k MetricName, ts int64, v float64) {
+	first := !a.reported(k)
+	a.has |= 1 << k
+	switch sl := slotOf[k]; sl.kind {
+	case slotAvg:
+		a.n[sl.i]++
+		a.sum[sl.i] += v
+	case slotMax:
+		if first || v > a.max[sl.i] {
+			a.max[sl.i] = v
+		}
+	case slotCounter:
+		sp := &a.cnt[sl.i]
+		if first || ts < sp.firstTS {
+			sp.firstTS, sp.first = ts, v
+		}
+		if first || ts >= sp.lastTS {
+			sp.lastTS, sp.last = ts, v
+		}
+	}
 }
 
 // New returns an Engine. A zero field of cfg means its default
@@ -418,9 +508,10 @@ func (e *Engine) window(t *taskState, ws int64) *taskWindow {
 	var w *taskWindow
 	if n := len(e.free); n > 0 {
 		w = e.free[n-1]
+		e.free[n-1] = nil
 		e.free = e.free[:n-1]
 	} else {
-		w = &taskWindow{sketch: hitters.New(e.cfg.TopK)}
+		w = &taskWindow{}
 	}
 	w.start = ws
 	t.wins = append(t.wins, w)
@@ -478,6 +569,9 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 	w.samples++
 	w.weight += s.Weight
 	w.est += s.Weight / s.SampleRate
+	if w.sketch == nil {
+		w.sketch = e.newSketch()
+	}
 	w.sketch.AddTagged(s.Key, s.Weight, int32(sub))
 	if sub >= 0 {
 		if sub >= len(w.subWeight) {
@@ -490,7 +584,13 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 
 // AddMetric adds one metric observation. It never blocks and does not keep m.
 func (e *Engine) AddMetric(m *Metric) Verdict {
-	ws := e.WindowStart(m.TS)
+	ws := e.curWS
+	if !e.hasCurWS || m.TS < ws || uint64(m.TS)-uint64(ws) >= uint64(e.cfg.WindowMs) {
+		ws = e.WindowStart(m.TS)
+		// Kept only when it is a window start (always, but for times
+		// within a window of math.MinInt64).
+		e.curWS, e.hasCurWS = ws, ws <= m.TS
+	}
 	if ws+e.cfg.WindowMs <= e.closedUpTo {
 		return Late
 	}
@@ -514,33 +614,23 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
-	w := e.window(t, ws)
-	if w == nil {
-		return Rejected
+	w := e.lastWin
+	if w == nil || t != e.lastWinOf || w.start != ws {
+		if w = e.window(t, ws); w == nil {
+			return Rejected
+		}
+		e.lastWin, e.lastWinOf = w, t
 	}
 	t.lastSeen = ws
 	t.job.restoredOnly = false
 	sub := int(m.Subtask)
 	if sub >= len(w.subs) {
-		w.subs = slices.Grow(w.subs, sub+1-len(w.subs))[:sub+1]
+		// Room for the subtasks the task had in earlier windows at once:
+		// they report in any order, and growing one by one would leave up
+		// to half of the array unused.
+		w.subs = slices.Grow(w.subs, max(sub+1, len(t.subs))-len(w.subs))[:sub+1]
 	}
-	a := &w.subs[sub]
-	a.seen = true
-	k := m.Name
-	if a.n[k] == 0 || v > a.max[k] {
-		a.max[k] = v
-	}
-	a.n[k]++
-	a.sum[k] += v
-	if c := counterOf[k]; c >= 0 {
-		sp := &a.cnt[c]
-		if a.n[k] == 1 || m.TS < sp.firstTS {
-			sp.firstTS, sp.first = m.TS, v
-		}
-		if a.n[k] == 1 || m.TS >= sp.lastTS {
-			sp.lastTS, sp.last = m.TS, v
-		}
-	}
+	w.subs[sub].add(m.Name, m.TS, v)
 	if n := len(t.subs); sub >= n {
 		t.subs = slices.Grow(t.subs, sub+1-n)[:sub+1]
 		for i := n; i <= sub; i++ {
@@ -548,8 +638,11 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		}
 	}
 	h := &t.subs[sub]
-	respell(&h.host, m.Host)
-	if prev := h.attempt; respell(&h.attempt, m.TaskAttemptID) && prev != "" {
+	// respell's first test, inline: the values rarely change.
+	if m.Host != h.host {
+		respell(&h.host, m.Host)
+	}
+	if a := h.attempt; m.TaskAttemptID != a && respell(&h.attempt, m.TaskAttemptID) && a != "" {
 		h.starting = true // a new attempt starts up again
 	}
 	return Accepted
@@ -629,6 +722,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 	}
 	slices.Sort(jobIDs)
 	horizon := ws - int64(e.cfg.HistoryWindows)*e.cfg.WindowMs
+	windows, sketches := 0, 0 // task windows and sketches the window used
 	for _, id := range jobIDs {
 		j := e.jobs[id]
 		var jw *jobWindow
@@ -657,6 +751,15 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			dst = e.diagnose(&ctx, dst)
 		}
 		for _, tc := range ctx.tasks {
+			// The history grew one subtask at a time in the task's
+			// first window; it keeps its length from then on.
+			if t := tc.t; cap(t.subs)-len(t.subs) > len(t.subs)/8 {
+				t.subs = slices.Clone(t.subs)
+			}
+			windows++
+			if tc.w.sketch != nil {
+				sketches++
+			}
 			e.release(tc.w)
 		}
 		// Forget tasks and jobs that stopped reporting long ago.
@@ -665,6 +768,8 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			delete(e.jobs, id)
 		}
 	}
+	e.trimFree(windows, sketches)
+	e.lastWin, e.lastWinOf = nil, nil
 	return dst
 }
 
@@ -728,12 +833,64 @@ func (e *Engine) updateJobCounters(j *jobState, jw *jobWindow) {
 	j.lastFailed, j.hasLastFailed = cur, true
 }
 
+// release returns a closed task window, and its sketch if it has one, to
+// the free lists.
 func (e *Engine) release(w *taskWindow) {
-	w.sketch.Reset()
+	if w.sketch != nil {
+		e.sketches = append(e.sketches, w.sketch)
+		w.sketch = nil
+	}
 	w.samples, w.weight, w.est = 0, 0, 0
 	clear(w.subWeight)
 	w.subWeight = w.subWeight[:0]
 	clear(w.subs)
 	w.subs = w.subs[:0]
 	e.free = append(e.free, w)
+}
+
+// newSketch returns an empty sketch, from the free list when it has one.
+// Sketches are reset here rather than in release, so that the ones
+// trimFree drops are not cleared for nothing.
+func (e *Engine) newSketch() *hitters.Sketch {
+	n := len(e.sketches)
+	if n == 0 {
+		return hitters.New(e.cfg.TopK)
+	}
+	s := e.sketches[n-1]
+	e.sketches[n-1] = nil
+	e.sketches = e.sketches[:n-1]
+	s.Reset()
+	return s
+}
+
+// trimFree bounds the free lists after a window closed that used windows
+// task windows and sketches sketches: each list keeps at most as many as
+// that window used. In a steady fleet the next window needs about as many
+// again, so they are reused instead of allocated and collected every
+// window; when the fleet shrinks, or key samples stop, what the smaller
+// window did not use is dropped at once, so idle memory never exceeds
+// what one window actually needed.
+func (e *Engine) trimFree(windows, sketches int) {
+	if len(e.free) > windows {
+		clear(e.free[windows:])
+		e.free = e.free[:windows]
+	}
+	if len(e.sketches) > sketches {
+		clear(e.sketches[sketches:])
+		e.sketches = e.sketches[:sketches]
+	}
+	e.free, e.sketches = shrink(e.free), shrink(e.sketches)
+}
+
+// shrink returns s in an array of its own size when s uses under a
+// quarter of a large one, so that a free list's array does not stay as
+// large as the largest fleet was.
+func shrink[T any](s []T) []T {
+	if cap(s) <= 64 || cap(s) <= 4*len(s) {
+		return s
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
 }

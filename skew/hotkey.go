@@ -117,7 +117,7 @@ type hotKey struct {
 // the threshold they were judged against.
 func (e *Engine) hotKeys(tc *taskCtx) ([]hotKey, float64) {
 	w := tc.w
-	if w.samples < e.cfg.MinSamples || w.weight <= 0 {
+	if w.sketch == nil || w.samples < e.cfg.MinSamples || w.weight <= 0 {
 		return nil, 0
 	}
 	p := tc.t.parallelism
@@ -127,14 +127,16 @@ func (e *Engine) hotKeys(tc *taskCtx) ([]hotKey, float64) {
 	th := e.hotKeyThreshold(p, w.samples)
 	var out []hotKey
 	scale := w.est / w.weight
-	// The sketch orders by its count, an upper bound; a key further down
-	// can have a higher lower bound, so every counter that could pass is
-	// looked at: its count must be above the threshold at least.
-	for _, c := range w.sketch.Top(0) {
-		share := c.Count / w.weight
-		if share <= th {
+	// Keys come by their guaranteed count (the sketch's count minus its
+	// error), the count the rule judges, so the hottest are reported
+	// first and MaxHotKeys keeps them. The Wilson bound is below the
+	// share it starts from (HotKeyConfidence is at least 0.5), so once a
+	// guaranteed share is at or below the threshold no later key is hot.
+	for _, c := range w.sketch.TopGuaranteed(0) {
+		if (c.Count-c.Err)/w.weight <= th {
 			break
 		}
+		share := c.Count / w.weight
 		lower, hot := e.isHot(c.Count-c.Err, w.weight, w.samples, th)
 		if !hot {
 			continue

@@ -158,7 +158,8 @@ func (e *Engine) Reset() {
 	clear(e.jobs)
 	e.open = e.open[:0]
 	e.closedUpTo = math.MinInt64
-	e.last = nil
+	e.last, e.lastWin, e.lastWinOf = nil, nil, nil
+	e.free, e.sketches = nil, nil
 }
 
 // maxStateString bounds the IDs and names a restored state may carry, as

@@ -100,7 +100,7 @@ func New(k int) *Sketch {
 	}
 }
 
-// The engine uses New, AddTagged, Top and Reset. K, Len, Total, MinCount,
+// The engine uses New, AddTagged, TopGuaranteed and Reset. Top, K, Len, Total, MinCount,
 // Estimate, Add and Merge are used only by this package's tests, fuzz
 // target and benchmarks (deadcode lists them): they are kept as the
 // sketch's complete, tested API, because the tests check the Space-Saving
@@ -359,13 +359,40 @@ func (s *Sketch) siftUp(p int, c uint64) {
 // descending and then by Key ascending, so the order is deterministic. The
 // returned keys are fresh strings that the caller may keep.
 func (s *Sketch) Top(n int) []Counter {
+	return s.top(n, func(a, b int32) int {
+		return s.cmpDesc(s.count(int(a)), s.keys[a], s.count(int(b)), s.keys[b])
+	})
+}
+
+// TopGuaranteed returns up to n counters (all of them if n <= 0) sorted by
+// the weight each key is guaranteed to have, Count-Err, descending, then
+// by Count descending and Key ascending. It is the ranking to report the
+// heaviest keys with: Count is an upper bound, and a key that took over a
+// counter shortly before has a Count near the smallest counts whatever it
+// weighs, so ranking by Count lets such keys push out keys that have
+// held their counters, and their weight, all along. The returned keys are
+// fresh strings that the caller may keep.
+func (s *Sketch) TopGuaranteed(n int) []Counter {
+	return s.top(n, func(a, b int32) int {
+		la, lb := s.count(int(a))-s.errs[a], s.count(int(b))-s.errs[b]
+		switch {
+		case la > lb:
+			return -1
+		case la < lb:
+			return 1
+		}
+		return s.cmpDesc(s.count(int(a)), s.keys[a], s.count(int(b)), s.keys[b])
+	})
+}
+
+// top returns up to n counters (all if n <= 0) in the order of cmp over
+// counter indices.
+func (s *Sketch) top(n int, cmp func(a, b int32) int) []Counter {
 	idx := make([]int32, s.n)
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		return s.cmpDesc(s.count(int(a)), s.keys[a], s.count(int(b)), s.keys[b])
-	})
+	slices.SortFunc(idx, cmp)
 	if n > 0 && n < len(idx) {
 		idx = idx[:n]
 	}

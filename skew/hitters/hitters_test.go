@@ -650,3 +650,62 @@ func TestAddDoesNotAllocate(t *testing.T) {
 	}
 	checkStructure(t, s)
 }
+
+// TestTopGuaranteed: TopGuaranteed holds the counters Top holds, ordered
+// by Count-Err, and its prefixes are its shorter answers.
+func TestTopGuaranteed(t *testing.T) {
+	keys, ws := zipfStream(7, 1.1, 100_000, 200_000)
+	for _, tc := range []struct {
+		name string
+		fill func(s *Sketch)
+		k    int
+		want []Counter // nil: only the properties are checked
+	}{
+		{
+			// c takes a's counter (a had 3): count 7, but only 4 is
+			// guaranteed, less than b's 5.
+			name: "takeover ranks below an exact count",
+			k:    2,
+			fill: func(s *Sketch) { s.Add("a", 3); s.Add("b", 5); s.Add("c", 4) },
+			want: []Counter{{"b", 5, 0, NoTag}, {"c", 7, 3, NoTag}},
+		},
+		{
+			name: "equal guaranteed counts go by count, then key",
+			k:    3,
+			fill: func(s *Sketch) { s.Add("x", 2); s.Add("y", 2); s.Add("a", 1); s.Add("z", 1) },
+			want: []Counter{{"x", 2, 0, NoTag}, {"y", 2, 0, NoTag}, {"z", 2, 1, NoTag}},
+		},
+		{
+			name: "zipf 1.1",
+			k:    256,
+			fill: func(s *Sketch) {
+				for i, k := range keys {
+					s.Add(k, ws[i])
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.k)
+			tc.fill(s)
+			got := s.TopGuaranteed(0)
+			if tc.want != nil && !slices.Equal(got, tc.want) {
+				t.Fatalf("TopGuaranteed(0) = %v, want %v", got, tc.want)
+			}
+			byKey := func(a, b Counter) int { return cmpString(a.Key, b.Key) }
+			if !slices.Equal(slices.SortedFunc(slices.Values(got), byKey), slices.SortedFunc(slices.Values(s.Top(0)), byKey)) {
+				t.Fatal("TopGuaranteed(0) and Top(0) hold different counters")
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i].Count-got[i].Err > got[i-1].Count-got[i-1].Err {
+					t.Fatalf("position %d: guaranteed %v after %v", i, got[i].Count-got[i].Err, got[i-1].Count-got[i-1].Err)
+				}
+			}
+			for _, n := range []int{1, 2, 10} {
+				if want := got[:min(n, len(got))]; !slices.Equal(s.TopGuaranteed(n), want) {
+					t.Fatalf("TopGuaranteed(%d) = %v, want %v", n, s.TopGuaranteed(n), want)
+				}
+			}
+		})
+	}
+}
