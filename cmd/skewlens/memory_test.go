@@ -14,6 +14,8 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
 // TestRunMemoryMillionKeysPerWindow feeds `skewlens run` (a child
@@ -86,6 +88,65 @@ func TestRunMemoryMillionKeysPerWindow(t *testing.T) {
 	}
 	r.kill(t)
 	t.Logf("peak RSS of skewlens run: %d MB", hwm/1024)
+	if hwm == 0 || hwm > 512*1024 {
+		t.Fatalf("peak RSS %d kB, want below 512 MB", hwm)
+	}
+}
+
+// TestRunMemoryFleet feeds `skewlens run` (a child process) a fleet of
+// 100k subtasks (the fleet simulator's mix of shapes and formats, key
+// samples from 5 % of the tasks, five incidents) for four reporting
+// intervals, from the real broker, and checks that the process's peak
+// RSS (VmHWM) stays below 512 MB while it closes the windows of every
+// job: per-subtask state is small and sketches exist only where key
+// samples arrive.
+func TestRunMemoryFleet(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	const windows = 3 // closed and checked; one interval more closes the last
+	kafkatest.CreateTopicConfigs(t, brokers,
+		kafka.TopicConfig{Topic: "fleet-metrics", NumPartitions: 4, ReplicationFactor: 1},
+		kafka.TopicConfig{Topic: "fleet-samples", NumPartitions: 4, ReplicationFactor: 1},
+		kafka.TopicConfig{Topic: "fleet-dead", NumPartitions: 1, ReplicationFactor: 1})
+	start := time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
+	fc := simulate.DefaultFleetConfig()
+	fc.Seed, fc.Subtasks, fc.Start, fc.Duration = 1, 100_000, start, (windows+1)*10*time.Second
+	fleet, err := simulate.NewFleet(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, sampled := fleet.Tasks()
+	cfg := simfeed.DefaultConfig()
+	cfg.Brokers, cfg.MetricsTopic, cfg.SamplesTopic, cfg.Speed, cfg.Jobs = brokers, "fleet-metrics", "fleet-samples", 1e6, fleet.Jobs()
+	feed, err := simfeed.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	produced := time.Now()
+	if err := feed.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fleet: %d jobs, %d tasks (%d with key samples), %d subtasks: %d messages, produced in %s",
+		len(cfg.Jobs), tasks, sampled, fleet.Subtasks(), feed.Sent, time.Since(produced).Round(time.Millisecond))
+
+	r := startRun(t, brokers, chAddr, "fleet", "fleet", "fleet")
+	consumed := time.Now()
+	r.waitClosed(ctx, t, chAddr, start+windows*10000, uint64(len(cfg.Jobs)))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hwm int
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			hwm, _ = strconv.Atoi(f[1])
+		}
+	}
+	n, _ := r.messages()
+	r.kill(t)
+	t.Logf("peak RSS of skewlens run on %d subtasks: %d MB (%d messages in %s)", fleet.Subtasks(), hwm/1024, n, time.Since(consumed).Round(time.Millisecond))
 	if hwm == 0 || hwm > 512*1024 {
 		t.Fatalf("peak RSS %d kB, want below 512 MB", hwm)
 	}

@@ -16,9 +16,11 @@ import (
 // Kafka error codes are retryable when kafka-go calls them temporary
 // (leader moves, a coordinator loading or moving, an unknown topic while
 // a new one propagates, request timeouts) and, for consumer groups, the
-// codes of a rebalance in progress, and BrokerNotAvailable, which
+// codes of a rebalance in progress, BrokerNotAvailable, which
 // kafka-go's client reports when it cannot reach a broker (one
-// restarting); every other code (authorization,
+// restarting), and Unknown (UNKNOWN_SERVER_ERROR), which a broker answers
+// to offset lookups while it restarts or a new topic's partitions are
+// being set up, and which says nothing permanent; every other code (authorization,
 // invalid topic or configuration, message too large) is not. A batch
 // (kafka.WriteErrors) is retryable when each of its failures is. A
 // message too large for the writer and a closed writer or reader
@@ -47,7 +49,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &kerr) {
 		switch kerr {
 		case kafka.RebalanceInProgress, kafka.IllegalGeneration, kafka.UnknownMemberId,
-			kafka.BrokerNotAvailable:
+			kafka.BrokerNotAvailable, kafka.Unknown:
 			return true
 		}
 		return kerr.Temporary()

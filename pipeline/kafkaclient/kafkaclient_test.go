@@ -42,6 +42,7 @@ func TestRetryable(t *testing.T) {
 		{"request timed out", kafka.RequestTimedOut, true},
 		{"network exception", kafka.NetworkException, true},
 		{"broker not reachable", kafka.BrokerNotAvailable, true},
+		{"unknown server error (a restart, a new topic)", fmt.Errorf("list offsets of partition 0: %w", kafka.Unknown), true},
 		{"unknown error: the retries are bounded", errors.New("something odd"), true},
 		{"write errors, all transient", kafka.WriteErrors{nil, io.EOF, kafka.RequestTimedOut}, true},
 		{"authorization", kafka.TopicAuthorizationFailed, false},
