@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -77,6 +78,15 @@ func New(cfg Config, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.ready)
+	// Go's profiles (heap, CPU, goroutines), as Prometheus and
+	// VictoriaMetrics serve them: what an operator needs when memory or
+	// CPU grows. The listener is loopback by default (the command line
+	// and heap are the process's own; no secret is passed as a flag).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }

@@ -58,6 +58,13 @@ func TestEndpoints(t *testing.T) {
 	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, "skewlens_test_total 3") {
 		t.Errorf("metrics %d %q", code, body)
 	}
+	// Go's profiles, for an operator whose instance grows.
+	if code, body := get(t, base+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("heap profile %d %.80q", code, body)
+	}
+	if code, body := get(t, base+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("profile index %d %.80q", code, body)
+	}
 	ready := errors.New("clickhouse: connection refused")
 	s.AddCheck("kafka", func(context.Context) error { return nil })
 	s.AddCheck("clickhouse", func(context.Context) error { return ready })

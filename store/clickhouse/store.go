@@ -239,23 +239,44 @@ func (s *Store) pace(ctx context.Context, table string) error {
 // list (18.16 needs it) and returns when the server acknowledged them.
 // Values are sent in the native format, never spliced into SQL.
 func (s *Store) insertRows(ctx context.Context, table string, cols []string, rows []row) error {
+	return s.insertEach(ctx, table, cols, func(add func(row) error) error {
+		for _, r := range rows {
+			if err := add(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insertEach sends the rows fill hands to add as one batch, as
+// insertRows does. The batch holds the rows in its columns only: a
+// caller that makes each row just before add (Write's statistics rows)
+// never holds them all as Go values.
+func (s *Store) insertEach(ctx context.Context, table string, cols []string, fill func(add func(row) error) error) error {
 	start := time.Now()
 	query := "INSERT INTO " + s.table(table) + " (" + strings.Join(cols, ", ") + ")"
 	batch, err := s.conn.PrepareBatch(ctx, query)
 	if err != nil {
 		return fmt.Errorf("prepare insert into %s: %w", table, err)
 	}
-	for i, r := range rows {
+	n := 0
+	err = fill(func(r row) error {
 		if err := batch.Append(r...); err != nil {
-			_ = batch.Abort()
-			return permanentErr(fmt.Sprintf("append row %d to %s", i, table), err)
+			return permanentErr(fmt.Sprintf("append row %d to %s", n, table), err)
 		}
+		n++
+		return nil
+	})
+	if err != nil {
+		_ = batch.Abort()
+		return err
 	}
 	if err := batch.Send(); err != nil {
-		return fmt.Errorf("send %d rows to %s: %w", len(rows), table, err)
+		return fmt.Errorf("send %d rows to %s: %w", n, table, err)
 	}
 	s.m.insertSeconds.WithLabelValues(table).Observe(time.Since(start).Seconds())
-	s.m.rowsInserted.WithLabelValues(table).Add(float64(len(rows)))
+	s.m.rowsInserted.WithLabelValues(table).Add(float64(n))
 	return nil
 }
 

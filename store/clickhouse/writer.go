@@ -31,11 +31,24 @@ import (
 // returns ctx's error; a failed or interrupted Write may have inserted
 // some of the tables, which is harmless because replays replace.
 func (w *Writer) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
-	rows := tableRows{}
+	// Every finding is mapped, and so checked, before anything is
+	// inserted. The rows of the few real findings are kept; a statistics
+	// row (one per subtask and window: 100k a window on a fleet of 100k
+	// subtasks) is mapped into a scratch that is dropped, and mapped again
+	// as it is appended to its batch, so a write never holds them all as
+	// Go values (that doubled a fleet's peak heap).
+	rows, scratch := tableRows{}, tableRows{}
+	stats := 0
 	now := time.Now()
 	for i := range fs {
 		f := &fs[i]
-		if err := mapFinding(rows, f, version, now); err != nil {
+		dst := rows
+		if f.Kind == skew.KindSubtaskStats {
+			scratch[tableSubtaskStats] = scratch[tableSubtaskStats][:0]
+			dst = scratch
+			stats++
+		}
+		if err := mapFinding(dst, f, version, now); err != nil {
 			w.s.m.insertErrors.WithLabelValues("fatal").Inc()
 			return permanentErr(fmt.Sprintf("finding %d (%s, job %s, task %s, window %d)", i, f.Kind, f.JobID, f.TaskName, f.WindowStart), err)
 		}
@@ -46,22 +59,73 @@ func (w *Writer) Write(ctx context.Context, version uint64, fs []skew.Finding) e
 		return permanentErr("write", ErrClosed)
 	}
 	for _, table := range tableOrder() {
-		rs := rows[table]
-		cols := insertColumns(table)
-		for start := 0; start < len(rs); start += w.s.cfg.BatchMaxRows {
-			chunk := rs[start:min(start+w.s.cfg.BatchMaxRows, len(rs))]
-			if err := w.s.pace(ctx, table); err != nil {
+		if table == tableSubtaskStats {
+			if err := w.writeStats(ctx, stats, version, now, fs); err != nil {
 				return err
 			}
-			op := fmt.Sprintf("insert %d rows into %s", len(chunk), table)
-			err := w.s.classify(ctx, op, w.s.insertRows(ctx, table, cols, chunk))
-			w.s.lastInsert[table] = time.Now()
-			if err != nil {
+			continue
+		}
+		rs := rows[table]
+		for start := 0; start < len(rs); start += w.s.cfg.BatchMaxRows {
+			chunk := rs[start:min(start+w.s.cfg.BatchMaxRows, len(rs))]
+			if err := w.insert(ctx, table, len(chunk), func(add func(row) error) error {
+				for _, r := range chunk {
+					if err := add(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// writeStats inserts the statistics rows of the n subtask_stats findings
+// of fs, in batches of at most BatchMaxRows, mapping each row as it is
+// appended (Write checked them all before). The caller holds the lock.
+func (w *Writer) writeStats(ctx context.Context, n int, version uint64, now time.Time, fs []skew.Finding) error {
+	one := tableRows{}
+	next := 0 // the index in fs to look for the next statistics finding from
+	for done := 0; done < n; {
+		size := min(w.s.cfg.BatchMaxRows, n-done)
+		err := w.insert(ctx, tableSubtaskStats, size, func(add func(row) error) error {
+			for added := 0; added < size; next++ {
+				f := &fs[next]
+				if f.Kind != skew.KindSubtaskStats {
+					continue
+				}
+				one[tableSubtaskStats] = one[tableSubtaskStats][:0]
+				if err := mapFinding(one, f, version, now); err != nil {
+					return permanentErr(fmt.Sprintf("finding %d", next), err)
+				}
+				if err := add(one[tableSubtaskStats][0]); err != nil {
+					return err
+				}
+				added++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		done += size
+	}
+	return nil
+}
+
+// insert sends one batch of size rows, which fill hands to add, into
+// table, after the table's pacing; the caller holds the lock.
+func (w *Writer) insert(ctx context.Context, table string, size int, fill func(add func(row) error) error) error {
+	if err := w.s.pace(ctx, table); err != nil {
+		return err
+	}
+	op := fmt.Sprintf("insert %d rows into %s", size, table)
+	err := w.s.classify(ctx, op, w.s.insertEach(ctx, table, insertColumns(table), fill))
+	w.s.lastInsert[table] = time.Now()
+	return err
 }
 
 // stateColumns are the engine_state columns SaveState inserts.
