@@ -2,8 +2,6 @@ package decode
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 
 	"github.com/skewlens/skewlens/skew"
 )
@@ -23,13 +21,13 @@ import (
 // (',' and ' ', plus '=' when eq is set). It returns the end index and
 // whether a backslash was seen.
 func scanInfluxToken(b []byte, i int, eq bool) (int, bool) {
-	c3 := uint64(',')
-	if eq {
-		c3 = '='
-	}
 	esc := false
 	for {
-		i = findInfluxSpecial(b, i, c3)
+		if eq {
+			i = findInfluxKeyStop(b, i)
+		} else {
+			i = findInfluxValueStop(b, i)
+		}
 		if i >= len(b) {
 			return len(b), esc
 		}
@@ -39,29 +37,6 @@ func scanInfluxToken(b []byte, i int, eq bool) (int, bool) {
 		esc = true
 		i += 2
 	}
-}
-
-// findInfluxSpecial returns the index of the first ',', ' ', '\\' or c3 at
-// or after i, or len(b). Eight bytes at a time (tag values are long ids).
-func findInfluxSpecial(b []byte, i int, c3 uint64) int {
-	for i+8 <= len(b) {
-		w := binary.LittleEndian.Uint64(b[i:])
-		x1 := w ^ (lsb * ',')
-		x2 := w ^ (lsb * ' ')
-		x3 := w ^ (lsb * '\\')
-		x4 := w ^ (lsb * c3)
-		t := ((x1 - lsb) &^ x1) | ((x2 - lsb) &^ x2) | ((x3 - lsb) &^ x3) | ((x4 - lsb) &^ x4)
-		if t &= msb; t != 0 {
-			return i + bits.TrailingZeros64(t)>>3
-		}
-		i += 8
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == ',' || c == ' ' || c == '\\' || uint64(c) == c3 {
-			return i
-		}
-	}
-	return len(b)
 }
 
 // appendInfluxUnescaped removes the backslash of \, \space and \=.
@@ -391,13 +366,15 @@ func toMillis(t int64) int64 {
 // an unescaped space followed by text containing '='. It is the cheap check
 // for lines of measurements skewlens ignores.
 func influxTailOK(b []byte, i int) bool {
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case ' ':
-			return bytes.IndexByte(b[i+1:], '=') > 0
+	for {
+		i = findSpaceOrBackslash(b, i)
+		if i >= len(b) {
+			return false
 		}
+		if b[i] == '\\' {
+			i += 2 // the escaped byte is never the separator
+			continue
+		}
+		return bytes.IndexByte(b[i+1:], '=') > 0
 	}
-	return false
 }
