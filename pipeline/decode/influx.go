@@ -108,11 +108,17 @@ func influxFieldKey(k string) int {
 
 func badLine(msg string) *Error { return newErr(ReasonBadLine, "", msg) }
 
-func (d *Decoder) decodeInflux(b []byte) (Kind, *Error) {
+// decodeInflux decodes the line-protocol line b. nameEnd >= 0 is the end
+// of the measurement, and nameEsc whether it holds a backslash, when
+// detectAt has found them already; -1 makes decodeInflux scan for them.
+func (d *Decoder) decodeInflux(b []byte, nameEnd int, nameEsc bool) (Kind, *Error) {
 	if b[0] == '{' {
 		return KindNone, badLine("JSON object in line protocol input")
 	}
-	i, esc := scanInfluxToken(b, 0, false)
+	i, esc := nameEnd, nameEsc
+	if i < 0 {
+		i, esc = scanInfluxToken(b, 0, false)
+	}
 	if i == 0 {
 		return KindNone, badLine("empty measurement")
 	}

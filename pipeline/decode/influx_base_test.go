@@ -56,7 +56,7 @@ func baseDetect(b []byte) Format {
 	}
 	i := 0
 	for i < len(b) {
-		for i < len(b) && !nameStop[b[i]] {
+		for i < len(b) && !baseNameStop[b[i]] {
 			i++
 		}
 		if i >= len(b) {
@@ -355,3 +355,11 @@ func baseInfluxTailOK(b []byte, i int) bool {
 	}
 	return false
 }
+
+// baseNameStop: bytes that end the metric-name token for baseDetect.
+var baseNameStop = func() (t [256]bool) {
+	for _, c := range "\\{, \t" {
+		t[c] = true
+	}
+	return t
+}()

@@ -43,7 +43,8 @@ func spaceOrBackslash(w uint64) uint64 {
 	return (eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\\')) & msb
 }
 
-// nameStops marks the bytes of nameStop: '\\', '{', ',', ' ' and '\t'.
+// nameStops marks the bytes that end the metric-name token for detect:
+// '\\', '{', ',', ' ' and '\t'.
 func nameStops(w uint64) uint64 {
 	return (eqBytes(w, lsb*'\\') | eqBytes(w, lsb*'{') | eqBytes(w, lsb*',') |
 		eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\t')) & msb
@@ -116,7 +117,7 @@ func findSpaceOrBackslash(b []byte, i int) int {
 	return len(b)
 }
 
-// findNameStop returns the index of the first byte of nameStop at or
+// findNameStop returns the index of the first byte nameStops marks at or
 // after i, or len(b) (also when i >= len(b)).
 func findNameStop(b []byte, i int) int {
 	for ; i+8 <= len(b); i += 8 {
