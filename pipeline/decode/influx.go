@@ -370,17 +370,27 @@ func toMillis(t int64) int64 {
 
 // influxTailOK reports whether b[i:] holds a field set after the tag set:
 // an unescaped space followed by text containing '='. It is the cheap check
-// for lines of measurements skewlens ignores.
+// for lines of measurements skewlens ignores, most lines of a fleet, so it
+// leans on bytes.IndexByte, which looks at many bytes per instruction:
+// find the next space, then any backslash before it; without one the
+// space is the separator, else skip the escaped byte and look again. sp
+// is kept while it lies ahead, so each byte is looked at at most twice
+// however many backslashes a line holds.
 func influxTailOK(b []byte, i int) bool {
-	for {
-		i = findSpaceOrBackslash(b, i)
-		if i >= len(b) {
-			return false
+	sp := -1 // the first space at or after i, once known
+	for i < len(b) {
+		if sp < i {
+			k := bytes.IndexByte(b[i:], ' ')
+			if k < 0 {
+				return false
+			}
+			sp = i + k
 		}
-		if b[i] == '\\' {
-			i += 2 // the escaped byte is never the separator
-			continue
+		k := bytes.IndexByte(b[i:sp], '\\')
+		if k < 0 {
+			return bytes.IndexByte(b[sp+1:], '=') > 0
 		}
-		return bytes.IndexByte(b[i+1:], '=') > 0
+		i += k + 2 // the escaped byte is never the separator
 	}
+	return false
 }

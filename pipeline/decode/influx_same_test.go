@@ -48,6 +48,15 @@ func influxEdgeLines() []string {
 		`taskmanager_job_task_operator_numRecordsIn,job_id=j,task_name=t,subtask_index=3 value=1 1593004193363`,
 		`taskmanager_job_task_operator_numRecordsIn,job_id=j,task_name=t\ x,subtask_index=3\ value`,
 	}
+	// Runs of backslashes: escaped spaces, escaped backslashes, a
+	// backslash escaping the separator, and one at the very end.
+	for _, run := range []string{`\ `, `\\`, `\x`, `\\\ `} {
+		for _, n := range []int{1, 2, 7, 8, 9, 40} {
+			r := strings.Repeat(run, n)
+			lines = append(lines, `m,k=`+r+` f=1`, `m,k=`+r+`,j=`+r+`\ f=1`, `m,k=`+r, `m,`+r+`=v f=`+r,
+				`taskmanager_job_task_busyTimeMsPerSecond,job_id=j,task_name=`+r+`,subtask_index=3 value=1`)
+		}
+	}
 	// Every prefix of a long line puts each separator at every word offset
 	// relative to the end of the input.
 	long := `taskmanager_job_task_busyTimeMsPerSecond,job_id=j\ 1,task_name=t\,2,subtask_index=3 value=1.5,count=2i 1593004193363`
