@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// Word-at-a-time (SWAR) searches for the bytes that end a line-protocol
+// Word-at-a-time (SWAR) scans for the bytes that end a line-protocol
 // token. They were the hot spot of a metrics fleet: most of a Flink
 // InfluxdbReporter line is tag values (32-hex-digit ids), and most lines
 // are of metrics skewlens ignores, whose tag set is only searched for the
@@ -38,11 +38,6 @@ func influxKeyStops(w uint64) uint64 {
 	return (eqBytes(w, lsb*',') | eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\\') | eqBytes(w, lsb*'=')) & msb
 }
 
-// spaceOrBackslash marks ' ' and '\\': what ends a tag set.
-func spaceOrBackslash(w uint64) uint64 {
-	return (eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\\')) & msb
-}
-
 // nameStops marks the bytes that end the metric-name token for detect:
 // '\\', '{', ',', ' ' and '\t'.
 func nameStops(w uint64) uint64 {
@@ -69,66 +64,72 @@ func tailWord(b []byte, i int) uint64 {
 // firstMark converts the lowest marked byte of t (non-zero) to an offset.
 func firstMark(t uint64) int { return bits.TrailingZeros64(t) >> 3 }
 
-// findInfluxValueStop returns the index of the first ',', ' ' or '\\' at
-// or after i, or len(b) (also when i >= len(b)).
-func findInfluxValueStop(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if t := influxValueStops(binary.LittleEndian.Uint64(b[i:])); t != 0 {
-			return i + firstMark(t)
+// scanInfluxValue scans from b[i] to the first unescaped ',' or ' ' (the
+// end of a measurement or tag value) and returns its index, or len(b),
+// and whether a backslash was seen. A backslash protects the byte after
+// it.
+func scanInfluxValue(b []byte, i int) (int, bool) {
+	esc := false
+	for i < len(b) {
+		var t uint64
+		if i+8 <= len(b) {
+			t = influxValueStops(binary.LittleEndian.Uint64(b[i:]))
+		} else {
+			t = influxValueStops(tailWord(b, i))
 		}
-	}
-	if i < len(b) {
-		if t := influxValueStops(tailWord(b, i)); t != 0 {
-			return i + firstMark(t)
+		if t == 0 {
+			i += 8
+			continue
 		}
+		i += firstMark(t)
+		if b[i] != '\\' {
+			return i, esc
+		}
+		esc = true
+		i += 2
 	}
-	return len(b)
+	return len(b), esc
 }
 
-// findInfluxKeyStop returns the index of the first ',', ' ', '\\' or '='
-// at or after i, or len(b) (also when i >= len(b)).
-func findInfluxKeyStop(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if t := influxKeyStops(binary.LittleEndian.Uint64(b[i:])); t != 0 {
-			return i + firstMark(t)
+// scanInfluxKey is scanInfluxValue for a tag or field key, which also ends
+// at an unescaped '='.
+func scanInfluxKey(b []byte, i int) (int, bool) {
+	esc := false
+	for i < len(b) {
+		var t uint64
+		if i+8 <= len(b) {
+			t = influxKeyStops(binary.LittleEndian.Uint64(b[i:]))
+		} else {
+			t = influxKeyStops(tailWord(b, i))
 		}
-	}
-	if i < len(b) {
-		if t := influxKeyStops(tailWord(b, i)); t != 0 {
-			return i + firstMark(t)
+		if t == 0 {
+			i += 8
+			continue
 		}
-	}
-	return len(b)
-}
-
-// findSpaceOrBackslash returns the index of the first ' ' or '\\' at or
-// after i, or len(b) (also when i >= len(b)).
-func findSpaceOrBackslash(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if t := spaceOrBackslash(binary.LittleEndian.Uint64(b[i:])); t != 0 {
-			return i + firstMark(t)
+		i += firstMark(t)
+		if b[i] != '\\' {
+			return i, esc
 		}
+		esc = true
+		i += 2
 	}
-	if i < len(b) {
-		if t := spaceOrBackslash(tailWord(b, i)); t != 0 {
-			return i + firstMark(t)
-		}
-	}
-	return len(b)
+	return len(b), esc
 }
 
 // findNameStop returns the index of the first byte nameStops marks at or
 // after i, or len(b) (also when i >= len(b)).
 func findNameStop(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if t := nameStops(binary.LittleEndian.Uint64(b[i:])); t != 0 {
+	for i < len(b) {
+		var t uint64
+		if i+8 <= len(b) {
+			t = nameStops(binary.LittleEndian.Uint64(b[i:]))
+		} else {
+			t = nameStops(tailWord(b, i))
+		}
+		if t != 0 {
 			return i + firstMark(t)
 		}
-	}
-	if i < len(b) {
-		if t := nameStops(tailWord(b, i)); t != 0 {
-			return i + firstMark(t)
-		}
+		i += 8
 	}
 	return len(b)
 }
