@@ -1,15 +1,17 @@
 package decode
 
 // The Influx decode path as it was at d7db979, before the word-at-a-time
-// scans: kept verbatim (renamed with a "base" prefix, Decode as a function)
-// so that TestInfluxSameAsBase and FuzzInfluxSameAsBase can check that the
-// faster path decodes every line exactly as before, and so that
-// BenchmarkFlinkInfluxBase can measure both in the same run on a shared
-// machine. Only test code calls it.
+// scans: kept verbatim (renamed with a "base" prefix, Decode as a function;
+// the timestamp parsed with that commit's parseInt) so that
+// TestInfluxSameAsBase and FuzzInfluxSameAsBase can check that the faster
+// path decodes every line exactly as before, and so that benchVsBase
+// (BenchmarkFlinkInflux/new-vs-base, BenchmarkInfluxVsBase) can measure
+// both in the same run on a shared machine. Only test code calls it.
 
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 
 	"github.com/skewlens/skewlens/skew"
@@ -300,7 +302,7 @@ func baseDecodeInflux(d *Decoder, b []byte) (Kind, *Error) {
 		if i != len(b) {
 			return KindNone, badLine("trailing data after timestamp")
 		}
-		t, ok := parseInt(bytesToString(tok))
+		t, ok := baseParseInt(bytesToString(tok))
 		if !ok || t < 0 {
 			return KindNone, newErr(ReasonBadTimestamp, "", "must be a non-negative integer")
 		}
@@ -363,3 +365,47 @@ var baseNameStop = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// baseParseInt parses an integral number: [+-]digits, or any number
+// parseFloat accepts whose value is integral (1e3, 1593004193363.0) and
+// fits int64.
+func baseParseInt(s string) (int64, bool) {
+	i := 0
+	neg := false
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	for i < len(s)-1 && s[i] == '0' {
+		i++
+	}
+	start := i
+	var u uint64
+	for ; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			break
+		}
+		u = u*10 + uint64(c)
+	}
+	if i == len(s) && i > start {
+		if i-start > 19 {
+			return 0, false // > 9999999999999999999 > MaxInt64
+		}
+		if neg {
+			if u > 1<<63 {
+				return 0, false
+			}
+			return -int64(u), true
+		}
+		if u > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(u), true
+	}
+	f, ok := parseFloat(s)
+	if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return 0, false // NaN fails f != Trunc(f); ±Inf fails the range
+	}
+	return int64(f), true
+}
