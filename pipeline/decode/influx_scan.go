@@ -38,11 +38,12 @@ func influxKeyStops(w uint64) uint64 {
 	return (eqBytes(w, lsb*',') | eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\\') | eqBytes(w, lsb*'=')) & msb
 }
 
-// nameStops marks the bytes that end the metric-name token for detect:
-// '\\', '{', ',', ' ' and '\t'.
-func nameStops(w uint64) uint64 {
-	return (eqBytes(w, lsb*'\\') | eqBytes(w, lsb*'{') | eqBytes(w, lsb*',') |
-		eqBytes(w, lsb*' ') | eqBytes(w, lsb*'\t')) & msb
+// braceOrTab marks '{' and '\t'. With influxValueStops it marks the bytes
+// that end the metric-name token for detect: '\\', '{', ',', ' ' and
+// '\t' (two calls, as one function of five needles would be too big for
+// the compiler to inline).
+func braceOrTab(w uint64) uint64 {
+	return (eqBytes(w, lsb*'{') | eqBytes(w, lsb*'\t')) & msb
 }
 
 // tailWord returns b[i:], which must hold 1 to 7 bytes, in the low bytes
@@ -116,16 +117,17 @@ func scanInfluxKey(b []byte, i int) (int, bool) {
 	return len(b), esc
 }
 
-// findNameStop returns the index of the first byte nameStops marks at or
-// after i, or len(b) (also when i >= len(b)).
+// findNameStop returns the index of the first '\\', '{', ',', ' ' or '\t'
+// at or after i, or len(b) (also when i >= len(b)).
 func findNameStop(b []byte, i int) int {
 	for i < len(b) {
-		var t uint64
+		var w uint64
 		if i+8 <= len(b) {
-			t = nameStops(binary.LittleEndian.Uint64(b[i:]))
+			w = binary.LittleEndian.Uint64(b[i:])
 		} else {
-			t = nameStops(tailWord(b, i))
+			w = tailWord(b, i)
 		}
+		t := influxValueStops(w) | braceOrTab(w)
 		if t != 0 {
 			return i + firstMark(t)
 		}
