@@ -136,6 +136,9 @@ type Decoder struct {
 	format  Format
 	scratch []byte // unescaped strings of the current line
 	js      jsonState
+	// influxTags predicts the tag keys of Influx lines from those of the
+	// lines before (see influxTagKeys).
+	influxTags influxTagKeys
 }
 
 // NewDecoder returns a Decoder for format f.

@@ -84,6 +84,45 @@ func influxFieldKey(k string) int {
 	return ifOther
 }
 
+// influxTagKeys predicts the tag keys of a line from those of the lines
+// before: a reporter writes the same keys in the same order on every line
+// (Flink's InfluxdbReporter: host, job_id, job_name, subtask_index, ...),
+// so checking that the key expected at a tag position is there, followed
+// by '=', replaces scanning the key and looking it up. The check gives
+// exactly what the scan would: a known key's name holds none of the bytes
+// that end a key, so the scan stops at the '=' after it.
+type influxTagKeys struct {
+	// keys[k] is the variable whose key was last seen at tag position k;
+	// varNone predicts nothing.
+	keys [maxPredictedTags]varID
+}
+
+// maxPredictedTags bounds the tag positions predicted: Flink writes nine
+// variables for a task metric, a few more for operators.
+const maxPredictedTags = 16
+
+// match returns the end of the key of tag position tag, starting at b[ks],
+// if it is the predicted known key followed by '=', and -1 otherwise. A
+// matched key holds no backslash: no known key has one.
+func (p *influxTagKeys) match(tag int, b []byte, ks int) int {
+	if tag >= len(p.keys) || p.keys[tag] == varNone {
+		return -1
+	}
+	name := varField[p.keys[tag]]
+	if e := ks + len(name); e < len(b) && b[e] == '=' && bytesToString(b[ks:e]) == name {
+		return e
+	}
+	return -1
+}
+
+// learn records the variable found at tag position tag (varNone for a key
+// that is not one) as the prediction for the lines that follow.
+func (p *influxTagKeys) learn(tag int, id varID) {
+	if tag < len(p.keys) {
+		p.keys[tag] = id
+	}
+}
+
 func badLine(msg string) *Error { return newErr(ReasonBadLine, "", msg) }
 
 // decodeInflux decodes the line-protocol line b. nameEnd >= 0 is the end
@@ -118,25 +157,31 @@ func (d *Decoder) decodeInflux(b []byte, nameEnd int, nameEsc bool) (Kind, *Erro
 	// Tags.
 	var seen uint16
 	var sub string
-	for i < len(b) && b[i] == ',' {
+	for tag := 0; i < len(b) && b[i] == ','; tag++ {
 		ks := i + 1
-		ke, kesc := scanInfluxKey(b, ks)
-		if ke >= len(b) || b[ke] != '=' || ke == ks {
-			return KindNone, badLine("bad tag")
+		var id varID
+		ke, kesc := d.influxTags.match(tag, b, ks), false
+		if ke < 0 {
+			ke, kesc = scanInfluxKey(b, ks)
+			if ke >= len(b) || b[ke] != '=' || ke == ks {
+				return KindNone, badLine("bad tag")
+			}
+			if !kesc {
+				id = lookupVar(bytesToString(b[ks:ke]))
+			} else {
+				mark := len(d.scratch)
+				d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
+				id = lookupVar(bytesToString(d.scratch[mark:]))
+				d.scratch = d.scratch[:mark]
+			}
+			d.influxTags.learn(tag, id)
+		} else {
+			id = d.influxTags.keys[tag]
 		}
 		vs := ke + 1
 		ve, vesc := scanInfluxValue(b, vs)
 		i = ve
 
-		var id varID
-		if !kesc {
-			id = lookupVar(bytesToString(b[ks:ke]))
-		} else {
-			mark := len(d.scratch)
-			d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
-			id = lookupVar(bytesToString(d.scratch[mark:]))
-			d.scratch = d.scratch[:mark]
-		}
 		if id == varNone || id == varTaskAttemptNum {
 			continue
 		}
