@@ -136,6 +136,9 @@ type Decoder struct {
 	format  Format
 	scratch []byte // unescaped strings of the current line
 	js      jsonState
+	// influxTags predicts the tag keys of Influx lines from those of the
+	// lines before (see influxTagKeys).
+	influxTags influxTagKeys
 }
 
 // NewDecoder returns a Decoder for format f.
@@ -180,14 +183,15 @@ func (d *Decoder) Decode(line []byte) (Kind, error) {
 	}
 	d.scratch = d.scratch[:0]
 	f := d.format
+	nameEnd, nameEsc := -1, false
 	if f == FormatAuto {
-		f = detect(b)
+		f, nameEnd, nameEsc = detectAt(b)
 	}
 	var k Kind
 	var err *Error
 	switch f {
 	case FormatInflux:
-		k, err = d.decodeInflux(b)
+		k, err = d.decodeInflux(b, nameEnd, nameEsc)
 	case FormatPrometheus:
 		k, err = d.decodeProm(b)
 	default:
@@ -218,25 +222,36 @@ func (d *Decoder) directive(b []byte) *Error {
 
 // detect picks the format of a non-blank, non-comment line.
 func detect(b []byte) Format {
+	f, _, _ := detectAt(b)
+	return f
+}
+
+// detectAt is detect that also hands on what it learnt of an Influx line,
+// so that decodeInflux does not scan the measurement again: when the
+// metric-name token ends at an unescaped ',', before any '{', blank or
+// tab, the token is exactly the line-protocol measurement, and nameEnd is
+// its end and nameEsc whether it holds a backslash. Otherwise nameEnd is
+// -1.
+func detectAt(b []byte) (f Format, nameEnd int, nameEsc bool) {
 	if b[0] == '{' {
-		return FormatJSON
+		return FormatJSON, -1, false
 	}
 	i := 0
+	esc := false
 	for i < len(b) {
-		for i < len(b) && !nameStop[b[i]] {
-			i++
-		}
+		i = findNameStop(b, i) // '\\', '{', ',', ' ' or '\t'
 		if i >= len(b) {
 			break
 		}
 		switch b[i] {
 		case '\\':
+			esc = true
 			i += 2
 			continue
 		case '{':
-			return FormatPrometheus
+			return FormatPrometheus, -1, false
 		case ',':
-			return FormatInflux
+			return FormatInflux, i, esc
 		}
 		// blank
 		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
@@ -247,23 +262,15 @@ func detect(b []byte) Format {
 			case '\\':
 				i++
 			case '=':
-				return FormatInflux
+				return FormatInflux, -1, false
 			}
 			i++
 		}
-		return FormatPrometheus
+		return FormatPrometheus, -1, false
 	}
 	// A lone token: neither format; the Prometheus parser reports it.
-	return FormatPrometheus
+	return FormatPrometheus, -1, false
 }
-
-// nameStop: bytes that end the metric-name token for detect.
-var nameStop = func() (t [256]bool) {
-	for _, c := range "\\{, \t" {
-		t[c] = true
-	}
-	return t
-}()
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 

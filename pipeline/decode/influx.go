@@ -2,8 +2,6 @@ package decode
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 
 	"github.com/skewlens/skewlens/skew"
 )
@@ -18,51 +16,6 @@ import (
 // being read as a separator). Field values are floats, integers with an
 // 'i' (or 'u') suffix, booleans, or double-quoted strings with \" and \\
 // escapes. Hand-written for speed (>= 1M lines/s target).
-
-// scanInfluxToken scans from b[i] to the first unescaped byte in stop
-// (',' and ' ', plus '=' when eq is set). It returns the end index and
-// whether a backslash was seen.
-func scanInfluxToken(b []byte, i int, eq bool) (int, bool) {
-	c3 := uint64(',')
-	if eq {
-		c3 = '='
-	}
-	esc := false
-	for {
-		i = findInfluxSpecial(b, i, c3)
-		if i >= len(b) {
-			return len(b), esc
-		}
-		if b[i] != '\\' {
-			return i, esc
-		}
-		esc = true
-		i += 2
-	}
-}
-
-// findInfluxSpecial returns the index of the first ',', ' ', '\\' or c3 at
-// or after i, or len(b). Eight bytes at a time (tag values are long ids).
-func findInfluxSpecial(b []byte, i int, c3 uint64) int {
-	for i+8 <= len(b) {
-		w := binary.LittleEndian.Uint64(b[i:])
-		x1 := w ^ (lsb * ',')
-		x2 := w ^ (lsb * ' ')
-		x3 := w ^ (lsb * '\\')
-		x4 := w ^ (lsb * c3)
-		t := ((x1 - lsb) &^ x1) | ((x2 - lsb) &^ x2) | ((x3 - lsb) &^ x3) | ((x4 - lsb) &^ x4)
-		if t &= msb; t != 0 {
-			return i + bits.TrailingZeros64(t)>>3
-		}
-		i += 8
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == ',' || c == ' ' || c == '\\' || uint64(c) == c3 {
-			return i
-		}
-	}
-	return len(b)
-}
 
 // appendInfluxUnescaped removes the backslash of \, \space and \=.
 func appendInfluxUnescaped(dst, src []byte) []byte {
@@ -131,13 +84,58 @@ func influxFieldKey(k string) int {
 	return ifOther
 }
 
+// influxTagKeys predicts the tag keys of a line from those of the lines
+// before: a reporter writes the same keys in the same order on every line
+// (Flink's InfluxdbReporter: host, job_id, job_name, subtask_index, ...),
+// so checking that the key expected at a tag position is there, followed
+// by '=', replaces scanning the key and looking it up. The check gives
+// exactly what the scan would: a known key's name holds none of the bytes
+// that end a key, so the scan stops at the '=' after it.
+type influxTagKeys struct {
+	// keys[k] is the variable whose key was last seen at tag position k;
+	// varNone predicts nothing.
+	keys [maxPredictedTags]varID
+}
+
+// maxPredictedTags bounds the tag positions predicted: Flink writes nine
+// variables for a task metric, a few more for operators.
+const maxPredictedTags = 16
+
+// match returns the end of the key of tag position tag, starting at b[ks],
+// if it is the predicted known key followed by '=', and -1 otherwise. A
+// matched key holds no backslash: no known key has one.
+func (p *influxTagKeys) match(tag int, b []byte, ks int) int {
+	if tag >= len(p.keys) || p.keys[tag] == varNone {
+		return -1
+	}
+	name := varField[p.keys[tag]]
+	if e := ks + len(name); e < len(b) && b[e] == '=' && bytesToString(b[ks:e]) == name {
+		return e
+	}
+	return -1
+}
+
+// learn records the variable found at tag position tag (varNone for a key
+// that is not one) as the prediction for the lines that follow.
+func (p *influxTagKeys) learn(tag int, id varID) {
+	if tag < len(p.keys) {
+		p.keys[tag] = id
+	}
+}
+
 func badLine(msg string) *Error { return newErr(ReasonBadLine, "", msg) }
 
-func (d *Decoder) decodeInflux(b []byte) (Kind, *Error) {
+// decodeInflux decodes the line-protocol line b. nameEnd >= 0 is the end
+// of the measurement, and nameEsc whether it holds a backslash, when
+// detectAt has found them already; -1 makes decodeInflux scan for them.
+func (d *Decoder) decodeInflux(b []byte, nameEnd int, nameEsc bool) (Kind, *Error) {
 	if b[0] == '{' {
 		return KindNone, badLine("JSON object in line protocol input")
 	}
-	i, esc := scanInfluxToken(b, 0, false)
+	i, esc := nameEnd, nameEsc
+	if i < 0 {
+		i, esc = scanInfluxValue(b, 0)
+	}
 	if i == 0 {
 		return KindNone, badLine("empty measurement")
 	}
@@ -159,25 +157,31 @@ func (d *Decoder) decodeInflux(b []byte) (Kind, *Error) {
 	// Tags.
 	var seen uint16
 	var sub string
-	for i < len(b) && b[i] == ',' {
+	for tag := 0; i < len(b) && b[i] == ','; tag++ {
 		ks := i + 1
-		ke, kesc := scanInfluxToken(b, ks, true)
-		if ke >= len(b) || b[ke] != '=' || ke == ks {
-			return KindNone, badLine("bad tag")
+		var id varID
+		ke, kesc := d.influxTags.match(tag, b, ks), false
+		if ke < 0 {
+			ke, kesc = scanInfluxKey(b, ks)
+			if ke >= len(b) || b[ke] != '=' || ke == ks {
+				return KindNone, badLine("bad tag")
+			}
+			if !kesc {
+				id = lookupVar(bytesToString(b[ks:ke]))
+			} else {
+				mark := len(d.scratch)
+				d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
+				id = lookupVar(bytesToString(d.scratch[mark:]))
+				d.scratch = d.scratch[:mark]
+			}
+			d.influxTags.learn(tag, id)
+		} else {
+			id = d.influxTags.keys[tag]
 		}
 		vs := ke + 1
-		ve, vesc := scanInfluxToken(b, vs, false)
+		ve, vesc := scanInfluxValue(b, vs)
 		i = ve
 
-		var id varID
-		if !kesc {
-			id = lookupVar(bytesToString(b[ks:ke]))
-		} else {
-			mark := len(d.scratch)
-			d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
-			id = lookupVar(bytesToString(d.scratch[mark:]))
-			d.scratch = d.scratch[:mark]
-		}
 		if id == varNone || id == varTaskAttemptNum {
 			continue
 		}
@@ -202,7 +206,7 @@ func (d *Decoder) decodeInflux(b []byte) (Kind, *Error) {
 	badKey := ifOther // first value/count/rate field whose value did not parse
 	for {
 		ks := i
-		ke, kesc := scanInfluxToken(b, ks, true)
+		ke, kesc := scanInfluxKey(b, ks)
 		if ke >= len(b) || b[ke] != '=' || ke == ks {
 			return KindNone, badLine("bad field")
 		}
@@ -389,15 +393,27 @@ func toMillis(t int64) int64 {
 
 // influxTailOK reports whether b[i:] holds a field set after the tag set:
 // an unescaped space followed by text containing '='. It is the cheap check
-// for lines of measurements skewlens ignores.
+// for lines of measurements skewlens ignores, most lines of a fleet, so it
+// leans on bytes.IndexByte, which looks at many bytes per instruction:
+// find the next space, then any backslash before it; without one the
+// space is the separator, else skip the escaped byte and look again. sp
+// is kept while it lies ahead, so each byte is looked at at most twice
+// however many backslashes a line holds.
 func influxTailOK(b []byte, i int) bool {
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case ' ':
-			return bytes.IndexByte(b[i+1:], '=') > 0
+	sp := -1 // the first space at or after i, once known
+	for i < len(b) {
+		if sp < i {
+			k := bytes.IndexByte(b[i:], ' ')
+			if k < 0 {
+				return false
+			}
+			sp = i + k
 		}
+		k := bytes.IndexByte(b[i:sp], '\\')
+		if k < 0 {
+			return bytes.IndexByte(b[sp+1:], '=') > 0
+		}
+		i += k + 2 // the escaped byte is never the separator
 	}
 	return false
 }

@@ -198,6 +198,14 @@ func fastFloat(s string) (float64, bool) {
 	return f, true
 }
 
+// le64 returns s[i:i+8] as a little-endian word; the compiler makes it one
+// load.
+func le64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // parseInt parses an integral number: [+-]digits, or any number
 // parseFloat accepts whose value is integral (1e3, 1593004193363.0) and
 // fits int64.
@@ -213,6 +221,15 @@ func parseInt(s string) (int64, bool) {
 	}
 	start := i
 	var u uint64
+	// Eight digits a step: Influx timestamps have 19.
+	for i+8 <= len(s) {
+		w := le64(s, i)
+		if !isEightDigits(w) {
+			break
+		}
+		u = u*1e8 + eightDigits(w)
+		i += 8
+	}
 	for ; i < len(s); i++ {
 		c := s[i] - '0'
 		if c > 9 {
