@@ -354,7 +354,7 @@ type runProc struct {
 // startRun starts `skewlens run` on the topics prefix-metrics and
 // prefix-samples in consumer group group, writing to database db, with
 // the flags extra added.
-func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, extra ...string) *runProc {
+func startRun(t testing.TB, brokers []string, chAddr, prefix, group, db string, extra ...string) *runProc {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -372,7 +372,7 @@ func startRun(t *testing.T, brokers []string, chAddr, prefix, group, db string, 
 // startChild starts the skewlens binary (this test binary, see TestMain)
 // with args, logging to a file named after name; the test's cleanup kills
 // it.
-func startChild(t *testing.T, name string, args ...string) *runProc {
+func startChild(t testing.TB, name string, args ...string) *runProc {
 	t.Helper()
 	// SKEWLENS_TEST_LOGS names a directory that keeps the children's logs
 	// after the test (the temporary one is removed), to read a failure.
