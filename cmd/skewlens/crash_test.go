@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -221,6 +222,24 @@ func finalIncidents(ctx context.Context, t *testing.T, conn ch.Conn, db string, 
 // with 4 partitions, and returns the start time and the record count.
 func produceBacklog(t *testing.T, brokers []string, prefix string, jobs int) (start int64, records int) {
 	t.Helper()
+	start, feed, _ := jobsFeed(t, brokers, prefix, jobs, 1e6, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	produced := time.Now()
+	if err := feed.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records in the backlog, produced in %s", feed.Sent, time.Since(produced).Round(time.Millisecond))
+	return start, feed.Sent
+}
+
+// jobsFeed creates the topics prefix-metrics, prefix-samples and
+// prefix-dead with 4 partitions each and returns a feed, not yet run, of
+// jobs simulated incidents (8 minutes each, started an hour ago) into
+// them, played at speed after the first backlog of simulated time (see
+// simfeed.Config), their start time and how many records it writes.
+func jobsFeed(t *testing.T, brokers []string, prefix string, jobs int, speed float64, backlog time.Duration) (start int64, feed *simfeed.Feed, records int) {
+	t.Helper()
 	var tcs []kafka.TopicConfig
 	for _, n := range []string{"-metrics", "-samples", "-dead"} {
 		tcs = append(tcs, kafka.TopicConfig{Topic: prefix + n, NumPartitions: 4, ReplicationFactor: 1})
@@ -235,18 +254,23 @@ func produceBacklog(t *testing.T, brokers []string, prefix string, jobs int) (st
 			Duration: 8 * time.Minute, MetricFormat: "mixed", Naming: "mixed"})
 	}
 	feed, err := simfeed.New(simfeed.Config{Brokers: brokers, MetricsTopic: prefix + "-metrics", SamplesTopic: prefix + "-samples",
-		Speed: 1e6, Jobs: cfgs}, nil)
+		Speed: speed, Backlog: backlog, Jobs: cfgs}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	produced := time.Now()
-	if err := feed.Run(ctx); err != nil {
-		t.Fatal(err)
+	// The feed writes a record per line of the simulation.
+	var buf []byte
+	for _, cfg := range cfgs {
+		g, err := simulate.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ok := true; ok; {
+			buf, ok = g.Next(buf[:0])
+			records += bytes.Count(buf, []byte("\n"))
+		}
 	}
-	t.Logf("%d records in the backlog, produced in %s", feed.Sent, time.Since(produced).Round(time.Millisecond))
-	return start, feed.Sent
+	return start, feed, records
 }
 
 // assertSameTables checks that every finding table holds the same rows in

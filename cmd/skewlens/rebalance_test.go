@@ -51,11 +51,18 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 	t.Logf("points from SKEWLENS_REBALANCE_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 2))
 
+	// The group starts on a backlog of the jobs' first 2 minutes; the
+	// other 6 arrive live, at 5x (in 72 s). The steps below come after
+	// random shares of the records, and while an instance joins or a
+	// dead one's session times out the others read on: a backlog written
+	// all at once would be drained before the last step.
 	const jobs = 6
-	start, total := produceBacklog(t, brokers, "rebal", jobs)
+	start, feed, total := jobsFeed(t, brokers, "rebal", jobs, 5, 2*time.Minute)
 	cutoff := start + (8*time.Minute - 30*time.Second).Milliseconds()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	fed := make(chan error, 1)
+	go func() { fed <- feed.Run(ctx) }()
 
 	ref := startRun(t, brokers, chAddr, "rebal", "rebal_ref", "rebal_ref")
 	first := startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
@@ -99,6 +106,12 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 		}
 	}
 
+	if err := <-fed; err != nil {
+		t.Fatal(err)
+	}
+	if feed.Sent != total {
+		t.Fatalf("the feed wrote %d records of %d", feed.Sent, total)
+	}
 	var settled []map[string]int64
 	for _, r := range []*runProc{ref, late} {
 		r.waitClosed(ctx, t, chAddr, cutoff, jobs)
@@ -202,7 +215,8 @@ func assertSamePlans(ctx context.Context, t *testing.T, chAddr, wantDB, gotDB st
 		t.Fatalf("plans: none made before %d in %s: the comparison needs some", cutoff, wantDB)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("plan versions %s:\n%s\n%s has:\n%s", what, strings.Join(got, "\n"), wantDB, strings.Join(want, "\n"))
+		t.Errorf("plan versions %s:\n%s\n%s has:\n%s\nevery row of %s.plans:\n%s\nevery row of %s.plans:\n%s", what,
+			strings.Join(got, "\n"), wantDB, strings.Join(want, "\n"), gotDB, planRows(ctx, t, conn, gotDB), wantDB, planRows(ctx, t, conn, wantDB))
 	} else {
 		t.Logf("plans: %d versions equal %s", len(got), what)
 	}
@@ -314,4 +328,34 @@ func (g *groupProgress) tails() string {
 		out += fmt.Sprintf("--- instance %d:\n%s\n", i, r.logTail())
 	}
 	return out
+}
+
+// planRows lists every row of db.plans but the body, for a failure's
+// message.
+func planRows(ctx context.Context, t *testing.T, conn ch.Conn, db string) string {
+	t.Helper()
+	rows, err := conn.Query(ctx, "SELECT job_id, task_name, version, generated_at, updated_at, retired, revision, toString(inserted_at) FROM "+db+
+		".plans ORDER BY job_id, task_name, version, revision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var (
+			job, task, inserted string
+			version, revision   uint64
+			generated, updated  int64
+			retired             uint8
+		)
+		if err := rows.Scan(&job, &task, &version, &generated, &updated, &retired, &revision, &inserted); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s/%s v%d generated_at=%d updated_at=%d retired=%d revision=%d inserted_at=%s",
+			job, task, version, generated, updated, retired, revision, inserted))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
 }

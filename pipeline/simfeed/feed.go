@@ -29,6 +29,10 @@ type Config struct {
 	// Speed divides the wall-clock time between reporting intervals
 	// (default 1: real time).
 	Speed float64
+	// Backlog is how much simulated time, from the start, is written at
+	// once, before the pacing at Speed begins (default 0): a consumer
+	// then starts on a backlog and goes on reading live.
+	Backlog time.Duration
 	// Jobs are the simulated jobs, played side by side (required).
 	Jobs []simulate.Config
 }
@@ -50,6 +54,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Speed > 0) { // also rejects NaN
 		errs = append(errs, fmt.Errorf("simfeed: speed %g must be positive", c.Speed))
+	}
+	if c.Backlog < 0 {
+		errs = append(errs, fmt.Errorf("simfeed: backlog %s must not be negative", c.Backlog))
 	}
 	if len(c.Jobs) == 0 {
 		errs = append(errs, errors.New("simfeed: no jobs"))
@@ -108,9 +115,10 @@ func (f *Feed) Stop() { f.once.Do(func() { close(f.stop) }) }
 const maxBatch = 10000
 
 // Run writes one reporting interval of every job, interval n at
-// n*Interval/Speed after Run started (a fleet that takes longer to write
-// than its interval falls behind and then writes without waiting), until
-// every job's Duration is over, Stop is called or ctx is done.
+// (n*Interval-Backlog)/Speed after Run started (a fleet that takes longer
+// to write than its interval falls behind and then writes without
+// waiting), until every job's Duration is over, Stop is called or ctx is
+// done.
 func (f *Feed) Run(ctx context.Context) error {
 	defer f.w.Close()
 	var buf []byte
@@ -162,8 +170,9 @@ func (f *Feed) Run(ctx context.Context) error {
 			return err
 		}
 		elapsed += interval
+		paced := max(0, elapsed-f.cfg.Backlog)
 		select {
-		case <-time.After(time.Until(began.Add(time.Duration(float64(elapsed) / f.cfg.Speed)))):
+		case <-time.After(time.Until(began.Add(time.Duration(float64(paced) / f.cfg.Speed)))):
 		case <-f.stop:
 			return nil
 		case <-ctx.Done():

@@ -32,6 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero speed", func(c *Config) { c.Speed = 0 }, "speed"},
 		{"negative speed", func(c *Config) { c.Speed = -2 }, "speed"},
 		{"NaN speed", func(c *Config) { c.Speed = math.NaN() }, "speed"},
+		{"negative backlog", func(c *Config) { c.Backlog = -time.Second }, "backlog"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,5 +107,52 @@ func TestFeedFleet(t *testing.T) {
 	}
 	if truths := f.Truths(); len(truths) != len(jobs) || truths[0].JobID != fleet.Truths()[0].JobID {
 		t.Errorf("feed truths %d, want the fleet's %d", len(truths), len(jobs))
+	}
+}
+
+// TestFeedBacklog: the first Backlog of simulated time is written at
+// once, whatever the speed, and the pacing starts after it. At a speed
+// of 1/1000 a paced interval of 10 s would take hours: with the whole
+// minute as backlog Run returns with every line sent; with half of it,
+// Run is still waiting when its context ends, with only part sent.
+func TestFeedBacklog(t *testing.T) {
+	jobs := []simulate.Config{{Scenario: simulate.HotKey, Duration: time.Minute, SamplesPerInterval: 100}}
+	cfg := DefaultConfig()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, cfg.MetricsTopic, cfg.SamplesTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	var all int
+	for _, tc := range []struct {
+		name    string
+		backlog time.Duration
+		whole   bool
+	}{
+		{"the whole duration", time.Minute, true},
+		{"half of it", 30 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg.Brokers, cfg.Jobs, cfg.Speed, cfg.Backlog = cluster.ListenAddrs(), jobs, 0.001, tc.backlog
+			f, err := New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if err := f.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.whole && ctx.Err() != nil:
+				t.Fatalf("Run waited for its context (sent %d) with the whole duration as backlog", f.Sent)
+			case tc.whole:
+				all = f.Sent
+			case ctx.Err() == nil:
+				t.Fatalf("Run returned before its context ended (sent %d): the part after the backlog was not paced", f.Sent)
+			case f.Sent == 0 || f.Sent >= all:
+				t.Fatalf("sent %d records, want some of the %d and not all", f.Sent, all)
+			}
+		})
 	}
 }

@@ -73,7 +73,10 @@ func (c WatermarkConfig) Validate() error {
 // A partition announced with Expect holds the watermark where it is until
 // it delivers, but only for its hold, counted from the first delivery of
 // any partition (joining a consumer group takes seconds, and the hold must
-// not run out before anything could be delivered).
+// not run out before anything could be delivered). Idleness counts from
+// the end of the last hold at the earliest: a backlog that the other
+// partitions drained within the hold still moves the watermark when the
+// hold ends, instead of every partition being idle by then.
 //
 // Watermarks is not safe for concurrent use: one goroutine owns it.
 type Watermarks struct {
@@ -245,17 +248,34 @@ func (w *Watermarks) Low() (low int64, ok bool) {
 		return low, ok
 	}
 	now := w.active()
+	// heldUntil is when the last hold of an expected partition ran out.
+	// Idleness counts from then at the earliest: while a partition holds
+	// the watermark, the others' silence moves nothing, and a backlog
+	// drained within the hold must still count once the hold ends, or
+	// every partition would be idle at once and the watermark stuck for
+	// good.
+	var heldUntil time.Time
 	for _, m := range w.list {
-		if !m.hasSeen {
+		if !m.hasSeen || !m.waiting {
 			continue // nothing delivered yet: neither holds nor counts
 		}
-		if m.waiting {
-			if now.Sub(m.seen) <= m.hold {
-				return 0, false
-			}
+		end := m.seen.Add(m.hold)
+		if !now.After(end) {
+			return 0, false
+		}
+		if end.After(heldUntil) {
+			heldUntil = end
+		}
+	}
+	for _, m := range w.list {
+		if !m.hasSeen || m.waiting || !m.hasTS {
 			continue
 		}
-		if !m.hasTS || now.Sub(m.seen) > w.idle {
+		since := m.seen
+		if heldUntil.After(since) {
+			since = heldUntil
+		}
+		if now.Sub(since) > w.idle {
 			continue
 		}
 		if !ok || m.maxTS < low {
