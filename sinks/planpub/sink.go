@@ -59,11 +59,16 @@ type publisher = ChangePublisher
 // NewSink. It is safe for concurrent use; its methods serialise, so the
 // changes reach the topic in the order the Manager made them.
 //
-// Changes not yet published (Publish failed) are kept, at most one per
-// task: a later change of a task replaces the pending one, which the
-// compacted topic would drop anyway. So the pending changes are bounded by
-// the Manager's tasks (plans.Config.MaxPlans plus overridden tasks);
-// metric skewlens_planpub_pending_changes.
+// Changes not yet published are kept, at most one per task and version: a
+// later state of the version a task's last pending change has (a
+// confirmation, its retirement) replaces that change, which the compacted
+// topic would drop anyway, while a new version is queued after it, since
+// the plans table keeps every version (a backlog that closes many windows
+// in one write makes several versions of a task at once). So the pending
+// changes are bounded by the Manager's tasks (plans.Config.MaxPlans plus
+// overridden tasks) times the versions each makes while publishing fails
+// (at most one per plans.Config.Cooldown for a hot key); metric
+// skewlens_planpub_pending_changes.
 type Sink struct {
 	next Writer
 	mgr  *plans.Manager
@@ -77,7 +82,7 @@ type Sink struct {
 
 	mu      sync.Mutex
 	pending []plans.Change
-	index   map[string]int // position in pending, by plans.Key
+	index   map[string]int // position in pending of each task's last change, by plans.Key
 	// republished is the event time current plans were last published
 	// again (see Advance).
 	republished time.Time
@@ -250,11 +255,12 @@ func (s *Sink) Pending() int {
 	return len(s.pending)
 }
 
-// add queues changes, replacing a pending change of the same task.
+// add queues changes, each replacing its task's last pending change when
+// that is a state of the same version (see Sink).
 func (s *Sink) add(cs []plans.Change) {
 	for _, c := range cs {
 		k := plans.Key(c.JobID, c.TaskName)
-		if i, ok := s.index[k]; ok {
+		if i, ok := s.index[k]; ok && version(s.pending[i]) == version(c) {
 			s.pending[i] = c
 			continue
 		}
@@ -262,6 +268,15 @@ func (s *Sink) add(cs []plans.Change) {
 		s.pending = append(s.pending, c)
 	}
 	s.m.pending.Set(float64(len(s.pending)))
+}
+
+// version returns the plan version a change carries; 0 for a tombstone,
+// which versions no plan.
+func version(c plans.Change) uint64 {
+	if c.Plan == nil {
+		return 0
+	}
+	return c.Plan.Version
 }
 
 // flush publishes the pending changes; they are dropped once published.

@@ -85,11 +85,21 @@ func TestSink(t *testing.T) {
 			{fs: w1, pubErr: down, wantErr: true, pending: 2},
 			{fs: w1},
 		}, []string{"j/agg v1 hot", "j/join v1 k"}},
-		{"pending changes collapse to one per task", []op{
+		{"pending changes keep each version of a task, in order", []op{
 			{fs: w1, pubErr: down, wantErr: true, pending: 2},
-			{fs: w2, pubErr: down, wantErr: true, pending: 2},
+			{fs: w2, pubErr: down, wantErr: true, pending: 3},
 			{fs: w2},
-		}, []string{"j/agg v2 cold,hot", "j/join v1 k"}},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg v2 cold,hot"}},
+		{"a later state of a pending version replaces it", []op{
+			{fs: w1, pubErr: down, wantErr: true, pending: 2},
+			{advance: 100, pubErr: down, wantErr: true, pending: 2}, // republished: the same versions
+			{advance: 110},
+		}, []string{"j/agg v1 hot", "j/join v1 k"}},
+		{"a retirement is queued after the version it retires", []op{
+			{fs: w1, pubErr: down, wantErr: true, pending: 2},
+			{advance: 610, pubErr: down, wantErr: true, pending: 4},
+			{advance: 620},
+		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg retired", "j/join retired"}},
 		{"advance retires", []op{
 			{fs: w1},
 			{advance: 610},
