@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,9 +19,11 @@ import (
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -71,10 +74,10 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 
 	// Each step comes once the group has settled after the one before
 	// (the late instance got its partitions of a new generation) and
-	// processed a random share (3-12%) more of the backlog's records, in
-	// messages (a message holds one or more records; messages read again
-	// after a rebalance count too), so that each lands in a generation of
-	// its own and all land well before the backlog is drained.
+	// committed a random share (3-12%) more of the records, so that each
+	// lands in a generation of its own, after windows closed and engine
+	// state was saved (records read again after a rebalance do not
+	// count), and all land well before the records end.
 	var late *runProc
 	assigned := 0
 	step := func(what string) {
@@ -82,11 +85,12 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 		if late != nil {
 			assigned = late.waitAssigned(ctx, t, assigned+1)
 		}
-		target := group.sum() + int(float64(total)*(0.03+0.09*rng.Float64()))
-		if !group.wait(ctx, target) {
-			t.Fatalf("the group stopped before %s (%d of %d messages processed):\n%s", what, group.sum(), target, group.tails())
+		target := committedRecords(ctx, t, brokers, "rebal_group") + int(float64(total)*(0.03+0.09*rng.Float64()))
+		if !waitCommitted(ctx, t, brokers, "rebal_group", target) {
+			t.Fatalf("the group stopped committing before %s (%d of %d records committed):\n%s", what,
+				committedRecords(ctx, t, brokers, "rebal_group"), target, group.tails())
 		}
-		t.Logf("%s after %d messages", what, group.sum())
+		t.Logf("%s after %d records committed, %d messages processed", what, committedRecords(ctx, t, brokers, "rebal_group"), group.sum())
 	}
 	step("the late instance starts")
 	late = startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
@@ -302,22 +306,55 @@ func (g *groupProgress) sum() int {
 	return n
 }
 
-// wait waits until the group processed n messages, and reports false if
-// it makes no progress for 30 s first (the backlog is drained).
-func (g *groupProgress) wait(ctx context.Context, n int) bool {
+// committedRecords returns how many records of the topics rebal-metrics
+// and rebal-samples (4 partitions each) consumer group group has
+// committed: the sum of its committed offsets.
+func committedRecords(ctx context.Context, t *testing.T, brokers []string, group string) int {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	parts := []int{0, 1, 2, 3}
+	var resp *kafka.OffsetFetchResponse
+	err := retry.Do(ctx, retry.DefaultPolicy(), nil, func(ctx context.Context) (err error) {
+		resp, err = cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group,
+			Topics: map[string][]int{"rebal-metrics": parts, "rebal-samples": parts}})
+		if err == nil && resp.Error != nil && !errors.Is(resp.Error, kafka.GroupIdNotFound) {
+			err = resp.Error
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("committed offsets of %s: %v", group, err)
+	}
+	n := 0
+	for _, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error == nil && p.CommittedOffset > 0 {
+				n += int(p.CommittedOffset)
+			}
+		}
+	}
+	return n
+}
+
+// waitCommitted waits until consumer group group has committed n records
+// (committedRecords), and reports false if it commits nothing more for
+// 45 s first (a rebalance after a SIGKILL waits out the session timeout,
+// 10 s, and a new generation's watermark may be held for 15 s).
+func waitCommitted(ctx context.Context, t *testing.T, brokers []string, group string, n int) bool {
+	t.Helper()
 	last, since := -1, time.Now()
 	for ctx.Err() == nil {
-		got := g.sum()
+		got := committedRecords(ctx, t, brokers, group)
 		if got >= n {
 			return true
 		}
 		if got != last {
 			last, since = got, time.Now()
 		}
-		if time.Since(since) > 30*time.Second {
+		if time.Since(since) > 45*time.Second {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	return false
 }
