@@ -2,6 +2,7 @@ package kafkasrc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ func TestKafkaErrorLevel(t *testing.T) {
 		{"i/o timeout on an empty partition", []any{0, "skewlens.keys", int64(0), ioTimeout}, slog.LevelDebug},
 		{"wrapped deadline", []any{fmt.Errorf("read: %w", os.ErrDeadlineExceeded)}, slog.LevelDebug},
 		{"kafka request timed out", []any{kafka.RequestTimedOut}, slog.LevelDebug},
+		{"a closed reader's lag read", []any{1, "flink-metrics", fmt.Errorf("read lag: %w", context.Canceled)}, slog.LevelDebug},
 		{"connection refused", []any{0, "t", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}, slog.LevelWarn},
 		{"not leader", []any{0, "t", int64(5), kafka.NotLeaderForPartition}, slog.LevelWarn},
 		{"no error argument", []any{0, "t", int64(5)}, slog.LevelWarn},

@@ -107,7 +107,9 @@ func (s *Source) debugLogger() kafka.Logger {
 // partition looks like on some brokers (make run's embedded one logs a
 // dozen of them a minute, on empty partitions and between bursts), and
 // the reader reconnects and goes on from the same offset, so those go to
-// Debug: a healthy run logs no warning.
+// Debug: a healthy run logs no warning. So does a cancelled context: a
+// partition's reader is closed when its generation ends or the source
+// stops, and kafka-go logs the end of its background reads then.
 func (s *Source) errorLogger() kafka.Logger {
 	return kafka.LoggerFunc(func(msg string, args ...any) {
 		s.log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
@@ -115,8 +117,8 @@ func (s *Source) errorLogger() kafka.Logger {
 }
 
 // kafkaErrorLevel is the level of a kafka-go error log line with these
-// arguments: Debug when one of them is an error that is a timeout, Warn
-// otherwise. It looks at the error values, not at kafka-go's wording,
+// arguments: Debug when one of them is an error that is a timeout or a
+// cancelled context, Warn otherwise. It looks at the error values, not at kafka-go's wording,
 // which is not an API.
 func kafkaErrorLevel(args []any) slog.Level {
 	for _, a := range args {
@@ -125,7 +127,7 @@ func kafkaErrorLevel(args []any) slog.Level {
 			continue
 		}
 		var te interface{ Timeout() bool }
-		if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &te) && te.Timeout()) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.Canceled) || (errors.As(err, &te) && te.Timeout()) {
 			return slog.LevelDebug
 		}
 	}
