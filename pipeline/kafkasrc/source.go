@@ -118,8 +118,8 @@ func (s *Source) errorLogger() kafka.Logger {
 
 // kafkaErrorLevel is the level of a kafka-go error log line with these
 // arguments: Debug when one of them is an error that is a timeout or a
-// cancelled context, Warn otherwise. It looks at the error values, not at kafka-go's wording,
-// which is not an API.
+// cancelled context, Warn otherwise. It looks at the error values, not at
+// kafka-go's wording, which is not an API.
 func kafkaErrorLevel(args []any) slog.Level {
 	for _, a := range args {
 		err, ok := a.(error)
