@@ -40,19 +40,6 @@ func BenchmarkRunFleetSustained(b *testing.B) {
 		kafka.TopicConfig{Topic: "sustained-metrics", NumPartitions: 4, ReplicationFactor: 1},
 		kafka.TopicConfig{Topic: "sustained-samples", NumPartitions: 4, ReplicationFactor: 1},
 		kafka.TopicConfig{Topic: "sustained-dead", NumPartitions: 1, ReplicationFactor: 1})
-	fc := simulate.DefaultFleetConfig()
-	fc.Seed, fc.Subtasks, fc.Duration = 1, subtasks, time.Duration(minutes)*time.Minute
-	fc.Start = time.Now().Add(2 * time.Second).Truncate(10 * time.Second).UnixMilli()
-	fleet, err := simulate.NewFleet(fc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := simfeed.DefaultConfig()
-	cfg.Brokers, cfg.MetricsTopic, cfg.SamplesTopic, cfg.Jobs = brokers, "sustained-metrics", "sustained-samples", fleet.Jobs()
-	feed, err := simfeed.New(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	r := startRun(b, brokers, chAddr, "sustained", "sustained", "sustained", "--memory-limit-mib", "440")
 	b.ResetTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(minutes+5)*time.Minute)
@@ -69,6 +56,21 @@ func BenchmarkRunFleetSustained(b *testing.B) {
 			b.Fatal(ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	// The fleet starts now: each interval is written when its event time
+	// comes, so a row's delay after its window's end is wall time.
+	fc := simulate.DefaultFleetConfig()
+	fc.Seed, fc.Subtasks, fc.Duration = 1, subtasks, time.Duration(minutes)*time.Minute
+	fc.Start = time.Now().UnixMilli()
+	fleet, err := simulate.NewFleet(fc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := simfeed.DefaultConfig()
+	cfg.Brokers, cfg.MetricsTopic, cfg.SamplesTopic, cfg.Jobs = brokers, "sustained-metrics", "sustained-samples", fleet.Jobs()
+	feed, err := simfeed.New(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
 	fed := make(chan error, 1)
 	go func() { fed <- feed.Run(ctx) }()
