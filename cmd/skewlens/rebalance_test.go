@@ -86,11 +86,11 @@ func TestRunRebalanceEqualsUninterrupted(t *testing.T) {
 			assigned = late.waitAssigned(ctx, t, assigned+1)
 		}
 		target := committedRecords(ctx, t, brokers, "rebal_group") + int(float64(total)*(0.03+0.09*rng.Float64()))
-		if !waitCommitted(ctx, t, brokers, "rebal_group", target) {
-			t.Fatalf("the group stopped committing before %s (%d of %d records committed):\n%s", what,
-				committedRecords(ctx, t, brokers, "rebal_group"), target, group.tails())
+		committed, ok := waitCommitted(ctx, t, brokers, "rebal_group", target)
+		if !ok {
+			t.Fatalf("the group stopped committing before %s (%d of %d records committed):\n%s", what, committed, target, group.tails())
 		}
-		t.Logf("%s after %d records committed, %d messages processed", what, committedRecords(ctx, t, brokers, "rebal_group"), group.sum())
+		t.Logf("%s after %d records committed, %d messages processed", what, committed, group.sum())
 	}
 	step("the late instance starts")
 	late = startRun(t, brokers, chAddr, "rebal", "rebal_group", "rebal_group")
@@ -337,26 +337,27 @@ func committedRecords(ctx context.Context, t *testing.T, brokers []string, group
 }
 
 // waitCommitted waits until consumer group group has committed n records
-// (committedRecords), and reports false if it commits nothing more for
-// 45 s first (a rebalance after a SIGKILL waits out the session timeout,
-// 10 s, and a new generation's watermark may be held for 15 s).
-func waitCommitted(ctx context.Context, t *testing.T, brokers []string, group string, n int) bool {
+// (committedRecords) and returns the count it saw last; ok is false if
+// the group commits nothing more for 45 s first (a rebalance after a
+// SIGKILL waits out the session timeout, 10 s, and a new generation's
+// watermark may be held for 15 s), or ctx ends.
+func waitCommitted(ctx context.Context, t *testing.T, brokers []string, group string, n int) (committed int, ok bool) {
 	t.Helper()
 	last, since := -1, time.Now()
 	for ctx.Err() == nil {
 		got := committedRecords(ctx, t, brokers, group)
 		if got >= n {
-			return true
+			return got, true
 		}
 		if got != last {
 			last, since = got, time.Now()
 		}
 		if time.Since(since) > 45*time.Second {
-			return false
+			return got, false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return false
+	return last, false
 }
 
 func (g *groupProgress) tails() string {

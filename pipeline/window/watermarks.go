@@ -257,7 +257,7 @@ func (w *Watermarks) Low() (low int64, ok bool) {
 	var heldUntil time.Time
 	for _, m := range w.list {
 		if !m.hasSeen || !m.waiting {
-			continue // nothing delivered yet: neither holds nor counts
+			continue // holds nothing: nothing delivered yet, or no longer waiting
 		}
 		end := m.seen.Add(m.hold)
 		if !now.After(end) {

@@ -59,15 +59,15 @@ type publisher = ChangePublisher
 // NewSink. It is safe for concurrent use; its methods serialise, so the
 // changes reach the topic in the order the Manager made them.
 //
-// Changes not yet published are kept, at most one per task and version: a
-// later state of the version a task's last pending change has (a
-// confirmation, its retirement) replaces that change, which the compacted
-// topic would drop anyway, while a new version is queued after it, since
-// the plans table keeps every version (a backlog that closes many windows
-// in one write makes several versions of a task at once). So the pending
-// changes are bounded by the Manager's tasks (plans.Config.MaxPlans plus
-// overridden tasks) times the versions each makes while publishing fails
-// (at most one per plans.Config.Cooldown for a hot key); metric
+// Changes not yet published are kept in order. A change replaces its
+// task's last pending change when both carry the same plan version (a
+// confirmation of it, republished), which the compacted topic would drop
+// anyway; any other change (a new version, a retirement) is queued after
+// it, since the plans table keeps every version and retires what precedes
+// the retirement (a backlog that closes many windows in one write makes
+// several versions of a task at once). So the pending changes are bounded
+// by the Manager's tasks (plans.Config.MaxPlans plus overridden tasks)
+// times the changes of version each makes while publishing fails; metric
 // skewlens_planpub_pending_changes.
 type Sink struct {
 	next Writer
@@ -256,7 +256,7 @@ func (s *Sink) Pending() int {
 }
 
 // add queues changes, each replacing its task's last pending change when
-// that is a state of the same version (see Sink).
+// both carry the same plan version (see Sink).
 func (s *Sink) add(cs []plans.Change) {
 	for _, c := range cs {
 		k := plans.Key(c.JobID, c.TaskName)
@@ -270,8 +270,8 @@ func (s *Sink) add(cs []plans.Change) {
 	s.m.pending.Set(float64(len(s.pending)))
 }
 
-// version returns the plan version a change carries; 0 for a tombstone,
-// which versions no plan.
+// version returns the plan version a change carries; 0 for a retirement
+// (a tombstone), which carries no plan.
 func version(c plans.Change) uint64 {
 	if c.Plan == nil {
 		return 0
