@@ -28,22 +28,27 @@ type Config struct {
 	// when the rest is spread evenly, so 0.5 matches the default SkewRatio.
 	HotKeyFairShare float64
 	// HotKeyConfidence is the one-sided confidence with which a key's share
-	// must be above the threshold to be reported (default 0.99): the lower
-	// Wilson bound of the share at this confidence, computed from the
-	// window's sample count and the sketch's guaranteed lower count, must
-	// exceed the threshold. With few samples the threshold also rises to
-	// what they can resolve (see hotKeyThreshold).
+	// must be above the threshold to be reported (default 0.99): the exact
+	// (Clopper-Pearson) lower bound of the share at this confidence, from
+	// the sketch's guaranteed counts over the key's pooled sampled
+	// records, must exceed the threshold (see hotkey.go).
 	HotKeyConfidence float64
-	// HotKeyMissRate is the miss rate the resolution term of the hot-key
-	// threshold is computed for (default 1e-6): with few samples the
-	// threshold rises until a key at twice it is missed in no more than
-	// about this fraction of windows. 0.5 turns the term off.
-	HotKeyMissRate float64
+	// HotKeyPoolWindows is how many consecutive windows of a key's
+	// evidence the hot-key rules pool (default 3): a key that stays near
+	// a threshold adds its sampled records up over that many windows, and
+	// one that stops is dropped in the first window without it.
+	HotKeyPoolWindows int
+	// HotKeyExcessShare is the subtask rule's threshold (default 0.25): on
+	// a subtask saturated with skewed input, a key is named when it alone
+	// carries at least this share of the subtask's input above its peers'
+	// median, judged on the subtask's own sampled records.
+	HotKeyExcessShare float64
 	// MaxHotKeys caps the hot_key findings per task and window (default 10).
 	MaxHotKeys int
-	// MinSamples is the minimum number of key samples a task needs in a
-	// window before hot keys and salting plans are reported (default 100),
-	// so that a handful of samples cannot look like a hot key.
+	// MinSamples is the minimum number of sampled records (the sum of the
+	// key samples' weights) a task needs in a key's pooled windows before
+	// the task rule reports it hot (default 100), so that a handful of
+	// samples cannot look like a hot key.
 	MinSamples int
 	// BusyMsPerSecond is the busy time at or above which a subtask counts
 	// as saturated (default 800, of 1000 ms per second).
@@ -123,6 +128,10 @@ type Config struct {
 // far below any useful hot-key threshold.
 const MaxTopK = 10000
 
+// MaxHotKeyPoolWindows bounds Config.HotKeyPoolWindows: each candidate
+// key of a task keeps that many windows of counts.
+const MaxHotKeyPoolWindows = 30
+
 // DefaultConfig returns the engine's defaults, the values the field
 // comments above state in words. It is the one place they live: the
 // command-line flags take theirs from it.
@@ -133,7 +142,8 @@ func DefaultConfig() Config {
 		HotKeyShare:              0.01,
 		HotKeyFairShare:          0.5,
 		HotKeyConfidence:         0.99,
-		HotKeyMissRate:           1e-6,
+		HotKeyPoolWindows:        3,
+		HotKeyExcessShare:        0.25,
 		MaxHotKeys:               10,
 		MinSamples:               100,
 		BusyMsPerSecond:          800,
@@ -166,7 +176,8 @@ func (c Config) withDefaults() Config {
 	c.HotKeyShare = cmp.Or(c.HotKeyShare, d.HotKeyShare)
 	c.HotKeyFairShare = cmp.Or(c.HotKeyFairShare, d.HotKeyFairShare)
 	c.HotKeyConfidence = cmp.Or(c.HotKeyConfidence, d.HotKeyConfidence)
-	c.HotKeyMissRate = cmp.Or(c.HotKeyMissRate, d.HotKeyMissRate)
+	c.HotKeyPoolWindows = cmp.Or(c.HotKeyPoolWindows, d.HotKeyPoolWindows)
+	c.HotKeyExcessShare = cmp.Or(c.HotKeyExcessShare, d.HotKeyExcessShare)
 	c.MaxHotKeys = cmp.Or(c.MaxHotKeys, d.MaxHotKeys)
 	c.MinSamples = cmp.Or(c.MinSamples, d.MinSamples)
 	c.BusyMsPerSecond = cmp.Or(c.BusyMsPerSecond, d.BusyMsPerSecond)
@@ -220,7 +231,10 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.HotKeyConfidence) || c.HotKeyConfidence < 0.5 || c.HotKeyConfidence >= 1 {
 		bad("hot-key-confidence", c.HotKeyConfidence, "must be in [0.5, 1)")
 	}
-	within("hot-key-miss-rate", c.HotKeyMissRate, 0, 0.5, "")
+	if c.HotKeyPoolWindows < 1 || c.HotKeyPoolWindows > MaxHotKeyPoolWindows {
+		bad("hot-key-pool-windows", c.HotKeyPoolWindows, fmt.Sprintf("must be in [1, %d]", MaxHotKeyPoolWindows))
+	}
+	within("hot-key-excess-share", c.HotKeyExcessShare, 0, 1, " of the excess")
 	atLeast("max-hot-keys", c.MaxHotKeys, 1, "")
 	atLeast("min-samples", c.MinSamples, 1, "")
 	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")

@@ -298,21 +298,20 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 		if e.cfg.EmitStats {
 			dst = e.stats(tc, base, dst)
 		}
-		hot, th := e.hotKeys(tc)
+		e.updatePool(tc, ws)
+		hot := e.hotKeys(tc, ws)
 		saturated := tc.t.saturatedNow()
+		// The saturation findings go after the task's hot_key findings,
+		// but the subtask rule, which they run, adds hot keys: they are
+		// made aside first.
+		sat := e.saturation(ctx, tc, base, &hot, e.scratch[:0])
+		e.scratch = sat[:0]
 		for _, h := range hot {
-			f := base
-			f.Kind = KindHotKey
-			if h.subtask >= 0 {
-				f.SubtaskIndex = intPtr(h.subtask)
-			}
-			f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), EstimatedRecords: round(h.est, 0),
-				ShareLowerBound: round(h.lower, 4), Threshold: round(th, 4),
-				Saturated: boolPtr(saturated), SkewsSubtask: h.skewsSubtask}
-			dst = append(dst, f)
+			dst = append(dst, hotKeyFinding(base, h, saturated))
 		}
 		n := len(dst)
-		dst = e.saturation(ctx, tc, base, hot, dst)
+		dst = append(dst, sat...)
+		clear(sat)
 		// A plan re-keys the state of the keys it salts, so it is proposed
 		// only where the skew is diagnosed (sustained, on a saturated
 		// subtask), not for every window in which a key is merely hot.
@@ -329,6 +328,24 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 	}
 	e.linkCheckpoints(ctx, dst[first:])
 	return e.checkpointRisk(ctx, dst)
+}
+
+// hotKeyFinding is the hot_key finding of h in the task's window (base);
+// saturated is whether a subtask of the task is saturated.
+func hotKeyFinding(base Finding, h hotKey, saturated bool) Finding {
+	f := base
+	f.Kind = KindHotKey
+	if h.subtask >= 0 {
+		f.SubtaskIndex = intPtr(h.subtask)
+	}
+	f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), ShareMargin: round(h.margin, 4),
+		EstimatedRecords: round(h.est, 0), Rule: h.rule,
+		ShareLowerBound: round(h.lower, 4), Threshold: round(h.th, 4),
+		EvidenceWindows: h.windows, EvidenceRecords: round(h.records, 1),
+		SubtaskShare: round(h.subShare, 4), SubtaskShareMargin: round(h.subMargin, 4),
+		SubtaskExcess: round(h.excess, 4), ExcessExplained: round(h.explained, 4),
+		Saturated: boolPtr(saturated), SkewsSubtask: h.skewsSubtask}
+	return f
 }
 
 // checkpointRisk appends a checkpoint_risk finding for the job's window
@@ -474,7 +491,10 @@ func diagnosesSkew(fs []Finding) bool {
 }
 
 // saturation classifies the saturated subtasks of one task.
-func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey, dst []Finding) []Finding {
+//
+// On a subtask with skewed input it runs the subtask rule
+// (explainSubtask), which adds to *hot the keys it names.
+func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKey, dst []Finding) []Finding {
 	t := tc.t
 	cfg := &e.cfg
 	ws := ctx.ws
@@ -535,16 +555,39 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot []hotKey
 		h := &t.subs[i]
 		ev := e.evidence(ctx, tc, i)
 		ev.SustainedWindows = h.sustained
+		ev.InputRatio = round(ratios[i], 2)
+		w := tc.w
+		sampleShareSkew := i < len(w.subWeight) && w.weight > 0 &&
+			w.subWeight[i]/w.weight*float64(max(len(tc.subs), 1)) >= cfg.SkewRatio
+		// The subtask rule, on the input ratio from the metrics, else on
+		// the sampled share over the mean one.
+		r := ratios[i]
+		if r < cfg.SkewRatio && sampleShareSkew {
+			r = w.subWeight[i] / w.weight * float64(max(len(tc.subs), 1))
+		}
+		var extra []hotKey
+		if r >= cfg.SkewRatio {
+			extra = e.explainSubtask(tc, ws, i, r, *hot)
+		}
 		var onSub []hotKey
-		for _, k := range hot {
+		for _, k := range *hot {
 			if k.subtask == i {
 				onSub = append(onSub, k)
-				ev.HotKeys = append(ev.HotKeys, KeyShare{Key: k.key, Share: round(k.share, 4)})
 			}
 		}
-		ev.InputRatio = round(ratios[i], 2)
-		sampleSkew := len(onSub) > 0 && i < len(tc.w.subWeight) && tc.w.weight > 0 &&
-			tc.w.subWeight[i]/tc.w.weight*float64(max(len(tc.subs), 1)) >= cfg.SkewRatio
+		onSub = append(onSub, extra...)
+		sampleSkew := len(onSub) > 0 && sampleShareSkew
+		if ratios[i] >= cfg.SkewRatio || sampleSkew {
+			*hot = append(*hot, extra...)
+			for _, k := range onSub {
+				ev.HotKeys = append(ev.HotKeys, KeyShare{Key: k.key, Share: round(k.share, 4), SubtaskShare: round(k.subShare, 4)})
+				ev.ExcessExplained += k.explained
+			}
+			if len(onSub) > 0 && r >= cfg.SkewRatio {
+				ev.SubtaskExcess = round(onSub[0].excess, 4)
+			}
+			ev.ExcessExplained = round(min(ev.ExcessExplained, 1), 4)
+		}
 		f := base
 		f.Kind = KindSaturation
 		f.SubtaskIndex = intPtr(i)
@@ -769,7 +812,17 @@ func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string
 	fmt.Fprintf(&b, "Subtask %d of %q is saturated (busy %.0f ms/s) because it gets %s its peers' input",
 		i, base.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
 	if len(onSub) > 0 {
-		fmt.Fprintf(&b, ": hot key %q carries %.0f%% of the task's records", onSub[0].key, onSub[0].share*100)
+		k := onSub[0]
+		fmt.Fprintf(&b, ": hot key %q carries %s of the task's records", k.key, pctText(k.share, k.margin))
+		if k.subShare > 0 {
+			fmt.Fprintf(&b, " and %s of this subtask's", pctText(k.subShare, k.subMargin))
+			if k.excess > 0 {
+				fmt.Fprintf(&b, ", %.0f%% of its input above its peers' median", k.explained*100)
+			}
+		}
+		if len(onSub) > 1 {
+			fmt.Fprintf(&b, " (%d keys named on it)", len(onSub))
+		}
 	}
 	if cause == CauseRotatingHotKey {
 		b.WriteString("; the hot key moves between subtasks over time")
@@ -815,6 +868,21 @@ func slowSummary(f *Finding, slowOnHost int) string {
 	}
 	b.WriteString(".")
 	return b.String()
+}
+
+// pctText formats a share with its 95 % margin, in percent: "18% ± 3".
+// Shares and margins under 1 % keep one decimal.
+func pctText(share, margin float64) string {
+	f := func(x float64) string {
+		if x < 0.01 {
+			return strconv.FormatFloat(x*100, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(x*100, 'f', 0, 64)
+	}
+	if margin <= 0 {
+		return f(share) + "%"
+	}
+	return f(share) + "% ± " + f(margin)
 }
 
 func ratioText(r float64) string {

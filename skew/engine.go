@@ -62,7 +62,13 @@ type Engine struct {
 	// what the last closed window used (see trimFree).
 	free     []*taskWindow
 	sketches []*hitters.Sketch
-	keyBuf   []byte // a filtered name being looked up
+	// subSketches holds the per-subtask sketches of closed windows, as
+	// sketches the task ones.
+	subSketches []*hitters.Sketch
+	keyBuf      []byte // a filtered name being looked up
+	// scratch holds a task's saturation findings while its hot_key
+	// findings, which go first, are completed (see diagnose).
+	scratch []Finding
 }
 
 type jobState struct {
@@ -132,6 +138,11 @@ type taskState struct {
 	lastMoveWindow             int64
 	hasMoved                   bool
 	upSustained                int
+	// pool is the evidence of the task's candidate hot keys, sorted by
+	// key, and poolTotals its sampled records in the windows the pool
+	// reaches, oldest first (see updatePool).
+	pool       []poolKey
+	poolTotals []poolTotal
 }
 
 // Cumulative counters whose first and last reading in a window are kept,
@@ -172,8 +183,12 @@ type taskWindow struct {
 	samples int
 	weight  float64 // sampled weight
 	est     float64 // estimated records (weight / sample rate)
-	// subWeight is the sampled weight routed to each subtask.
+	// subWeight is the sampled weight routed to each subtask, and
+	// subSketch each subtask's own small sketch (nil until its first key
+	// sample): the subtask rule names the keys of one subtask, which at a
+	// high parallelism are far below the task sketch's resolution.
 	subWeight []float64
+	subSketch []*hitters.Sketch
 	subs      []subAgg
 }
 
@@ -576,8 +591,13 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 	if sub >= 0 {
 		if sub >= len(w.subWeight) {
 			w.subWeight = slices.Grow(w.subWeight, sub+1-len(w.subWeight))[:sub+1]
+			w.subSketch = slices.Grow(w.subSketch, sub+1-len(w.subSketch))[:sub+1]
 		}
 		w.subWeight[sub] += s.Weight
+		if w.subSketch[sub] == nil {
+			w.subSketch[sub] = e.newSubSketch()
+		}
+		w.subSketch[sub].Add(s.Key, s.Weight)
 	}
 	return Accepted
 }
@@ -722,7 +742,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 	}
 	slices.Sort(jobIDs)
 	horizon := ws - int64(e.cfg.HistoryWindows)*e.cfg.WindowMs
-	windows, sketches := 0, 0 // task windows and sketches the window used
+	windows, sketches, subSketches := 0, 0, 0 // task windows and sketches the window used
 	for _, id := range jobIDs {
 		j := e.jobs[id]
 		var jw *jobWindow
@@ -760,6 +780,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			if tc.w.sketch != nil {
 				sketches++
 			}
+			subSketches += len(tc.w.subSketch)
 			e.release(tc.w)
 		}
 		// Forget tasks and jobs that stopped reporting long ago.
@@ -768,7 +789,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			delete(e.jobs, id)
 		}
 	}
-	e.trimFree(windows, sketches)
+	e.trimFree(windows, sketches, subSketches)
 	e.lastWin, e.lastWinOf = nil, nil
 	return dst
 }
@@ -840,6 +861,13 @@ func (e *Engine) release(w *taskWindow) {
 		e.sketches = append(e.sketches, w.sketch)
 		w.sketch = nil
 	}
+	for _, s := range w.subSketch {
+		if s != nil {
+			e.subSketches = append(e.subSketches, s)
+		}
+	}
+	clear(w.subSketch)
+	w.subSketch = w.subSketch[:0]
 	w.samples, w.weight, w.est = 0, 0, 0
 	clear(w.subWeight)
 	w.subWeight = w.subWeight[:0]
@@ -863,14 +891,34 @@ func (e *Engine) newSketch() *hitters.Sketch {
 	return s
 }
 
+// subSketchK is the counters of a subtask's sketch: every key above 1/32
+// of the subtask's sampled records has one, with a count error of at most
+// 1/32 of them, well under the subtask rule's smallest threshold (1/12 of
+// the subtask's records at the default skew ratio).
+const subSketchK = 32
+
+// newSubSketch returns an empty subtask sketch, as newSketch a task one.
+func (e *Engine) newSubSketch() *hitters.Sketch {
+	n := len(e.subSketches)
+	if n == 0 {
+		return hitters.New(subSketchK)
+	}
+	s := e.subSketches[n-1]
+	e.subSketches[n-1] = nil
+	e.subSketches = e.subSketches[:n-1]
+	s.Reset()
+	return s
+}
+
 // trimFree bounds the free lists after a window closed that used windows
-// task windows and sketches sketches: each list keeps at most as many as
+// task windows, sketches sketches and subs subtask sketches (counting the
+// slots of subtasks without one): each list keeps at most as many as
 // that window used. In a steady fleet the next window needs about as many
 // again, so they are reused instead of allocated and collected every
 // window; when the fleet shrinks, or key samples stop, what the smaller
 // window did not use is dropped at once, so idle memory never exceeds
 // what one window actually needed.
-func (e *Engine) trimFree(windows, sketches int) {
+func (e *Engine) trimFree(windows, sketches, subs int) {
 	if len(e.free) > windows {
 		clear(e.free[windows:])
 		e.free = e.free[:windows]
@@ -879,7 +927,11 @@ func (e *Engine) trimFree(windows, sketches int) {
 		clear(e.sketches[sketches:])
 		e.sketches = e.sketches[:sketches]
 	}
-	e.free, e.sketches = shrink(e.free), shrink(e.sketches)
+	if len(e.subSketches) > subs {
+		clear(e.subSketches[subs:])
+		e.subSketches = e.subSketches[:subs]
+	}
+	e.free, e.sketches, e.subSketches = shrink(e.free), shrink(e.sketches), shrink(e.subSketches)
 }
 
 // shrink returns s in an array of its own size when s uses under a

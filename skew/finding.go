@@ -83,14 +83,39 @@ type HotKey struct {
 	// EstimatedRecords is the key's weight scaled by the task's inverse
 	// sample rate in the window.
 	EstimatedRecords float64 `json:"estimated_records"`
-	// ShareLowerBound is the lower one-sided Wilson bound of the key's
-	// share, from the sketch's guaranteed count, at the configured
-	// confidence; the key is hot because it is above Threshold.
+	// ShareMargin is half the width of the 95 % (Wilson) interval of
+	// Share, from the window's sampled records: the key's share is Share ±
+	// ShareMargin.
+	ShareMargin float64 `json:"share_margin,omitempty"`
+	// Rule is the rule that named the key: "task" (its share of the task's
+	// sampled records is above Threshold) or "subtask" (its share of its
+	// saturated, skewed subtask's sampled records is above Threshold, a
+	// part of the subtask's excess over its peers).
+	Rule string `json:"rule,omitempty"`
+	// ShareLowerBound is the exact one-sided lower bound, at the
+	// configured confidence, of the share the rule judged (of the task's
+	// records for rule "task", of the subtask's for "subtask"), from the
+	// sketch's guaranteed counts over EvidenceRecords sampled records in
+	// EvidenceWindows consecutive windows; the key is hot because it is
+	// above Threshold.
 	ShareLowerBound float64 `json:"share_lower_bound,omitempty"`
-	// Threshold is the share the key was judged against: the largest of
-	// the floor, the multiple of the fair share 1/parallelism, and what
-	// the window's sample count can resolve.
-	Threshold float64 `json:"threshold,omitempty"`
+	// Threshold is the share the key was judged against: for rule "task"
+	// the larger of the floor and the multiple of the fair share
+	// 1/parallelism; for rule "subtask" the part of the subtask's excess
+	// (hot-key-excess-share × SubtaskExcess).
+	Threshold       float64 `json:"threshold,omitempty"`
+	EvidenceWindows int     `json:"evidence_windows,omitempty"`
+	EvidenceRecords float64 `json:"evidence_records,omitempty"`
+	// On a saturated subtask with skewed input (either rule):
+	// SubtaskShare ± SubtaskShareMargin is the key's share of the
+	// subtask's sampled records in the window; SubtaskExcess the
+	// subtask's input above its peers' median, as a share of its input
+	// (1 - 1/input ratio); ExcessExplained the part of that excess the key
+	// accounts for (SubtaskShare / SubtaskExcess, at most 1).
+	SubtaskShare       float64 `json:"subtask_share,omitempty"`
+	SubtaskShareMargin float64 `json:"subtask_share_margin,omitempty"`
+	SubtaskExcess      float64 `json:"subtask_excess,omitempty"`
+	ExcessExplained    float64 `json:"excess_explained,omitempty"`
 	// Saturated says whether a subtask of the task was saturated (as of
 	// its latest report) in the window. A hot key of a task that is not
 	// saturated is kept for the history tables but raises no alert unless
@@ -156,9 +181,14 @@ type Evidence struct {
 	SaturatedSubtasks   int        `json:"subtasks_saturated"`
 	SustainedWindows    int        `json:"sustained_windows"`
 	HotKeys             []KeyShare `json:"hot_keys,omitempty"`
-	TimeBucketKey       string     `json:"time_bucket_key,omitempty"`
-	PreviousHotSubtask  *int       `json:"previous_hot_subtask,omitempty"`
-	UpstreamBackPressed []string   `json:"backpressured_tasks,omitempty"`
+	// SubtaskExcess is the subtask's input above its peers' median as a
+	// share of its input, and ExcessExplained the part of it the named hot
+	// keys on the subtask account for (at most 1), for data skew.
+	SubtaskExcess       float64  `json:"subtask_excess,omitempty"`
+	ExcessExplained     float64  `json:"excess_explained,omitempty"`
+	TimeBucketKey       string   `json:"time_bucket_key,omitempty"`
+	PreviousHotSubtask  *int     `json:"previous_hot_subtask,omitempty"`
+	UpstreamBackPressed []string `json:"backpressured_tasks,omitempty"`
 	// The fields below are set for under_provisioned only.
 	Parallelism            int      `json:"parallelism,omitempty"`
 	MaxParallelism         int      `json:"max_parallelism,omitempty"`
@@ -167,10 +197,12 @@ type Evidence struct {
 	ChainableWith          []string `json:"chainable_with,omitempty"`
 }
 
-// KeyShare names a key and its share of the task's sampled weight.
+// KeyShare names a key, its share of the task's sampled records and of
+// its subtask's.
 type KeyShare struct {
-	Key   string  `json:"key"`
-	Share float64 `json:"share"`
+	Key          string  `json:"key"`
+	Share        float64 `json:"share"`
+	SubtaskShare float64 `json:"subtask_share,omitempty"`
 }
 
 // Plan is the body of a salting_plan finding: how to spread a task's hot

@@ -1,160 +1,469 @@
 package skew
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
 
-// The hot-key rule. A key is hot in a task and window when the lower
-// one-sided Wilson bound of its share, at Config.HotKeyConfidence, is
-// above the threshold
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// The hot-key rules. The unit of evidence is the sampled record: a key
+// sample of weight w stands for w sampled records, each an independent
+// draw, so a task's n in a window is its sampled weight, not its lines.
 //
-//	T(P, n) = max(HotKeyShare, HotKeyFairShare/P, resolution(n))
+// Evidence adds up over time. For each task the engine keeps its sampled
+// records in each of its last Config.HotKeyPoolWindows windows, and its
+// candidate keys (up to poolKeys a window, the heaviest by the sketch's
+// guaranteed count) with their counts in the windows they were
+// candidates in (see updatePool). A key is judged on its records over
+// all of those windows, and only in a window in which it is a candidate:
+// one that stops is dropped in the first window without it.
 //
-// where P is the task's parallelism and n its key samples in the window.
-// The share the bound starts from is the sketch's guaranteed lower count
-// (Space-Saving's count minus its error) over the task's sampled weight,
-// so the sketch's overestimate cannot make a key hot either.
+// The task rule. A key is hot in a task when the exact one-sided
+// (Clopper-Pearson) lower bound of its share, at Config.HotKeyConfidence,
+// over its pooled windows, is above
 //
-// The first two terms tie the threshold to the fair share 1/P with an
-// absolute floor. The third is what n samples can tell apart: a key needs
-// a few dozen samples before its share is known well enough, so with few
-// samples the threshold rises to the share r at which a key of twice r
-// still passes the test in all but about one window in a million
-// (Config.HotKeyMissRate). Without it a key at twice a small threshold
-// would be missed in many windows; with it the rule keeps two promises at
-// every parallelism and sample count: a key at 0.8 T is reported in well
-// under 0.5 % of windows, and a key at 2 T in every window.
-// hotkey_test.go measures both.
+//	T(P) = max(HotKeyShare, HotKeyFairShare/P)
 //
-// Hot keys are reported whether or not their task is saturated, with
-// labels (HotKey.Saturated, HotKey.SkewsSubtask) that say whether they
-// may raise an alert (HotKey.Actionable).
+// where P is the task's parallelism, the pooled windows hold at least
+// MinSamples sampled records, and the current window does not contradict
+// it: the key has at least T/2 of the window's records and the upper
+// bound of its window share is at least T. The count the bound starts
+// from is the sketch's guaranteed count (Space-Saving's count minus its
+// error), so the sketch's overestimate cannot make a key hot either. The
+// exact bound keeps its confidence at any count (the Wilson bound, which
+// the rule used before, does not at a few expected records), so a key at
+// 0.8 T is reported in well under 0.5 % of windows at every parallelism
+// and sample count from MinSamples up; hotkey_test.go measures it.
+//
+// The subtask rule. When a subtask is saturated with r times its peers'
+// median input (a data_skew or rotating_hot_key finding), its excess is
+// the share 1 - 1/r of its input. A key routed to it is named when the
+// lower bound of its share of the subtask's sampled records, pooled over
+// the windows it was on that subtask, is above HotKeyExcessShare of that
+// excess: the key alone carries at least that part of what the subtask
+// gets beyond a typical peer. This asks the question a person asks, which
+// keys make this subtask get more than its peers, and its n is the
+// subtask's records, not the task's: on the overloaded subtask a hot key
+// holds tens of percent against thousands of background keys, which is
+// plain at any parallelism.
+
+// poolKeys bounds the candidate keys a task adds in a window. The rules
+// report at most MaxHotKeys per task and window; the rest give keys that
+// hover near a threshold the chance to add their evidence up. A task
+// keeps the evidence of at most 2·poolKeys keys: this window's
+// candidates first, then those of its last HotKeyPoolWindows windows.
+const poolKeys = 64
+
+// subSketchCandidates is the keys of a subtask's sketch that may become
+// candidates in a window.
+const subSketchCandidates = 8
+
+// minKeyRecords is the fewest sampled records of a key the subtask rule
+// names it on.
+const minKeyRecords = 5
+
+// poolWin is one window of a candidate key's evidence.
+type poolWin struct {
+	ws    int64   // the window's start
+	count float64 // the sketch's count, an upper bound of the key's records
+	g     float64 // the sketch's guaranteed count, a lower bound
+	// weight is the task's sampled records in the window; sub the subtask
+	// the key was routed to (-1: unknown), subWeight its sampled records,
+	// and subCount and subG the key's count and guaranteed count in the
+	// subtask's own sketch (0 when it has none).
+	weight         float64
+	sub            int32
+	subWeight      float64
+	subCount, subG float64
+}
+
+// poolKey is a candidate key's evidence, in the windows it was a
+// candidate in, oldest first.
+type poolKey struct {
+	key  string
+	wins []poolWin
+}
+
+// poolTotal is a task's sampled records in one window.
+type poolTotal struct {
+	ws      int64
+	records float64
+}
+
+// hotKey is a key one of the rules named in a task's window.
+type hotKey struct {
+	key     string
+	share   float64 // the window's count over the task's sampled records
+	margin  float64 // half the 95 % interval of share
+	est     float64
+	subtask int
+	// rule is "task" or "subtask"; lower and th are the lower bound the
+	// rule computed and the threshold it was judged against; windows and
+	// records the evidence it pooled.
+	rule    string
+	lower   float64
+	th      float64
+	windows int
+	records float64
+	// g is the window's guaranteed count: keys are ranked by it.
+	g float64
+	// skewsSubtask: the key alone pushes its subtask above SkewRatio
+	// (see keySkewsSubtask).
+	skewsSubtask bool
+	// On a data-skewed subtask (see explainSubtask): the key's share of
+	// the subtask's sampled records in the window with its margin, the
+	// subtask's excess (1 - 1/ratio) and the part of it the key carries.
+	subShare, subMargin, excess, explained float64
+}
+
+// Rule names (HotKey.Rule).
+const (
+	ruleTask    = "task"
+	ruleSubtask = "subtask"
+)
+
+// shareLower is the exact (Clopper-Pearson) one-sided lower confidence
+// bound, at confidence conf, of a share observed as x of n records: the
+// conf-quantile complement of Beta(x, n-x+1). It is 0 for x <= 0. Counts
+// need not be whole (a weighted sketch's counts are sums of weights): the
+// beta quantile is the bound's continuous extension.
+func shareLower(x, n, conf float64) float64 {
+	if !(n > 0) || !(x > 0) {
+		return 0
+	}
+	x = min(x, n)
+	return distuv.Beta{Alpha: x, Beta: n - x + 1}.Quantile(1 - conf)
+}
+
+// shareUpper is the exact one-sided upper bound matching shareLower: 1
+// for x >= n.
+func shareUpper(x, n, conf float64) float64 {
+	if !(n > 0) {
+		return 1
+	}
+	x = max(x, 0)
+	if x >= n {
+		return 1
+	}
+	return distuv.Beta{Alpha: x + 1, Beta: n - x}.Quantile(conf)
+}
+
+// marginZ is the normal quantile of the two-sided 95 % interval findings
+// show a share with.
+var marginZ = normalQuantile(0.975)
+
+// shareMargin is half the width of the 95 % Wilson score interval of a
+// share observed as x of n records: the "± points" a share is shown with.
+// It is 0 for n <= 0.
+func shareMargin(x, n float64) float64 {
+	if !(n > 0) {
+		return 0
+	}
+	p := min(max(x/n, 0), 1)
+	z2 := marginZ * marginZ
+	return marginZ * math.Sqrt(p*(1-p)/n+z2/(4*n*n)) / (1 + z2/n)
+}
 
 // normalQuantile returns z with Φ(z) = p for p in (0, 1).
 func normalQuantile(p float64) float64 {
 	return math.Sqrt2 * math.Erfinv(2*p-1)
 }
 
-// wilsonLower is the lower end of the Wilson score interval of a
-// proportion x/n at standard normal quantile z: the smallest share p for
-// which x/n - p <= z·sqrt(p(1-p)/n). It is 0 for n <= 0.
-func wilsonLower(x, n, z float64) float64 {
-	if !(n > 0) {
-		return 0
-	}
-	p := min(max(x/n, 0), 1)
-	z2 := z * z
-	centre := p + z2/(2*n)
-	half := z * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
-	return max((centre-half)/(1+z2/n), 0)
-}
-
-// hotKeyResolution is the smallest threshold r in (0, 0.5] that n samples
-// resolve: a key with share 2r has, zMiss standard deviations below its
-// expected count, a count whose Wilson bound at z is still above r. (For
-// r <= 0.5, the bound of x/n is above r exactly when
-// x > nr + z·sqrt(nr(1-r)), the one-sided score test.) It is 0.5 when not
-// even that resolves, which needs n <= z², and tends to 0 when z and
-// zMiss are 0.
-func hotKeyResolution(n int, z, zMiss float64) float64 {
-	nf := float64(n)
-	passes := func(r float64) bool {
-		low := 2*nf*r - zMiss*math.Sqrt(2*nf*r*(1-2*r))
-		return low >= nf*r+z*math.Sqrt(nf*r*(1-r))
-	}
-	lo, hi := 0.0, 0.5
-	if n <= 0 || !passes(hi) {
-		return hi
-	}
-	// passes is monotone in r on (0, 0.5]: bisect to well below any share
-	// a finding prints (4 decimals).
-	for range 40 {
-		mid := (lo + hi) / 2
-		if passes(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
-
-// hotKeyThreshold is T(P, n) of the rule above, for a task of parallelism
-// p (0 when unknown: the fair-share term is then left out) with n key
-// samples in the window.
-func (e *Engine) hotKeyThreshold(p, n int) float64 {
+// hotKeyThreshold is T(P) of the task rule, for a task of parallelism p
+// (0 when unknown: the fair-share term is then left out).
+func (e *Engine) hotKeyThreshold(p int) float64 {
 	th := e.cfg.HotKeyShare
 	if p > 0 {
 		th = max(th, e.cfg.HotKeyFairShare/float64(p))
 	}
-	return max(th, hotKeyResolution(n, normalQuantile(e.cfg.HotKeyConfidence), normalQuantile(1-e.cfg.HotKeyMissRate)))
+	return th
 }
 
-// isHot applies the rule to a key with sampled lower-bound weight lower
-// among n samples of total weight total, against threshold th. It returns
-// the key's share lower bound (the Wilson bound) and whether it is hot.
-// The weight is counted as lower/total·n samples, so weighted samples are
-// judged by their number, not their weights.
-func (e *Engine) isHot(lower, total float64, n int, th float64) (bound float64, hot bool) {
-	if !(total > 0) || n <= 0 {
-		return 0, false
+// taskParallelism is the task's parallelism for the hot-key threshold:
+// the routing's when a key sample said it, else the subtasks observed.
+func (tc *taskCtx) parallelism() int {
+	if p := tc.t.parallelism; p > 0 {
+		return p
 	}
-	x := max(lower, 0) / total * float64(n)
-	bound = wilsonLower(x, float64(n), normalQuantile(e.cfg.HotKeyConfidence))
-	return bound, bound > th
+	return tc.observed
 }
 
-type hotKey struct {
-	key     string
-	share   float64 // the sketch's count over the task's weight
-	lower   float64 // the Wilson lower bound of the share
-	est     float64
-	subtask int
-	// skewsSubtask: the key alone pushes its subtask above SkewRatio
-	// (see keySkewsSubtask).
-	skewsSubtask bool
+// admitSubShare is the share of its subtask's records at which a key
+// becomes a candidate by the subtask rule: half the smallest threshold
+// that rule can have (the excess of a subtask at SkewRatio).
+func (e *Engine) admitSubShare() float64 {
+	return e.cfg.HotKeyExcessShare * (1 - 1/e.cfg.SkewRatio) / 2
 }
 
-// hotKeys returns the task's hot keys of the window, hottest first, with
-// the threshold they were judged against.
-func (e *Engine) hotKeys(tc *taskCtx) ([]hotKey, float64) {
-	w := tc.w
-	if w.sketch == nil || w.samples < e.cfg.MinSamples || w.weight <= 0 {
-		return nil, 0
-	}
-	p := tc.t.parallelism
-	if p == 0 {
-		p = tc.observed
-	}
-	th := e.hotKeyThreshold(p, w.samples)
-	var out []hotKey
-	scale := w.est / w.weight
-	// Keys come by their guaranteed count (the sketch's count minus its
-	// error), the count the rule judges, so the hottest are reported
-	// first and MaxHotKeys keeps them. The Wilson bound is below the
-	// share it starts from (HotKeyConfidence is at least 0.5), so once a
-	// guaranteed share is at or below the threshold no later key is hot.
-	for _, c := range w.sketch.TopGuaranteed(0) {
-		if (c.Count-c.Err)/w.weight <= th {
-			break
+// poolFrom is the start of the oldest window the rules pool at window ws.
+func (e *Engine) poolFrom(ws int64) int64 {
+	return ws - int64(e.cfg.HotKeyPoolWindows-1)*e.cfg.WindowMs
+}
+
+// updatePool adds window ws to the task's evidence: its sampled records,
+// and the counts of its candidate keys. A candidate has a guaranteed
+// count of at least T/2 of the window's records, or at least
+// admitSubShare of its subtask's; the heaviest poolKeys are added.
+// Windows older than the pool's reach are dropped, and with them keys
+// with no window left. It runs once per task and window, before the
+// rules.
+func (e *Engine) updatePool(tc *taskCtx, ws int64) {
+	t, w := tc.t, tc.w
+	from := e.poolFrom(ws)
+	old := t.pool
+	t.pool = nil
+	totals := t.poolTotals[:0]
+	for _, pt := range t.poolTotals {
+		if pt.ws >= from && pt.ws < ws {
+			totals = append(totals, pt)
 		}
-		share := c.Count / w.weight
-		lower, hot := e.isHot(c.Count-c.Err, w.weight, w.samples, th)
-		if !hot {
+	}
+	t.poolTotals = totals
+	// keep trims a key's windows to the pool's reach.
+	keep := func(wins []poolWin) []poolWin {
+		i := 0
+		for i < len(wins) && wins[i].ws < from {
+			i++
+		}
+		return append(wins[:0], wins[i:]...)
+	}
+	find := func(key string) int {
+		i, ok := slices.BinarySearchFunc(old, key, func(p poolKey, k string) int { return strings.Compare(p.key, k) })
+		if !ok {
+			return -1
+		}
+		return i
+	}
+	var next []poolKey
+	taken := make([]bool, len(old))
+	add := func(key string, win poolWin) {
+		pk := poolKey{key: key}
+		if i := find(key); i >= 0 {
+			pk.key, pk.wins, taken[i] = old[i].key, keep(old[i].wins), true
+		}
+		pk.wins = append(pk.wins, win)
+		next = append(next, pk)
+	}
+	if w.sketch != nil && w.weight > 0 {
+		t.poolTotals = append(t.poolTotals, poolTotal{ws: ws, records: w.weight})
+		th := e.hotKeyThreshold(tc.parallelism())
+		admitTask, admitSub := th/2*w.weight, e.admitSubShare()
+		// The subtask rule looks at saturated subtasks with more than a
+		// fair share of the samples: keys may be candidates for their
+		// share of those subtasks only.
+		fair := w.weight / float64(max(len(w.subWeight), tc.t.parallelism, 1))
+		excessive := func(i int) bool {
+			return i < len(tc.subs) && tc.subs[i].saturated && w.subWeight[i] >= fair
+		}
+		// The task sketch's candidates: heavy in the task, or in such a
+		// subtask.
+		for _, c := range w.sketch.TopGuaranteed(0) {
+			g := c.Count - c.Err
+			if !(g > 0) || len(next) == poolKeys {
+				break // ranked by g: no later key has a count either
+			}
+			win := poolWin{ws: ws, count: c.Count, g: g, weight: w.weight, sub: -1}
+			if c.Tag >= 0 && int(c.Tag) < len(w.subWeight) {
+				win.sub, win.subWeight = c.Tag, w.subWeight[c.Tag]
+				if ss := w.subSketch[c.Tag]; ss != nil {
+					if cnt, err, ok := ss.Estimate(c.Key); ok {
+						win.subCount, win.subG = cnt, cnt-err
+					}
+				}
+			}
+			if g < admitTask && !(win.sub >= 0 && excessive(int(win.sub)) && max(g, win.subG) >= admitSub*win.subWeight) {
+				continue
+			}
+			add(c.Key, win)
+		}
+		// The subtask sketches' candidates on those subtasks: keys that
+		// may explain their excess, even when they are far below the task
+		// sketch's resolution (at a high parallelism).
+		for i, ss := range w.subSketch {
+			if ss == nil || !excessive(i) {
+				continue
+			}
+			for _, c := range ss.TopGuaranteed(subSketchCandidates) {
+				g := c.Count - c.Err
+				if !(g > 0) || g < admitSub*w.subWeight[i] {
+					break
+				}
+				if slices.ContainsFunc(next, func(p poolKey) bool { return p.key == c.Key }) {
+					continue
+				}
+				win := poolWin{ws: ws, weight: w.weight, sub: int32(i), subWeight: w.subWeight[i], subCount: c.Count, subG: g}
+				if cnt, err, ok := w.sketch.Estimate(c.Key); ok {
+					win.count, win.g = cnt, cnt-err
+				}
+				add(c.Key, win)
+			}
+		}
+	}
+	// Keys that are not candidates now keep their evidence while it is
+	// within reach: a key whose share dipped for a window comes back to
+	// it. Heaviest last window first.
+	var rest []poolKey
+	for i := range old {
+		if taken[i] {
 			continue
 		}
-		h := hotKey{key: c.Key, share: share, lower: lower, est: c.Count * scale, subtask: int(c.Tag)}
-		h.skewsSubtask = e.keySkewsSubtask(tc, h)
-		out = append(out, h)
-		if len(out) == e.cfg.MaxHotKeys {
-			break
+		if wins := keep(old[i].wins); len(wins) > 0 {
+			rest = append(rest, poolKey{key: old[i].key, wins: wins})
 		}
 	}
-	return out, th
+	slices.SortFunc(rest, func(a, b poolKey) int {
+		return cmp.Or(cmp.Compare(b.wins[len(b.wins)-1].g, a.wins[len(a.wins)-1].g), strings.Compare(a.key, b.key))
+	})
+	next = append(next, rest[:min(len(rest), poolKeys)]...)
+	slices.SortFunc(next, func(a, b poolKey) int { return strings.Compare(a.key, b.key) })
+	t.pool = next
+}
+
+// pooled returns a key's guaranteed records over the pool's reach at
+// window ws, the task's sampled records over it, and the windows with
+// samples it spans. Windows in which the key was not a candidate count
+// none of its records (fewer than it had, so the bound stays a lower
+// bound) but all of the task's: skipping them would pool only the windows
+// in which the key happened to be drawn often, and a key just under the
+// threshold would cross it on that selection alone.
+func (t *taskState) pooled(pk *poolKey) (x, n float64, windows int) {
+	for _, pw := range pk.wins {
+		x += pw.g
+	}
+	for _, pt := range t.poolTotals {
+		n += pt.records
+		windows++
+	}
+	return x, n, windows
+}
+
+// hotKeys applies the task rule to the task's candidates of window ws
+// (after updatePool). It returns the hot keys, hottest first (by the
+// window's guaranteed count), at most MaxHotKeys.
+func (e *Engine) hotKeys(tc *taskCtx, ws int64) []hotKey {
+	w := tc.w
+	th := e.hotKeyThreshold(tc.parallelism())
+	if w.sketch == nil || !(w.weight > 0) {
+		return nil
+	}
+	conf := e.cfg.HotKeyConfidence
+	scale := w.est / w.weight
+	var out []hotKey
+	for i := range tc.t.pool {
+		pk := &tc.t.pool[i]
+		cur := pk.wins[len(pk.wins)-1]
+		if cur.ws != ws || cur.g < th/2*cur.weight {
+			continue
+		}
+		x, n, windows := tc.t.pooled(pk)
+		if n < float64(e.cfg.MinSamples) {
+			continue
+		}
+		lower := shareLower(x, n, conf)
+		if lower <= th || shareUpper(cur.count, cur.weight, conf) < th {
+			continue
+		}
+		h := hotKey{key: pk.key, share: cur.count / cur.weight, margin: shareMargin(cur.count, cur.weight),
+			est: cur.count * scale, subtask: int(cur.sub), rule: ruleTask, lower: lower, th: th,
+			windows: windows, records: n, g: cur.g}
+		h.skewsSubtask = e.keySkewsSubtask(tc, h)
+		out = append(out, h)
+	}
+	sortHot(out)
+	if len(out) > e.cfg.MaxHotKeys {
+		out = out[:e.cfg.MaxHotKeys]
+	}
+	return out
+}
+
+// sortHot orders hot keys by the window's guaranteed count, descending,
+// then by key: the order findings and plans list them in.
+func sortHot(hs []hotKey) {
+	slices.SortFunc(hs, func(a, b hotKey) int {
+		return cmp.Or(cmp.Compare(b.g, a.g), strings.Compare(a.key, b.key))
+	})
+}
+
+// explainSubtask applies the subtask rule to subtask sub of the task,
+// saturated with ratio times its peers' median input (ratio >= SkewRatio;
+// +Inf when the peers have none) in window ws. It fills the subtask
+// fields of the keys in hot that are on it, and returns the keys on it
+// the subtask rule names that hot lacks, hottest first (MaxHotKeys in all
+// on the subtask at most).
+func (e *Engine) explainSubtask(tc *taskCtx, ws int64, sub int, ratio float64, hot []hotKey) []hotKey {
+	excess := 1.0
+	if !math.IsInf(ratio, 1) {
+		excess = 1 - 1/ratio
+	}
+	th := e.cfg.HotKeyExcessShare * excess
+	conf := e.cfg.HotKeyConfidence
+	w := tc.w
+	scale := 0.0
+	if w.weight > 0 {
+		scale = w.est / w.weight
+	}
+	onSub := 0
+	for i := range hot {
+		if hot[i].subtask == sub {
+			onSub++
+		}
+	}
+	var out []hotKey
+	for i := range tc.t.pool {
+		pk := &tc.t.pool[i]
+		cur := pk.wins[len(pk.wins)-1]
+		if cur.ws != ws || int(cur.sub) != sub || !(cur.subWeight > 0) || !(cur.subCount > 0) {
+			continue
+		}
+		// The windows the key was on this subtask, newest back. (Windows
+		// in which it was not a candidate are left out here: a key the
+		// rule can name is a candidate on its subtask in every window but
+		// at a few records, at half the rule's smallest threshold.)
+		var x, n float64
+		windows := 0
+		for j := len(pk.wins) - 1; j >= 0 && int(pk.wins[j].sub) == sub; j-- {
+			x += pk.wins[j].subG
+			n += pk.wins[j].subWeight
+			windows++
+		}
+		subShare := cur.subCount / cur.subWeight
+		fill := func(h *hotKey) {
+			h.subShare, h.subMargin = subShare, shareMargin(cur.subCount, cur.subWeight)
+			h.excess, h.explained = excess, min(subShare/excess, 1)
+		}
+		if j := slices.IndexFunc(hot, func(h hotKey) bool { return h.key == pk.key }); j >= 0 {
+			fill(&hot[j])
+			continue
+		}
+		if x < minKeyRecords {
+			continue
+		}
+		lower := shareLower(x, n, conf)
+		if lower <= th {
+			continue
+		}
+		h := hotKey{key: pk.key, share: cur.count / cur.weight, margin: shareMargin(cur.count, cur.weight),
+			est: cur.count * scale, subtask: sub, rule: ruleSubtask, lower: lower, th: th,
+			windows: windows, records: n, g: cur.g}
+		fill(&h)
+		h.skewsSubtask = e.keySkewsSubtask(tc, h)
+		out = append(out, h)
+	}
+	sortHot(out)
+	if room := max(e.cfg.MaxHotKeys-onSub, 0); len(out) > room {
+		out = out[:room]
+	}
+	return out
 }
 
 // keySkewsSubtask reports whether hot key h alone pushes its subtask above
 // the skew ratio, judged from the key samples of the window: the subtask
 // gets at least SkewRatio times the median share of its peers, and the
-// key's share (its lower bound) is at least SkewRatio - 1 times that
+// key's share (its task share's lower bound, or for a key the subtask
+// rule named its window share) is at least SkewRatio - 1 times that
 // median, so a subtask with a typical peer's load and this key would be
 // there too. A key spread over many subtasks (a task that is not keyed by
 // it, such as an upstream source) does not skew the subtask it was last
@@ -178,7 +487,11 @@ func (e *Engine) keySkewsSubtask(tc *taskCtx, h hotKey) bool {
 	}
 	med := median(peers)
 	sub := w.subWeight[h.subtask] / w.weight
-	return sub >= e.cfg.SkewRatio*med && h.lower >= (e.cfg.SkewRatio-1)*med
+	share := h.lower
+	if h.rule == ruleSubtask {
+		share = h.share
+	}
+	return sub >= e.cfg.SkewRatio*med && share >= (e.cfg.SkewRatio-1)*med
 }
 
 // saturatedNow reports whether a subtask of the task is saturated as of

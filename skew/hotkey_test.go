@@ -4,403 +4,326 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The parallelisms and sample counts per window the hot-key rule is
-// checked at (issue 10: parallelisms 2 to 500, 50 to 5000 samples).
+// The parallelisms and sampled records per window the hot-key rules are
+// checked at (issue 20: parallelisms 2 to 500, 20 to 5000 sampled records).
 var (
 	hotKeyParallelisms = []int{2, 8, 32, 100, 500}
-	hotKeySampleCounts = []int{50, 200, 1000, 5000}
+	hotKeyRecordCounts = []int{20, 100, 1000, 5000}
 )
 
-// hotKeyTrial is what simulateHotKeys saw for one parallelism and sample
-// count.
-type hotKeyTrial struct {
-	th float64 // the threshold T the engine judged against
-	// warmWindows had a key at 0.8 T, warmHot of them reported it.
-	warmWindows, warmHot int
-	// hotWindows had a key at 2 T, hotHot of them reported it.
-	hotWindows, hotHot int
-	// others counts hot_key findings of any other key (the background).
-	others int
-	// thresholdSeen is the Threshold of the findings, when any.
-	thresholdSeen float64
+// sampling is how a simulated sampler reports its sampled records: one
+// line per record (plain), or aggregated into lines of 1 to 50 records of
+// one key (the line's weight).
+type sampling int
+
+const (
+	plain sampling = iota
+	aggregated
+)
+
+func (s sampling) String() string { return [...]string{"plain", "aggregated"}[s] }
+
+// sampleLines draws n sampled records, each independently by pick, and
+// returns them as lines: one per record (plain), or per key in chunks of
+// 1 to 50 records, in a shuffled order (aggregated). Every draw comes from
+// rng, so the lines are deterministic.
+func sampleLines(rng *rand.Rand, mode sampling, n int, pick func() string) []KeySample {
+	if mode == plain {
+		out := make([]KeySample, n)
+		for i := range out {
+			out[i] = KeySample{Key: pick(), Weight: 1}
+		}
+		return out
+	}
+	counts := map[string]int{}
+	for range n {
+		counts[pick()]++
+	}
+	var out []KeySample
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range counts {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		for c := counts[k]; c > 0; {
+			w := min(c, 1+rng.IntN(50))
+			out = append(out, KeySample{Key: k, Weight: float64(w)})
+			c -= w
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }
 
-// simulateHotKeys runs windows of n key samples each through a real
-// Engine for a task of parallelism p (Flink's routing places the keys):
-// a key "warm" at 0.8 T, a key "hot" at 2 T, and the rest spread evenly
-// over 4096 background keys, more than the sketch's 1024 counters, so
-// its evictions and lower bounds take part. When both keys do not fit
-// in one window (2.8 T > 0.9) they take turns, each in windows of its
-// own. Every sample's key is drawn independently from a PRNG seeded with
-// seed, p and n, so the result is deterministic.
-func simulateHotKeys(t *testing.T, p, n, windows int, seed uint64) hotKeyTrial {
+// taskRuleTrial is what simulateTaskRule saw for one parallelism, record
+// count and sampling.
+type taskRuleTrial struct {
+	th float64
+	// warmWindows had a key at 0.8 T with MinSamples pooled, warmHot of
+	// them reported it.
+	warmWindows, warmHot int
+	// trials is the number of times the key "hot" started; found counts
+	// those in which it was named within 3 windows, late the windows
+	// after it stopped in which it was named anyway.
+	trials, found, late int
+	// others counts hot_key findings of any other key (the background).
+	others int
+}
+
+// simulateTaskRule runs rounds of 6 windows of n sampled records each
+// through a real Engine for a task of parallelism p (Flink's routing
+// places the keys): a key "warm" at 0.8 T in every window; a key "hot"
+// at share hot in the first 3 windows of each round and absent in the
+// other 3; the rest spread evenly over 4096 background keys, more than
+// the sketch's 1024 counters, so its evictions and lower bounds take
+// part. Keys are drawn independently from a PRNG seeded with seed, p and
+// n: the result is deterministic.
+func simulateTaskRule(t *testing.T, p, n int, mode sampling, hot float64, rounds int, seed uint64) taskRuleTrial {
 	t.Helper()
-	e, err := New(Config{MinSamples: 1})
+	e, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := hotKeyTrial{th: e.hotKeyThreshold(p, n)}
+	tr := taskRuleTrial{th: e.hotKeyThreshold(p)}
 	background := make([]string, 4096)
 	for i := range background {
 		background[i] = "bg-" + strconv.Itoa(i)
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(p)<<32|uint64(n)))
-	together := 2.8*tr.th <= 0.9
+	pWarm := 0.8 * tr.th
 	var out []Finding
-	for w := range windows {
+	named := false
+	for w := range rounds * 6 {
 		ts := t0 + int64(w)*10000
-		warm, hot := together || w%2 == 1, together || w%2 == 0
-		var pHot, pWarm float64
-		if hot {
-			pHot = 2 * tr.th
-			tr.hotWindows++
+		on := w%6 < 3
+		pHot := 0.0
+		if on {
+			pHot = hot
 		}
-		if warm {
-			pWarm = 0.8 * tr.th
-			tr.warmWindows++
-		}
-		s := KeySample{TS: ts + 1, JobID: "j", TaskName: "agg", Weight: 1, SampleRate: 0.01, Parallelism: int32(p), Subtask: -1}
-		for range n {
+		pick := func() string {
 			switch u := rng.Float64(); {
 			case u < pHot:
-				s.Key = "hot"
+				return "hot"
 			case u < pHot+pWarm:
-				s.Key = "warm"
-			default:
-				s.Key = background[rng.IntN(len(background))]
+				return "warm"
 			}
+			return background[rng.IntN(len(background))]
+		}
+		for _, s := range sampleLines(rng, mode, n, pick) {
+			s.TS, s.JobID, s.TaskName, s.SampleRate, s.Parallelism, s.Subtask = ts+1, "j", "agg", 0.01, int32(p), -1
 			if v := e.AddSample(&s); v != Accepted {
 				t.Fatalf("sample rejected: %v", v)
 			}
 		}
 		out = e.Advance(ts+10000, out[:0])
+		tr.warmWindows++
 		for _, f := range out {
 			if f.Kind != KindHotKey {
 				continue
 			}
-			tr.thresholdSeen = f.Threshold
 			switch f.Key {
 			case "hot":
-				tr.hotHot++
+				if on {
+					named = true
+				} else {
+					tr.late++
+				}
 			case "warm":
 				tr.warmHot++
 			default:
 				tr.others++
 			}
 		}
+		if w%6 == 2 {
+			tr.trials++
+			if named {
+				tr.found++
+			}
+			named = false
+		}
 	}
 	return tr
 }
 
-// TestHotKeyRuleProperties is the rule's contract, through the engine
-// over thousands of simulated windows per parallelism and sample count: a
-// key at 0.8× the threshold is reported in at most 0.5 % of windows, a
-// key at 2× the threshold in every window, and no background key ever.
-// Under -short it runs 300 windows each; the exact rates are in
-// TestHotKeyRuleExactRates.
-func TestHotKeyRuleProperties(t *testing.T) {
-	windows := 2000
+// TestTaskRuleFalsePositives is the task rule's promise, through the
+// engine, at every parallelism and record count, plain and aggregated: a
+// key at 0.8 T is reported in at most 0.5 % of windows, a background key
+// never, and a key that stopped is never named once it is gone.
+func TestTaskRuleFalsePositives(t *testing.T) {
+	rounds := 300
 	if testing.Short() {
-		windows = 300
+		rounds = 60
 	}
-	for _, p := range hotKeyParallelisms {
-		for _, n := range hotKeySampleCounts {
-			t.Run(fmt.Sprintf("p%d/n%d", p, n), func(t *testing.T) {
-				tr := simulateHotKeys(t, p, n, windows, 10)
-				fp := float64(tr.warmHot) / float64(tr.warmWindows)
-				recall := float64(tr.hotHot) / float64(tr.hotWindows)
-				t.Logf("P=%d n=%d T=%.4f: key at 0.8T reported in %d of %d windows (%.3f%%), key at 2T in %d of %d (recall %.4f)",
-					p, n, tr.th, tr.warmHot, tr.warmWindows, 100*fp, tr.hotHot, tr.hotWindows, recall)
-				if fp > 0.005 {
-					t.Errorf("key at 0.8T reported in %d of %d windows, more than 0.5%%", tr.warmHot, tr.warmWindows)
-				}
-				if tr.hotHot != tr.hotWindows {
-					t.Errorf("key at 2T reported in %d of %d windows, want every one", tr.hotHot, tr.hotWindows)
-				}
-				if tr.others != 0 {
-					t.Errorf("%d background keys reported hot", tr.others)
-				}
-				if tr.thresholdSeen != round(tr.th, 4) {
-					t.Errorf("findings carry threshold %v, want %v", tr.thresholdSeen, round(tr.th, 4))
-				}
-			})
-		}
-	}
-}
-
-// binomialPMF is P(X = k) for X ~ Binomial(n, p).
-func binomialPMF(k, n int, p float64) float64 {
-	switch {
-	case p <= 0:
-		if k == 0 {
-			return 1
-		}
-		return 0
-	case p >= 1:
-		if k == n {
-			return 1
-		}
-		return 0
-	}
-	a, _ := math.Lgamma(float64(n + 1))
-	b, _ := math.Lgamma(float64(k + 1))
-	c, _ := math.Lgamma(float64(n - k + 1))
-	return math.Exp(a - b - c + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
-}
-
-// reportRate is the exact probability that the rule reports a key of
-// true share p among n samples against threshold th (counted exactly,
-// without the sketch).
-func reportRate(e *Engine, n int, p, th float64) float64 {
-	var r float64
-	for k := 0; k <= n; k++ {
-		if _, hot := e.isHot(float64(k), float64(n), n, th); hot {
-			r += binomialPMF(k, n, p)
-		}
-	}
-	return r
-}
-
-// TestHotKeyRuleExactRates computes, rather than samples, the rule's
-// false-positive rate (a key at 0.8 T) and miss rate (a key at 2 T) from
-// the binomial distribution, at every parallelism and sample count of the
-// property test and at every threshold a window of n samples can have
-// (from the resolution term up to 0.5, in 5 % steps): whatever the
-// parallelism or floor, the rule keeps its promises. The logged figures
-// are the ones the README quotes.
-func TestHotKeyRuleExactRates(t *testing.T) {
-	e, err := New(Config{MinSamples: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, zMiss := normalQuantile(e.cfg.HotKeyConfidence), normalQuantile(1-e.cfg.HotKeyMissRate)
-	for _, n := range hotKeySampleCounts {
+	for _, mode := range []sampling{plain, aggregated} {
 		for _, p := range hotKeyParallelisms {
-			th := e.hotKeyThreshold(p, n)
-			fp, miss := reportRate(e, n, 0.8*th, th), max(0, 1-reportRate(e, n, 2*th, th))
-			t.Logf("n=%d P=%d: T=%.4f false positives at 0.8T %.2e, misses at 2T %.2e", n, p, th, fp, miss)
-			if fp > 0.005 || miss > 1e-5 {
-				t.Errorf("n=%d P=%d T=%.4f: false positives %.2e (want <= 0.005), misses %.2e (want <= 1e-5)", n, p, th, fp, miss)
-			}
-		}
-		worstFP, worstMiss := 0.0, 0.0
-		for th := hotKeyResolution(n, z, zMiss); th <= 0.5; th *= 1.05 {
-			worstFP = max(worstFP, reportRate(e, n, 0.8*th, th))
-			worstMiss = max(worstMiss, 1-reportRate(e, n, 2*th, th))
-		}
-		t.Logf("n=%d, any T from %.4f to 0.5: false positives at most %.2e, misses at most %.2e", n, hotKeyResolution(n, z, zMiss), worstFP, worstMiss)
-		if worstFP > 0.005 || worstMiss > 1e-5 {
-			t.Errorf("n=%d: worst false positives %.2e, worst misses %.2e", n, worstFP, worstMiss)
-		}
-	}
-}
-
-// TestHotKeyNoiseOfTheIssue replays the noise issue 10 describes: a
-// background key with 3.8 % of a parallelism-8 task's records, 300
-// samples per window. The old rule (5 % of one window's samples) called
-// it hot in about one window in six; the rule must never.
-func TestHotKeyNoiseOfTheIssue(t *testing.T) {
-	const p, n, share, windows = 8, 300, 0.038, 600
-	e, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 8))
-	var out []Finding
-	crossed, reported := 0, 0
-	for w := range windows {
-		ts := t0 + int64(w)*10000
-		count := 0
-		s := KeySample{TS: ts + 1, JobID: "j", TaskName: "agg", Weight: 1, SampleRate: 0.01, Parallelism: p, Subtask: -1}
-		for i := range n {
-			s.Key = "bg-" + strconv.Itoa(i)
-			if rng.Float64() < share {
-				s.Key = "warm"
-				count++
-			}
-			e.AddSample(&s)
-		}
-		if float64(count)/n >= 0.05 {
-			crossed++
-		}
-		out = e.Advance(ts+10000, out[:0])
-		for _, f := range out {
-			if f.Kind == KindHotKey {
-				reported++
-			}
-		}
-	}
-	t.Logf("key at 3.8%%, P=8, 300 samples: over 5%% in %d of %d windows, reported in %d", crossed, windows, reported)
-	if crossed < windows/10 {
-		t.Fatalf("the simulated noise crossed 5%% in only %d of %d windows: not the issue's situation", crossed, windows)
-	}
-	if reported != 0 {
-		t.Errorf("reported hot in %d of %d windows", reported, windows)
-	}
-}
-
-// TestHotKeyThreshold checks the three terms of T(P, n) and the
-// resolution's defining property.
-func TestHotKeyThreshold(t *testing.T) {
-	e, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, zMiss := normalQuantile(0.99), normalQuantile(1-1e-6)
-	if math.Abs(z-2.3263) > 1e-3 || math.Abs(zMiss-4.7534) > 1e-3 {
-		t.Fatalf("normalQuantile(0.99) = %v, normalQuantile(1-1e-6) = %v", z, zMiss)
-	}
-	tests := []struct {
-		name string
-		p, n int
-		want float64
-	}{
-		{"fair-share term", 8, 1_000_000, 0.5 / 8},
-		{"floor at high parallelism", 500, 1_000_000, 0.01},
-		{"unknown parallelism: the floor", 0, 1_000_000, 0.01},
-		{"few samples: the resolution", 8, 200, hotKeyResolution(200, z, zMiss)},
-		{"a single sample resolves nothing", 8, 1, 0.5},
-	}
-	for _, tt := range tests {
-		if got := e.hotKeyThreshold(tt.p, tt.n); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("%s: T(%d, %d) = %v, want %v", tt.name, tt.p, tt.n, got, tt.want)
-		}
-	}
-	// The resolution falls with n, and at r = R(n) a key at 2r, 4.753
-	// standard deviations below its mean, is just at the test's bar.
-	// HotKeyMissRate 0.5 with HotKeyConfidence 0.5 turns it off.
-	prev := 0.5
-	for _, n := range []int{20, 50, 100, 200, 400, 1000, 2000, 5000, 10000, 100000} {
-		r := hotKeyResolution(n, z, zMiss)
-		if r > prev || r <= 0 {
-			t.Errorf("R(%d) = %v after %v", n, r, prev)
-		}
-		prev = r
-		nf := float64(n)
-		low := 2*nf*r - zMiss*math.Sqrt(2*nf*r*(1-2*r))
-		bar := nf*r + z*math.Sqrt(nf*r*(1-r))
-		if math.Abs(low-bar) > 1e-6*nf {
-			t.Errorf("R(%d) = %v: low count %v, bar %v", n, r, low, bar)
-		}
-	}
-	if r := hotKeyResolution(10, 0, 0); r > 1e-9 {
-		t.Errorf("R(10) without margins = %v, want 0", r)
-	}
-	loose, err := New(Config{HotKeyConfidence: 0.5, HotKeyMissRate: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := loose.hotKeyThreshold(2, 10); got != 0.25 {
-		t.Errorf("without margins T(2, 10) = %v, want the fair-share term 0.25", got)
-	}
-	// The README quotes these.
-	for n, want := range map[int]float64{200: 0.238, 1000: 0.072, 5000: 0.016} {
-		if r := hotKeyResolution(n, z, zMiss); math.Abs(r-want) > 0.0005 {
-			t.Errorf("R(%d) = %.4f, README says %.3f", n, r, want)
-		}
-	}
-}
-
-// TestWilsonLower checks the bound against its definition and against
-// the score test it stands for when the threshold is at most one half.
-func TestWilsonLower(t *testing.T) {
-	z := normalQuantile(0.99)
-	if got := wilsonLower(0, 10, z); got != 0 {
-		t.Errorf("no successes: %v", got)
-	}
-	if got, want := wilsonLower(10, 10, z), 10/(10+z*z); math.Abs(got-want) > 1e-12 {
-		t.Errorf("all successes: %v, want %v", got, want)
-	}
-	if got := wilsonLower(5, 0, z); got != 0 {
-		t.Errorf("no samples: %v", got)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
-		n := 1 + rng.IntN(5000)
-		x := float64(rng.IntN(n + 1))
-		th := rng.Float64() * 0.5
-		lo := wilsonLower(x, float64(n), z)
-		// Definition: x/n - lo = z·sqrt(lo(1-lo)/n), lo <= x/n.
-		if ph := x / float64(n); lo > ph+1e-12 || (lo > 0 && math.Abs(ph-lo-z*math.Sqrt(lo*(1-lo)/float64(n))) > 1e-9) {
-			t.Fatalf("wilsonLower(%v, %d) = %v does not solve its equation", x, n, lo)
-		}
-		score := x > float64(n)*th+z*math.Sqrt(float64(n)*th*(1-th))
-		// Equality cases differ only by rounding: skip values on the edge.
-		if edge := math.Abs(x - float64(n)*th - z*math.Sqrt(float64(n)*th*(1-th))); edge > 1e-6 && (lo > th) != score {
-			t.Fatalf("x=%v n=%d T=%v: bound %v > T is %v, score test says %v", x, n, th, lo, lo > th, score)
-		}
-	}
-}
-
-// TestHotKeyLabels: hot keys of a task that is not saturated are still
-// reported, labelled saturated=false; they are actionable (may alert)
-// only when the key alone pushes its subtask above the skew ratio, which
-// a key spread over all subtasks (a task not keyed by it) does not; and
-// no salting plan is proposed for them.
-func TestHotKeyLabels(t *testing.T) {
-	const p = 8
-	key := "u42"
-	hs := hotSubtask(key, p)
-	tests := []struct {
-		name          string
-		busy          float64
-		spread        bool // samples round-robin over the subtasks instead of routed by key
-		wantSaturated bool
-		wantSkews     bool
-	}{
-		{"keyed task, not saturated", 300, false, false, true},
-		{"task not keyed by the key, not saturated", 300, true, false, false},
-		{"keyed task, saturated", 995, false, true, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := newJob(t, Config{})
-			for w := range 3 {
-				s := balanced(p, 300, 0, 500)
-				s[hs] = sub{busy: tt.busy, rate: 1400, host: "10.0.0.7"}
-				j.metrics(w, "agg", s)
-				ts := t0 + int64(w)*10000 + 1000
-				for i := range 2000 {
-					k := "user" + strconv.Itoa(i)
-					if i%5 < 2 {
-						k = key // 40 %
+			for _, n := range hotKeyRecordCounts {
+				t.Run(fmt.Sprintf("%v/p%d/n%d", mode, p, n), func(t *testing.T) {
+					tr := simulateTaskRule(t, p, n, mode, min(0.5, 4*0.5/float64(p)), rounds, 10)
+					fp := float64(tr.warmHot) / float64(tr.warmWindows)
+					t.Logf("P=%d n=%d %v T=%.4f: key at 0.8T reported in %d of %d windows (%.3f%%); key at 2/P found within 3 windows in %d of %d rounds",
+						p, n, mode, tr.th, tr.warmHot, tr.warmWindows, 100*fp, tr.found, tr.trials)
+					if tr.warmHot > worstRate(tr.warmWindows, 0.005) {
+						t.Errorf("key at 0.8T reported in %d of %d windows: more than a rate of 0.5%% gives in 999 runs of 1000 (%d)",
+							tr.warmHot, tr.warmWindows, worstRate(tr.warmWindows, 0.005))
 					}
-					sm := KeySample{TS: ts, JobID: j.id, TaskName: "agg", Key: k, Weight: 1, SampleRate: 0.01, Parallelism: p, Subtask: -1}
-					if tt.spread {
-						sm.Subtask = int32(i % p)
+					if tr.others != 0 {
+						t.Errorf("%d background keys reported hot", tr.others)
 					}
-					if v := j.e.AddSample(&sm); v != Accepted {
+					if tr.late != 0 {
+						t.Errorf("a key that stopped was named in %d windows after it stopped", tr.late)
+					}
+				})
+			}
+		}
+	}
+}
+
+// worstRate is the most windows out of n with a rate at most rate that a
+// simulation may see before it rejects "the rate is at most rate" at
+// 99.9 %: the least k with P(Binomial(n, rate) > k) below 0.001. A
+// simulated count above it is a failure that noise explains in fewer than
+// one run in a thousand.
+func worstRate(n int, rate float64) int {
+	b := distuv.Binomial{N: float64(n), P: rate}
+	k := 0
+	for 1-b.CDF(float64(k)) >= 0.001 {
+		k++
+	}
+	return k
+}
+
+// subtaskTrial is what simulateSubtaskRule saw for one grid point.
+type subtaskTrial struct {
+	trials, named, skewFound int
+	// others counts keys other than the hot key that were named.
+	others int
+}
+
+// simulateSubtaskRule runs incidents of 3 windows through a fresh Engine
+// each: a task of parallelism p whose subtask 0 is saturated (busy 1000
+// ms/s, peers 300) with ratio times its peers' input rate, and gets
+// nSub sampled records per window (peers nSub/ratio). Of subtask 0's
+// records the key "hot" holds keyShare, the rest spread over 2000
+// background keys of that subtask; peers' records are spread over 2000
+// keys each. Samples carry their subtask. Peers beyond the first 3 report
+// metrics but no samples, as a job that samples some subtasks only, and
+// to keep the simulation fast: the subtask rule reads subtask 0's own
+// sketch and the metrics. An incident counts as named when a hot_key
+// finding names "hot" in one of its 3 windows (data_skew needs 2 with
+// --sustain 2).
+func simulateSubtaskRule(t *testing.T, p, nSub int, mode sampling, ratio, keyShare float64, trials int, seed uint64) subtaskTrial {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, uint64(p)<<32|uint64(nSub)))
+	var tr subtaskTrial
+	bg := func(sub, j int) string { return "bg-" + strconv.Itoa(sub) + "-" + strconv.Itoa(j) }
+	for range trials {
+		j := newJob(t, Config{})
+		tr.trials++
+		named := false
+		for w := range 3 {
+			// Peers at 300 ms/s: at P = 2 a median busy of 700 or more
+			// with balanced input would be under_provisioned instead.
+			s := balanced(p, 300, 0, 1000)
+			s[0] = sub{busy: 1000, rate: 1000 * ratio, host: "10.0.0.7"}
+			j.metrics(w, "agg", s)
+			ts := t0 + int64(w)*10000 + 1000
+			for i := range min(p, 4) {
+				n := int(math.Round(float64(nSub) / ratio))
+				share := 0.0
+				if i == 0 {
+					n, share = nSub, keyShare
+				}
+				pick := func() string {
+					if rng.Float64() < share {
+						return "hot"
+					}
+					return bg(i, rng.IntN(2000))
+				}
+				for _, ks := range sampleLines(rng, mode, n, pick) {
+					ks.TS, ks.JobID, ks.TaskName, ks.SampleRate, ks.Parallelism, ks.Subtask = ts, j.id, "agg", 0.05, int32(p), int32(i)
+					if v := j.e.AddSample(&ks); v != Accepted {
 						t.Fatalf("sample rejected: %v", v)
 					}
 				}
-				j.close(w)
 			}
-			hot := j.kinds(KindHotKey, "")
-			if len(hot) != 3 {
-				t.Fatalf("%d hot_key findings, want one per window: %s", len(hot), dump(j.out))
-			}
-			for _, f := range hot {
-				h := f.HotKey
-				if h.Key != key || h.Saturated == nil || *h.Saturated != tt.wantSaturated || h.SkewsSubtask != tt.wantSkews {
-					t.Fatalf("hot key %+v (saturated %v), want %s saturated=%v skews_subtask=%v", *h, h.Saturated, key, tt.wantSaturated, tt.wantSkews)
-				}
-				if h.Actionable() != (tt.wantSaturated || tt.wantSkews) {
-					t.Errorf("actionable %v", h.Actionable())
-				}
-				if !(h.ShareLowerBound > h.Threshold && h.ShareLowerBound < h.Share) {
-					t.Errorf("share %v, lower bound %v, threshold %v", h.Share, h.ShareLowerBound, h.Threshold)
+			j.out = j.out[:0]
+			j.close(w)
+			for _, f := range j.out {
+				switch {
+				case f.Kind == KindHotKey && f.Key == "hot":
+					named = true
+				case f.Kind == KindHotKey:
+					tr.others++
+				case f.Kind == KindSaturation && (f.Cause == CauseDataSkew || f.Cause == CauseRotatingHotKey) && *f.SubtaskIndex == 0:
+					tr.skewFound++
 				}
 			}
-			if plans := j.kinds(KindSaltingPlan, ""); !tt.wantSaturated && len(plans) > 0 {
-				t.Errorf("salting plan for a task that is not saturated: %s", dump(plans))
+		}
+		if named {
+			tr.named++
+		}
+	}
+	return tr
+}
+
+// TestSubtaskRuleRecall is the recall property of issue 20: on a subtask
+// saturated with skewed input, the key that saturates it is named within
+// the incident's first 3 windows in at least 99 % of incidents, at
+// parallelism 2 to 500 and 20 to 5000 sampled records per window on the
+// subtask, plain and aggregated: whether the key carries the subtask's
+// whole excess (ratio 1.5, 2, 3) or only a quarter of its records (the
+// least issue 20 asks to be named, at ratio 1.5). No background key is
+// ever named.
+func TestSubtaskRuleRecall(t *testing.T) {
+	trials := 100
+	if testing.Short() {
+		trials = 20
+	}
+	// minRecords is the fewest records per window on the subtask a
+	// shape is promised at: issue 20 asks for a key with a quarter of
+	// the subtask's records to be named from 50 a window.
+	shapes := []struct {
+		name            string
+		ratio, keyShare float64
+		minRecords      int
+	}{
+		{"whole excess at 1.5x", 1.5, 1 - 1/1.5, 20},
+		{"whole excess at 2x", 2, 0.5, 20},
+		{"whole excess at 3x", 3, 1 - 1/3.0, 20},
+		{"a quarter at 1.5x", 1.5, 0.25, 50},
+	}
+	for _, mode := range []sampling{plain, aggregated} {
+		for _, p := range hotKeyParallelisms {
+			for _, n := range hotKeyRecordCounts {
+				for _, sh := range shapes {
+					n := max(n, sh.minRecords)
+					// Small incidents are cheap: more of them.
+					trials := trials * max(1, 1000/n)
+					t.Run(fmt.Sprintf("%v/p%d/n%d/%s", mode, p, n, sh.name), func(t *testing.T) {
+						tr := simulateSubtaskRule(t, p, n, mode, sh.ratio, sh.keyShare, trials, 20)
+						if tr.skewFound == 0 {
+							t.Fatalf("no data_skew finding on subtask 0 in %d incidents: not the situation under test", tr.trials)
+						}
+						t.Logf("P=%d n=%d %v %s: named in %d of %d incidents", p, n, mode, sh.name, tr.named, tr.trials)
+						if missed := tr.trials - tr.named; missed > worstRate(tr.trials, 0.01) {
+							t.Errorf("the saturating key was named in %d of %d incidents: more misses than a rate of 1%% gives in 999 runs of 1000 (%d)",
+								tr.named, tr.trials, worstRate(tr.trials, 0.01))
+						}
+						if tr.others != 0 {
+							t.Errorf("%d background keys named", tr.others)
+						}
+					})
+				}
 			}
-			if plans := j.kinds(KindSaltingPlan, ""); tt.wantSaturated && len(plans) == 0 {
-				t.Error("no salting plan for the saturated, skewed task")
-			}
-		})
+		}
 	}
 }

@@ -58,6 +58,42 @@ type TaskState struct {
 	HasMoved       bool           `json:"has_moved,omitempty"`
 	UpSustained    int            `json:"up_sustained,omitempty"`
 	Subtasks       []SubtaskState `json:"subtasks,omitempty"`
+	// HotKeyPool is the evidence of the task's candidate hot keys, sorted
+	// by key, and HotKeyRecords the task's sampled records in the windows
+	// it reaches: what the hot-key rules pool over windows.
+	HotKeyPool    []PoolKeyState    `json:"hot_key_pool,omitempty"`
+	HotKeyRecords []PoolRecordState `json:"hot_key_records,omitempty"`
+}
+
+// PoolKeyState is one candidate hot key's evidence: its counts in the
+// windows it was a candidate in, oldest first.
+type PoolKeyState struct {
+	Key     string            `json:"key"`
+	Windows []PoolWindowState `json:"windows"`
+}
+
+// PoolRecordState is a task's sampled records in the window starting at
+// Window.
+type PoolRecordState struct {
+	Window  int64   `json:"window"`
+	Records float64 `json:"records"`
+}
+
+// PoolWindowState is a candidate hot key's counts in the window starting
+// at Window: the sketch's count and guaranteed count, the task's sampled
+// records, and the subtask the key was routed to (-1: unknown) with its
+// sampled records.
+type PoolWindowState struct {
+	Window        int64   `json:"window"`
+	Count         float64 `json:"count"`
+	Guaranteed    float64 `json:"guaranteed"`
+	Records       float64 `json:"records"`
+	Subtask       int32   `json:"subtask"`
+	SubtaskRecord float64 `json:"subtask_records,omitempty"`
+	// SubtaskCount and SubtaskGuaranteed are the key's count and
+	// guaranteed count in its subtask's own sketch.
+	SubtaskCount      float64 `json:"subtask_count,omitempty"`
+	SubtaskGuaranteed float64 `json:"subtask_guaranteed,omitempty"`
 }
 
 // SubtaskState is the cross-window state of one subtask.
@@ -132,6 +168,17 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 			if t.hasRouter {
 				ts.Parallelism, ts.MaxParallelism = t.parallelism, t.maxParallelism
 			}
+			for _, pk := range t.pool {
+				ps := PoolKeyState{Key: pk.key, Windows: make([]PoolWindowState, len(pk.wins))}
+				for i, w := range pk.wins {
+					ps.Windows[i] = PoolWindowState{Window: w.ws, Count: w.count, Guaranteed: w.g, Records: w.weight, Subtask: w.sub, SubtaskRecord: w.subWeight,
+						SubtaskCount: w.subCount, SubtaskGuaranteed: w.subG}
+				}
+				ts.HotKeyPool = append(ts.HotKeyPool, ps)
+			}
+			for _, pt := range t.poolTotals {
+				ts.HotKeyRecords = append(ts.HotKeyRecords, PoolRecordState{Window: pt.ws, Records: pt.records})
+			}
 			for i := range t.subs {
 				h := &t.subs[i]
 				in := h.last[cRecordsIn]
@@ -159,7 +206,7 @@ func (e *Engine) Reset() {
 	e.open = e.open[:0]
 	e.closedUpTo = math.MinInt64
 	e.last, e.lastWin, e.lastWinOf = nil, nil, nil
-	e.free, e.sketches = nil, nil
+	e.free, e.sketches, e.subSketches = nil, nil, nil
 }
 
 // maxStateString bounds the IDs and names a restored state may carry, as
@@ -330,6 +377,11 @@ func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
 		t.router, t.hasRouter = r, true
 		t.parallelism, t.maxParallelism = ts.Parallelism, ts.MaxParallelism
 	}
+	pool, totals, err := restorePool(ts.HotKeyPool, ts.HotKeyRecords)
+	if err != nil {
+		return nil, err
+	}
+	t.pool, t.poolTotals = pool, totals
 	t.subs = make([]subHistory, len(ts.Subtasks))
 	for si := range ts.Subtasks {
 		ss := &ts.Subtasks[si]
@@ -357,6 +409,47 @@ func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
 		}
 	}
 	return t, nil
+}
+
+// restorePool checks and loads a task's hot-key evidence. Windows beyond
+// the engine's pool reach are dropped by updatePool at the next window.
+func restorePool(ps []PoolKeyState, rs []PoolRecordState) ([]poolKey, []poolTotal, error) {
+	if len(ps) > 2*poolKeys || len(rs) > MaxHotKeyPoolWindows {
+		return nil, nil, fmt.Errorf("hot_key_pool: %d keys and %d windows, more than %d and %d", len(ps), len(rs), 2*poolKeys, MaxHotKeyPoolWindows)
+	}
+	var totals []poolTotal
+	for i, r := range rs {
+		if !finiteNumber(r.Records) || r.Records <= 0 || i > 0 && rs[i-1].Window >= r.Window {
+			return nil, nil, fmt.Errorf("hot_key_records window %d: out of range or order", i)
+		}
+		totals = append(totals, poolTotal{ws: r.Window, records: r.Records})
+	}
+	var out []poolKey
+	for i := range ps {
+		p := &ps[i]
+		if err := validStateString(p.Key); err != nil {
+			return nil, nil, fmt.Errorf("hot_key_pool key %d: %w", i, err)
+		}
+		if i > 0 && ps[i-1].Key >= p.Key {
+			return nil, nil, fmt.Errorf("hot_key_pool key %d: not sorted by key", i)
+		}
+		if len(p.Windows) == 0 || len(p.Windows) > MaxHotKeyPoolWindows {
+			return nil, nil, fmt.Errorf("hot_key_pool key %d: %d windows", i, len(p.Windows))
+		}
+		pk := poolKey{key: strings.Clone(p.Key), wins: make([]poolWin, len(p.Windows))}
+		for j, w := range p.Windows {
+			if !finiteNumber(w.Count) || !finiteNumber(w.Guaranteed) || !finiteNumber(w.Records) || !finiteNumber(w.SubtaskRecord) ||
+				!finiteNumber(w.SubtaskCount) || !finiteNumber(w.SubtaskGuaranteed) || w.SubtaskGuaranteed < 0 || w.SubtaskCount < w.SubtaskGuaranteed ||
+				w.Guaranteed < 0 || w.Count < w.Guaranteed || w.Records <= 0 || w.Subtask < -1 || w.Subtask >= maxSubtasks ||
+				j > 0 && p.Windows[j-1].Window >= w.Window {
+				return nil, nil, fmt.Errorf("hot_key_pool key %d window %d: out of range or order", i, j)
+			}
+			pk.wins[j] = poolWin{ws: w.Window, count: w.Count, g: w.Guaranteed, weight: w.Records, sub: w.Subtask, subWeight: w.SubtaskRecord,
+				subCount: w.SubtaskCount, subG: w.SubtaskGuaranteed}
+		}
+		out = append(out, pk)
+	}
+	return out, totals, nil
 }
 
 func finiteNumber(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -24,11 +24,12 @@ type engineFlags struct {
 	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine" range:"[1ms,]"`
 	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine" range:"[2,${max_top_k}]"`
 	HotKeyShare              float64       `help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot." default:"${hot_key_share}" group:"Engine" range:"(0,1]"`
-	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share, raised when the window has too few samples to resolve it)." default:"${hot_key_fair_share}" group:"Engine" range:"(0,1]"`
-	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above the hot-key threshold (lower Wilson bound over the window's samples)." default:"${hot_key_confidence}" group:"Engine" range:"[0.5,1)"`
-	HotKeyMissRate           float64       `help:"With few samples the hot-key threshold rises until a key at twice it is missed in at most this fraction of windows (0.5: never raised)." default:"${hot_key_miss_rate}" group:"Engine" range:"(0,0.5]"`
+	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share)." default:"${hot_key_fair_share}" group:"Engine" range:"(0,1]"`
+	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above a hot-key threshold (exact lower bound over its pooled sampled records)." default:"${hot_key_confidence}" group:"Engine" range:"[0.5,1)"`
+	HotKeyPoolWindows        int           `help:"Windows over which a key's sampled records add up for the hot-key rules; a key is dropped in the first window without it." default:"${hot_key_pool_windows}" group:"Engine" range:"[1,${max_hot_key_pool_windows}]"`
+	HotKeyExcessShare        float64       `help:"On a saturated subtask with skewed input, name a key that alone carries at least this share of the subtask's input above its peers' median." default:"${hot_key_excess_share}" group:"Engine" range:"(0,1]"`
 	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine" range:"[1,${max_top_k}]"`
-	MinSamples               int           `help:"Key samples a task needs in a window before hot keys are reported." default:"${min_samples}" group:"Engine" range:"[1,]"`
+	MinSamples               int           `help:"Sampled records (the key samples' summed weight) a task needs in a key's pooled windows before the key can be hot." default:"${min_samples}" group:"Engine" range:"[1,]"`
 	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine" range:"(0,1000]"`
 	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine" range:"(0,1]"`
 	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine" range:"[1,${history_windows}]"`
@@ -78,7 +79,8 @@ func (f *engineFlags) config() skew.Config {
 	c.HotKeyShare = f.HotKeyShare
 	c.HotKeyFairShare = f.HotKeyFairShare
 	c.HotKeyConfidence = f.HotKeyConfidence
-	c.HotKeyMissRate = f.HotKeyMissRate
+	c.HotKeyPoolWindows = f.HotKeyPoolWindows
+	c.HotKeyExcessShare = f.HotKeyExcessShare
 	c.MaxHotKeys = f.MaxHotKeys
 	c.MinSamples = f.MinSamples
 	c.BusyMsPerSecond = f.BusyThreshold

@@ -191,7 +191,7 @@ func TestRunDeadLetters(t *testing.T) {
 		// About 100 samples per window: hot keys judged without the
 		// statistical margins, which need more to call a 33% key hot at
 		// parallelism 4.
-		"--hot-key-confidence", "0.5", "--hot-key-miss-rate", "0.5")
+		"--hot-key-confidence", "0.5")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, tail([]byte(errOut)))
 	}

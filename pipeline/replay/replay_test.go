@@ -40,7 +40,7 @@ func twoFiles() (metrics, samples string, nMetrics, nSamples, nBad int) {
 
 // looseHotKeys judges hot keys without statistical margins: the files
 // have 10 key samples per window, far too few for the default ones.
-var looseHotKeys = skew.Config{MinSamples: 1, HotKeyConfidence: 0.5, HotKeyMissRate: 0.5}
+var looseHotKeys = skew.Config{MinSamples: 1, HotKeyConfidence: 0.5}
 
 func TestRunMergesByEventTime(t *testing.T) {
 	metrics, samples, nm, ns, nb := twoFiles()
