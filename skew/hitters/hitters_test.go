@@ -43,7 +43,7 @@ func checkStructure(t testing.TB, s *Sketch) {
 		if i < 0 || i >= s.n {
 			t.Fatalf("table entry points at dead counter %d (n=%d)", i, s.n)
 		}
-		if e>>32 != s.hashes[i]>>32 {
+		if e>>32 != xxhash.Sum64(s.keys[i])>>32 {
 			t.Fatalf("table entry hash fragment mismatch for counter %d", i)
 		}
 	}
@@ -52,14 +52,24 @@ func checkStructure(t testing.TB, s *Sketch) {
 	}
 	for i := range s.n {
 		key := string(s.keys[i])
-		if h := xxhash.Sum64String(key); h != s.hashes[i] {
-			t.Fatalf("stale hash for counter %d (%q)", i, key)
-		}
-		if j := s.find(key, s.hashes[i]); j != i {
+		if j := s.find(key, xxhash.Sum64String(key)); j != i {
 			t.Fatalf("find(%q) = %d, want %d", key, j, i)
 		}
 		if !(s.errs[i] >= 0 && s.errs[i] <= s.count(i)) {
 			t.Fatalf("counter %q: err %v not in [0, count %v]", key, s.errs[i], s.count(i))
+		}
+		// A key takes a counter with its bound as an absent key as its
+		// error, which is at most MinCount, and MinCount only grows.
+		if s.errs[i] > s.MinCount() {
+			t.Fatalf("counter %q: err %v > MinCount %v", key, s.errs[i], s.MinCount())
+		}
+	}
+	if len(s.cells) != cellsPerCounter*s.k {
+		t.Fatalf("%d filter cells for k %d", len(s.cells), s.k)
+	}
+	for c, v := range s.cells {
+		if !(v >= 0) {
+			t.Fatalf("filter cell %d = %v", c, v)
 		}
 	}
 }
@@ -114,6 +124,10 @@ func checkGuarantees(t testing.TB, s *Sketch, exact map[string]float64) {
 		}
 		if tw > s.MinCount()+tol {
 			t.Fatalf("absent key %q: true %v > MinCount %v", key, tw, s.MinCount())
+		}
+		// The filter's bound for the key, which Estimate reports.
+		if c, e, ok := s.Estimate(key); ok || c != e || tw > c+tol || c > s.MinCount() {
+			t.Fatalf("absent key %q (true %v): Estimate %v, %v, %v with MinCount %v", key, tw, c, e, ok, s.MinCount())
 		}
 	}
 }
@@ -214,19 +228,22 @@ func TestExactWhenKeysFit(t *testing.T) {
 }
 
 func TestEvictionReplacesMinimum(t *testing.T) {
+	// Keys of distinct filter cells (with k = 2: a in cell 2, b 0, c 3 and
+	// d 2, but a keeps its counter, so d's cell stays 0).
 	s := New(2)
 	s.Add("a", 3)
 	s.Add("b", 1)
-	s.Add("c", 0.5) // Evicts b (count 1): c gets 1.5 with err 1.
-	want := []Counter{{"a", 3, 0, NoTag}, {"c", 1.5, 1, NoTag}}
+	s.Add("c", 0.5)  // 0.5 <= MinCount 1: c stays in the filter.
+	s.Add("c", 0.75) // 0.5+0.75 > 1: c evicts b (count 1): 1.25 with err 0.5.
+	want := []Counter{{"a", 3, 0, NoTag}, {"c", 1.25, 0.5, NoTag}}
 	if got := s.Top(0); !slices.Equal(got, want) {
 		t.Fatalf("Top = %v, want %v", got, want)
 	}
-	if c, e, ok := s.Estimate("b"); ok || c != 1.5 || e != 1.5 {
-		t.Fatalf("Estimate(b) = %v %v %v, want 1.5 1.5 false", c, e, ok)
+	if c, e, ok := s.Estimate("b"); ok || c != 1 || e != 1 {
+		t.Fatalf("Estimate(b) = %v %v %v, want 1 1 false (its count when evicted)", c, e, ok)
 	}
-	s.Add("d", 4) // Evicts c (1.5): d gets 5.5 with err 1.5.
-	want = []Counter{{"d", 5.5, 1.5, NoTag}, {"a", 3, 0, NoTag}}
+	s.Add("d", 4) // Evicts c (1.25): d is unseen, so it gets 4 with err 0.
+	want = []Counter{{"d", 4, 0, NoTag}, {"a", 3, 0, NoTag}}
 	if got := s.Top(0); !slices.Equal(got, want) {
 		t.Fatalf("Top = %v, want %v", got, want)
 	}
@@ -239,13 +256,143 @@ func TestEvictionReplacesMinimum(t *testing.T) {
 	checkStructure(t, s)
 }
 
-// naive is a direct transcription of weighted Space-Saving with a linear
-// scan, used as a reference for the hash table and heap.
+// TestFilter checks the filter in front of the counters: what stays in a
+// cell, what a cell bounds, and the error a key brings from its cell when
+// it takes a counter. With k = 2 there are 4 cells: a, d, x and y share
+// cell 2, b is in cell 0, c in 3 and z in 1.
+func TestFilter(t *testing.T) {
+	type upd struct {
+		key string
+		w   float64
+	}
+	tests := []struct {
+		name   string
+		k      int
+		upds   []upd
+		want   []Counter          // Top(0)
+		absent map[string]float64 // Estimate's bound for keys without a counter
+	}{
+		{
+			name:   "a light new key stays in its cell",
+			k:      2,
+			upds:   []upd{{"a", 3}, {"b", 1}, {"c", 0.5}},
+			want:   []Counter{{"a", 3, 0, NoTag}, {"b", 1, 0, NoTag}},
+			absent: map[string]float64{"c": 0.5, "z": 0, "never": 0},
+		},
+		{
+			name:   "weight up to MinCount stays in the cell",
+			k:      2,
+			upds:   []upd{{"a", 3}, {"b", 1}, {"c", 0.5}, {"c", 0.5}},
+			want:   []Counter{{"a", 3, 0, NoTag}, {"b", 1, 0, NoTag}},
+			absent: map[string]float64{"c": 1},
+		},
+		{
+			name:   "the cell becomes the error of a takeover, the evicted count the cell",
+			k:      2,
+			upds:   []upd{{"a", 3}, {"b", 1}, {"c", 0.5}, {"c", 0.75}},
+			want:   []Counter{{"a", 3, 0, NoTag}, {"c", 1.25, 0.5, NoTag}},
+			absent: map[string]float64{"b": 1},
+		},
+		{
+			name:   "an unseen heavy key takes a counter exactly",
+			k:      2,
+			upds:   []upd{{"a", 3}, {"b", 1}, {"c", 4}},
+			want:   []Counter{{"c", 4, 0, NoTag}, {"a", 3, 0, NoTag}},
+			absent: map[string]float64{"b": 1},
+		},
+		{
+			// a's weight in cell 2 is d's error: the filter cannot tell
+			// the keys of a cell apart.
+			name:   "keys sharing a cell share its bound",
+			k:      2,
+			upds:   []upd{{"b", 5}, {"c", 4}, {"a", 3}, {"d", 2}},
+			want:   []Counter{{"b", 5, 0, NoTag}, {"d", 5, 3, NoTag}},
+			absent: map[string]float64{"a": 3, "x": 3, "c": 4, "z": 0},
+		},
+		{
+			// b's evicted count 0.1 is rounded up to float32 in its cell;
+			// the cap keeps its bound at MinCount, a's 0.1.
+			name:   "a cell rounded up is capped by MinCount",
+			k:      2,
+			upds:   []upd{{"b", 0.1}, {"a", 0.1}, {"c", 0.2}},
+			want:   []Counter{{"c", 0.2, 0, NoTag}, {"a", 0.1, 0, NoTag}},
+			absent: map[string]float64{"b": 0.1},
+		},
+		{
+			// y's cell overflows float32 to +Inf; capped by MinCount it is
+			// 1e300, which is then y's error.
+			name:   "beyond float32 a cell is +Inf, capped by MinCount",
+			k:      1,
+			upds:   []upd{{"a", 1e300}, {"b", 1e299}},
+			want:   []Counter{{"a", 1e300, 0, NoTag}},
+			absent: map[string]float64{"b": 1e300},
+		},
+		{
+			// a's cell is +Inf too now, capped by the new MinCount.
+			name:   "then a takeover takes the capped bound as its error",
+			k:      1,
+			upds:   []upd{{"a", 1e300}, {"b", 1e299}, {"b", 1e299}},
+			want:   []Counter{{"b", 1e300 + 1e299, 1e300, NoTag}},
+			absent: map[string]float64{"a": 1e300 + 1e299},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.k)
+			exact := map[string]float64{}
+			for _, u := range tc.upds {
+				s.Add(u.key, u.w)
+				exact[u.key] += u.w
+			}
+			checkStructure(t, s)
+			checkGuarantees(t, s, exact)
+			if got := s.Top(0); !slices.Equal(got, tc.want) {
+				t.Fatalf("Top = %v, want %v", got, tc.want)
+			}
+			for key, want := range tc.absent {
+				if c, e, ok := s.Estimate(key); ok || c != want || e != want {
+					t.Errorf("Estimate(%q) = %v %v %v, want %v %v false", key, c, e, ok, want, want)
+				}
+			}
+		})
+	}
+}
+
+// TestFilterCells pins the cells the tests above rely on.
+func TestFilterCells(t *testing.T) {
+	s := New(2)
+	for key, want := range map[string]int{"a": 2, "b": 0, "c": 3, "d": 2, "x": 2, "y": 2, "z": 1} {
+		if got := s.cell(xxhash.Sum64String(key)); got != want {
+			t.Errorf("cell(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// naive is a direct transcription of weighted filtered Space-Saving with a
+// linear scan, used as a reference for the hash table, heap and filter.
+// It shares only the mapping of keys to its 2k cells with the sketch.
 type naive struct {
-	k    int
-	keys []string
-	cnt  []float64
-	err  []float64
+	k     int
+	keys  []string
+	cnt   []float64
+	err   []float64
+	alpha []float32 // Upper bounds, rounded up, of the keys without a counter.
+}
+
+func (r *naive) cell(key string) *float32 {
+	if r.alpha == nil {
+		r.alpha = make([]float32, 2*r.k)
+	}
+	return &r.alpha[int(uint64(uint32(xxhash.Sum64String(key)))*uint64(len(r.alpha))>>32)]
+}
+
+// up32 rounds x up to a float32.
+func up32(x float64) float32 {
+	r := float32(x)
+	if float64(r) < x {
+		r = math.Nextafter32(r, float32(math.Inf(1)))
+	}
+	return r
 }
 
 func (r *naive) add(key string, w float64) {
@@ -255,6 +402,7 @@ func (r *naive) add(key string, w float64) {
 			return
 		}
 	}
+	a := r.cell(key)
 	if len(r.keys) < r.k {
 		r.keys = append(r.keys, key)
 		r.cnt = append(r.cnt, w)
@@ -267,7 +415,15 @@ func (r *naive) add(key string, w float64) {
 			m = i
 		}
 	}
-	r.keys[m], r.err[m], r.cnt[m] = key, r.cnt[m], r.cnt[m]+w
+	alpha := min(float64(*a), r.cnt[m])
+	if alpha+w <= r.cnt[m] {
+		*a = up32(alpha + w)
+		return
+	}
+	if e := r.cell(r.keys[m]); float64(*e) < r.cnt[m] {
+		*e = up32(r.cnt[m])
+	}
+	r.keys[m], r.err[m], r.cnt[m] = key, alpha, alpha+w
 }
 
 func (r *naive) top() []Counter {
@@ -537,12 +693,18 @@ func TestAddTaggedKeepsLatestTag(t *testing.T) {
 		t.Fatalf("Top = %v", got)
 	}
 	s.AddTagged("b", 1, 0)
-	s.AddTagged("c", 0.5, 9) // Evicts a (3): c inherits nothing from a.
-	if got := s.Top(0); !slices.Equal(got, []Counter{{"b", 6, 0, 0}, {"c", 3.5, 3, 9}}) {
+	s.AddTagged("c", 0.5, 9) // Stays in the filter: no counter, no tag.
+	if got := s.Top(0); !slices.Equal(got, []Counter{{"b", 6, 0, 0}, {"a", 3, 0, 7}}) {
 		t.Fatalf("Top = %v", got)
 	}
-	s.Add("d", 1) // Evicts c; Add on a new counter resets the tag.
-	if got := s.Top(0); !slices.Equal(got, []Counter{{"b", 6, 0, 0}, {"d", 4.5, 3.5, NoTag}}) {
+	s.AddTagged("c", 3, 9) // Evicts a (3): c inherits nothing from a.
+	if got := s.Top(0); !slices.Equal(got, []Counter{{"b", 6, 0, 0}, {"c", 3.5, 0.5, 9}}) {
+		t.Fatalf("Top = %v", got)
+	}
+	// d shares a's filter cell, which a's eviction raised to 3, so d
+	// evicts c at once; Add on a new counter resets the tag.
+	s.Add("d", 1)
+	if got := s.Top(0); !slices.Equal(got, []Counter{{"b", 6, 0, 0}, {"d", 4, 3, NoTag}}) {
 		t.Fatalf("Top = %v", got)
 	}
 	s.AddTagged("b", 0, 3) // Ignored weight must not change the tag either.
@@ -588,9 +750,11 @@ func TestKeyAliasesReusedBuffer(t *testing.T) {
 	add("beta", 3)
 	add("gamma", 2)
 	add("alpha", 1)
-	add("delta", 1.5)    // Evicts gamma (2): takes over its key buffer.
-	add("epsilon", 0.25) // Evicts beta (3), with a longer key.
-	want := []Counter{{"alpha", 6, 0, NoTag}, {"delta", 3.5, 2, NoTag}, {"epsilon", 3.25, 3, NoTag}}
+	add("delta", 3.5)    // Evicts gamma (2): takes over its key buffer.
+	add("epsilon", 3.25) // Evicts beta (3), with a longer key.
+	// Both are unseen and their filter cells empty, so their counts are
+	// exact.
+	want := []Counter{{"alpha", 6, 0, NoTag}, {"delta", 3.5, 0, NoTag}, {"epsilon", 3.25, 0, NoTag}}
 	if got := s.Top(0); !slices.Equal(got, want) {
 		t.Fatalf("Top = %v, want %v", got, want)
 	}
@@ -662,18 +826,21 @@ func TestTopGuaranteed(t *testing.T) {
 		want []Counter // nil: only the properties are checked
 	}{
 		{
-			// c takes a's counter (a had 3): count 7, but only 4 is
-			// guaranteed, less than b's 5.
+			// c's first 2 stay in its filter cell; its next 2 take a's
+			// counter (a had 3): count 4, but only 2 is guaranteed, less
+			// than b's 5.
 			name: "takeover ranks below an exact count",
 			k:    2,
-			fill: func(s *Sketch) { s.Add("a", 3); s.Add("b", 5); s.Add("c", 4) },
-			want: []Counter{{"b", 5, 0, NoTag}, {"c", 7, 3, NoTag}},
+			fill: func(s *Sketch) { s.Add("a", 3); s.Add("b", 5); s.Add("c", 2); s.Add("c", 2) },
+			want: []Counter{{"b", 5, 0, NoTag}, {"c", 4, 2, NoTag}},
 		},
 		{
 			name: "equal guaranteed counts go by count, then key",
 			k:    3,
-			fill: func(s *Sketch) { s.Add("x", 2); s.Add("y", 2); s.Add("a", 1); s.Add("z", 1) },
-			want: []Counter{{"x", 2, 0, NoTag}, {"y", 2, 0, NoTag}, {"z", 2, 1, NoTag}},
+			// z's 1 stays in its cell, its 2 take a's counter: 3 with
+			// err 1, so 2 guaranteed like x and y, and the largest count.
+			fill: func(s *Sketch) { s.Add("x", 2); s.Add("y", 2); s.Add("a", 1); s.Add("z", 1); s.Add("z", 2) },
+			want: []Counter{{"z", 3, 1, NoTag}, {"x", 2, 0, NoTag}, {"y", 2, 0, NoTag}},
 		},
 		{
 			name: "zipf 1.1",

@@ -50,11 +50,13 @@ func counterKeys(cs []Counter) []string {
 }
 
 // BenchmarkRecallZipf11 feeds the Zipf(1.1) stream to a sketch with 1024
-// counters and to filtered Space-Saving with as many counters, one whole
-// stream per op, and reports the update rate and recall@200: the share of
-// the 200 heaviest keys (by exact weight) among the 200 each reports. The
-// sketch reports its top two ways: by Count (Top, an upper bound of each
-// key's weight) and by the guaranteed weight Count-Err (TopGuaranteed).
+// counters (and its 2048 float32 filter cells) and to the plain filtered
+// Space-Saving below with as many counters and 4096 float64 cells (32 KiB
+// more), one whole stream per op, and reports the update rate and
+// recall@200: the share of the 200 heaviest keys (by exact weight) among
+// the 200 each reports. The sketch reports its top two ways: by Count
+// (Top, an upper bound of each key's weight) and by the guaranteed weight
+// Count-Err (TopGuaranteed). TestRecallZipf11 checks the latter.
 func BenchmarkRecallZipf11(b *testing.B) {
 	keys, ws := benchStream11()
 	want := exactTop(keys, ws, recallAt)
