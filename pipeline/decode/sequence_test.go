@@ -11,8 +11,8 @@ import (
 )
 
 // Decoding depends on the lines before only for speed: the predicted
-// Influx tag keys and JSON keys, and the tag or label set (tagCache) and
-// JSON field runs (jsonRuns) repeated from the line before. These tests
+// Influx tag keys and JSON keys, and the tag or label set repeated from
+// the line before (tagCache). These tests
 // hold a Decoder that has decoded other lines to what a fresh Decoder
 // gives for the same line.
 
