@@ -139,6 +139,9 @@ type Decoder struct {
 	// influxTags predicts the tag keys of Influx lines from those of the
 	// lines before (see influxTagKeys).
 	influxTags influxTagKeys
+	// tags is the tag or label set of the last Influx or Prometheus line,
+	// for the lines after it that repeat it (see tagCache).
+	tags tagCache
 }
 
 // NewDecoder returns a Decoder for format f.

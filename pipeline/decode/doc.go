@@ -48,7 +48,13 @@
 // checks the tag keys it expects from the line before instead of
 // scanning them; BenchmarkFlinkInflux measures it on recorded Flink
 // output against `wc -l`, and against the byte-at-a-time code it replaced,
-// which TestInfluxSameAsBase and FuzzInfluxSameAsBase hold it to.
+// which TestInfluxSameAsBase and FuzzInfluxSameAsBase hold it to. An
+// Influx tag set or Prometheus label set that repeats the line before
+// byte for byte (a reporter writes a subtask's metrics together) is not
+// parsed again: one bytes.Equal, then the variables are sliced out at the
+// offsets recorded the first time (tagCache); TestDecodeAfterOtherLines
+// and FuzzDecodeAfter hold a Decoder that has seen other lines to a fresh
+// one.
 //
 // # Lifetime of decoded strings
 //

@@ -157,40 +157,19 @@ func (d *Decoder) decodeInflux(b []byte, nameEnd int, nameEsc bool) (Kind, *Erro
 	// Tags.
 	var seen uint16
 	var sub string
-	for tag := 0; i < len(b) && b[i] == ','; tag++ {
-		ks := i + 1
-		var id varID
-		ke, kesc := d.influxTags.match(tag, b, ks), false
-		if ke < 0 {
-			ke, kesc = scanInfluxKey(b, ks)
-			if ke >= len(b) || b[ke] != '=' || ke == ks {
-				return KindNone, badLine("bad tag")
-			}
-			if !kesc {
-				id = lookupVar(bytesToString(b[ks:ke]))
-			} else {
-				mark := len(d.scratch)
-				d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
-				id = lookupVar(bytesToString(d.scratch[mark:]))
-				d.scratch = d.scratch[:mark]
-			}
-			d.influxTags.learn(tag, id)
-		} else {
-			id = d.influxTags.keys[tag]
+	if n := len(d.tags.set); d.tags.match(FormatInflux, b, i) && i+n < len(b) && b[i+n] == ' ' {
+		// The tag set of the line before (see tagCache), ended by the
+		// same unescaped ' '.
+		seen, sub = d.tags.apply(m, b, i)
+		i += n
+	} else if i < len(b) && b[i] == ',' {
+		rec := tagRecorder{start: i, ok: true}
+		i = d.influxTagSet(b, i, &seen, &sub, &rec)
+		if i < 0 {
+			return KindNone, badLine("bad tag")
 		}
-		vs := ke + 1
-		ve, vesc := scanInfluxValue(b, vs)
-		i = ve
-
-		if id == varNone || id == varTaskAttemptNum {
-			continue
-		}
-		seen |= 1 << id
-		v := d.influxStr(b[vs:ve], vesc)
-		if id == varSubtask {
-			sub = v
-		} else {
-			setVar(m, id, v)
+		if i < len(b) && b[i] == ' ' {
+			d.tags.store(FormatInflux, &rec, b, i, seen)
 		}
 	}
 	if i >= len(b) || b[i] != ' ' {
@@ -416,4 +395,50 @@ func influxTailOK(b []byte, i int) bool {
 		i += k + 2 // the escaped byte is never the separator
 	}
 	return false
+}
+
+// influxTagSet parses the tag set at b[i] == ',' up to the end of its
+// last value, setting the variables it finds on d.Metric (subtask_index
+// into *sub), and returns that end, or -1 for a bad tag. rec learns
+// where each variable's value lies.
+func (d *Decoder) influxTagSet(b []byte, i int, seen *uint16, sub *string, rec *tagRecorder) int {
+	m := &d.Metric
+	for tag := 0; i < len(b) && b[i] == ','; tag++ {
+		ks := i + 1
+		var id varID
+		ke, kesc := d.influxTags.match(tag, b, ks), false
+		if ke < 0 {
+			ke, kesc = scanInfluxKey(b, ks)
+			if ke >= len(b) || b[ke] != '=' || ke == ks {
+				return -1
+			}
+			if !kesc {
+				id = lookupVar(bytesToString(b[ks:ke]))
+			} else {
+				mark := len(d.scratch)
+				d.scratch = appendInfluxUnescaped(d.scratch, b[ks:ke])
+				id = lookupVar(bytesToString(d.scratch[mark:]))
+				d.scratch = d.scratch[:mark]
+			}
+			d.influxTags.learn(tag, id)
+		} else {
+			id = d.influxTags.keys[tag]
+		}
+		vs := ke + 1
+		ve, vesc := scanInfluxValue(b, vs)
+		i = ve
+
+		if id == varNone || id == varTaskAttemptNum {
+			continue
+		}
+		*seen |= 1 << id
+		rec.record(id, vs, ve, vesc)
+		v := d.influxStr(b[vs:ve], vesc)
+		if id == varSubtask {
+			*sub = v
+		} else {
+			setVar(m, id, v)
+		}
+	}
+	return i
 }

@@ -88,8 +88,13 @@ func (d *Decoder) decodeProm(b []byte) (Kind, *Error) {
 
 	var seen uint16
 	var sub string
-	if j := skipSpTab(b, i); j < len(b) && b[j] == '{' {
+	if j := skipSpTab(b, i); j < len(b) && b[j] == '{' && d.tags.match(FormatPrometheus, b, j) {
+		// The label set of the line before (see tagCache).
+		seen, sub = d.tags.apply(m, b, j)
+		i = j + len(d.tags.set)
+	} else if j < len(b) && b[j] == '{' {
 		i = j
+		rec := tagRecorder{start: j, ok: true}
 		i++
 	labels:
 		for {
@@ -136,6 +141,7 @@ func (d *Decoder) decodeProm(b []byte) (Kind, *Error) {
 
 			if id := lookupVar(bytesToString(b[ks:ke])); id != varNone && id != varTaskAttemptNum {
 				seen |= 1 << id
+				rec.record(id, vs, ve, esc)
 				v := bytesToString(b[vs:ve])
 				if esc {
 					mark := len(d.scratch)
@@ -163,6 +169,7 @@ func (d *Decoder) decodeProm(b []byte) (Kind, *Error) {
 				return KindNone, badLine("expected ',' or '}' in label set")
 			}
 		}
+		d.tags.store(FormatPrometheus, &rec, b, i, seen)
 	}
 
 	// Value.
