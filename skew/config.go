@@ -38,7 +38,7 @@ type Config struct {
 	// a threshold adds its sampled records up over that many windows, and
 	// one that stops is dropped in the first window without it.
 	HotKeyPoolWindows int
-	// HotKeyExcessShare is the subtask rule's threshold (default 0.25): on
+	// HotKeyExcessShare is the subtask rule's threshold (default 0.2): on
 	// a subtask saturated with skewed input, a key is named when it alone
 	// carries at least this share of the subtask's input above its peers'
 	// median, judged on the subtask's own sampled records.
@@ -143,7 +143,7 @@ func DefaultConfig() Config {
 		HotKeyFairShare:          0.5,
 		HotKeyConfidence:         0.99,
 		HotKeyPoolWindows:        3,
-		HotKeyExcessShare:        0.25,
+		HotKeyExcessShare:        0.2,
 		MaxHotKeys:               10,
 		MinSamples:               100,
 		BusyMsPerSecond:          800,

@@ -251,12 +251,14 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 		t.poolTotals = append(t.poolTotals, poolTotal{ws: ws, records: w.weight})
 		th := e.hotKeyThreshold(tc.parallelism())
 		admitTask, admitSub := th/2*w.weight, e.admitSubShare()
-		// The subtask rule looks at saturated subtasks with more than a
-		// fair share of the samples: keys may be candidates for their
-		// share of those subtasks only.
+		// The subtask rule looks at subtasks with more than a fair share
+		// of the samples that are saturated, or not observed this window
+		// (their busy time is not known yet, as in a subtask's first
+		// window): keys may be candidates for their share of those
+		// subtasks only.
 		fair := w.weight / float64(max(len(w.subWeight), tc.t.parallelism, 1))
 		excessive := func(i int) bool {
-			return i < len(tc.subs) && tc.subs[i].saturated && w.subWeight[i] >= fair
+			return i < len(tc.subs) && (tc.subs[i].saturated || !tc.subs[i].observed) && w.subWeight[i] >= fair
 		}
 		// The task sketch's candidates: heavy in the task, or in such a
 		// subtask.
@@ -359,7 +361,9 @@ func (e *Engine) hotKeys(tc *taskCtx, ws int64) []hotKey {
 			continue
 		}
 		x, n, windows := tc.t.pooled(pk)
-		if n < float64(e.cfg.MinSamples) {
+		// The bound is below the pooled share: most candidates are ruled
+		// out without computing it.
+		if n < float64(e.cfg.MinSamples) || x <= th*n {
 			continue
 		}
 		lower := shareLower(x, n, conf)
@@ -438,7 +442,7 @@ func (e *Engine) explainSubtask(tc *taskCtx, ws int64, sub int, ratio float64, h
 			fill(&hot[j])
 			continue
 		}
-		if x < minKeyRecords {
+		if x < minKeyRecords || x <= th*n {
 			continue
 		}
 		lower := shareLower(x, n, conf)
