@@ -817,7 +817,7 @@ func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string
 		if k.subShare > 0 {
 			fmt.Fprintf(&b, " and %s of this subtask's", pctText(k.subShare, k.subMargin))
 			if k.excess > 0 {
-				fmt.Fprintf(&b, ", %.0f%% of its input above its peers' median", k.explained*100)
+				fmt.Fprintf(&b, " (%.0f%% of its excess over its peers' median)", k.explained*100)
 			}
 		}
 		if len(onSub) > 1 {
