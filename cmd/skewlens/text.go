@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -90,7 +91,11 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 				label += ", no alert"
 			}
 		}
-		rest := fmt.Sprintf(" carries %.1f%% (~%.0f records)%s", f.Share*100, f.EstimatedRecords, label)
+		of := ""
+		if f.SubtaskShare > 0 {
+			of = " and " + alert.ShareText(f.SubtaskShare, f.SubtaskShareMargin) + " of its subtask"
+		}
+		rest := fmt.Sprintf(" carries %s%s (~%.0f records)%s", alert.ShareText(f.Share, f.ShareMargin), of, f.EstimatedRecords, label)
 		tail = "key " + termtext.Quote(f.Key, room("key "+rest), false) + rest
 	case f.Stats != nil:
 		st := f.Stats
