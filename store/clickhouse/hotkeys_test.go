@@ -16,9 +16,9 @@ import (
 // TestHotKeyMarginsUpgrade upgrades a database made by the migrations
 // before 0007, with a hot key row as sinks then wrote it, to the current
 // schema, and writes a hot key with every field the engine now gives:
-// the old row reads with no margin (0, ''), the new one with its
-// columns, in the table, in skewlens top's view and in the findings body
-// the API serves.
+// the old row reads with no margin (zeros, an empty rule), the new one
+// with its columns, in the table, in skewlens top's view and in the
+// findings body the API serves.
 func TestHotKeyMarginsUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
