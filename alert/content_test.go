@@ -50,6 +50,11 @@ func TestAlertContent(t *testing.T) {
 	ckpt.Host = ""
 	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
 	version := func(job, task string) (uint64, bool) { return 7, job == "j1" && task == "Window agg" }
+	hotMargin := hot("j1", "agg", 2, "customer-42", 0.18, 0)
+	hotMargin.ShareMargin, hotMargin.Rule, hotMargin.SubtaskShare, hotMargin.SubtaskShareMargin = 0.031, "subtask", 0.46, 0.081
+	hotMargin.SubtaskExcess, hotMargin.ExcessExplained = 0.6, 0.77
+	dsSub := sat("j1", "agg", 3, skew.CauseDataSkew, 0)
+	dsSub.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31, SubtaskShare: 0.62}, {Key: "u7", Share: 0.062}}
 	tests := []struct {
 		name       string
 		cfg        TrackerConfig
@@ -112,6 +117,38 @@ func TestAlertContent(t *testing.T) {
 				"task_name": "agg", "cause": "hot_key"},
 			annotation: map[string]string{"summary": `Key "a" carries 30.0% of the sampled input of "agg" (about 30000 records in the window).`},
 			absent:     []string{"subtask"},
+		},
+		{
+			name: "one hot key with its margin and its subtask's share",
+			fs:   []skew.Finding{hotMargin},
+			labels: map[string]string{"alertname": "FlinkHotKey", "severity": "info", "job_id": "j1",
+				"task_name": "agg", "subtask": "2", "cause": "hot_key"},
+			annotation: map[string]string{
+				"summary":  `Key "customer-42" carries 18% ± 3 of the sampled input of "agg" and 46% ± 8 of subtask 2's (about 18000 records in the window).`,
+				"hot_keys": `"customer-42" 18% ± 3 (46% ± 8 of subtask 2)`,
+				"evidence": `"share":0.18,"estimated_records":18000,"share_margin":0.031,"rule":"subtask"`,
+			},
+		},
+		{
+			name: "one hot key with its margin on a subtask",
+			fs: []skew.Finding{func() skew.Finding {
+				f := hot("j1", "agg", 2, "a", 0.3, 0)
+				f.ShareMargin = 0.004
+				return f
+			}()},
+			labels: map[string]string{"alertname": "FlinkHotKey", "severity": "info", "job_id": "j1",
+				"task_name": "agg", "subtask": "2", "cause": "hot_key"},
+			annotation: map[string]string{
+				"summary":  `Key "a" carries 30% ± 0.4 of the sampled input of "agg" (about 30000 records in the window) and is routed to subtask 2.`,
+				"hot_keys": `"a" 30% ± 0.4`,
+			},
+		},
+		{
+			name: "data skew with the keys' subtask shares",
+			fs:   []skew.Finding{dsSub},
+			labels: map[string]string{"alertname": "FlinkSubtaskSkew", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "agg", "subtask": "3", "cause": "data_skew", "host": "10.0.0.2"},
+			annotation: map[string]string{"hot_keys": `"u42" 31.0% (62.0% of subtask 3), "u7" 6.2%`},
 		},
 		{
 			name: "rotating hot key with a time bucket",
@@ -220,7 +257,14 @@ func TestAlertJSONGolden(t *testing.T) {
 	rot := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
 	rot.Evidence.TimeBucketKey = "u42|1593004200000"
 	ds := sat("j1", "agg", 3, skew.CauseDataSkew, 0)
-	ds.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31}}
+	ds.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31, SubtaskShare: 0.62}}
+	ds.Evidence.SubtaskExcess, ds.Evidence.ExcessExplained = 0.67, 0.93
+	// The hot key as the engine now writes it: its share with a margin,
+	// the rule that named it and its share of its subtask.
+	hk := hot("j1", "agg", 3, "u42", 0.31, 0)
+	hk.ShareMargin, hk.Rule, hk.ShareLowerBound, hk.Threshold = 0.029, "task", 0.285, 0.1
+	hk.EvidenceWindows, hk.EvidenceRecords = 2, 2000
+	hk.SubtaskShare, hk.SubtaskShareMargin, hk.SubtaskExcess, hk.ExcessExplained = 0.62, 0.042, 0.67, 0.93
 	tr, err := NewTracker(TrackerConfig{For: -1, PlanVersion: func(string, string) (uint64, bool) { return 3, true }})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +274,7 @@ func TestAlertJSONGolden(t *testing.T) {
 	enc.SetIndent("", "  ")
 	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
 	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
-	events := tr.Observe([]skew.Finding{ds, hot("j1", "agg", 3, "u42", 0.31, 0), rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0), ckpt})
+	events := tr.Observe([]skew.Finding{ds, hk, rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0), ckpt})
 	events = append(events, tr.Advance(100_000)...)
 	for _, e := range events {
 		if e.Notify() {
@@ -277,5 +321,34 @@ func TestNaNEvidence(t *testing.T) {
 		if !strings.HasPrefix(a.Annotations["evidence"], `{"error":`) {
 			t.Errorf("%s: evidence %q, want an error object", a.ID, a.Annotations["evidence"])
 		}
+	}
+}
+
+// TestShareText pins how a share is written with its margin: whole
+// points from 1 % up, one decimal under it, never a zero margin, and the
+// old one-decimal form without a margin.
+func TestShareText(t *testing.T) {
+	tests := []struct {
+		name          string
+		share, margin float64
+		want          string
+	}{
+		{"with margin", 0.18, 0.031, "18% ± 3"},
+		{"both rounded to whole points", 0.184, 0.026, "18% ± 3"},
+		{"no margin: as before", 0.31, 0, "31.0%"},
+		{"no margin, tiny", 0.004, 0, "0.4%"},
+		{"tiny share and margin", 0.004, 0.002, "0.4% ± 0.2"},
+		{"large share, tiny margin", 0.3, 0.004, "30% ± 0.4"},
+		{"margin under 0.05 points", 0.002, 0.0001, "0.2% ± <0.1"},
+		{"all of the input", 1, 0.01, "100% ± 1"},
+		{"negative margin is none", 0.25, -0.01, "25.0%"},
+		{"NaN margin is none", 0.25, math.NaN(), "25.0%"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ShareText(tt.share, tt.margin); got != tt.want {
+				t.Errorf("ShareText(%v, %v) = %q, want %q", tt.share, tt.margin, got, tt.want)
+			}
+		})
 	}
 }

@@ -392,14 +392,21 @@ func TestETagPollingAndFindings(t *testing.T) {
 		t.Errorf("per-task ETag polling failed: %d", one.code)
 	}
 
-	// Findings: hot keys with hostile keys, written twice.
+	// Findings: hot keys with hostile keys, written twice; every other
+	// one with the share's margin, the rule and its subtask's share, as
+	// the engine writes them now, the others as before it did.
 	var fs []skew.Finding
 	start := now.Add(-time.Minute).UnixMilli()
 	for i, k := range hostileKeys() {
 		st := i
+		hk := &skew.HotKey{Key: k, Share: 0.5, EstimatedRecords: 10}
+		if i%2 == 0 {
+			hk.ShareMargin, hk.Rule, hk.ShareLowerBound, hk.Threshold = 0.031, "subtask", 0.41, 0.3
+			hk.EvidenceWindows, hk.EvidenceRecords = 2, 1200
+			hk.SubtaskShare, hk.SubtaskShareMargin, hk.SubtaskExcess, hk.ExcessExplained = 0.46, 0.081, 0.6, 0.77
+		}
 		fs = append(fs, skew.Finding{Kind: skew.KindHotKey, JobID: serve.JobID, TaskName: "T", SubtaskIndex: &st,
-			WindowStart: start + int64(i)*1000, WindowEnd: start + int64(i)*1000 + 1000,
-			HotKey: &skew.HotKey{Key: k, Share: 0.5, EstimatedRecords: 10}})
+			WindowStart: start + int64(i)*1000, WindowEnd: start + int64(i)*1000 + 1000, HotKey: hk})
 	}
 	for v := uint64(1); v <= 2; v++ {
 		if err := sink.Writer().Write(ctx, v, fs); err != nil {
@@ -421,6 +428,19 @@ func TestETagPollingAndFindings(t *testing.T) {
 		if f.Key != want.Key || f.WindowStart != want.WindowStart {
 			t.Errorf("finding %d: key %.40q at %d, want %.40q at %d", i, f.Key, f.WindowStart, want.Key, want.WindowStart)
 		}
+		// The margins and the subtask's share come back as written (the
+		// key itself is checked above: invalid UTF-8 becomes U+FFFD).
+		g, w := *f.HotKey, *want.HotKey
+		g.Key, w.Key = "", ""
+		if g != w {
+			t.Errorf("finding %d: hot key fields %+v, want %+v", i, g, w)
+		}
+	}
+	if n := strings.Count(r.body, `"share_margin":0.031,"rule":"subtask"`); n != (len(fs)+1)/2 {
+		t.Errorf("%d findings carry share_margin and rule, want %d", n, (len(fs)+1)/2)
+	}
+	if n := strings.Count(r.body, `"subtask_share":0.46,"subtask_share_margin":0.081,"subtask_excess":0.6,"excess_explained":0.77`); n != (len(fs)+1)/2 {
+		t.Errorf("%d findings carry the subtask's share, want %d", n, (len(fs)+1)/2)
 	}
 	if r := call(t, "GET", base+"/v1/findings?limit=2&since="+fmt.Sprint(start), "", "", nil); r.code != 200 || bytes.Count([]byte(r.body), []byte(`"kind":"hot_key"`)) != 2 {
 		t.Errorf("findings limit 2: %d %.200s", r.code, r.body)

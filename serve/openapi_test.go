@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -158,6 +159,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"PinRequest":      pinRequest{},
 		"OverrideRequest": overrideRequest{},
 		"ExcludeRequest":  excludeRequest{},
+		"HotKeyFinding":   skew.HotKey{},
 		"Incident":        incident.Incident{},
 		"IncidentStat":    incident.Stat{},
 	}
@@ -197,5 +199,38 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 				t.Errorf("schema %s: %v is required but omitted when empty", name, r)
 			}
 		}
+	}
+}
+
+// TestDocsHotKeyFinding checks that the hot_key finding docs/api.md
+// shows decodes, field by field, into the findings contract, with the
+// share's margin and the subtask's share it describes.
+func TestDocsHotKeyFinding(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chtest.RepoRoot(), "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, part := range strings.Split(string(b), "```json\n")[1:] {
+		block, _, ok := strings.Cut(part, "```")
+		if !ok {
+			t.Fatal("unterminated json block in docs/api.md")
+		}
+		if !strings.Contains(block, `"kind":"hot_key"`) {
+			continue
+		}
+		found = true
+		dec := json.NewDecoder(strings.NewReader(block))
+		dec.DisallowUnknownFields()
+		var f skew.Finding
+		if err := dec.Decode(&f); err != nil {
+			t.Fatalf("docs/api.md hot_key example does not decode: %v\n%s", err, block)
+		}
+		if f.HotKey == nil || f.ShareMargin <= 0 || f.Rule == "" || f.SubtaskShare <= 0 || f.SubtaskShareMargin <= 0 || f.ExcessExplained <= 0 {
+			t.Errorf("docs/api.md hot_key example lacks the margins: %+v", f.HotKey)
+		}
+	}
+	if !found {
+		t.Error("docs/api.md shows no hot_key finding")
 	}
 }

@@ -109,7 +109,14 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 					WindowStart: ws, WindowEnd: we, Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 990}},
 					Summary: "Subtask 2 of " + taskName + " is saturated because of " + key[:60]},
 				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(hotSubtask),
-					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: key, Share: 0.4, Saturated: ptr(true), SkewsSubtask: true}})
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: key, Share: 0.18, ShareMargin: 0.031, Rule: "subtask",
+						SubtaskShare: 0.46, SubtaskShareMargin: 0.081, SubtaskExcess: 0.6, ExcessExplained: 0.77, Saturated: ptr(true), SkewsSubtask: true}},
+				// A key written before the engine gave margins, and a
+				// tiny one with a margin under a point.
+				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(1),
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "old-key", Share: 0.12, Saturated: ptr(true)}},
+				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(3),
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "tiny-key", Share: 0.004, ShareMargin: 0.002, Rule: "task", Saturated: ptr(true)}})
 		}
 	}
 	st.incidents = []incident.Incident{
@@ -167,6 +174,10 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	if got.KeyRow != 1 {
 		t.Errorf("%d hot-key rows carry the 64 KiB key intact, want 1", got.KeyRow)
 	}
+	// Each key's latest share with its margin, and its subtask's share.
+	if want := []string{"hostile|18% ± 3|46% ± 8|subtask", "old-key|12.0%||", "tiny-key|0.4% ± 0.2||task"}; !slices.Equal(got.Shares, want) {
+		t.Errorf("hot-key shares %q, want %q", got.Shares, want)
+	}
 	var want []string
 	for _, s := range plan.HotKeys[0].Salted {
 		want = append(want, strings.TrimPrefix(s.Key, key)+"→"+strconv.Itoa(s.Subtask))
@@ -192,6 +203,7 @@ type pageView struct {
 	Incidents []string `json:"incidents"`
 	KeyRow    int      `json:"keyRow"`
 	Salted    []string `json:"salted"`
+	Shares    []string `json:"shares"`
 	Error     string   `json:"error"`
 }
 
@@ -220,6 +232,8 @@ func pageProbe(jobID, key string) string {
     incidents: [...sec.querySelectorAll("tr.incident.open")].map((r) => r.dataset.incidentId),
     keyRow: [...task.querySelectorAll("tr.hot-key")].filter((r) => r.dataset.key === key).length,
     salted: [...task.querySelectorAll(".plan li")].map((l) => l.textContent.replace(/^.*?(#\d+) → (\d+)$/s, "$1→$2")),
+    shares: [...task.querySelectorAll("tr.hot-key")].map((r) => [r.dataset.key === key ? "hostile" : r.dataset.key,
+      r.querySelector("td.share").textContent, r.querySelector("td.subtask-share").textContent, r.dataset.rule || ""].join("|")),
     error: err.hidden ? "" : err.textContent,
   };
 })()`

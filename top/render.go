@@ -3,6 +3,7 @@ package top
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -199,13 +200,18 @@ func (r *renderer) job(j *Job) {
 	r.line("")
 	r.sectionTitle("HOT KEYS", len(j.HotKeys), j.HotKeysTotal)
 	if len(j.HotKeys) > 0 {
-		t := newTable("TASK", "SUBTASK>", "KEY", "SHARE>", "EST. RECORDS>", "WINDOWS>", "LAST WINDOW")
+		t := newTable("TASK", "SUBTASK>", "KEY", "SHARE>", "OF SUBTASK>", "EST. RECORDS>", "WINDOWS>", "LAST WINDOW")
 		for _, h := range j.HotKeys {
+			ofSubtask := cell{text: "-"}
+			if h.SubtaskShare > 0 {
+				ofSubtask = cell{text: shareText(h.SubtaskShare, h.SubtaskShareMargin)}
+			}
 			t.row(
 				flexCell(h.TaskName, r.st.NameWidth, false, false),
 				cell{text: subtask(h.SubtaskIndex)},
 				flexCell(h.Key, r.st.KeyWidth, h.KeyBytes > len(h.Key), true),
-				cell{text: strconv.FormatFloat(h.Share*100, 'f', 1, 64) + "%", sgr: level(h.Share, 0.2, 0.5)},
+				cell{text: shareText(h.Share, h.ShareMargin), sgr: level(h.Share, 0.2, 0.5)},
+				ofSubtask,
 				cell{text: count(h.EstimatedRecords)},
 				cell{text: fmt.Sprintf("%d/%d", h.Windows, nWin)},
 				cell{text: r.cellClock(h.Window.Start)},
@@ -238,6 +244,27 @@ func (r *renderer) job(j *Job) {
 		}
 		r.table(t)
 	}
+}
+
+// shareText writes a share with its 95 % margin as alert.ShareText does
+// (top does not import alert): "18% ± 3", one decimal under 1 %
+// ("0.4% ± 0.2"), "<0.1" for a margin that would show as 0.0, and the
+// old one-decimal form ("31.0%") when there is no margin.
+func shareText(share, margin float64) string {
+	if !(margin > 0) {
+		return strconv.FormatFloat(share*100, 'f', 1, 64) + "%"
+	}
+	f := func(x float64) string {
+		if math.Abs(x) < 0.01 {
+			return strconv.FormatFloat(x*100, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(x*100, 'f', 0, 64)
+	}
+	m := f(margin)
+	if m == "0.0" {
+		m = "<0.1"
+	}
+	return f(share) + "% ± " + m
 }
 
 // sectionTitle writes a section's title with its row count ("3", or

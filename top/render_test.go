@@ -48,7 +48,9 @@ func fixtureSnapshot() Snapshot {
 				},
 				TasksTotal: 2,
 				HotKeys: []HotKey{
-					{TaskName: "SessionWindow", SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.6, EstimatedRecords: 1_234_567, Window: win(0), Windows: 3},
+					{TaskName: "SessionWindow", SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.6, EstimatedRecords: 1_234_567, Window: win(0), Windows: 3,
+						ShareMargin: 0.031, SubtaskShare: 0.86, SubtaskShareMargin: 0.024},
+					// Written before the engine gave margins: as before.
 					{TaskName: "SessionWindow", SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30_000, Window: win(1), Windows: 2},
 				},
 				HotKeysTotal: 2,
@@ -290,5 +292,26 @@ func golden(t *testing.T, path, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("frame differs from %s (run go test ./top -update and review the diff):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+// TestShareText pins the SHARE and OF SUBTASK cells: the share with its
+// margin as alert.ShareText writes it, and the old form without one.
+func TestShareText(t *testing.T) {
+	tests := []struct {
+		share, margin float64
+		want          string
+	}{
+		{0.18, 0.031, "18% ± 3"},
+		{0.31, 0, "31.0%"},
+		{0.004, 0.002, "0.4% ± 0.2"},
+		{0.3, 0.004, "30% ± 0.4"},
+		{0.002, 0.0001, "0.2% ± <0.1"},
+		{1, 0.01, "100% ± 1"},
+	}
+	for _, tt := range tests {
+		if got := shareText(tt.share, tt.margin); got != tt.want {
+			t.Errorf("shareText(%v, %v) = %q, want %q", tt.share, tt.margin, got, tt.want)
+		}
 	}
 }

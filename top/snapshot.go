@@ -129,7 +129,15 @@ type HotKey struct {
 	// was hot in, which is Window.
 	Share            float64
 	EstimatedRecords float64
-	Window           Window
+	// ShareMargin is half the width of Share's 95 % interval (the share
+	// is Share ± ShareMargin); 0 when the finding gave none (written
+	// before the engine did). SubtaskShare ± SubtaskShareMargin is the
+	// key's share of its saturated, skewed subtask's sampled records; 0
+	// when the key is not on one.
+	ShareMargin        float64
+	SubtaskShare       float64
+	SubtaskShareMargin float64
+	Window             Window
 	// Windows is in how many of the covered windows the key was hot.
 	Windows int
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -90,11 +91,11 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 				label += ", no alert"
 			}
 		}
-		share := textShare(f.Share, f.ShareMargin)
+		of := ""
 		if f.SubtaskShare > 0 {
-			share += ", " + textShare(f.SubtaskShare, f.SubtaskShareMargin) + " of its subtask"
+			of = " and " + alert.ShareText(f.SubtaskShare, f.SubtaskShareMargin) + " of its subtask"
 		}
-		rest := fmt.Sprintf(" carries %s (~%.0f records)%s", share, f.EstimatedRecords, label)
+		rest := fmt.Sprintf(" carries %s%s (~%.0f records)%s", alert.ShareText(f.Share, f.ShareMargin), of, f.EstimatedRecords, label)
 		tail = "key " + termtext.Quote(f.Key, room("key "+rest), false) + rest
 	case f.Stats != nil:
 		st := f.Stats
@@ -105,15 +106,6 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 	}
 	_, err := io.WriteString(w, termtext.Fit(head+tail, width)+"\n")
 	return err
-}
-
-// textShare is a share in percent with its 95 % margin when it has one:
-// "32.2% ± 4.1".
-func textShare(share, margin float64) string {
-	if margin > 0 {
-		return fmt.Sprintf("%.1f%% ± %.1f", share*100, margin*100)
-	}
-	return fmt.Sprintf("%.1f%%", share*100)
 }
 
 // textWhere is where a finding is: job/task #subtask, escaped; with a

@@ -21,6 +21,11 @@ func textFindings() map[string]*skew.Finding {
 			HotKey: &skew.HotKey{Key: "u42|1593004200000", Share: 0.322, EstimatedRecords: 189845}},
 		"hot key, not saturated": {Kind: skew.KindHotKey, TaskName: "agg", SubtaskIndex: sub(0), WindowStart: ws,
 			HotKey: &skew.HotKey{Key: "k", Share: 0.05, EstimatedRecords: 10, Saturated: &notSaturated}},
+		"hot key with margins": {Kind: skew.KindHotKey, JobName: "billing", TaskName: "agg", SubtaskIndex: sub(2), WindowStart: ws,
+			HotKey: &skew.HotKey{Key: "customer-42", Share: 0.18, ShareMargin: 0.031, Rule: "subtask",
+				SubtaskShare: 0.46, SubtaskShareMargin: 0.081, EstimatedRecords: 54000}},
+		"tiny hot key with a margin": {Kind: skew.KindHotKey, JobName: "billing", TaskName: "agg", SubtaskIndex: sub(2), WindowStart: ws,
+			HotKey: &skew.HotKey{Key: "k", Share: 0.004, ShareMargin: 0.002, Rule: "task", EstimatedRecords: 40}},
 		"CJK and emoji key": {Kind: skew.KindHotKey, JobName: "会计", TaskName: "聚合 🔥", SubtaskIndex: sub(3), WindowStart: ws,
 			HotKey: &skew.HotKey{Key: strings.Repeat("中文🔥", 30), Share: 0.5, EstimatedRecords: 1e6}},
 		"hostile names": {Kind: skew.KindHotKey, JobName: "job\x1b[31m\nred", TaskName: "Source: Kafka\r\n-> \x1b]0;title\x07Map \"q\"",
@@ -41,8 +46,10 @@ func textFindings() map[string]*skew.Finding {
 // place and the key or summary, every string from the data escaped.
 func TestTextLine(t *testing.T) {
 	tests := map[string]string{
-		"hot key":                "2020-06-24 13:13:00 UTC  hot_key            billing/agg #2                       key \"u42|1593004200000\" carries 32.2% (~189845 records)\n",
-		"hot key, not saturated": "2020-06-24 13:13:00 UTC  hot_key            agg #0                               key \"k\" carries 5.0% (~10 records); task not saturated, no alert\n",
+		"hot key":                    "2020-06-24 13:13:00 UTC  hot_key            billing/agg #2                       key \"u42|1593004200000\" carries 32.2% (~189845 records)\n",
+		"hot key, not saturated":     "2020-06-24 13:13:00 UTC  hot_key            agg #0                               key \"k\" carries 5.0% (~10 records); task not saturated, no alert\n",
+		"hot key with margins":       "2020-06-24 13:13:00 UTC  hot_key            billing/agg #2                       key \"customer-42\" carries 18% ± 3 and 46% ± 8 of its subtask (~54000 records)\n",
+		"tiny hot key with a margin": "2020-06-24 13:13:00 UTC  hot_key            billing/agg #2                       key \"k\" carries 0.4% ± 0.2 (~40 records)\n",
 		"hostile names": "2020-06-24 13:13:00 UTC  hot_key            job\\x1b[31m\\nred/Source: Kafka\\r\\n-> \\x1b]0;title\\x07Map \"q\" #1 " +
 			`key "\x1b[2J\x1b[H\nnew\"line\\" carries 40.0% (~99 records)` + "\n",
 		"hostile summary": "2020-06-24 13:13:00 UTC  slow_subtask       j/sink\\x1b[0m #5                     " +

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,10 +39,14 @@ type simView struct {
 	Incidents    []string `json:"incidents"`
 	AllIncidents int      `json:"allIncidents"`
 	Salted       []string `json:"salted"`
+	// KeyShare and KeySubtaskShare are the hot key u42's latest share
+	// and its share of its subtask, as the hot keys table shows them.
+	KeyShare        string `json:"keyShare"`
+	KeySubtaskShare string `json:"keySubtaskShare"`
 }
 
 // simProbe reads simView off the page; it returns null until the hot_key
-// job shows a hot subtask, an incident and a plan.
+// job shows a hot subtask, an incident, a plan and the hot key u42.
 const simProbe = `(() => {
   const err = document.getElementById("error");
   const secs = [...document.querySelectorAll("section.job")];
@@ -52,7 +57,8 @@ const simProbe = `(() => {
   const hot = [...task.querySelectorAll("table.heatmap.busy tr.hot")];
   const salted = [...task.querySelectorAll(".plan li")];
   const incidents = [...sec.querySelectorAll("tr.incident")];
-  if (!hot.length || !salted.length || !incidents.length) return null;
+  const key = [...task.querySelectorAll("tr.hot-key")].find((r) => r.dataset.key === "u42");
+  if (!hot.length || !salted.length || !incidents.length || !key) return null;
   return {
     error: err.hidden ? "" : err.textContent,
     jobs: secs.map((s) => s.dataset.jobName),
@@ -62,6 +68,8 @@ const simProbe = `(() => {
     incidents: incidents.map((r) => r.dataset.cause),
     allIncidents: document.querySelectorAll("tr.incident").length,
     salted: salted.map((l) => l.textContent),
+    keyShare: key ? key.querySelector("td.share").textContent : "",
+    keySubtaskShare: key ? key.querySelector("td.subtask-share").textContent : "",
   };
 })()`
 
@@ -121,7 +129,7 @@ func TestWebView(t *testing.T) {
 		}),
 	)
 	if err != nil {
-		t.Fatalf("the page never showed the hot_key job's hot subtask, incidents and plan: %v\nrun stderr:\n%s", err, tail([]byte(errOut)))
+		t.Fatalf("the page never showed the hot_key job's hot subtask, incidents, plan and hot key u42: %v\nrun stderr:\n%s", err, tail([]byte(errOut)))
 	}
 	t.Logf("page: %+v", view)
 	if view.Error != "" {
@@ -169,6 +177,15 @@ func TestWebView(t *testing.T) {
 	}
 	if len(view.Salted) < 2 {
 		t.Errorf("plan shows %d salted keys", len(view.Salted))
+	}
+	// The hot key's share is shown with its 95 % margin ("35% ± 2"), and
+	// so is its share of its saturated subtask when the engine gives one.
+	shareRE := regexp.MustCompile(`^\d+(\.\d)?% ± (\d+(\.\d)?|<0\.1)$`)
+	if !shareRE.MatchString(view.KeyShare) {
+		t.Errorf("hot key u42 shows share %q, want a share with its margin like 35%% ± 2", view.KeyShare)
+	}
+	if view.KeySubtaskShare != "" && !shareRE.MatchString(view.KeySubtaskShare) {
+		t.Errorf("hot key u42 shows subtask share %q, want a share with its margin", view.KeySubtaskShare)
 	}
 
 	// The screenshot: the hot_key job at the top of the window.

@@ -262,6 +262,10 @@ func docExpect(fs []skew.Finding) map[string][][]string {
 			{"user-42", "720000", "0.4", "6", "[3]"},
 			{"user-7", "180000", "0.1", "6", "[1]"},
 		},
+		"Hot keys of a task in its latest window, with their margins": {
+			{"user-42", "3", "0.4", "0.03", "subtask", "0.64", "0.05", "0.8"},
+			{"user-7", "1", "0.1", "0", "", "0", "0", "0"},
+		},
 		"Jobs whose skew score exceeded 50 this week": {
 			{jobA, jobAName, taskA, "62", "6"},
 		},

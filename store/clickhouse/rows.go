@@ -47,7 +47,8 @@ func tableColumns(table string) []string {
 			"queue_capacity", "checkpoint_alignment_ms", "checkpoint_start_delay_ms",
 			"saturated", "busy_source", "task_skew_score", "task_max_median_ratio"}
 	case tableHotKeys:
-		return []string{"key", "share", "estimated_records", "summary"}
+		return []string{"key", "share", "estimated_records", "summary", "share_margin", "rule",
+			"subtask_share", "subtask_share_margin", "subtask_excess", "excess_explained"}
 	case tableFindings:
 		return []string{"kind", "cause", "key", "host", "task_attempt_id", "summary",
 			"busy_ms_per_s", "backpressured_ms_per_s", "records_in_per_s",
@@ -141,7 +142,8 @@ func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) e
 			return errors.New("hot_key finding without key fields")
 		}
 		kindTable = tableHotKeys
-		kindRow = append(common(), f.Key, f.Share, f.EstimatedRecords, f.Summary)
+		kindRow = append(common(), f.Key, f.Share, f.EstimatedRecords, f.Summary, f.ShareMargin, f.Rule,
+			f.SubtaskShare, f.SubtaskShareMargin, f.SubtaskExcess, f.ExcessExplained)
 		fr.key = f.Key
 		fr.inputShare = f.Share
 	case skew.KindSaturation:

@@ -247,10 +247,13 @@ func (s *Store) topHotKeysRead(f topFilter) topRead {
 		sql: "SELECT job_id, task_name, subtask_index," +
 			" substring(key, 1, ?) AS key_head, length(key) AS key_bytes," +
 			" argMax(sh, window_start) AS share_latest, argMax(est, window_start) AS est_latest," +
-			" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen" +
+			" max(window_start) AS last_start, max(we) AS last_end, count() AS windows_seen," +
+			" argMax(shm, window_start) AS margin_latest, argMax(ssh, window_start) AS sub_share_latest," +
+			" argMax(sshm, window_start) AS sub_margin_latest" +
 			" FROM (SELECT job_id, task_name, subtask_index, key, window_start," +
 			" argMax(window_end, version) AS we, argMax(share, version) AS sh," +
-			" argMax(estimated_records, version) AS est" +
+			" argMax(estimated_records, version) AS est, argMax(share_margin, version) AS shm," +
+			" argMax(subtask_share, version) AS ssh, argMax(subtask_share_margin, version) AS sshm" +
 			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql +
 			" GROUP BY job_id, task_name, window_start, subtask_index, key)" +
 			" GROUP BY job_id, task_name, subtask_index, key" +
@@ -263,7 +266,7 @@ func (s *Store) topHotKeysRead(f topFilter) topRead {
 			var keyBytes, windows uint64
 			var h top.HotKey
 			if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
-				&h.Window.Start, &h.Window.End, &windows); err != nil {
+				&h.Window.Start, &h.Window.End, &windows, &h.ShareMargin, &h.SubtaskShare, &h.SubtaskShareMargin); err != nil {
 				return err
 			}
 			h.SubtaskIndex, h.KeyBytes, h.Windows = int(sub), int(keyBytes), int(windows)

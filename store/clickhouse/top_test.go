@@ -33,7 +33,8 @@ func topFixtureJobs(now time.Time) map[string]top.Job {
 			},
 			TasksTotal: 2,
 			HotKeys: []top.HotKey{
-				{TaskName: taskA, SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.4, EstimatedRecords: 120000, Window: win(5), Windows: 3},
+				{TaskName: taskA, SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.4, EstimatedRecords: 120000, Window: win(5), Windows: 3,
+					ShareMargin: 0.03, SubtaskShare: 0.64, SubtaskShareMargin: 0.05},
 				{TaskName: taskA, SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30000, Window: win(5), Windows: 3},
 			},
 			HotKeysTotal: 2,
@@ -297,7 +298,7 @@ func TestTopView(t *testing.T) {
 		for _, f := range fs {
 			if f.JobID == jobA && f.Kind == skew.KindHotKey && f.Key == "user-42" && f.WindowStart == want[jobA].Windows[0].Start {
 				hk := *f.HotKey
-				hk.Share = 0.5
+				hk.Share, hk.ShareMargin, hk.SubtaskShare = 0.5, 0.02, 0.7
 				f.HotKey = &hk
 				newest = append(newest, f)
 			}
@@ -314,7 +315,7 @@ func TestTopView(t *testing.T) {
 		}
 		j := want[jobA]
 		j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
-		j.HotKeys[0].Share = 0.5
+		j.HotKeys[0].Share, j.HotKeys[0].ShareMargin, j.HotKeys[0].SubtaskShare = 0.5, 0.02, 0.7
 		checkTopJobs(t, snap, map[string]top.Job{jobA: j})
 	})
 }

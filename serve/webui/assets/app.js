@@ -76,6 +76,18 @@
     return Math.floor(s / 3600) + "h" + pad(Math.floor((s % 3600) / 60)) + "m";
   }
   const pct = (x) => (100 * x).toFixed(1) + "%";
+  // shareText writes a share with its 95 % margin as the alerts and the
+  // engine's summaries do (alert.ShareText): "18% ± 3" (give or take 3
+  // points), one decimal under 1 % ("0.4% ± 0.2"), "<0.1" for a margin
+  // that would show as 0.0; without a margin (findings written before
+  // the engine gave one) the share as before, "31.0%".
+  function shareText(share, margin) {
+    if (!(margin > 0)) return pct(share);
+    const f = (x) => (Math.abs(x) < 0.01 ? (100 * x).toFixed(1) : (100 * x).toFixed(0));
+    let m = f(margin);
+    if (m === "0.0") m = "<0.1";
+    return f(share) + "% \u00b1 " + m;
+  }
   const causeBadge = (cause) => el("span", { class: "badge cause " + shown(cause, 40).replace(/[^a-z_]/g, "") }, shown(cause, 40));
 
   async function getJSON(path) {
@@ -269,19 +281,24 @@
       const newest = [...byWindow.values()].sort((a, b) => b.window_end - a.window_end)[0];
       return { k, byWindow, newest };
     }).sort((a, b) => b.newest.window_end - a.newest.window_end || b.newest.share - a.newest.share || a.k.localeCompare(b.k));
-    const body = rows.slice(0, 20).map(({ k, byWindow, newest }) => el("tr", { class: "hot-key", "data-key": k },
+    const body = rows.slice(0, 20).map(({ k, byWindow, newest }) => el("tr", { class: "hot-key", "data-key": k, "data-rule": newest.rule },
       el("td", {}, name(k)),
-      el("td", { class: "num" }, pct(newest.share)),
+      el("td", { class: "num share", title: newest.share_margin > 0 ? "share of the task's sampled records, ± half its 95 % interval (percentage points)" : null },
+        shareText(newest.share, newest.share_margin)),
+      el("td", { class: "num subtask-share", title: newest.subtask_share > 0 ? "share of subtask " + newest.subtask_index + "'s sampled records" +
+        (newest.excess_explained > 0 ? "; " + (100 * newest.excess_explained).toFixed(0) + "% of its input above its peers' median" : "") : null },
+        newest.subtask_share > 0 ? shareText(newest.subtask_share, newest.subtask_share_margin) : ""),
       el("td", { class: "num" }, String(newest.subtask_index)),
       el("td", {}, newest.saturated === false && !newest.skews_subtask ? el("span", { class: "muted" }, "task not saturated: history only") : "actionable"),
       el("td", {}, el("table", { class: "heatmap shares" }, el("tbody", {}, el("tr", {}, ws.map((w) => {
         const f = byWindow.get(w);
-        const td = el("td", { title: f ? stamp(w) + " · " + pct(f.share) + " of samples · subtask " + f.subtask_index : stamp(w) + " · not hot" });
+        const td = el("td", { title: f ? stamp(w) + " · " + shareText(f.share, f.share_margin) + " of samples · subtask " + f.subtask_index : stamp(w) + " · not hot" });
         td.style.background = f ? "hsl(140, 60%, " + (92 - 50 * Math.min(f.share, 1)) + "%)" : "#f1f3f5";
         return td;
       })))))));
     return el("div", { class: "hot-keys" }, el("h3", {}, "Hot keys over time"),
-      el("table", { class: "list compact" }, el("thead", {}, el("tr", {}, ["key", "latest share", "subtask", "", "share per window"].map((h) => el("th", {}, h)))), el("tbody", {}, body)));
+      el("table", { class: "list compact" }, el("thead", {}, el("tr", {}, ["key", "latest share", "of its subtask", "subtask", "", "share per window"].map((h) => el("th", {}, h)))), el("tbody", {}, body)),
+      el("p", { class: "legend" }, "A share is of the sampled records, of the task and of the key's saturated subtask; 18% \u00b1 3 is 18 % give or take 3 percentage points (95 % interval). A share without \u00b1 is from before the engine gave margins."));
   }
 
   function plan(p) {
