@@ -3,7 +3,6 @@ package alert
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -186,14 +185,14 @@ func (t *Tracker) summary(st *state) string {
 			of, where := "", ""
 			switch {
 			case k.SubtaskShare > 0 && st.id.Subtask >= 0:
-				of = fmt.Sprintf(" and %s of subtask %d's", ShareText(k.SubtaskShare, k.SubtaskShareMargin), st.id.Subtask)
+				of = fmt.Sprintf(" and %s of subtask %d's", skew.ShareText(k.SubtaskShare, k.SubtaskShareMargin), st.id.Subtask)
 			case k.SubtaskShare > 0:
-				of = fmt.Sprintf(" and %s of its subtask's", ShareText(k.SubtaskShare, k.SubtaskShareMargin))
+				of = fmt.Sprintf(" and %s of its subtask's", skew.ShareText(k.SubtaskShare, k.SubtaskShareMargin))
 			case st.id.Subtask >= 0:
 				where = fmt.Sprintf(" and is routed to subtask %d", st.id.Subtask)
 			}
 			return fmt.Sprintf("Key %q carries %s of the sampled input of %q%s (about %.0f records in the window)%s.",
-				k.Key, ShareText(k.Share, k.ShareMargin), f.TaskName, of, k.EstimatedRecords, where)
+				k.Key, skew.ShareText(k.Share, k.ShareMargin), f.TaskName, of, k.EstimatedRecords, where)
 		}
 		on := ""
 		if st.id.Subtask >= 0 {
@@ -214,41 +213,17 @@ func (t *Tracker) summary(st *state) string {
 // pct formats a share as a percentage with one decimal.
 func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 1, 64) + "%" }
 
-// ShareText formats a share (a fraction) with margin, half the width of
-// its 95 % interval, as the engine's summaries do: "18% ± 3" is 18 % of
-// the records, give or take 3 percentage points. A share or margin under
-// 1 % keeps one decimal ("0.4% ± 0.2", "31% ± 0.6"); a margin that would
-// show as 0.0 shows as "<0.1", so a shown margin is never zero. Without a
-// margin (findings made before the engine gave one) the share keeps the
-// format it always had, one decimal: "31.0%".
-func ShareText(share, margin float64) string {
-	if !(margin > 0) {
-		return pct(share)
-	}
-	f := func(x float64) string {
-		if math.Abs(x) < 0.01 {
-			return strconv.FormatFloat(x*100, 'f', 1, 64)
-		}
-		return strconv.FormatFloat(x*100, 'f', 0, 64)
-	}
-	m := f(margin)
-	if m == "0.0" {
-		m = "<0.1"
-	}
-	return f(share) + "% ± " + m
-}
-
 // keyShareText is a hot key with its share of the task's sampled input
 // and, when the engine gave it, of its subtask's: `"u42" 18% ± 3` or
 // `"u42" 18% ± 3 (46% ± 8 of subtask 2)`.
 func keyShareText(key string, share, margin, subShare, subMargin float64, subtask int) string {
-	s := strconv.Quote(key) + " " + ShareText(share, margin)
+	s := strconv.Quote(key) + " " + skew.ShareText(share, margin)
 	if subShare > 0 {
 		of := "its subtask"
 		if subtask >= 0 {
 			of = "subtask " + strconv.Itoa(subtask)
 		}
-		s += " (" + ShareText(subShare, subMargin) + " of " + of + ")"
+		s += " (" + skew.ShareText(subShare, subMargin) + " of " + of + ")"
 	}
 	return s
 }

@@ -323,32 +323,3 @@ func TestNaNEvidence(t *testing.T) {
 		}
 	}
 }
-
-// TestShareText pins how a share is written with its margin: whole
-// points from 1 % up, one decimal under it, never a zero margin, and the
-// old one-decimal form without a margin.
-func TestShareText(t *testing.T) {
-	tests := []struct {
-		name          string
-		share, margin float64
-		want          string
-	}{
-		{"with margin", 0.18, 0.031, "18% ± 3"},
-		{"both rounded to whole points", 0.184, 0.026, "18% ± 3"},
-		{"no margin: as before", 0.31, 0, "31.0%"},
-		{"no margin, tiny", 0.004, 0, "0.4%"},
-		{"tiny share and margin", 0.004, 0.002, "0.4% ± 0.2"},
-		{"large share, tiny margin", 0.3, 0.004, "30% ± 0.4"},
-		{"margin under 0.05 points", 0.002, 0.0001, "0.2% ± <0.1"},
-		{"all of the input", 1, 0.01, "100% ± 1"},
-		{"negative margin is none", 0.25, -0.01, "25.0%"},
-		{"NaN margin is none", 0.25, math.NaN(), "25.0%"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ShareText(tt.share, tt.margin); got != tt.want {
-				t.Errorf("ShareText(%v, %v) = %q, want %q", tt.share, tt.margin, got, tt.want)
-			}
-		})
-	}
-}

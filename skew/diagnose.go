@@ -813,9 +813,9 @@ func skewSummary(base Finding, i int, ev *Evidence, onSub []hotKey, cause string
 		i, base.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
 	if len(onSub) > 0 {
 		k := onSub[0]
-		fmt.Fprintf(&b, ": hot key %q carries %s of the task's records", k.key, pctText(k.share, k.margin))
+		fmt.Fprintf(&b, ": hot key %q carries %s of the task's records", k.key, ShareText(k.share, k.margin))
 		if k.subShare > 0 {
-			fmt.Fprintf(&b, " and %s of this subtask's", pctText(k.subShare, k.subMargin))
+			fmt.Fprintf(&b, " and %s of this subtask's", ShareText(k.subShare, k.subMargin))
 			if k.excess > 0 {
 				fmt.Fprintf(&b, " (%.0f%% of its excess over its peers' median)", k.explained*100)
 			}
@@ -870,19 +870,29 @@ func slowSummary(f *Finding, slowOnHost int) string {
 	return b.String()
 }
 
-// pctText formats a share with its 95 % margin, in percent: "18% ± 3".
-// Shares and margins under 1 % keep one decimal.
-func pctText(share, margin float64) string {
+// ShareText formats a share (a fraction) with margin, half the width of
+// its 95 % interval: "18% ± 3" is 18 % of the records, give or take 3
+// percentage points. A share or margin under 1 % keeps one decimal
+// ("0.4% ± 0.2", "31% ± 0.6"); a margin that would show as 0.0 shows as
+// "<0.1", so a shown margin is never zero. Without a margin (findings
+// made before the engine gave one) the share keeps the format it always
+// had, one decimal: "31.0%". Summaries, alerts, top and analyze's text
+// all write shares with it.
+func ShareText(share, margin float64) string {
+	if !(margin > 0) {
+		return strconv.FormatFloat(share*100, 'f', 1, 64) + "%"
+	}
 	f := func(x float64) string {
-		if x < 0.01 {
+		if math.Abs(x) < 0.01 {
 			return strconv.FormatFloat(x*100, 'f', 1, 64)
 		}
 		return strconv.FormatFloat(x*100, 'f', 0, 64)
 	}
-	if margin <= 0 {
-		return f(share) + "%"
+	m := f(margin)
+	if m == "0.0" {
+		m = "<0.1"
 	}
-	return f(share) + "% ± " + f(margin)
+	return f(share) + "% ± " + m
 }
 
 func ratioText(r float64) string {

@@ -10,7 +10,7 @@ import (
 // in UTC) or that it was not seen elsewhere yet, and to fix the key.
 func TestSkewSummary(t *testing.T) {
 	base := Finding{TaskName: "agg"}
-	onSub := []hotKey{{key: "u42|1593004500000", share: 0.34, subtask: 1}}
+	onSub := []hotKey{{key: "u42|1593004500000", share: 0.34, margin: 0.03, subtask: 1}}
 	tests := []struct {
 		name    string
 		sub     int
@@ -22,7 +22,7 @@ func TestSkewSummary(t *testing.T) {
 	}{
 		{
 			name: "data skew", sub: 1, ev: Evidence{BusyMsPerSecond: 990, InputRatio: 5.3}, cause: CauseDataSkew,
-			want:    []string{`Subtask 1 of "agg"`, "5.3×", `hot key "u42|1593004500000" carries 34%`, "apply the salting plan"},
+			want:    []string{`Subtask 1 of "agg"`, "5.3×", `hot key "u42|1593004500000" carries 34% ± 3`, "apply the salting plan"},
 			notWant: []string{"before", "moves between subtasks"},
 		},
 		{

@@ -3,11 +3,11 @@ package top
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
 
@@ -204,13 +204,13 @@ func (r *renderer) job(j *Job) {
 		for _, h := range j.HotKeys {
 			ofSubtask := cell{text: "-"}
 			if h.SubtaskShare > 0 {
-				ofSubtask = cell{text: shareText(h.SubtaskShare, h.SubtaskShareMargin)}
+				ofSubtask = cell{text: skew.ShareText(h.SubtaskShare, h.SubtaskShareMargin)}
 			}
 			t.row(
 				flexCell(h.TaskName, r.st.NameWidth, false, false),
 				cell{text: subtask(h.SubtaskIndex)},
 				flexCell(h.Key, r.st.KeyWidth, h.KeyBytes > len(h.Key), true),
-				cell{text: shareText(h.Share, h.ShareMargin), sgr: level(h.Share, 0.2, 0.5)},
+				cell{text: skew.ShareText(h.Share, h.ShareMargin), sgr: level(h.Share, 0.2, 0.5)},
 				ofSubtask,
 				cell{text: count(h.EstimatedRecords)},
 				cell{text: fmt.Sprintf("%d/%d", h.Windows, nWin)},
@@ -244,27 +244,6 @@ func (r *renderer) job(j *Job) {
 		}
 		r.table(t)
 	}
-}
-
-// shareText writes a share with its 95 % margin as alert.ShareText does
-// (top does not import alert): "18% ± 3", one decimal under 1 %
-// ("0.4% ± 0.2"), "<0.1" for a margin that would show as 0.0, and the
-// old one-decimal form ("31.0%") when there is no margin.
-func shareText(share, margin float64) string {
-	if !(margin > 0) {
-		return strconv.FormatFloat(share*100, 'f', 1, 64) + "%"
-	}
-	f := func(x float64) string {
-		if math.Abs(x) < 0.01 {
-			return strconv.FormatFloat(x*100, 'f', 1, 64)
-		}
-		return strconv.FormatFloat(x*100, 'f', 0, 64)
-	}
-	m := f(margin)
-	if m == "0.0" {
-		m = "<0.1"
-	}
-	return f(share) + "% ± " + m
 }
 
 // sectionTitle writes a section's title with its row count ("3", or

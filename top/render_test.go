@@ -294,24 +294,3 @@ func golden(t *testing.T, path, got string) {
 		t.Errorf("frame differs from %s (run go test ./top -update and review the diff):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
 }
-
-// TestShareText pins the SHARE and OF SUBTASK cells: the share with its
-// margin as alert.ShareText writes it, and the old form without one.
-func TestShareText(t *testing.T) {
-	tests := []struct {
-		share, margin float64
-		want          string
-	}{
-		{0.18, 0.031, "18% ± 3"},
-		{0.31, 0, "31.0%"},
-		{0.004, 0.002, "0.4% ± 0.2"},
-		{0.3, 0.004, "30% ± 0.4"},
-		{0.002, 0.0001, "0.2% ± <0.1"},
-		{1, 0.01, "100% ± 1"},
-	}
-	for _, tt := range tests {
-		if got := shareText(tt.share, tt.margin); got != tt.want {
-			t.Errorf("shareText(%v, %v) = %q, want %q", tt.share, tt.margin, got, tt.want)
-		}
-	}
-}

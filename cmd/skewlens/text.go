@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -93,9 +92,9 @@ func writeText(w io.Writer, f *skew.Finding, width int) error {
 		}
 		of := ""
 		if f.SubtaskShare > 0 {
-			of = " and " + alert.ShareText(f.SubtaskShare, f.SubtaskShareMargin) + " of its subtask"
+			of = " and " + skew.ShareText(f.SubtaskShare, f.SubtaskShareMargin) + " of its subtask"
 		}
-		rest := fmt.Sprintf(" carries %s%s (~%.0f records)%s", alert.ShareText(f.Share, f.ShareMargin), of, f.EstimatedRecords, label)
+		rest := fmt.Sprintf(" carries %s%s (~%.0f records)%s", skew.ShareText(f.Share, f.ShareMargin), of, f.EstimatedRecords, label)
 		tail = "key " + termtext.Quote(f.Key, room("key "+rest), false) + rest
 	case f.Stats != nil:
 		st := f.Stats
