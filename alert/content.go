@@ -242,7 +242,7 @@ func hotKeysText(st *state) string {
 			sub = *st.latest.SubtaskIndex
 		}
 		for _, k := range st.latest.Evidence.HotKeys {
-			parts = append(parts, keyShareText(k.Key, k.Share, 0, k.SubtaskShare, 0, sub))
+			parts = append(parts, keyShareText(k.Key, k.Share, k.ShareMargin, k.SubtaskShare, k.SubtaskShareMargin, sub))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -580,7 +580,8 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 		if ratios[i] >= cfg.SkewRatio || sampleSkew {
 			*hot = append(*hot, extra...)
 			for _, k := range onSub {
-				ev.HotKeys = append(ev.HotKeys, KeyShare{Key: k.key, Share: round(k.share, 4), SubtaskShare: round(k.subShare, 4)})
+				ev.HotKeys = append(ev.HotKeys, KeyShare{Key: k.key, Share: round(k.share, 4), ShareMargin: round(k.margin, 4),
+					SubtaskShare: round(k.subShare, 4), SubtaskShareMargin: round(k.subMargin, 4)})
 				ev.ExcessExplained += k.explained
 			}
 			if len(onSub) > 0 && r >= cfg.SkewRatio {

@@ -198,11 +198,14 @@ type Evidence struct {
 }
 
 // KeyShare names a key, its share of the task's sampled records and of
-// its subtask's.
+// its subtask's, each with the half-width of its 95 % interval (see
+// HotKey).
 type KeyShare struct {
-	Key          string  `json:"key"`
-	Share        float64 `json:"share"`
-	SubtaskShare float64 `json:"subtask_share,omitempty"`
+	Key                string  `json:"key"`
+	Share              float64 `json:"share"`
+	ShareMargin        float64 `json:"share_margin,omitempty"`
+	SubtaskShare       float64 `json:"subtask_share,omitempty"`
+	SubtaskShareMargin float64 `json:"subtask_share_margin,omitempty"`
 }
 
 // Plan is the body of a salting_plan finding: how to spread a task's hot
