@@ -22,7 +22,7 @@ final class Plugins {
         }
         KeySampler.Config c = KeySampler.Config.of(o.kafkaBootstrap);
         c.sender.topic = o.samplesTopic;
-        c.sampleRate = o.sampleRate;
+        c.sampleRate = o.sampleRate();
         c.validate();
         return new SamplingHook(c);
     }

@@ -65,7 +65,7 @@ public final class Recorder {
 
     public static void main(String[] args) throws Exception {
         Path out = null;
-        List<String> scenarios = List.of("hot_key", "slow_sink", "under_provisioned");
+        List<String> scenarios = List.of("hot_key", "modest_hot_key", "slow_sink", "under_provisioned");
         Duration duration = Duration.ofSeconds(150);
         Duration scrapeInterval = Duration.ofSeconds(10);
         Duration reportInterval = Duration.ofSeconds(10);

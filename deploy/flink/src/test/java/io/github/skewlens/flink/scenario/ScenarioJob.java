@@ -79,6 +79,10 @@ import io.github.skewlens.flink.salting.TwoPhaseConfig;
  *       its peers (rebalance is round-robin).</li>
  *   <li>{@code under_provisioned}: uniform keys; the source offers every keyed
  *       subtask more than it can do.</li>
+ *   <li>{@code modest_hot_key}: a hot key of modest share (--hot-share 0.2,
+ *       400 records/s at p=4, 7 ms a record, --sample-rate 0.05): its
+ *       subtask saturates with about twice its peers' input while the peers
+ *       are about half busy (issue 20's real job).</li>
  *   <li>{@code hot_key_onset}: hot_key, but the hot key starts only --hot-from
  *       (90 s) after the job, once the 60 s busy-time gauges have settled on
  *       the healthy load: the capture shows how fast counters and gauges
@@ -396,7 +400,7 @@ public final class ScenarioJob {
         m.put("checkpoint_interval_ms", o.checkpointInterval.toMillis());
         m.put("key_sampler", Plugins.keyedHook(o) != PerRecord.NONE);
         m.put("kafka_reporter", o.kafkaBootstrap != null);
-        m.put("sample_rate", o.kafkaBootstrap != null ? o.sampleRate : null);
+        m.put("sample_rate", o.kafkaBootstrap != null ? o.sampleRate() : null);
         m.put("salting_url", o.saltingUrl);
         return m;
     }

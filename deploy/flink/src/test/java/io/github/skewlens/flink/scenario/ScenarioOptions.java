@@ -24,15 +24,15 @@ public final class ScenarioOptions implements Serializable {
     private static final long serialVersionUID = 1L;
 
     public enum Scenario {
-        HOT_KEY, HOT_KEY_ONSET, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
+        HOT_KEY, HOT_KEY_ONSET, MODEST_HOT_KEY, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
 
         public String flag() {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        /** Whether the scenario has a hot key: hot_key, and hot_key_onset from --hot-from on. */
+        /** Whether the scenario has a hot key: hot_key, modest_hot_key, and hot_key_onset from --hot-from on. */
         public boolean hot() {
-            return this == HOT_KEY || this == HOT_KEY_ONSET;
+            return this == HOT_KEY || this == HOT_KEY_ONSET || this == MODEST_HOT_KEY;
         }
 
         static Scenario parse(String s) {
@@ -42,7 +42,7 @@ public final class ScenarioOptions implements Serializable {
                 }
             }
             throw new IllegalArgumentException("--scenario: unknown " + s
-                    + " (hot_key, hot_key_onset, slow_sink, under_provisioned, healthy)");
+                    + " (hot_key, hot_key_onset, modest_hot_key, slow_sink, under_provisioned, healthy)");
         }
     }
 
@@ -53,7 +53,8 @@ public final class ScenarioOptions implements Serializable {
     public int maxParallelism = 128;
     /** Records per second over all source subtasks; 0: derived. */
     public double rate;
-    public double hotShare = 0.5;
+    /** The hot key's share of the records; negative: the scenario's default (0.5, modest_hot_key 0.2). */
+    public double hotShare = -1;
     /**
      * hot_key_onset: how long after the job starts the hot key starts (uniform
      * keys before); default 90 s, so that the 60 s busy-time gauges have
@@ -81,8 +82,11 @@ public final class ScenarioOptions implements Serializable {
     public String kafkaBootstrap;
     public String metricsTopic = "flink-metrics";
     public String samplesTopic = "flink-key-samples";
-    /** The key sampler's sample rate (fraction of records sampled). */
-    public double sampleRate = 0.01;
+    /**
+     * The key sampler's sample rate (fraction of records sampled); negative:
+     * the scenario's default (0.01, modest_hot_key 0.05).
+     */
+    public double sampleRate = -1;
     public String saltingUrl;
     /** How often the salting helper polls skewlens serve; null: its default. */
     public Duration saltingPollInterval;
@@ -165,8 +169,11 @@ public final class ScenarioOptions implements Serializable {
         if (parallelism < 1 || maxParallelism < parallelism || maxParallelism > 32768) {
             throw new IllegalArgumentException("need 1 <= --parallelism <= --max-parallelism <= 32768");
         }
-        if (hotShare < 0 || hotShare >= 1) {
+        if (hotShare() < 0 || hotShare() >= 1) {
             throw new IllegalArgumentException("--hot-share must be in [0, 1)");
+        }
+        if (!(sampleRate() > 0 && sampleRate() <= 1)) {
+            throw new IllegalArgumentException("--sample-rate must be in (0, 1]");
         }
         if (hotFrom.isNegative()) {
             throw new IllegalArgumentException("--hot-from must be >= 0");
@@ -190,7 +197,29 @@ public final class ScenarioOptions implements Serializable {
         if (keyedCostMs >= 0) {
             return keyedCostMs;
         }
-        return scenario == Scenario.SLOW_SINK || scenario == Scenario.HEALTHY ? 0.5 : 1.0;
+        return switch (scenario) {
+            case SLOW_SINK, HEALTHY -> 0.5;
+            // A costly record (a lookup): at p=4 the peers of the hot
+            // subtask are half busy, as in the real job of issue 20.
+            case MODEST_HOT_KEY -> 7.0;
+            default -> 1.0;
+        };
+    }
+
+    /** The hot key's share of the records when the scenario has one: --hot-share, or the scenario's default. */
+    public double hotShare() {
+        if (hotShare >= 0) {
+            return hotShare;
+        }
+        return scenario == Scenario.MODEST_HOT_KEY ? 0.2 : 0.5;
+    }
+
+    /** The key sampler's sample rate: --sample-rate, or the scenario's default. */
+    public double sampleRate() {
+        if (sampleRate >= 0) {
+            return sampleRate;
+        }
+        return scenario == Scenario.MODEST_HOT_KEY ? 0.05 : 0.01;
     }
 
     /** Sleep per record in every sink subtask but the slow one. */
@@ -201,9 +230,9 @@ public final class ScenarioOptions implements Serializable {
         return scenario == Scenario.SLOW_SINK ? 0.2 : 0.1;
     }
 
-    /** The share of records that carry the hot key (0 unless hot_key). */
+    /** The share of records that carry the hot key (0 unless the scenario has one). */
     public double effectiveHotShare() {
-        return scenario.hot() ? hotShare : 0;
+        return scenario.hot() ? hotShare() : 0;
     }
 
     /** The sink subtask that is slow, or -1 unless slow_sink. */
@@ -214,7 +243,11 @@ public final class ScenarioOptions implements Serializable {
     /**
      * The source rate: --rate, or one derived so that the scenario holds.
      * hot_key: the hot subtask is offered 1.25x its capacity (at p=4, share
-     * 0.5, 1 ms: 2000/s, hot subtask 1250/s, the others 250/s); slow_sink:
+     * 0.5, 1 ms: 2000/s, hot subtask 1250/s, the others 250/s);
+     * modest_hot_key: the hot subtask is offered 1.12x its capacity (at p=4,
+     * share 0.2, 7 ms: 400/s, hot subtask 160/s against a capacity of
+     * 143/s, the others 80/s; back-pressured, the peers get about half the
+     * hot subtask's rate, ~71/s, busy ~500 ms/s); slow_sink:
      * the sinks are offered 1.5x the slow sink's capacity (p=4, 5 ms:
      * 1200/s); under_provisioned: every keyed subtask 1.5x its capacity
      * (p=4, 1 ms: 6000/s); healthy: 300/s per keyed subtask.
@@ -225,7 +258,8 @@ public final class ScenarioOptions implements Serializable {
         }
         double keyedCap = 1000.0 / Math.max(keyedCostMs(), 0.01);
         return switch (scenario) {
-            case HOT_KEY, HOT_KEY_ONSET -> 1.25 * keyedCap / (hotShare + (1 - hotShare) / parallelism);
+            case HOT_KEY, HOT_KEY_ONSET -> 1.25 * keyedCap / (hotShare() + (1 - hotShare()) / parallelism);
+            case MODEST_HOT_KEY -> 1.12 * keyedCap / (hotShare() + (1 - hotShare()) / parallelism);
             case SLOW_SINK -> 1.5 * parallelism * 1000.0 / Math.max(slowSinkCostMs, 0.01);
             case UNDER_PROVISIONED -> 1.5 * parallelism * keyedCap;
             case HEALTHY -> 300.0 * parallelism;

@@ -6,7 +6,8 @@
  *   <li>{@link io.github.skewlens.flink.scenario.ScenarioJob}: a MiniCluster
  *       job (source, keyed task, sink) whose per-record costs are sleeps, so
  *       that busy time and back-pressure are real on a 2-core machine; it
- *       plays one scenario (hot_key, slow_sink, under_provisioned, healthy)
+ *       plays one scenario (hot_key, hot_key_onset, modest_hot_key,
+ *       slow_sink, under_provisioned, healthy)
  *       and writes what it knows to be true (job id, task ids, which subtask
  *       each key went to).</li>
  *   <li>{@link io.github.skewlens.flink.scenario.Recorder}: runs ScenarioJob
