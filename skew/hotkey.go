@@ -50,12 +50,16 @@ import (
 // holds tens of percent against thousands of background keys, which is
 // plain at any parallelism.
 
-// poolKeys bounds the candidate keys a task adds in a window. The rules
-// report at most MaxHotKeys per task and window; the rest give keys that
-// hover near a threshold the chance to add their evidence up. A task
-// keeps the evidence of at most 2·poolKeys keys: this window's
-// candidates first, then those of its last HotKeyPoolWindows windows.
-const poolKeys = 64
+// poolKeys bounds the candidate keys a task adds in a window from its
+// own sketch, and again from its subtasks' sketches. The rules report at
+// most MaxHotKeys per task and window; the rest give keys that hover near
+// a threshold the chance to add their evidence up. A task keeps the
+// evidence of at most maxPoolKeys keys: this window's candidates first,
+// then up to poolKeys of those of its last HotKeyPoolWindows windows.
+const (
+	poolKeys    = 64
+	maxPoolKeys = 3 * poolKeys
+)
 
 // subSketchCandidates is the keys of a subtask's sketch that may become
 // candidates in a window.
@@ -284,11 +288,22 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 		// The subtask sketches' candidates on those subtasks: keys that
 		// may explain their excess, even when they are far below the task
 		// sketch's resolution (at a high parallelism).
+		// Heaviest subtasks first (then by index): the cap keeps theirs.
+		var subs []int
 		for i, ss := range w.subSketch {
-			if ss == nil || !excessive(i) {
-				continue
+			if ss != nil && excessive(i) {
+				subs = append(subs, i)
 			}
-			for _, c := range ss.TopGuaranteed(subSketchCandidates) {
+		}
+		slices.SortFunc(subs, func(a, b int) int {
+			return cmp.Or(cmp.Compare(w.subWeight[b], w.subWeight[a]), cmp.Compare(a, b))
+		})
+		fromSubs := 0
+		for _, i := range subs {
+			if fromSubs >= poolKeys {
+				break
+			}
+			for _, c := range w.subSketch[i].TopGuaranteed(subSketchCandidates) {
 				g := c.Count - c.Err
 				if !(g > 0) || g < admitSub*w.subWeight[i] {
 					break
@@ -301,6 +316,9 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 					win.count, win.g = cnt, cnt-err
 				}
 				add(c.Key, win)
+				if fromSubs++; fromSubs >= poolKeys {
+					break
+				}
 			}
 		}
 	}

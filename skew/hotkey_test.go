@@ -596,3 +596,50 @@ func TestShareText(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolBounded: a task whose 500 subtasks are all saturated, each with
+// its own heavy keys, keeps the evidence of at most maxPoolKeys keys and
+// pooled windows of at most HotKeyPoolWindows, and its saved state
+// restores.
+func TestPoolBounded(t *testing.T) {
+	const p = 500
+	j := newJob(t, Config{})
+	for w := range 8 {
+		s := balanced(p, 950, 0, 1000)
+		for i := 0; i < p; i += 2 {
+			s[i].rate = 1600 // half the subtasks above the fair share
+		}
+		j.metrics(w, "agg", s)
+		ts := t0 + int64(w)*10000 + 1000
+		for i := range p {
+			for k := range 12 {
+				ks := KeySample{TS: ts, JobID: j.id, TaskName: "agg", Key: "k-" + strconv.Itoa(i) + "-" + strconv.Itoa(k%4+w),
+					Weight: 1, SampleRate: 0.05, Parallelism: p, Subtask: int32(i)}
+				if v := j.e.AddSample(&ks); v != Accepted {
+					t.Fatalf("sample rejected: %v", v)
+				}
+			}
+		}
+		j.close(w)
+		task := j.e.jobs[j.id].tasks[0]
+		if n := len(task.pool); n > maxPoolKeys || n == 0 {
+			t.Fatalf("window %d: %d keys in the pool, want 1 to %d", w, n, maxPoolKeys)
+		}
+		for _, pk := range task.pool {
+			if len(pk.wins) > j.e.cfg.HotKeyPoolWindows {
+				t.Fatalf("window %d: key %q has %d windows", w, pk.key, len(pk.wins))
+			}
+		}
+		t.Logf("window %d: %d keys, %d pooled windows", w, len(task.pool), len(task.poolTotals))
+		if n := len(task.poolTotals); n > j.e.cfg.HotKeyPoolWindows {
+			t.Fatalf("window %d: %d pooled windows", w, n)
+		}
+	}
+	e2, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Restore(j.e.Snapshot(nil)); err != nil {
+		t.Fatalf("the saved state does not restore: %v", err)
+	}
+}

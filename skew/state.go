@@ -414,8 +414,8 @@ func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
 // restorePool checks and loads a task's hot-key evidence. Windows beyond
 // the engine's pool reach are dropped by updatePool at the next window.
 func restorePool(ps []PoolKeyState, rs []PoolRecordState) ([]poolKey, []poolTotal, error) {
-	if len(ps) > 2*poolKeys || len(rs) > MaxHotKeyPoolWindows {
-		return nil, nil, fmt.Errorf("hot_key_pool: %d keys and %d windows, more than %d and %d", len(ps), len(rs), 2*poolKeys, MaxHotKeyPoolWindows)
+	if len(ps) > maxPoolKeys || len(rs) > MaxHotKeyPoolWindows {
+		return nil, nil, fmt.Errorf("hot_key_pool: %d keys and %d windows, more than %d and %d", len(ps), len(rs), maxPoolKeys, MaxHotKeyPoolWindows)
 	}
 	var totals []poolTotal
 	for i, r := range rs {
