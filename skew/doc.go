@@ -37,14 +37,18 @@
 //
 // # Hot keys
 //
-// A key is hot when the lower one-sided Wilson bound of its share (from
-// the sketch's guaranteed lower count, over the window's sample count, at
-// Config.HotKeyConfidence) is above max(HotKeyShare, HotKeyFairShare/P,
-// R(n)), where R(n) is the smallest threshold n samples resolve (see
-// hotkey.go). Hot keys of a task that is not saturated are still
-// reported, labelled (HotKey.Saturated, HotKey.SkewsSubtask); they are
-// HotKey.Actionable, and may alert, only when the key alone pushes its
-// subtask above the skew ratio.
+// The unit of evidence is the sampled record (a key sample's Weight).
+// Two rules name keys (see hotkey.go). The task rule: the exact lower
+// bound of a key's share of the task's sampled records, pooled over the
+// last Config.HotKeyPoolWindows windows, at Config.HotKeyConfidence, is
+// above max(HotKeyShare, HotKeyFairShare/P). The subtask rule: on a
+// subtask saturated with skewed input, the lower bound of a key's share
+// of that subtask's records (from the subtask's own small sketch) is above
+// HotKeyExcessShare of the subtask's excess over its peers' median. Hot
+// keys of a task that is not saturated are still reported, labelled
+// (HotKey.Saturated, HotKey.SkewsSubtask); they are HotKey.Actionable, and
+// may alert, only when the key alone pushes its subtask above the skew
+// ratio. The candidate keys' evidence is part of the saved state.
 //
 // An Engine is not safe for concurrent use: one goroutine owns it.
 package skew
