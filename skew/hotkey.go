@@ -48,7 +48,9 @@ import (
 // keys make this subtask get more than its peers, and its n is the
 // subtask's records, not the task's: on the overloaded subtask a hot key
 // holds tens of percent against thousands of background keys, which is
-// plain at any parallelism.
+// plain at any parallelism. Its counts come from the subtask's own small
+// sketch (the task sketch cannot resolve one subtask's keys at a high
+// parallelism), and it needs at least minKeyRecords of the key's records.
 
 // poolKeys bounds the candidate keys a task adds in a window from its
 // own sketch, and again from its subtasks' sketches. The rules report at
@@ -186,7 +188,7 @@ func (e *Engine) hotKeyThreshold(p int) float64 {
 	return th
 }
 
-// taskParallelism is the task's parallelism for the hot-key threshold:
+// parallelism is the task's parallelism for the hot-key threshold:
 // the routing's when a key sample said it, else the subtasks observed.
 func (tc *taskCtx) parallelism() int {
 	if p := tc.t.parallelism; p > 0 {
