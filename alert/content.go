@@ -210,9 +210,6 @@ func (t *Tracker) summary(st *state) string {
 	return fmt.Sprintf("%s on %q.", AlertName(st.id.Cause), f.TaskName)
 }
 
-// pct formats a share as a percentage with one decimal.
-func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 1, 64) + "%" }
-
 // keyShareText is a hot key with its share of the task's sampled input
 // and, when the engine gave it, of its subtask's: `"u42" 18% ± 3` or
 // `"u42" 18% ± 3 (46% ± 8 of subtask 2)`.

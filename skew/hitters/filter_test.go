@@ -39,6 +39,12 @@ func legacyNew(k int) *legacySketch {
 		heap:   make([]int32, k),
 		pos:    make([]int32, k),
 		table:  make([]uint64, 1<<logSize),
+		// The scalars as New set them then: they are part of the
+		// struct's size, which heapBytes counts.
+		n:     0,
+		total: 0,
+		shift: uint(64 - logSize),
+		mask:  1<<logSize - 1,
 	}
 }
 
