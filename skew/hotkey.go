@@ -268,7 +268,10 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 		}
 		// The task sketch's candidates: heavy in the task, or in such a
 		// subtask.
-		for _, c := range w.sketch.TopGuaranteed(0) {
+		// The heaviest 2·poolKeys counters only: TopGuaranteed copies the
+		// keys it returns, and the rest of a 1024-counter sketch is the
+		// tail (keys on a skewed subtask come from its own sketch below).
+		for _, c := range w.sketch.TopGuaranteed(2 * poolKeys) {
 			g := c.Count - c.Err
 			if !(g > 0) || len(next) == poolKeys {
 				break // ranked by g: no later key has a count either
