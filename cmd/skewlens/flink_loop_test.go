@@ -41,7 +41,7 @@ const (
 
 // loop is one closed-loop run: skewlens and a scenario job.
 type loop struct {
-	t        *testing.T
+	t        testing.TB
 	prefix   string
 	brokers  []string
 	chAddr   string
@@ -66,10 +66,33 @@ type counterPoint struct {
 // part follows the plans of that API (polled every 2 s).
 func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *loop {
 	t.Helper()
+	return startLoopWith(t, loopOptions{scenario: scenario, salting: salting, jobArgs: jobArgs, observe: true})
+}
+
+// loopOptions are startLoopWith's settings.
+type loopOptions struct {
+	scenario string
+	salting  bool
+	// name, when set, replaces the scenario in the topics', group's and
+	// database's names, so that several loops of one scenario in a test
+	// process each have their own.
+	name    string
+	runArgs []string // added to `skewlens run`'s flags
+	jobArgs []string // added to the job's flags (after the defaults, so they win)
+	observe bool     // follow Flink's busy-time reports (busySince, busyBetween)
+}
+
+// startLoopWith is startLoop with the options of o.
+func startLoopWith(t testing.TB, o loopOptions) *loop {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the closed loop needs a Kafka broker, ClickHouse and a Flink MiniCluster")
 	}
-	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(scenario, "_", "-"), db: "flink_" + scenario,
+	name := o.scenario
+	if o.name != "" {
+		name = o.name
+	}
+	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(name, "_", "-"), db: "flink_" + strings.ReplaceAll(name, "-", "_"),
 		flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
 	l.brokers = kafkatest.Start(t)
 	l.chAddr = chtest.Start(t)
@@ -84,10 +107,11 @@ func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(port)
 	l.api = "127.0.0.1:" + strconv.Itoa(apiPort)
-	l.run = startChild(t, l.db, "run", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
-		"--database", l.db, "--group", l.prefix, "--topics", l.prefix+"-metrics,"+l.prefix+"-samples",
-		"--dead-letter-topic", l.prefix+"-dead", "--plans-topic", l.prefix+"-plans",
-		"--listen", listen, "--api-listen", l.api, "--quiet", "--log-format", "json")
+	runArgs := append([]string{"run", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
+		"--database", l.db, "--group", l.prefix, "--topics", l.prefix + "-metrics," + l.prefix + "-samples",
+		"--dead-letter-topic", l.prefix + "-dead", "--plans-topic", l.prefix + "-plans",
+		"--listen", listen, "--api-listen", l.api, "--quiet", "--log-format", "json"}, o.runArgs...)
+	l.run = startChild(t, l.db, runArgs...)
 	l.run.listen = listen
 	l.waitReady()
 	l.conn, err = ch.Open(&ch.Options{Addr: []string{l.chAddr}})
@@ -96,15 +120,17 @@ func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *
 	}
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
-	args := append([]string{"--scenario", scenario, "--duration", "10m",
+	args := append([]string{"--scenario", o.scenario, "--duration", "10m",
 		"--kafka-bootstrap", l.brokers[0], "--metrics-topic", l.prefix + "-metrics",
-		"--samples-topic", l.prefix + "-samples", "--report-interval", "5s", "--out", l.out}, jobArgs...)
-	if salting {
+		"--samples-topic", l.prefix + "-samples", "--report-interval", "5s", "--out", l.out}, o.jobArgs...)
+	if o.salting {
 		args = append(args, "--salting-url", "http://"+l.api, "--salting-poll-interval", "2s")
 	}
 	l.job = flinktest.StartScenario(t, args...)
 	t.Logf("job %s ready", l.job.ID)
-	go l.followFlinkMetrics()
+	if o.observe {
+		go l.followFlinkMetrics()
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("skewlens log tail:\n%s", l.run.logTail())
@@ -112,6 +138,15 @@ func startLoop(t *testing.T, scenario string, salting bool, jobArgs ...string) *
 		}
 	})
 	return l
+}
+
+// stop stops the job and `skewlens run` now, before the test's cleanup
+// (which then finds them stopped), so that loops run one after another do
+// not share the cores.
+func (l *loop) stop() {
+	l.job.Stop()
+	_ = l.run.cmd.Process.Kill()
+	<-l.run.done
 }
 
 // waitReady waits for skewlens' /readyz (topics created, ClickHouse
