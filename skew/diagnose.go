@@ -557,13 +557,17 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 		ev.SustainedWindows = h.sustained
 		ev.InputRatio = round(ratios[i], 2)
 		w := tc.w
-		sampleShareSkew := i < len(w.subWeight) && w.weight > 0 &&
-			w.subWeight[i]/w.weight*float64(max(len(tc.subs), 1)) >= cfg.SkewRatio
+		// The subtask's sampled share over the mean one.
+		sampleRatio := 0.0
+		if i < len(w.subWeight) && w.weight > 0 {
+			sampleRatio = w.subWeight[i] / w.weight * float64(max(len(tc.subs), 1))
+		}
+		sampleShareSkew := sampleRatio >= cfg.SkewRatio
 		// The subtask rule, on the input ratio from the metrics, else on
-		// the sampled share over the mean one.
+		// the sampled one.
 		r := ratios[i]
 		if r < cfg.SkewRatio && sampleShareSkew {
-			r = w.subWeight[i] / w.weight * float64(max(len(tc.subs), 1))
+			r = sampleRatio
 		}
 		var extra []hotKey
 		if r >= cfg.SkewRatio {

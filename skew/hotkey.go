@@ -267,10 +267,10 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 			return i < len(tc.subs) && (tc.subs[i].saturated || !tc.subs[i].observed) && w.subWeight[i] >= fair
 		}
 		// The task sketch's candidates: heavy in the task, or in such a
-		// subtask.
-		// The heaviest 2·poolKeys counters only: TopGuaranteed copies the
-		// keys it returns, and the rest of a 1024-counter sketch is the
-		// tail (keys on a skewed subtask come from its own sketch below).
+		// subtask. Only its heaviest 2·poolKeys counters: TopGuaranteed
+		// copies the keys it returns, and the rest of a 1024-counter
+		// sketch is the tail (keys on a skewed subtask come from its own
+		// sketch below).
 		for _, c := range w.sketch.TopGuaranteed(2 * poolKeys) {
 			g := c.Count - c.Err
 			if !(g > 0) || len(next) == poolKeys {
@@ -347,24 +347,6 @@ func (e *Engine) updatePool(tc *taskCtx, ws int64) {
 	t.pool = next
 }
 
-// pooled returns a key's guaranteed records over the pool's reach at
-// window ws, the task's sampled records over it, and the windows with
-// samples it spans. Windows in which the key was not a candidate count
-// none of its records (fewer than it had, so the bound stays a lower
-// bound) but all of the task's: skipping them would pool only the windows
-// in which the key happened to be drawn often, and a key just under the
-// threshold would cross it on that selection alone.
-func (t *taskState) pooled(pk *poolKey) (x, n float64, windows int) {
-	for _, pw := range pk.wins {
-		x += pw.g
-	}
-	for _, pt := range t.poolTotals {
-		n += pt.records
-		windows++
-	}
-	return x, n, windows
-}
-
 // hotKeys applies the task rule to the task's candidates of window ws
 // (after updatePool). It returns the hot keys, hottest first (by the
 // window's guaranteed count), at most MaxHotKeys.
@@ -376,6 +358,17 @@ func (e *Engine) hotKeys(tc *taskCtx, ws int64) []hotKey {
 	}
 	conf := e.cfg.HotKeyConfidence
 	scale := w.est / w.weight
+	// The task's sampled records over the pool's reach, the same for
+	// every key. A window in which a key was not a candidate counts none
+	// of its records (fewer than it had, so the bound stays a lower
+	// bound) but all of the task's: skipping such windows would pool only
+	// those in which the key happened to be drawn often, and a key just
+	// under the threshold would cross it on that selection alone.
+	var n float64
+	for _, pt := range tc.t.poolTotals {
+		n += pt.records
+	}
+	windows := len(tc.t.poolTotals)
 	var out []hotKey
 	for i := range tc.t.pool {
 		pk := &tc.t.pool[i]
@@ -383,7 +376,10 @@ func (e *Engine) hotKeys(tc *taskCtx, ws int64) []hotKey {
 		if cur.ws != ws || cur.g < th/2*cur.weight {
 			continue
 		}
-		x, n, windows := tc.t.pooled(pk)
+		var x float64
+		for _, pw := range pk.wins {
+			x += pw.g
+		}
 		// The bound is below the pooled share: most candidates are ruled
 		// out without computing it.
 		if n < float64(e.cfg.MinSamples) || x <= th*n {
