@@ -106,6 +106,32 @@ func (c *clusterSchema) distributed(table string) (string, error) {
 		" ENGINE = Distributed('" + c.cluster + "', '" + c.database + "', '" + table + "_local', " + key + ")", nil
 }
 
+// rewriteAll returns the cluster form of the rendered statements of one
+// migration: each statement's (see rewrite), except that a Distributed
+// table is dropped and created again once, after the migration's last
+// ALTER of its table, rather than after each: every ON CLUSTER statement
+// waits for each server of the cluster, and a migration that adds six
+// columns would otherwise run eighteen of them.
+func (c *clusterSchema) rewriteAll(stmts []string) ([]string, error) {
+	var out, recreate []string
+	seen := map[string]bool{}
+	for _, stmt := range stmts {
+		forms, err := c.rewrite(stmt)
+		if err != nil {
+			return nil, err
+		}
+		if alterTableRE.MatchString(stmt) {
+			if t := alterTableRE.FindStringSubmatch(stmt)[2]; !seen[t] {
+				seen[t] = true
+				recreate = append(recreate, forms[1:]...)
+			}
+			forms = forms[:1]
+		}
+		out = append(out, forms...)
+	}
+	return append(out, recreate...), nil
+}
+
 // rewrite returns the cluster form of one rendered statement:
 //   - CREATE DATABASE runs ON CLUSTER;
 //   - CREATE TABLE t creates t_local ON CLUSTER with the Replicated

@@ -104,7 +104,7 @@ func TestClusterIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range forms {
-				if err := s.applyStatement(ctx, fmt.Sprintf("migration %04d statement %d again", m.Version, i+1), f); err != nil {
+				if err := s.applyStatement(ctx, s.conn, fmt.Sprintf("migration %04d statement %d again", m.Version, i+1), f); err != nil {
 					t.Errorf("migration %04d statement %d again: %v", m.Version, i+1, err)
 				}
 			}

@@ -71,6 +71,39 @@ func TestClusterRewrite(t *testing.T) {
 	}
 }
 
+// TestClusterRewriteAll checks that a migration's ALTERs of one table
+// recreate its Distributed table once, after the last of them.
+func TestClusterRewriteAll(t *testing.T) {
+	ms := []Migration{{Version: 1, Name: "init", Statements: map[Dialect][]string{DialectLegacy: {
+		"CREATE TABLE IF NOT EXISTS {{database}}.facts\n(\n    job_id String\n)\nENGINE = MergeTree\nORDER BY job_id",
+		"CREATE TABLE IF NOT EXISTS {{database}}.other\n(\n    job_id String\n)\nENGINE = MergeTree\nORDER BY job_id",
+	}}}}
+	cs, err := newClusterSchema(ms, DialectLegacy, "db", "c1", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.rewriteAll([]string{
+		"ALTER TABLE `db`.facts ADD COLUMN IF NOT EXISTS a String AFTER job_id",
+		"ALTER TABLE `db`.other ADD COLUMN IF NOT EXISTS b String AFTER job_id",
+		"ALTER TABLE `db`.facts ADD COLUMN IF NOT EXISTS c String AFTER a",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ALTER TABLE `db`.`facts_local` ON CLUSTER `c1` ADD COLUMN IF NOT EXISTS a String AFTER job_id",
+		"ALTER TABLE `db`.`other_local` ON CLUSTER `c1` ADD COLUMN IF NOT EXISTS b String AFTER job_id",
+		"ALTER TABLE `db`.`facts_local` ON CLUSTER `c1` ADD COLUMN IF NOT EXISTS c String AFTER a",
+		"DROP TABLE IF EXISTS `db`.`facts` ON CLUSTER `c1`",
+		"CREATE TABLE IF NOT EXISTS `db`.`facts` ON CLUSTER `c1` AS `db`.`facts_local` ENGINE = Distributed('c1', 'db', 'facts_local', cityHash64(job_id))",
+		"DROP TABLE IF EXISTS `db`.`other` ON CLUSTER `c1`",
+		"CREATE TABLE IF NOT EXISTS `db`.`other` ON CLUSTER `c1` AS `db`.`other_local` ENGINE = Distributed('c1', 'db', 'other_local', cityHash64(job_id))",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rewriteAll:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestClusterRewriteRefuses checks that what has no safe cluster form is
 // an error rather than a table on one server.
 func TestClusterRewriteRefuses(t *testing.T) {

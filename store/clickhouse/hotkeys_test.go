@@ -43,7 +43,7 @@ func TestHotKeyMarginsUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, stmt := range stmts {
-			if err := s.applyStatement(ctx, fmt.Sprintf("migration %04d statement %d", m.Version, i+1), stmt); err != nil {
+			if err := s.applyStatement(ctx, s.conn, fmt.Sprintf("migration %04d statement %d", m.Version, i+1), stmt); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -6,7 +6,15 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
+
+// clusterDDLTimeout bounds the wait of Migrate's ON CLUSTER statements
+// for every server of the cluster to run them. It is ClickHouse's default
+// distributed_ddl_task_timeout, which Migrate sends with each statement.
+const clusterDDLTimeout = 180 * time.Second
 
 // Migrate creates the database and applies every schema migration that
 // the ledger (schema_migrations) does not list, in the dialect of the
@@ -15,12 +23,11 @@ import (
 // migration interrupted before it was recorded is simply re-run.
 // Retryable errors are retried; it blocks until done or ctx ends.
 //
-// On a cluster (Config.Cluster) every statement runs in its cluster form
-// (see clusterSchema.rewrite) and each one waits until every server of
-// the cluster has run it: ClickHouse's ON CLUSTER DDL does, for up to the
-// server's distributed_ddl_task_timeout (180 s by default). Run it while
-// every replica is up; a server that is down runs the queued statements
-// when it is back.
+// On a cluster (Config.Cluster) the statements of each migration run in
+// their cluster form (see clusterSchema.rewriteAll), and each one waits
+// until every server of the cluster has run it, for up to
+// clusterDDLTimeout. Run it while every replica is up; a server that is
+// down runs the queued statements when it is back.
 func (s *Store) Migrate(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -31,26 +38,39 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return permanentErr("migrate", err)
 	}
-	// forms returns a rendered statement as it runs: itself, or its
-	// cluster form.
-	forms := func(stmt string) ([]string, error) { return []string{stmt}, nil }
+	// forms returns the rendered statements of one migration as they
+	// run: themselves, or their cluster form.
+	forms := func(stmts []string) ([]string, error) { return stmts, nil }
+	conn := s.conn
 	if s.cfg.Cluster != "" {
 		cs, err := newClusterSchema(ms, s.dialect, s.cfg.Database, s.cfg.Cluster, s.cfg.TTLDays)
 		if err != nil {
 			return permanentErr("migrate", err)
 		}
-		forms = cs.rewrite
+		forms = cs.rewriteAll
+		// The server answers an ON CLUSTER statement once every server
+		// has run it or distributed_ddl_task_timeout has passed, naming
+		// the servers that have not. Its own connections wait for that
+		// answer: a client that gave up sooner would retry, and queue the
+		// statement again behind the first, which on a slow cluster
+		// piles up faster than the servers run it.
+		ddl, err := open(s.cfg, clusterDDLTimeout+s.cfg.ReadTimeout)
+		if err != nil {
+			return permanentErr("open "+s.cfg.Addr, err)
+		}
+		defer func() { _ = ddl.Close() }()
+		conn = ddl
+		ctx = ch.Context(ctx, ch.WithSettings(ch.Settings{
+			"distributed_ddl_task_timeout": int(clusterDDLTimeout / time.Second),
+		}))
 	}
-	exec := func(op, sql string) error {
+	exec := func(op string, sql ...string) error {
 		stmts, err := forms(sql)
 		if err != nil {
 			return permanentErr(op, err)
 		}
-		for _, stmt := range stmts {
-			err := s.retry(ctx, op, "migrate", func(ctx context.Context) error {
-				return s.conn.Exec(ctx, stmt)
-			})
-			if err != nil {
+		for i, stmt := range stmts {
+			if err := s.applyStatement(ctx, conn, fmt.Sprintf("%s statement %d", op, i+1), stmt); err != nil {
 				return err
 			}
 		}
@@ -63,10 +83,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return permanentErr("migrate", err)
 	}
-	for _, stmt := range ledger {
-		if err := exec("migration 0000", stmt); err != nil {
-			return err
-		}
+	if err := exec("migration 0000", ledger...); err != nil {
+		return err
 	}
 	applied := map[int]bool{}
 	err = s.retry(ctx, "read schema_migrations", "migrate", func(ctx context.Context) error {
@@ -96,16 +114,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return permanentErr("migrate", err)
 		}
 		op := fmt.Sprintf("migration %04d_%s", m.Version, m.Name)
-		for i, stmt := range stmts {
-			run, err := forms(stmt)
-			if err != nil {
-				return permanentErr(fmt.Sprintf("%s statement %d", op, i+1), err)
-			}
-			for _, r := range run {
-				if err := s.applyStatement(ctx, fmt.Sprintf("%s statement %d", op, i+1), r); err != nil {
-					return err
-				}
-			}
+		if err := exec(op, stmts...); err != nil {
+			return err
 		}
 		rec := []row{{uint32(m.Version), m.Name, string(s.dialect), time.Now().UTC().Truncate(time.Second)}}
 		err = s.retry(ctx, "record "+op, "migrate", func(ctx context.Context) error {
@@ -163,22 +173,22 @@ func parseAddColumn(stmt string) (addColumn, bool) {
 // at once) then changes nothing, as on a modern server. On a cluster it
 // is the server Addr names that is asked; a replica that already has the
 // column fails the ON CLUSTER statement, which then counts as done when
-// that server has the column too. s.mu is held.
-func (s *Store) applyStatement(ctx context.Context, op, stmt string) error {
+// that server has the column too. It runs on conn; s.mu is held.
+func (s *Store) applyStatement(ctx context.Context, conn driver.Conn, op, stmt string) error {
 	ac, ok := parseAddColumn(stmt)
 	if !ok || s.dialect != DialectLegacy {
 		return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
-			return s.conn.Exec(ctx, stmt)
+			return conn.Exec(ctx, stmt)
 		})
 	}
 	return s.retry(ctx, op, "migrate", func(ctx context.Context) error {
-		if exists, err := s.columnExists(ctx, ac); err != nil || exists {
+		if exists, err := columnExists(ctx, conn, ac); err != nil || exists {
 			return err
 		}
-		err := s.conn.Exec(ctx, ac.plain)
+		err := conn.Exec(ctx, ac.plain)
 		if err != nil {
 			// Another sink may have added it in between.
-			if exists, cerr := s.columnExists(ctx, ac); cerr == nil && exists {
+			if exists, cerr := columnExists(ctx, conn, ac); cerr == nil && exists {
 				return nil
 			}
 		}
@@ -187,9 +197,9 @@ func (s *Store) applyStatement(ctx context.Context, op, stmt string) error {
 }
 
 // columnExists reports whether the table of ac has the column.
-func (s *Store) columnExists(ctx context.Context, ac addColumn) (bool, error) {
+func columnExists(ctx context.Context, conn driver.Conn, ac addColumn) (bool, error) {
 	var n uint64
-	err := s.conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+	err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
 		ac.database, ac.table, ac.column).Scan(&n)
 	return n > 0, err
 }

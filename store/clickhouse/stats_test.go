@@ -188,7 +188,7 @@ func TestMigrateAddColumnTwice(t *testing.T) {
 				continue
 			}
 			adds++
-			if err := s.applyStatement(ctx, fmt.Sprintf("migration %04d statement %d again", m.Version, i+1), stmt); err != nil {
+			if err := s.applyStatement(ctx, s.conn, fmt.Sprintf("migration %04d statement %d again", m.Version, i+1), stmt); err != nil {
 				t.Errorf("migration %04d statement %d again: %v", m.Version, i+1, err)
 			}
 			got, err := queryStrings(ctx, s, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",

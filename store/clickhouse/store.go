@@ -113,30 +113,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 			unreg()
 		}
 	}()
-	var settings ch.Settings
-	if cfg.Cluster != "" {
-		// An insert into a Distributed table is by default queued on
-		// the server that received it and sent to the shards later: its
-		// acknowledgement would not mean the rows are stored, and the
-		// pipeline commits its Kafka offsets on it. Synchronous, it
-		// returns once every shard's block is on one replica.
-		settings = ch.Settings{"insert_distributed_sync": 1}
-	}
-	conn, err := ch.Open(&ch.Options{
-		Protocol: ch.Native,
-		Addr:     []string{cfg.Addr},
-		// No default database: it may not exist before Migrate; every
-		// statement names its database.
-		Auth:             ch.Auth{Username: cfg.Username, Password: cfg.Password},
-		DialTimeout:      cfg.DialTimeout,
-		ReadTimeout:      cfg.ReadTimeout,
-		MaxOpenConns:     4,
-		MaxIdleConns:     2,
-		ConnMaxLifetime:  10 * time.Minute,
-		Compression:      &ch.Compression{Method: ch.CompressionLZ4},
-		ConnOpenStrategy: ch.ConnOpenInOrder,
-		Settings:         settings,
-	})
+	conn, err := open(cfg, cfg.ReadTimeout)
 	if err != nil {
 		return nil, permanentErr("open "+cfg.Addr, err)
 	}
@@ -165,6 +142,36 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 	s.writer, s.plans, s.findings, s.stats = &Writer{s}, &PlanReader{s}, &FindingReader{s}, &StatsReader{s}
 	s.audit, s.top = &AuditReader{s}, &TopReader{s}
 	return s, nil
+}
+
+// open opens a pool of connections to cfg.Addr whose every exchange
+// with the server (one Exec, or the wait for one block of a query) must
+// finish within readTimeout.
+func open(cfg Config, readTimeout time.Duration) (driver.Conn, error) {
+	var settings ch.Settings
+	if cfg.Cluster != "" {
+		// An insert into a Distributed table is by default queued on
+		// the server that received it and sent to the shards later: its
+		// acknowledgement would not mean the rows are stored, and the
+		// pipeline commits its Kafka offsets on it. Synchronous, it
+		// returns once every shard's block is on one replica.
+		settings = ch.Settings{"insert_distributed_sync": 1}
+	}
+	return ch.Open(&ch.Options{
+		Protocol: ch.Native,
+		Addr:     []string{cfg.Addr},
+		// No default database: it may not exist before Migrate; every
+		// statement names its database.
+		Auth:             ch.Auth{Username: cfg.Username, Password: cfg.Password},
+		DialTimeout:      cfg.DialTimeout,
+		ReadTimeout:      readTimeout,
+		MaxOpenConns:     4,
+		MaxIdleConns:     2,
+		ConnMaxLifetime:  10 * time.Minute,
+		Compression:      &ch.Compression{Method: ch.CompressionLZ4},
+		ConnOpenStrategy: ch.ConnOpenInOrder,
+		Settings:         settings,
+	})
 }
 
 // ServerVersion returns the server's version as SELECT version() gave it

@@ -92,6 +92,12 @@ func StartCluster(t testing.TB, name string, replicas ...int) *Cluster {
 			t.Fatalf("chtest: cannot start %s of cluster %s: %v", l.Name, name, err)
 		}
 		t.Cleanup(func() {
+			// A test that failed on the cluster (an ON CLUSTER statement
+			// that never finished, a replica that never caught up) is
+			// read from the servers' logs, which Stop removes.
+			if t.Failed() {
+				t.Logf("chtest: %s of cluster %s, its logs' last lines:\n%s", l.Name, name, p.LogTail(40))
+			}
 			if err := p.Stop(); err != nil {
 				t.Errorf("chtest: %v", err)
 			}
