@@ -64,11 +64,16 @@ type Config struct {
 	// 1.13): it is saturated when inPoolUsage is at least this and
 	// outPoolUsage is below it (default 0.9).
 	PoolUsage float64
-	// SustainWindows is the number of consecutive observed windows a
-	// subtask must stay saturated before a saturation finding is emitted
-	// (default 2). Windows without a report for the subtask neither count
-	// nor reset.
-	SustainWindows int
+	// SustainMs is how long a subtask must stay saturated before a
+	// saturation finding is emitted (default 20000). Consecutive
+	// saturated windows that cover it meet it; so does, for a subtask
+	// whose busy time comes from the accumulateBusyTimeMs counter, an
+	// unbroken run of its readings at BusyMsPerSecond or more that lasts
+	// it, counted from the reading the run began at, mid-window or in an
+	// earlier window. Once met it holds while the subtask's windows stay
+	// saturated. Windows without a report for the subtask neither count
+	// nor reset. A task's under_provisioned needs the windows.
+	SustainMs int64
 	// SkewRatio is the input rate relative to the peers' median at or above
 	// which a saturated subtask is said to receive disproportionate input
 	// (default 1.5).
@@ -148,7 +153,7 @@ func DefaultConfig() Config {
 		MinSamples:               100,
 		BusyMsPerSecond:          800,
 		PoolUsage:                0.9,
-		SustainWindows:           2,
+		SustainMs:                20000,
 		SkewRatio:                1.5,
 		UnderProvisionedFraction: 0.75,
 		UnderProvisionedBusy:     700,
@@ -182,7 +187,7 @@ func (c Config) withDefaults() Config {
 	c.MinSamples = cmp.Or(c.MinSamples, d.MinSamples)
 	c.BusyMsPerSecond = cmp.Or(c.BusyMsPerSecond, d.BusyMsPerSecond)
 	c.PoolUsage = cmp.Or(c.PoolUsage, d.PoolUsage)
-	c.SustainWindows = cmp.Or(c.SustainWindows, d.SustainWindows)
+	c.SustainMs = cmp.Or(c.SustainMs, d.SustainMs)
 	c.SkewRatio = cmp.Or(c.SkewRatio, d.SkewRatio)
 	c.UnderProvisionedFraction = cmp.Or(c.UnderProvisionedFraction, d.UnderProvisionedFraction)
 	c.UnderProvisionedBusy = cmp.Or(c.UnderProvisionedBusy, d.UnderProvisionedBusy)
@@ -239,7 +244,9 @@ func (c Config) Validate() error {
 	atLeast("min-samples", c.MinSamples, 1, "")
 	within("busy-threshold", c.BusyMsPerSecond, 0, 1000, " ms/s")
 	within("pool-usage", c.PoolUsage, 0, 1, "")
-	atLeast("sustain", c.SustainWindows, 1, " window")
+	if c.SustainMs < 1 {
+		bad("sustain", c.SustainMs, "must be positive")
+	}
 	if math.IsNaN(c.SkewRatio) || math.IsInf(c.SkewRatio, 0) || c.SkewRatio <= 1 {
 		bad("skew-ratio", c.SkewRatio, "must be above 1")
 	}
@@ -257,8 +264,14 @@ func (c Config) Validate() error {
 		bad("checkpoint-timeout", c.CheckpointTimeoutMs, "must be positive")
 	}
 	within("checkpoint-risk-fraction", c.CheckpointRiskFraction, 0, 1, " of checkpoint-timeout")
-	if c.HistoryWindows < c.RotationLookbackWindows || c.HistoryWindows < c.SustainWindows {
+	if c.HistoryWindows < c.RotationLookbackWindows || c.WindowMs >= 1 && c.SustainMs >= 1 && c.HistoryWindows < c.sustainWindows() {
 		bad("history", c.HistoryWindows, "must cover rotation-lookback and sustain")
 	}
 	return errors.Join(errs...)
+}
+
+// sustainWindows is the number of consecutive saturated windows that
+// cover SustainMs: at least one.
+func (c Config) sustainWindows() int {
+	return int(max((c.SustainMs+c.WindowMs-1)/c.WindowMs, 1))
 }

@@ -54,6 +54,9 @@ type subStats struct {
 	outQueue, output       float64
 	align, delay           float64
 	saturated              bool
+	// satFor is how long the busy counter has shown the subtask saturated
+	// without a break, up to its last reading (see saturatedRun).
+	satFor int64
 }
 
 // avg returns the mean of gauge i (one of aBusy...) in the window, and
@@ -95,6 +98,25 @@ func (e *Engine) timeMs(a *subAgg, h *subHistory, c, gauge int) (v float64, src 
 	return 0, srcNone, false
 }
 
+// saturatedRun returns how long, up to its last reading in the window, the
+// busy counter sp has risen at Config.BusyMsPerSecond or more without a
+// break, and records where that run began in h.satSince. A run that
+// reaches the window's first reading goes on into the last window's when
+// the interval from prev (the counter's last reading before the window)
+// is saturated too.
+func (e *Engine) saturatedRun(sp *span, prev reading, h *subHistory) int64 {
+	from := sp.satFrom
+	if from == sp.firstTS && prev.ok && prev.ts < sp.firstTS &&
+		(sp.first-prev.v)/float64(sp.firstTS-prev.ts)*1000 >= e.cfg.BusyMsPerSecond {
+		from = prev.ts
+		if h.satUntil == prev.ts {
+			from = h.satSince
+		}
+	}
+	h.satSince, h.satUntil = from, sp.lastTS
+	return sp.lastTS - from
+}
+
 // counterRate is the per-second increase of a counter over a window (see
 // timeMs), and whether there is one.
 func counterRate(sp *span, prev *reading) (float64, bool) {
@@ -126,6 +148,7 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		}
 		s := &tc.subs[i]
 		h := &t.subs[i]
+		prevBusy := h.last[cBusy]
 		busy, busySrc, pending := e.timeMs(a, h, cBusy, aBusy)
 		s.bp, _, _ = e.timeMs(a, h, cBackPressured, aBackPressured)
 		s.idle, _, _ = e.timeMs(a, h, cIdle, aIdle)
@@ -187,11 +210,17 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 		if s.observed {
 			tc.observed++
 			tc.maxBP = max(tc.maxBP, s.bp)
+			if busySrc == srcCounter {
+				s.satFor = e.saturatedRun(&a.cnt[cBusy], prevBusy, h)
+			} else {
+				h.satSince, h.satUntil = 0, 0
+			}
 			if s.saturated {
 				tc.saturated++
 				h.sustained++
+				h.held = h.held || h.sustained >= e.cfg.sustainWindows() || s.satFor >= e.cfg.SustainMs
 			} else {
-				h.sustained = 0
+				h.sustained, h.held = 0, false
 			}
 		}
 	}
@@ -513,7 +542,7 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 		t.upSustained++
 		// The whole task is hot: per-subtask findings would only repeat
 		// that, so there are none, even before the condition is sustained.
-		if t.upSustained >= cfg.SustainWindows {
+		if t.upSustained >= cfg.sustainWindows() {
 			dst = append(dst, e.underProvisioned(ctx, tc, base))
 		}
 		return dst
@@ -549,12 +578,13 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 	start := len(dst)
 	for i := range tc.subs {
 		s := &tc.subs[i]
-		if i >= len(t.subs) || !s.saturated || t.subs[i].sustained < cfg.SustainWindows {
+		if i >= len(t.subs) || !s.saturated || !t.subs[i].held {
 			continue
 		}
 		h := &t.subs[i]
 		ev := e.evidence(ctx, tc, i)
 		ev.SustainedWindows = h.sustained
+		ev.SaturatedForMs = s.satFor
 		ev.InputRatio = round(ratios[i], 2)
 		w := tc.w
 		// The subtask's sampled share over the mean one.

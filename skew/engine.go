@@ -167,7 +167,13 @@ type reading struct {
 
 type subHistory struct {
 	host, attempt string
-	sustained     int
+	// sustained counts the consecutive observed saturated windows, held
+	// is set once they met Config.SustainMs (see taskStats), and the
+	// busy counter's last run of saturated readings began at the reading
+	// of time satSince and went on to the one of time satUntil.
+	sustained          int
+	held               bool
+	satSince, satUntil int64
 	// last holds each counter's last reading of the windows closed so far.
 	last [numCounters]reading
 	// starting is set until the subtask (attempt) has had a window with
@@ -196,6 +202,13 @@ type taskWindow struct {
 type span struct {
 	firstTS, lastTS int64
 	first, last     float64
+	// satFrom, of the busy counter, is the time of the reading that the
+	// window's trailing run of saturated readings (each at
+	// Config.BusyMsPerSecond or more since the one before) begins at:
+	// firstTS when the run reaches the window's first reading, lastTS
+	// when the last reading ended none. A reading out of time order ends
+	// the run, since the intervals between readings are then unknown.
+	satFrom int64
 }
 
 // subAgg is one subtask's metrics in one window: of each metric only what
@@ -268,8 +281,9 @@ var slotOf = func() (t [numMetricNames]slot) {
 // reported reports whether metric k was reported in the window.
 func (a *subAgg) reported(k MetricName) bool { return a.has&(1<<k) != 0 }
 
-// add adds one reading of metric k at ts.
-func (a *subAgg) add(k MetricName, ts int64, v float64) {
+// add adds one reading of metric k at ts; busyMsPerSecond is the
+// saturation line of the busy counter (see span.satFrom).
+func (a *subAgg) add(k MetricName, ts int64, v, busyMsPerSecond float64) {
 	first := !a.reported(k)
 	a.has |= 1 << k
 	switch sl := slotOf[k]; sl.kind {
@@ -282,6 +296,16 @@ func (a *subAgg) add(k MetricName, ts int64, v float64) {
 		}
 	case slotCounter:
 		sp := &a.cnt[sl.i]
+		if sl.i == cBusy {
+			switch {
+			case first:
+				sp.satFrom = ts
+			case ts <= sp.lastTS:
+				sp.satFrom = sp.lastTS
+			case (v-sp.last)/float64(ts-sp.lastTS)*1000 < busyMsPerSecond:
+				sp.satFrom = ts
+			}
+		}
 		if first || ts < sp.firstTS {
 			sp.firstTS, sp.first = ts, v
 		}
@@ -650,7 +674,7 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		// to half of the array unused.
 		w.subs = slices.Grow(w.subs, max(sub+1, len(t.subs))-len(w.subs))[:sub+1]
 	}
-	w.subs[sub].add(m.Name, m.TS, v)
+	w.subs[sub].add(m.Name, m.TS, v, e.cfg.BusyMsPerSecond)
 	if n := len(t.subs); sub >= n {
 		t.subs = slices.Grow(t.subs, sub+1-n)[:sub+1]
 		for i := n; i <= sub; i++ {

@@ -168,19 +168,22 @@ type Evidence struct {
 	InputQueueLength float64 `json:"input_queue_length"`
 	// QueueCapacity is learned from the flat-line maximum of
 	// inputQueueLength; 0 while unknown.
-	QueueCapacity       float64    `json:"queue_capacity,omitempty"`
-	CheckpointAlignMs   float64    `json:"checkpoint_alignment_ms,omitempty"`
-	CheckpointDelayMs   float64    `json:"checkpoint_start_delay_ms,omitempty"`
-	LastCheckpointMs    float64    `json:"last_checkpoint_duration_ms,omitempty"`
-	FailedCheckpoints   float64    `json:"failed_checkpoints_in_window,omitempty"`
-	LastCheckpointBytes float64    `json:"last_checkpoint_size_bytes,omitempty"`
-	CheckpointTimeoutMs int64      `json:"checkpoint_timeout_ms,omitempty"`
-	SkewScore           float64    `json:"skew_score"`
-	MaxMedianRatio      float64    `json:"max_median_ratio"`
-	Subtasks            int        `json:"subtasks_observed"`
-	SaturatedSubtasks   int        `json:"subtasks_saturated"`
-	SustainedWindows    int        `json:"sustained_windows"`
-	HotKeys             []KeyShare `json:"hot_keys,omitempty"`
+	QueueCapacity       float64 `json:"queue_capacity,omitempty"`
+	CheckpointAlignMs   float64 `json:"checkpoint_alignment_ms,omitempty"`
+	CheckpointDelayMs   float64 `json:"checkpoint_start_delay_ms,omitempty"`
+	LastCheckpointMs    float64 `json:"last_checkpoint_duration_ms,omitempty"`
+	FailedCheckpoints   float64 `json:"failed_checkpoints_in_window,omitempty"`
+	LastCheckpointBytes float64 `json:"last_checkpoint_size_bytes,omitempty"`
+	CheckpointTimeoutMs int64   `json:"checkpoint_timeout_ms,omitempty"`
+	SkewScore           float64 `json:"skew_score"`
+	MaxMedianRatio      float64 `json:"max_median_ratio"`
+	Subtasks            int     `json:"subtasks_observed"`
+	SaturatedSubtasks   int     `json:"subtasks_saturated"`
+	SustainedWindows    int     `json:"sustained_windows"`
+	// SaturatedForMs is how long the busy counter has shown the subtask
+	// saturated without a break, up to its last reading in the window.
+	SaturatedForMs int64      `json:"saturated_for_ms,omitempty"`
+	HotKeys        []KeyShare `json:"hot_keys,omitempty"`
 	// SubtaskExcess is the subtask's input above its peers' median as a
 	// share of its input, and ExcessExplained the part of it the named hot
 	// keys on the subtask account for (at most 1), for data skew.

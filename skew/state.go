@@ -101,6 +101,11 @@ type SubtaskState struct {
 	Host      string `json:"host,omitempty"`
 	Attempt   string `json:"attempt,omitempty"`
 	Sustained int    `json:"sustained,omitempty"`
+	// Held is set once the saturation met Config.SustainMs; SatSince and
+	// SatUntil are the busy counter's last run of saturated readings.
+	Held     bool  `json:"held,omitempty"`
+	SatSince int64 `json:"sat_since,omitempty"`
+	SatUntil int64 `json:"sat_until,omitempty"`
 	// The last numRecordsIn counter reading, for rates across windows.
 	CountTS  int64   `json:"count_ts,omitempty"`
 	Count    float64 `json:"count,omitempty"`
@@ -184,6 +189,7 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 				in := h.last[cRecordsIn]
 				ss := SubtaskState{
 					Host: h.host, Attempt: h.attempt, Sustained: h.sustained,
+					Held: h.held, SatSince: h.satSince, SatUntil: h.satUntil,
 					CountTS: in.ts, Count: in.v, HasCount: in.ok, Starting: h.starting,
 				}
 				ss.BusyCounter, ss.BackPressuredCounter, ss.IdleCounter = h.counterStates()
@@ -388,11 +394,12 @@ func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
 		if err := errors.Join(validStateString(ss.Host), validStateString(ss.Attempt)); err != nil {
 			return nil, fmt.Errorf("subtask %d: %w", si, err)
 		}
-		if ss.Sustained < 0 || !finiteNumber(ss.Count) {
+		if ss.Sustained < 0 || !finiteNumber(ss.Count) || ss.SatSince > ss.SatUntil {
 			return nil, fmt.Errorf("subtask %d: counters out of range", si)
 		}
 		h := &t.subs[si]
-		*h = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), sustained: ss.Sustained, starting: ss.Starting}
+		*h = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), sustained: ss.Sustained,
+			held: ss.Held, satSince: ss.SatSince, satUntil: ss.SatUntil, starting: ss.Starting}
 		h.last[cRecordsIn] = reading{ts: ss.CountTS, v: ss.Count, ok: ss.HasCount}
 		for _, x := range [...]struct {
 			c  int

@@ -32,7 +32,7 @@ type engineFlags struct {
 	MinSamples               int           `help:"Sampled records (the key samples' summed weight) a task needs in a key's pooled windows before the key can be hot." default:"${min_samples}" group:"Engine" range:"[1,]"`
 	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine" range:"(0,1000]"`
 	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine" range:"(0,1]"`
-	Sustain                  int           `help:"Consecutive saturated windows before a saturation finding." default:"${sustain}" group:"Engine" range:"[1,${history_windows}]"`
+	Sustain                  time.Duration `help:"How long a subtask stays saturated before a saturation finding: saturated windows that cover it, or an unbroken run of busy-counter readings that lasts it." default:"${sustain}" group:"Engine" range:"[1ms,]"`
 	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine" range:"(1,]"`
 	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine" range:"(0,1]"`
 	UnderProvisionedBusy     float64       `help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned." default:"${up_busy}" group:"Engine" range:"(0,1000]"`
@@ -85,7 +85,7 @@ func (f *engineFlags) config() skew.Config {
 	c.MinSamples = f.MinSamples
 	c.BusyMsPerSecond = f.BusyThreshold
 	c.PoolUsage = f.PoolUsage
-	c.SustainWindows = f.Sustain
+	c.SustainMs = f.Sustain.Milliseconds()
 	c.SkewRatio = f.SkewRatio
 	c.UnderProvisionedFraction = f.UnderProvisionedFraction
 	c.UnderProvisionedBusy = f.UnderProvisionedBusy

@@ -191,7 +191,7 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		{"hot-key-share", "5", "--hot-key-share 5: must be in (0,1]"},
 		{"hot-key-share", "1.5", "--hot-key-share 1.5: must be in (0,1]"},
 		{"window", "0s", "--window 0s: must be at least 1ms"},
-		{"sustain", "0", "--sustain 0: must be in [1,360]"},
+		{"sustain", "0", "--sustain 0s: must be at least 1ms"},
 		{"min-samples", "0", "--min-samples 0: must be at least 1"},
 		{"salt-separator", "", `--salt-separator "": must be 1 to 16 bytes long`},
 		{"out-of-orderness", "-1s", "--out-of-orderness -1s: must not be negative"},

@@ -77,7 +77,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
 		{"README.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
 		{"README.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},
-		{"README.md", fmt.Sprintf("**sustained** for %d observed windows (`--sustain`)", eng.SustainWindows)},
+		{"README.md", fmt.Sprintf("**sustained** for %s (`--sustain`)", fmtDuration(time.Duration(eng.SustainMs)*time.Millisecond))},
 		{"README.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
 		{"README.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
 		{"README.md", fmt.Sprintf("least %g of the checkpoint timeout (`--checkpoint-risk-fraction`", eng.CheckpointRiskFraction)},

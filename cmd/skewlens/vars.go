@@ -50,7 +50,7 @@ func defaultVars() kong.Vars {
 		"min_samples":              strconv.Itoa(eng.MinSamples),
 		"busy":                     fmtFloat(eng.BusyMsPerSecond),
 		"pool_usage":               fmtFloat(eng.PoolUsage),
-		"sustain":                  strconv.Itoa(eng.SustainWindows),
+		"sustain":                  fmtDuration(time.Duration(eng.SustainMs) * time.Millisecond),
 		"skew_ratio":               fmtFloat(eng.SkewRatio),
 		"up_fraction":              fmtFloat(eng.UnderProvisionedFraction),
 		"balanced_skew":            fmtFloat(eng.BalancedSkewScore),
