@@ -39,25 +39,32 @@ func BenchmarkFlinkHotKeyDetection(b *testing.B) {
 		b.Skip("-short: the closed loop needs a Kafka broker, ClickHouse and a Flink MiniCluster")
 	}
 	variants := []struct {
-		name    string
-		runArgs []string
-		jobArgs []string
+		name     string
+		windowMs int64
+		runArgs  []string
+		jobArgs  []string
 	}{
-		{"defaults", nil, []string{"--report-interval", "5s"}},
-		{"fast", []string{"--window", "5s", "--out-of-orderness", "2s", "--sustain", "5s"}, []string{"--report-interval", "1s"}},
+		{"defaults", 10000, nil, []string{"--report-interval", "5s"}},
+		{"fast", 5000, []string{"--window", "5s", "--out-of-orderness", "2s", "--sustain", "5s"}, []string{"--report-interval", "1s"}},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			var runs []float64
+			gaps := 0
 			for i := 0; i < b.N; i++ {
-				runs = addDetection(b.Name(), hotKeyDetection(b, v.name, v.runArgs, v.jobArgs).Seconds())
+				d, g := hotKeyDetection(b, v.name, v.windowMs, v.runArgs, v.jobArgs)
+				runs = addDetection(b.Name(), d.Seconds())
+				gaps += g
 			}
 			b.ReportMetric(0, "ns/op") // the wall time of a run says nothing
 			b.ReportMetric(float64(len(runs)), "runs")
 			b.ReportMetric(percentile(runs, 0.50), "p50-s")
 			b.ReportMetric(percentile(runs, 0.95), "p95-s")
 			b.ReportMetric(slices.Max(runs), "max-s")
-			b.Logf("%s: %d runs, detection %s s", b.Name(), len(runs), fmtSeconds(runs))
+			b.ReportMetric(float64(gaps), "gap-windows")
+			// To stderr: the testing package cuts a benchmark's log after
+			// some lines, and this is the line that matters.
+			fmt.Fprintf(os.Stderr, "%s: %d runs, detection %s s\n", b.Name(), len(runs), fmtSeconds(runs))
 		})
 	}
 }
@@ -87,8 +94,10 @@ var loopSeq struct {
 
 // hotKeyDetection runs one closed loop of hot_key_onset and returns the
 // time from the hot key's start (the job's hot_from_ms) to the first
-// data_skew finding on the keyed task in ClickHouse.
-func hotKeyDetection(b *testing.B, variant string, runArgs, jobArgs []string) time.Duration {
+// data_skew finding on the keyed task in ClickHouse, and how many of the
+// windows (of windowMs) in the 30 s of event time after that finding's
+// have none on its subtask: with the hot key on for good, each is a flap.
+func hotKeyDetection(b *testing.B, variant string, windowMs int64, runArgs, jobArgs []string) (time.Duration, int) {
 	b.Helper()
 	loopSeq.mu.Lock()
 	loopSeq.n++
@@ -122,14 +131,40 @@ func hotKeyDetection(b *testing.B, variant string, runArgs, jobArgs []string) ti
 	// window found skewed, and from that end to the row in ClickHouse.
 	var windowEnd int64
 	if err := l.conn.QueryRow(context.Background(), "SELECT max(window_end) FROM "+l.db+
-		".subtask_stats WHERE job_id = ? AND window_start = ?", l.job.ID, det.windowStart).Scan(&windowEnd); err != nil {
+		".findings WHERE job_id = ? AND window_start = ?", l.job.ID, det.windowStart).Scan(&windowEnd); err != nil {
 		b.Logf("window end: %v", err)
 	}
 	b.Logf("%s run %d: data_skew on #%d %.1f s after the hot key started (%s); window %s-%s: its end %.1f s after the start, the row %.1f s after its end; reports every %d ms",
 		variant, n, det.subtask, d.Seconds(), hotFrom.Format("15:04:05.000"), time.UnixMilli(det.windowStart).Format("15:04:05"),
 		time.UnixMilli(windowEnd).Format("15:04:05"), float64(windowEnd-job.HotFromMs)/1000, float64(at.UnixMilli()-windowEnd)/1000,
 		job.ReportIntervalMs)
-	return d
+	return d, flaps(b, l, det, windowMs)
+}
+
+// flaps waits until skewlens has closed the windows of the 30 s of event
+// time after det's, and counts those without a data_skew finding on det's
+// subtask.
+func flaps(b *testing.B, l *loop, det loopFinding, windowMs int64) int {
+	b.Helper()
+	ctx := context.Background()
+	until := det.windowStart + 30000
+	l.waitFor(time.Minute, "the windows after the first data_skew closed", func() bool { return l.closedUpTo(ctx) >= until+windowMs })
+	have := map[int64]bool{}
+	for _, f := range l.findings(ctx, "saturation") {
+		if f.cause == "data_skew" && f.task == det.task && f.subtask == det.subtask {
+			have[f.windowStart] = true
+		}
+	}
+	var missing []string
+	for ws := det.windowStart + windowMs; ws <= until; ws += windowMs {
+		if !have[ws] {
+			missing = append(missing, time.UnixMilli(ws).Format("15:04:05"))
+		}
+	}
+	if len(missing) > 0 {
+		b.Logf("no data_skew on #%d in the windows of %s after the first", det.subtask, strings.Join(missing, ", "))
+	}
+	return len(missing)
 }
 
 // percentile is the nearest-rank p-quantile of xs.
