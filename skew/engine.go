@@ -325,6 +325,9 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, jobs: map[string]*jobState{}, closedUpTo: math.MinInt64}, nil
 }
 
+// WindowMs returns the length of the engine's windows.
+func (e *Engine) WindowMs() int64 { return e.cfg.WindowMs }
+
 // WindowStart returns the start of the tumbling window that holds event
 // time ts (epoch ms).
 func (e *Engine) WindowStart(ts int64) int64 {

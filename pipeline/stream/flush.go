@@ -56,6 +56,11 @@ func (r *Runner) flush() error {
 	// are in this job or an earlier one.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
+	stalled, warn := r.stall.check(r.now(), wm, r.messages.Load())
+	r.m.watermarkStalled.Set(stalled.Seconds())
+	if warn {
+		r.warnStall(stalled, wm)
+	}
 	closedUpTo := r.stage.WindowStart(wm)
 	if wm == math.MinInt64 {
 		closedUpTo = wm
@@ -184,4 +189,22 @@ func (r *Runner) finalFlush() error {
 			"findings", r.written.Load()-before, "took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// warnStall logs that the watermark has stood still for d while messages
+// kept arriving, and which partition holds it.
+func (r *Runner) warnStall(d time.Duration, wm int64) {
+	attrs := []any{"for", d.Round(time.Second), "watermark", time.UnixMilli(wm).UTC().Format(time.RFC3339)}
+	p, ts, waiting, ok := r.wms.Holder()
+	switch {
+	case !ok:
+		attrs = append(attrs, "held_by", "no partition with an event time")
+	case waiting:
+		attrs = append(attrs, "held_by", fmt.Sprintf("%s/%d", p.Topic, p.ID), "reason", "expected partition has delivered nothing yet")
+	default:
+		attrs = append(attrs, "held_by", fmt.Sprintf("%s/%d", p.Topic, p.ID),
+			"partition_event_time", time.UnixMilli(ts).UTC().Format(time.RFC3339),
+			"reason", "the lowest event time of the partitions that delivered one within the idle timeout")
+	}
+	r.log.Warn("watermark stands still while messages arrive: no window closes", attrs...)
 }

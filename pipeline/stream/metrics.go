@@ -20,6 +20,7 @@ type metrics struct {
 	flush                                         prometheus.Histogram
 	commits                                       prometheus.Counter
 	watermark                                     prometheus.Gauge
+	watermarkStalled                              prometheus.Gauge
 	pending                                       prometheus.Gauge
 	writeRetries                                  prometheus.Counter
 	stateSaves                                    prometheus.Counter
@@ -45,7 +46,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		commits:   prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_offset_commits_total", Help: "Offset commits after the sink acknowledged."}),
 		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_ms", Help: "Current event-time watermark, epoch ms."}),
-		pending:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
+		watermarkStalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_watermark_stalled_seconds",
+			Help: "How long the watermark has stood still while messages kept arriving (0 while it moves, or while nothing arrives)."}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_pending_findings", Help: "Findings waiting for the next write."}),
 		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_write_retries_total",
 			Help: "Retried writes of findings or engine state (the sink was unavailable; consumption pauses meanwhile)."}),
 		stateSaves: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_saves_total",
@@ -69,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
-	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
+	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.watermarkStalled, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
 		m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
 		return nil, err
 	}

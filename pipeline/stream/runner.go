@@ -79,6 +79,7 @@ type Runner struct {
 	// handed to the writer.
 	savedUpTo int64
 	lastWrite time.Time // when pending findings were last handed to the writer
+	stall     stallWatch
 
 	// The writer goroutine (writer.go) and what the actor knows of it:
 	// jobs waiting for it (one at most: the writer is one job behind), a
@@ -142,6 +143,7 @@ func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStor
 		wms:       stage.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
+		stall:     stallWatch{after: stallWindows * time.Duration(stage.WindowMs()) * time.Millisecond},
 	}, nil
 }
 

@@ -16,8 +16,10 @@ type Partition struct {
 
 // WatermarkConfig configures Watermarks.
 type WatermarkConfig struct {
-	// IdleTimeout is how long a partition may deliver nothing, while time
-	// runs, before it stops holding the watermark back (default 15s).
+	// IdleTimeout is how long a partition may deliver no event time, while
+	// time runs, before it stops holding the watermark back (default
+	// 15s); records it delivers without one (skipped, late, rejected) do
+	// not keep it active.
 	// The watermark is the lowest event time over the partitions that
 	// delivered recently, minus the stage's delay, as in Flink.
 	IdleTimeout time.Duration
@@ -69,7 +71,10 @@ func (c WatermarkConfig) Validate() error {
 // partition to deliver after the pause would move the watermark past the
 // others' events.
 //
-// A partition is active when it delivered within IdleTimeout of that time.
+// A partition is active when it delivered an event time within
+// IdleTimeout of that time: one that delivers only records without (a
+// topic shared with records skewlens skips) would otherwise hold the
+// watermark at its last event for as long as they come.
 // A partition announced with Expect holds the watermark where it is until
 // it delivers, but only for its hold, counted from the first delivery of
 // any partition (joining a consumer group takes seconds, and the hold must
@@ -100,9 +105,14 @@ type partMark struct {
 	maxTS int64
 	hasTS bool // an event set maxTS
 	// seen is when the partition last delivered, on the paused clock
-	// (see active); unset before its first delivery.
-	seen    time.Time
-	hasSeen bool
+	// (see active); unset before its first delivery. event is when it
+	// last delivered a message with an event time (observed is set from
+	// Observe to the Delivered of that message).
+	seen     time.Time
+	hasSeen  bool
+	event    time.Time
+	hasEvent bool
+	observed bool
 	// waiting: an expected partition that has not delivered yet; it holds
 	// the watermark for hold.
 	waiting bool
@@ -184,6 +194,7 @@ func (w *Watermarks) Observe(p Partition, ts int64) bool {
 		m = &partMark{}
 		w.add(p, m)
 	}
+	m.observed = true
 	if !m.hasTS || ts > m.maxTS {
 		m.maxTS, m.hasTS = ts, true
 		return true
@@ -191,11 +202,12 @@ func (w *Watermarks) Observe(p Partition, ts int64) bool {
 	return false
 }
 
-// Delivered records that partition p delivered a message, whether or not
-// it had an event time: its first message ends an expected partition's
+// Delivered records that partition p delivered a message, after Observe
+// of each event time in it. Any message ends an expected partition's
 // wait, since a partition of skipped or bad records has no event time to
-// hold the watermark with. The first delivery of any partition starts the
-// holds of the expected ones.
+// hold the watermark with; only one with an event time keeps the
+// partition active. The first delivery of any partition starts the holds
+// of the expected ones.
 func (w *Watermarks) Delivered(p Partition) {
 	if w.clock == nil {
 		return
@@ -209,6 +221,9 @@ func (w *Watermarks) Delivered(p Partition) {
 	}
 	if m := w.part(p); m != nil {
 		m.seen, m.hasSeen, m.waiting = now, true, false
+		if m.observed {
+			m.event, m.hasEvent, m.observed = now, true, false
+		}
 	}
 }
 
@@ -239,13 +254,42 @@ func (w *Watermarks) Resume() {
 // that have one. ok is false when there is none, or while an expected
 // partition still holds the watermark where it is.
 func (w *Watermarks) Low() (low int64, ok bool) {
+	m, waiting := w.holder()
+	if m == nil || waiting {
+		return 0, false
+	}
+	return m.maxTS, true
+}
+
+// Holder returns the partition the watermark stands at: an expected
+// partition whose hold runs (waiting), else the active partition whose
+// highest event time, maxTS, is the lowest. ok is false when there is
+// none. It is for telling why the watermark stands still, not for the
+// hot path: it looks the partition up by value.
+func (w *Watermarks) Holder() (p Partition, maxTS int64, waiting, ok bool) {
+	m, waiting := w.holder()
+	if m == nil {
+		return Partition{}, 0, false, false
+	}
+	for k, v := range w.parts {
+		if v == m {
+			p = k
+		}
+	}
+	return p, m.maxTS, waiting, true
+}
+
+// holder returns the partition Low and Holder report: an expected one
+// whose hold runs (waiting), else the active one with the lowest highest
+// event time, else nil.
+func (w *Watermarks) holder() (holder *partMark, waiting bool) {
 	if w.clock == nil {
 		for _, m := range w.list {
-			if m.hasTS && (!ok || m.maxTS < low) {
-				low, ok = m.maxTS, true
+			if m.hasTS && (holder == nil || m.maxTS < holder.maxTS) {
+				holder = m
 			}
 		}
-		return low, ok
+		return holder, false
 	}
 	now := w.active()
 	// heldUntil is when the last hold of an expected partition ran out.
@@ -261,26 +305,26 @@ func (w *Watermarks) Low() (low int64, ok bool) {
 		}
 		end := m.seen.Add(m.hold)
 		if !now.After(end) {
-			return 0, false
+			return m, true
 		}
 		if end.After(heldUntil) {
 			heldUntil = end
 		}
 	}
 	for _, m := range w.list {
-		if !m.hasSeen || m.waiting || !m.hasTS {
+		if !m.hasEvent || m.waiting || !m.hasTS {
 			continue
 		}
-		since := m.seen
+		since := m.event
 		if heldUntil.After(since) {
 			since = heldUntil
 		}
 		if now.Sub(since) > w.idle {
 			continue
 		}
-		if !ok || m.maxTS < low {
-			low, ok = m.maxTS, true
+		if holder == nil || m.maxTS < holder.maxTS {
+			holder = m
 		}
 	}
-	return low, ok
+	return holder, false
 }

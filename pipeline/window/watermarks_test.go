@@ -50,7 +50,16 @@ func TestWatermarks(t *testing.T) {
 		{"partition without event time does not count", steps(msg(0, 1000), deliver(1), low(1000))},
 		{"idle after the timeout, not at it", concat(twoActive, steps(wait(idle), msg(0, 3000), low(500), wait(time.Nanosecond), low(3000)))},
 		{"all idle: no low mark", concat(twoActive, steps(wait(idle+time.Second), held()))},
-		{"a delivery makes a partition active again", concat(twoActive, steps(wait(idle+time.Second), msg(0, 3000), low(3000), deliver(1), low(500)))},
+		{"an event makes a partition active again", concat(twoActive, steps(wait(idle+time.Second), msg(0, 3000), low(3000), msg(1, 400), low(500)))},
+		{"a delivery without event time does not", concat(twoActive, steps(wait(idle+time.Second), msg(0, 3000), low(3000), deliver(1), low(3000)))},
+		// Issue 21: after a job restart, a partition of the metrics topic
+		// held only the reporter's own records, which skewlens skips; it
+		// kept delivering, and held the watermark at the old job's time.
+		{"a partition of skipped records only goes idle", concat(twoActive, steps(
+			wait(5*time.Second), msg(0, 6000), deliver(1), low(500),
+			wait(5*time.Second), msg(0, 11000), deliver(1), low(500),
+			wait(5*time.Second), msg(0, 16000), deliver(1), low(500),
+			wait(time.Nanosecond), msg(0, 16001), deliver(1), low(16001)))},
 		{"expected partition holds for the grace", steps(expect(0, false), expect(1, false), msg(0, 1000), held(),
 			wait(grace), held(), wait(time.Nanosecond), low(1000))},
 		{"grace starts with the first delivery", steps(expect(0, false), expect(1, false), wait(time.Minute), msg(0, 1000), held(),
@@ -152,4 +161,37 @@ func TestWatermarkConfigValidate(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
+}
+
+// TestWatermarksHolder: Holder names the partition the watermark stands
+// at, an expected one whose hold runs first.
+func TestWatermarksHolder(t *testing.T) {
+	clock := time.Unix(1e9, 0)
+	w, err := NewWatermarks(WatermarkConfig{IdleTimeout: 15 * time.Second, StartupGrace: 3 * time.Second}, func() time.Time { return clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, wantP int, wantTS int64, wantWaiting, wantOK bool) {
+		t.Helper()
+		p, ts, waiting, ok := w.Holder()
+		if ok != wantOK || ok && (p != part(wantP) || ts != wantTS || waiting != wantWaiting) {
+			t.Errorf("%s: Holder() = %v, %d, waiting %v, %v; want %v, %d, waiting %v, %v",
+				step, p, ts, waiting, ok, part(wantP), wantTS, wantWaiting, wantOK)
+		}
+	}
+	check("nothing delivered", 0, 0, false, false)
+	w.Expect(part(2), false)
+	w.Observe(part(0), 1000)
+	w.Delivered(part(0))
+	check("expected partition 2 holds", 2, 0, true, true)
+	clock = clock.Add(4 * time.Second)
+	w.Observe(part(1), 700)
+	w.Delivered(part(1))
+	check("the lowest active partition", 1, 700, false, true)
+	clock = clock.Add(10 * time.Second)
+	w.Observe(part(0), 2000)
+	w.Delivered(part(0))
+	w.Delivered(part(1)) // no event time: does not keep it active
+	clock = clock.Add(6 * time.Second)
+	check("partition 1 idle", 0, 2000, false, true)
 }

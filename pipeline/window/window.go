@@ -146,6 +146,9 @@ func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) ([]skew.Finding, skew
 // time ts.
 func (s *Stage) WindowStart(ts int64) int64 { return s.eng.WindowStart(ts) }
 
+// WindowMs returns the length of the windows.
+func (s *Stage) WindowMs() int64 { return s.eng.WindowMs() }
+
 // observe advances the watermark after an event of a single-input stage.
 // The event is added first, so an event that itself moves the watermark
 // is never late.
