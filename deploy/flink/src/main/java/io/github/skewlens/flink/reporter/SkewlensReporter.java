@@ -50,7 +50,9 @@ import io.github.skewlens.flink.kafka.LineSender;
  * {@code tm_id} tags (skewlens ignores them; the JobManager's have no
  * {@code tm_id}; none are written before a metric group has named the host): {@code skewlens.reporter.sentLines},
  * {@code .failedLines}, {@code .droppedLines} (totals of the JVM's sender),
- * {@code .queuedLines} and {@code .reportedMetrics}.
+ * {@code .queuedLines} and {@code .reportedMetrics}, keyed by the job id of
+ * a job line of the same report (null when there was none), so that they
+ * share a partition with that job's metrics.
  */
 public final class SkewlensReporter implements MetricReporter, Scheduled {
     private static final Logger LOG = LoggerFactory.getLogger(SkewlensReporter.class);
@@ -330,11 +332,15 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
         }
         long ts = System.currentTimeMillis();
         int reported = 0;
+        String selfKey = null;
         for (MetricLine l : lines.values()) {
             sb.setLength(0);
             if (l.write(sb, ts)) {
                 s.offer(l.jobId, sb.toString());
                 reported++;
+                if (l.jobId != null) {
+                    selfKey = l.jobId;
+                }
             }
         }
         if (host == null) {
@@ -342,14 +348,21 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
             // host could not be told apart, so they wait for the next report.
             return;
         }
-        self(s, ts, "sentLines", s.sentLines());
-        self(s, ts, "failedLines", s.failed());
-        self(s, ts, "droppedLines", s.dropped());
-        self(s, ts, "queuedLines", s.queued());
-        self(s, ts, "reportedMetrics", reported);
+        self(s, selfKey, ts, "sentLines", s.sentLines());
+        self(s, selfKey, ts, "failedLines", s.failed());
+        self(s, selfKey, ts, "droppedLines", s.dropped());
+        self(s, selfKey, ts, "queuedLines", s.queued());
+        self(s, selfKey, ts, "reportedMetrics", reported);
     }
 
-    private void self(LineSender s, long ts, String name, long value) {
+    /**
+     * Offers one of the reporter's own lines, keyed by key: the job id of a
+     * job line of the same report, so that they land on a partition that
+     * carries that job's metrics, or null when the report had none.
+     * skewlens skips these lines, and a partition that received only them
+     * would tell it nothing about event time.
+     */
+    private void self(LineSender s, String key, long ts, String name, long value) {
         sb.setLength(0);
         sb.append("{\"name\":\"skewlens.reporter.").append(name).append("\",\"timestamp\":").append(ts)
                 .append(",\"value\":").append(value).append(",\"tags\":{");
@@ -358,7 +371,7 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
         if (tm != null) {
             Json.string(sb.append(",\"tm_id\":"), tm);
         }
-        s.offer(null, sb.append("}}").toString());
+        s.offer(key, sb.append("}}").toString());
     }
 
     /** For tests: the number of registered metrics. */
