@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +15,6 @@ import (
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
-
-// tickClock is a clock that moves by step each time the watermarks read
-// it: the runner reads it twice per message it processes (Delivered,
-// then the watermark's advance), so messages are processed at a steady
-// pace, whatever the fetcher has queued ahead. now reads it unmoved.
-type tickClock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *tickClock) tick() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(c.step)
-	return c.t
-}
-
-func (c *tickClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
 
 // paced serves its messages one per millisecond, so that the runner's
 // flush ticker (every 5 ms here) checks the watermark while they arrive.
@@ -81,7 +57,10 @@ func TestRunnerWatermarkHeldBy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := &tickClock{t: time.Unix(1e9, 0), step: 250 * time.Millisecond}
+			// The watermarks read the clock twice per message processed
+			// (Delivered, then the advance), so it moves 0.5 s per message
+			// whatever the fetcher queued ahead; the runner peeks.
+			clock := &fakeClock{t: time.Unix(1e9, 0), step: 250 * time.Millisecond}
 			src := &paced{}
 			src.msgs = append(src.msgs, sample(0, 0, t0), sample(1, 0, t0))
 			for i := int64(1); i < 80; i++ {
@@ -91,7 +70,7 @@ func TestRunnerWatermarkHeldBy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stage, err := partitioned(eng, window.WatermarkConfig{}, clock.tick)
+			stage, err := partitioned(eng, window.WatermarkConfig{}, clock.now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +80,7 @@ func TestRunnerWatermarkHeldBy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.now = clock.now
+			r.now = clock.peek
 			if err := runToEnd(t, r); err != nil {
 				t.Fatal(err)
 			}

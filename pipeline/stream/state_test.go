@@ -248,17 +248,25 @@ func (s *pausingSink) Write(ctx context.Context, v uint64, fs []skew.Finding) er
 	return s.fakeSink.Write(ctx, v, fs)
 }
 
-// fakeClock moves a microsecond on each reading, and as far as add says.
-// The writer goroutine moves it while the actor reads it: it has a lock.
+// fakeClock moves by step (a microsecond when zero) on each reading of
+// now, and as far as add says; peek reads it unmoved. The writer
+// goroutine moves it while the actor reads it: it has a lock.
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
 }
 
 func (c *fakeClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Microsecond)
+	c.t = c.t.Add(max(c.step, time.Microsecond))
+	return c.t
+}
+
+func (c *fakeClock) peek() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.t
 }
 
