@@ -156,6 +156,14 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	if !slices.Equal(got.Order, []string{hostileJob, quietJob}) {
 		t.Errorf("jobs in order %q, want the one with an open incident first", got.Order)
 	}
+	// The job list names each run by name and short id (skew.JobLabel's
+	// JavaScript twin), the hostile name cut to 40 characters and escaped.
+	if want := []string{
+		strings.ReplaceAll(jobName, "\n", `\x0a`)[:40] + "… (" + hostileJob[:skew.ShortJobID] + ") · 1 open",
+		skew.JobLabel("aaa quiet", quietJob),
+	}; !slices.Equal(got.Nav, want) {
+		t.Errorf("job list %q, want %q", got.Nav, want)
+	}
 	if got.JobName != jobName || got.TaskName != taskName {
 		t.Errorf("names did not reach the page intact: job %q task %q", got.JobName, got.TaskName)
 	}
@@ -193,6 +201,7 @@ type pageView struct {
 	Scripts   int      `json:"scripts"`
 	Images    int      `json:"images"`
 	Order     []string `json:"order"`
+	Nav       []string `json:"nav"`
 	JobName   string   `json:"jobName"`
 	Heading   string   `json:"heading"`
 	TaskName  string   `json:"taskName"`
@@ -222,6 +231,7 @@ func pageProbe(jobID, key string) string {
     scripts: document.scripts.length,
     images: document.images.length,
     order: [...document.querySelectorAll("section.job")].map((s) => s.dataset.jobId),
+    nav: [...document.querySelectorAll("#jobs-nav a")].map((a) => a.textContent),
     jobName: sec.dataset.jobName,
     heading: sec.querySelector("h2 .name").textContent,
     taskName: task.dataset.taskName,

@@ -244,3 +244,26 @@ type SaltTarget struct {
 	KeyGroup int    `json:"key_group"`
 	Subtask  int    `json:"subtask"`
 }
+
+// ShortJobID is how many leading characters of a job id name a run of a
+// job in text: Flink gives a job a new 32-character id on every
+// submission, and eight tell the runs of one job apart.
+const ShortJobID = 8
+
+// JobLabel names a run of a job in text: its name and the start of its
+// id, "orders (3f2a1c9e)", so that two runs of one job read apart; the
+// id alone when the name is unknown. Incident lines, analyze's text and
+// the web view's job list (its JavaScript twin) write jobs with it.
+func JobLabel(name, id string) string {
+	short := id
+	if r := []rune(id); len(r) > ShortJobID {
+		short = string(r[:ShortJobID])
+	}
+	switch {
+	case name == "":
+		return short
+	case short == "":
+		return name
+	}
+	return name + " (" + short + ")"
+}

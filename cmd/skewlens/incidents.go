@@ -21,8 +21,8 @@ import (
 func writeIncidentText(w io.Writer, label string, in *incident.Incident, width int) error {
 	at := time.UnixMilli(in.Start).UTC().Format("2006-01-02 15:04:05 MST")
 	where := termtext.Clean(in.TaskName, 0, false)
-	if in.JobName != "" {
-		where = termtext.Clean(in.JobName, 0, false) + "/" + where
+	if job := skew.JobLabel(termtext.Clean(in.JobName, 0, false), termtext.Clean(in.JobID, 0, false)); job != "" {
+		where = job + "/" + where
 	}
 	if in.Subtask >= 0 {
 		where = fmt.Sprintf("%s #%d", where, in.Subtask)

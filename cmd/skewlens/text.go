@@ -115,10 +115,8 @@ func textWhere(f *skew.Finding, limit int) string {
 	if f.SubtaskIndex != nil {
 		sub = fmt.Sprintf(" #%d", *f.SubtaskIndex)
 	}
-	job, task := "", termtext.Clean(f.TaskName, 0, false)
-	if f.JobName != "" {
-		job = termtext.Clean(f.JobName, 0, false)
-	}
+	id := termtext.Clean(f.JobID, 0, false)
+	job, task := skew.JobLabel(termtext.Clean(f.JobName, 0, false), id), termtext.Clean(f.TaskName, 0, false)
 	over := func() int {
 		n := termtext.Width(job) + termtext.Width(task) + len(sub) - limit
 		if job != "" {
@@ -129,8 +127,9 @@ func textWhere(f *skew.Finding, limit int) string {
 	if n := over(); limit > 0 && n > 0 {
 		task = termtext.Clean(f.TaskName, max(textMinName, termtext.Width(task)-n), false)
 	}
-	if n := over(); limit > 0 && n > 0 && job != "" {
-		job = termtext.Clean(f.JobName, max(textMinName, termtext.Width(job)-n), false)
+	if n := over(); limit > 0 && n > 0 && f.JobName != "" {
+		name := termtext.Clean(f.JobName, 0, false)
+		job = skew.JobLabel(termtext.Clean(f.JobName, max(textMinName, termtext.Width(name)-n), false), id)
 	}
 	if job != "" {
 		return job + "/" + task + sub

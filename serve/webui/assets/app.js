@@ -60,6 +60,15 @@
     return el("span", { class: "name " + (cls || ""), title: shown(s, TITLE_CHARS) }, shown(s));
   }
 
+  // jobLabel names a run of a job as skew.JobLabel does: its name and
+  // the first 8 characters of its id, "orders (3f2a1c9e)", so two runs of
+  // one job (Flink gives each submission a new id) read apart.
+  function jobLabel(nm, id) {
+    const short = [...String(id || "")].slice(0, 8).join("");
+    if (!nm) return short;
+    return short ? nm + " (" + short + ")" : nm;
+  }
+
   const pad = (n) => String(n).padStart(2, "0");
   function clock(ms) {
     const d = new Date(ms);
@@ -143,8 +152,8 @@
     const open = jobs.reduce((n, j) => n + openCount(j), 0);
     document.getElementById("status").textContent =
       jobs.length + " jobs, " + open + " open incidents · updated " + clock(Date.now()) + " UTC";
-    nav.replaceChildren(...jobs.map((j, n) => el("a", { href: "#job-" + n, class: openCount(j) ? "has-open" : "", title: shown(j.name || j.id, TITLE_CHARS) },
-      shown(j.name || j.id, 40) + (openCount(j) ? " · " + openCount(j) + " open" : ""))));
+    nav.replaceChildren(...jobs.map((j, n) => el("a", { href: "#job-" + n, class: openCount(j) ? "has-open" : "", title: shown(jobLabel(j.name, j.id), TITLE_CHARS) },
+      jobLabel(shown(j.name, 40), shown(j.id)) + (openCount(j) ? " · " + openCount(j) + " open" : ""))));
     main.replaceChildren(...jobs.map((j, n) => renderJob(j, n)));
   }
 
