@@ -58,7 +58,7 @@ func TestDemoScript(t *testing.T) {
 		}
 	}
 	hotOn := map[string]bool{}
-	sub := regexp.MustCompile(`\bhot_key\s+\S+ #(\d+)`)
+	sub := regexp.MustCompile(`\bhot_key\s+\S+ \(\w+\)/\S+ #(\d+)`)
 	for _, l := range sections["rotating_hot_key"] {
 		if m := sub.FindStringSubmatch(l); m != nil {
 			hotOn[m[1]] = true

@@ -88,7 +88,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".findings FINAL WHERE job_name = 'hot_key' AND cause = 'data_skew'").Scan(&saturations); err != nil {
 		t.Fatal(err)
 	}
-	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key/`).FindAllString(out, -1)
+	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key \(\w+\)/`).FindAllString(out, -1)
 	if incidents == 0 || uint64(len(opened)) != incidents || saturations <= incidents {
 		t.Errorf("%d data_skew incidents in ClickHouse for %d findings, %d opened lines on stdout:\n%s", incidents, saturations, len(opened), out)
 	}

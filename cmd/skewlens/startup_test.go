@@ -124,7 +124,7 @@ func TestRunWaitsForLateBroker(t *testing.T) {
 func TestRunTwiceEmbeddedBroker(t *testing.T) {
 	chAddr := chtest.Start(t)
 	state := t.TempDir()
-	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key/`)
+	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key \(\w+\)/`)
 	for i := 1; i <= 2; i++ {
 		code, out, errOut := runCLI(t, "", "run", "--state-dir", state, "--clickhouse-addr", chAddr,
 			"--database", "e2e_twice", "--group", "e2e-twice", "--listen", "127.0.0.1:0",
