@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,7 +105,8 @@ func Stop() error {
 }
 
 // Restart stops the broker and starts it again on the same port with the
-// same data, returning once it answers again. It fails t when the broker
+// same data, returning once it answers again and every partition has a
+// leader (a producer that asks sooner is told "no leader" and caches it). It fails t when the broker
 // was not started by Start (SKEWLENS_KAFKA_BROKERS is set) or does not
 // come back.
 func Restart(t testing.TB) {
@@ -117,12 +119,43 @@ func Restart(t testing.TB) {
 			return
 		}
 		begin := time.Now()
-		if err = b.p.Restart(); err == nil {
+		if err = b.p.Restart(); err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err = waitLeaders(ctx, b.p.Addr); err == nil {
 			t.Logf("kafkatest: broker restarted in %s", time.Since(begin).Round(100*time.Millisecond))
 		}
 	})
 	if err != nil {
 		t.Fatalf("kafkatest: restart: %v", err)
+	}
+}
+
+// waitLeaders polls the broker at addr until every partition of every
+// topic has a leader, or ctx ends.
+func waitLeaders(ctx context.Context, addr string) error {
+	c := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	for {
+		md, err := c.Metadata(ctx, &kafka.MetadataRequest{})
+		if err == nil {
+			led := true
+			for _, tp := range md.Topics {
+				for _, p := range tp.Partitions {
+					led = led && p.Error == nil && p.Leader.ID >= 0 && p.Leader.Host != ""
+				}
+			}
+			if led {
+				return nil
+			}
+			err = errors.New("partitions without a leader")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for partition leaders: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
