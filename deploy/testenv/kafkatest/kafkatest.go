@@ -2,7 +2,6 @@ package kafkatest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,9 +105,9 @@ func Stop() error {
 
 // Restart stops the broker and starts it again on the same port with the
 // same data, returning once it answers again and every partition has a
-// leader (a producer that asks sooner is told "no leader" and caches it). It fails t when the broker
-// was not started by Start (SKEWLENS_KAFKA_BROKERS is set) or does not
-// come back.
+// leader (a producer that asks sooner is told "no leader" and caches
+// it). It fails t when the broker was not started by Start
+// (SKEWLENS_KAFKA_BROKERS is set) or does not come back.
 func Restart(t testing.TB) {
 	t.Helper()
 	Start(t)
@@ -118,13 +117,19 @@ func Restart(t testing.TB) {
 			err = fmt.Errorf("Restart needs the broker kafkatest starts itself; unset %s", EnvBrokers)
 			return
 		}
+		// The topics, asked before the restart (the broker answers), are
+		// those whose partitions need a leader again after it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var names []string
+		if names, err = topicNames(ctx, b.p.Addr); err != nil {
+			return
+		}
 		begin := time.Now()
 		if err = b.p.Restart(); err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err = waitLeaders(ctx, b.p.Addr); err == nil {
+		if err = kafkaclient.WaitTopics(ctx, kafkaclient.AdminConfig{Brokers: []string{b.p.Addr}}, names...); err == nil {
 			t.Logf("kafkatest: broker restarted in %s", time.Since(begin).Round(100*time.Millisecond))
 		}
 	})
@@ -133,30 +138,18 @@ func Restart(t testing.TB) {
 	}
 }
 
-// waitLeaders polls the broker at addr until every partition of every
-// topic has a leader, or ctx ends.
-func waitLeaders(ctx context.Context, addr string) error {
+// topicNames lists the topics of the broker at addr.
+func topicNames(ctx context.Context, addr string) ([]string, error) {
 	c := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
-	for {
-		md, err := c.Metadata(ctx, &kafka.MetadataRequest{})
-		if err == nil {
-			led := true
-			for _, tp := range md.Topics {
-				for _, p := range tp.Partitions {
-					led = led && p.Error == nil && p.Leader.ID >= 0 && p.Leader.Host != ""
-				}
-			}
-			if led {
-				return nil
-			}
-			err = errors.New("partitions without a leader")
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for partition leaders: %w (last: %v)", ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
 	}
+	names := make([]string, 0, len(md.Topics))
+	for _, tp := range md.Topics {
+		names = append(names, tp.Name)
+	}
+	return names, nil
 }
 
 // CreateTopics creates topics with one partition each (already existing
