@@ -102,6 +102,7 @@ type Watermarks struct {
 }
 
 type partMark struct {
+	p     Partition // its key in parts
 	maxTS int64
 	hasTS bool // an event set maxTS
 	// seen is when the partition last delivered, on the paused clock
@@ -142,6 +143,7 @@ func (w *Watermarks) part(p Partition) *partMark {
 }
 
 func (w *Watermarks) add(p Partition, m *partMark) {
+	m.p = p
 	if old := w.parts[p]; old != nil {
 		*old = *m
 		return
@@ -264,19 +266,13 @@ func (w *Watermarks) Low() (low int64, ok bool) {
 // Holder returns the partition the watermark stands at: an expected
 // partition whose hold runs (waiting), else the active partition whose
 // highest event time, maxTS, is the lowest. ok is false when there is
-// none. It is for telling why the watermark stands still, not for the
-// hot path: it looks the partition up by value.
+// none.
 func (w *Watermarks) Holder() (p Partition, maxTS int64, waiting, ok bool) {
 	m, waiting := w.holder()
 	if m == nil {
 		return Partition{}, 0, false, false
 	}
-	for k, v := range w.parts {
-		if v == m {
-			p = k
-		}
-	}
-	return p, m.maxTS, waiting, true
+	return m.p, m.maxTS, waiting, true
 }
 
 // holder returns the partition Low and Holder report: an expected one
