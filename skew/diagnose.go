@@ -107,7 +107,7 @@ func (e *Engine) timeMs(a *subAgg, h *subHistory, c, gauge int) (v float64, src 
 func (e *Engine) saturatedRun(sp *span, prev reading, h *subHistory) int64 {
 	from := sp.satFrom
 	if from == sp.firstTS && prev.ok && prev.ts < sp.firstTS &&
-		(sp.first-prev.v)/float64(sp.firstTS-prev.ts)*1000 >= e.cfg.BusyMsPerSecond {
+		perSecond(prev.v, prev.ts, sp.first, sp.firstTS) >= e.cfg.BusyMsPerSecond {
 		from = prev.ts
 		if h.satUntil == prev.ts {
 			from = h.satSince
@@ -130,7 +130,13 @@ func counterRate(sp *span, prev *reading) (float64, bool) {
 	if sp.lastTS <= fromTS {
 		return 0, false
 	}
-	return (sp.last - from) / float64(sp.lastTS-fromTS) * 1000, true
+	return perSecond(from, fromTS, sp.last, sp.lastTS), true
+}
+
+// perSecond is a counter's increase per second from reading v0 at t0 to
+// v1 at t1 (epoch ms, t1 > t0).
+func perSecond(v0 float64, t0 int64, v1 float64, t1 int64) float64 {
+	return (v1 - v0) / float64(t1-t0) * 1000
 }
 
 // taskStats computes the per-subtask statistics of one window and updates
@@ -184,9 +190,9 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 			if !s.hasInput {
 				switch {
 				case prev.ok && sp.lastTS > prev.ts && sp.last >= prev.v:
-					s.input, s.hasInput = (sp.last-prev.v)/float64(sp.lastTS-prev.ts)*1000, true
+					s.input, s.hasInput = perSecond(prev.v, prev.ts, sp.last, sp.lastTS), true
 				case sp.lastTS > sp.firstTS && sp.last >= sp.first:
-					s.input, s.hasInput = (sp.last-sp.first)/float64(sp.lastTS-sp.firstTS)*1000, true
+					s.input, s.hasInput = perSecond(sp.first, sp.firstTS, sp.last, sp.lastTS), true
 				}
 			}
 			*prev = reading{ts: sp.lastTS, v: sp.last, ok: true}

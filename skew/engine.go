@@ -302,7 +302,7 @@ func (a *subAgg) add(k MetricName, ts int64, v, busyMsPerSecond float64) {
 				sp.satFrom = ts
 			case ts <= sp.lastTS:
 				sp.satFrom = sp.lastTS
-			case (v-sp.last)/float64(ts-sp.lastTS)*1000 < busyMsPerSecond:
+			case perSecond(sp.last, sp.lastTS, v, ts) < busyMsPerSecond:
 				sp.satFrom = ts
 			}
 		}
