@@ -115,8 +115,8 @@ func textWhere(f *skew.Finding, limit int) string {
 	if f.SubtaskIndex != nil {
 		sub = fmt.Sprintf(" #%d", *f.SubtaskIndex)
 	}
-	id := termtext.Clean(f.JobID, 0, false)
-	job, task := skew.JobLabel(termtext.Clean(f.JobName, 0, false), id), termtext.Clean(f.TaskName, 0, false)
+	name, id := termtext.Clean(f.JobName, 0, false), termtext.Clean(f.JobID, 0, false)
+	job, task := skew.JobLabel(name, id), termtext.Clean(f.TaskName, 0, false)
 	over := func() int {
 		n := termtext.Width(job) + termtext.Width(task) + len(sub) - limit
 		if job != "" {
@@ -128,7 +128,6 @@ func textWhere(f *skew.Finding, limit int) string {
 		task = termtext.Clean(f.TaskName, max(textMinName, termtext.Width(task)-n), false)
 	}
 	if n := over(); limit > 0 && n > 0 && f.JobName != "" {
-		name := termtext.Clean(f.JobName, 0, false)
 		job = skew.JobLabel(termtext.Clean(f.JobName, max(textMinName, termtext.Width(name)-n), false), id)
 	}
 	if job != "" {
