@@ -120,9 +120,9 @@ func (c *clusterSchema) rewriteAll(stmts []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if alterTableRE.MatchString(stmt) {
-			if t := alterTableRE.FindStringSubmatch(stmt)[2]; !seen[t] {
-				seen[t] = true
+		if m := alterTableRE.FindStringSubmatch(stmt); m != nil {
+			if !seen[m[2]] {
+				seen[m[2]] = true
 				recreate = append(recreate, forms[1:]...)
 			}
 			forms = forms[:1]
