@@ -99,13 +99,14 @@ func (e *Engine) timeMs(a *subAgg, h *subHistory, c, gauge int) (v float64, src 
 }
 
 // saturatedRun returns how long, up to its last reading in the window, the
-// busy counter sp has risen at Config.BusyMsPerSecond or more without a
+// busy counter of a has risen at Config.BusyMsPerSecond or more without a
 // break, and records where that run began in h.satSince. A run that
 // reaches the window's first reading goes on into the last window's when
 // the interval from prev (the counter's last reading before the window)
 // is saturated too.
-func (e *Engine) saturatedRun(sp *span, prev reading, h *subHistory) int64 {
-	from := sp.satFrom
+func (e *Engine) saturatedRun(a *subAgg, prev reading, h *subHistory) int64 {
+	sp := &a.cnt[cBusy]
+	from := a.busySatFrom
 	if from == sp.firstTS && prev.ok && prev.ts < sp.firstTS &&
 		perSecond(prev.v, prev.ts, sp.first, sp.firstTS) >= e.cfg.BusyMsPerSecond {
 		from = prev.ts
@@ -217,7 +218,7 @@ func (e *Engine) taskStats(tc *taskCtx, ws int64) {
 			tc.observed++
 			tc.maxBP = max(tc.maxBP, s.bp)
 			if busySrc == srcCounter {
-				s.satFor = e.saturatedRun(&a.cnt[cBusy], prevBusy, h)
+				s.satFor = e.saturatedRun(a, prevBusy, h)
 			} else {
 				h.satSince, h.satUntil = 0, 0
 			}
@@ -997,6 +998,9 @@ func round(x float64, digits int) float64 {
 
 // stats emits the subtask_stats rows of one task and window.
 func (e *Engine) stats(tc *taskCtx, base Finding, dst []Finding) []Finding {
+	// One allocation for the task's stats, not one per subtask: the
+	// findings are handed on together, and live as long as each other.
+	sts := make([]SubtaskStats, len(tc.subs))
 	for i := range tc.subs {
 		s := &tc.subs[i]
 		if !s.observed {
@@ -1005,7 +1009,8 @@ func (e *Engine) stats(tc *taskCtx, base Finding, dst []Finding) []Finding {
 		f := base
 		f.Kind = KindSubtaskStats
 		f.SubtaskIndex = intPtr(i)
-		st := &SubtaskStats{
+		st := &sts[i]
+		*st = SubtaskStats{
 			BusyMsPerSecond:          round(s.busy, 1),
 			BackPressuredMsPerSecond: round(s.bp, 1),
 			IdleMsPerSecond:          round(s.idle, 1),

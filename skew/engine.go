@@ -202,13 +202,6 @@ type taskWindow struct {
 type span struct {
 	firstTS, lastTS int64
 	first, last     float64
-	// satFrom, of the busy counter, is the time of the reading that the
-	// window's trailing run of saturated readings (each at
-	// Config.BusyMsPerSecond or more since the one before) begins at:
-	// firstTS when the run reaches the window's first reading, lastTS
-	// when the last reading ended none. A reading out of time order ends
-	// the run, since the intervals between readings are then unknown.
-	satFrom int64
 }
 
 // subAgg is one subtask's metrics in one window: of each metric only what
@@ -221,6 +214,15 @@ type subAgg struct {
 	sum [numAvg]float64
 	max [numMax]float64
 	cnt [numCounters]span
+	// busySatFrom is the time of the busy counter's reading that the
+	// window's trailing run of saturated readings (each at
+	// Config.BusyMsPerSecond or more since the one before) begins at:
+	// its firstTS when the run reaches the window's first reading, its
+	// lastTS when the last reading ended none. A reading out of time order
+	// ends the run, since the intervals between readings are then unknown.
+	// It is kept here, not in span, since no other counter needs it and a
+	// fleet holds a subAgg per subtask and open window.
+	busySatFrom int64
 }
 
 // Averaged gauges: their readings' count and sum are kept.
@@ -282,7 +284,7 @@ var slotOf = func() (t [numMetricNames]slot) {
 func (a *subAgg) reported(k MetricName) bool { return a.has&(1<<k) != 0 }
 
 // add adds one reading of metric k at ts; busyMsPerSecond is the
-// saturation line of the busy counter (see span.satFrom).
+// saturation line of the busy counter (see subAgg.busySatFrom).
 func (a *subAgg) add(k MetricName, ts int64, v, busyMsPerSecond float64) {
 	first := !a.reported(k)
 	a.has |= 1 << k
@@ -299,11 +301,11 @@ func (a *subAgg) add(k MetricName, ts int64, v, busyMsPerSecond float64) {
 		if sl.i == cBusy {
 			switch {
 			case first:
-				sp.satFrom = ts
+				a.busySatFrom = ts
 			case ts <= sp.lastTS:
-				sp.satFrom = sp.lastTS
+				a.busySatFrom = sp.lastTS
 			case perSecond(sp.last, sp.lastTS, v, ts) < busyMsPerSecond:
-				sp.satFrom = ts
+				a.busySatFrom = ts
 			}
 		}
 		if first || ts < sp.firstTS {
@@ -770,6 +772,22 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 	slices.Sort(jobIDs)
 	horizon := ws - int64(e.cfg.HistoryWindows)*e.cfg.WindowMs
 	windows, sketches, subSketches := 0, 0, 0 // task windows and sketches the window used
+	if e.cfg.EmitStats {
+		// A fleet's subtask_stats are most of a window's findings (100k
+		// at 100k subtasks): room for them at once, so that dst does not
+		// grow by doubling and leave its old copies to the collector.
+		n := 0
+		for _, id := range jobIDs {
+			for _, t := range e.jobs[id].tasks {
+				for _, w := range t.wins {
+					if w.start == ws {
+						n += len(w.subs)
+					}
+				}
+			}
+		}
+		dst = slices.Grow(dst, n)
+	}
 	for _, id := range jobIDs {
 		j := e.jobs[id]
 		var jw *jobWindow

@@ -100,7 +100,7 @@ func TestRunMemoryMillionKeysPerWindow(t *testing.T) {
 // 100k subtasks (the fleet simulator's mix of shapes and formats, key
 // samples from 5 % of the tasks, five incidents) for four reporting
 // intervals, from the real broker, and checks that the process's peak
-// RSS (VmHWM) stays below 512 MB, with --memory-limit-mib 440, while it
+// RSS (VmHWM) stays below 512 MB, with --memory-limit-mib 400, while it
 // closes the windows of every job: per-subtask state is small, sketches
 // exist only where key samples arrive, and a write holds its statistics
 // rows only in the insert's columns. SKEWLENS_TEST_LOGS keeps heap
@@ -139,7 +139,7 @@ func TestRunMemoryFleet(t *testing.T) {
 	// With the soft memory limit the README gives for this size: without
 	// it the Go runtime lets the heap reach twice its live size between
 	// collections (682 MB of RSS here).
-	r := startRun(t, brokers, chAddr, "fleet", "fleet", "fleet", "--memory-limit-mib", "440")
+	r := startRun(t, brokers, chAddr, "fleet", "fleet", "fleet", "--memory-limit-mib", "400")
 	consumed := time.Now()
 	if d := os.Getenv("SKEWLENS_TEST_LOGS"); d != "" {
 		// Heap profiles every 3 s, to read with go tool pprof.

@@ -55,7 +55,7 @@ type runCmd struct {
 	clickhouseFlags `set:"clickhouse_addr_note=Empty: start a local clickhouse-server under --state-dir."`
 	StateDir        string `default:".state" help:"Where embedded servers keep their data." range:"[1,]"`
 	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz, /readyz and /debug/pprof." range:"[1,]"`
-	MemoryLimit     int    `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 440). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
+	MemoryLimit     int    `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
 	logFlags
 	Duration time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
 	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario; fleet: a fleet of --jobs or --subtasks, seed 1)."`

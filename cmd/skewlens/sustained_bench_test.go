@@ -22,7 +22,7 @@ import (
 )
 
 // BenchmarkRunFleetSustained runs `skewlens run` (a child process, with
-// --memory-limit-mib 440) on a simulated fleet played at real time into
+// --memory-limit-mib 400) on a simulated fleet played at real time into
 // the real broker, for SKEWLENS_BENCH_MINUTES (default 3) minutes of
 // SKEWLENS_BENCH_SUBTASKS (default 100000) subtasks, writing to the real
 // ClickHouse. Every 10 s it logs the consumer lag (messages behind the
@@ -40,7 +40,7 @@ func BenchmarkRunFleetSustained(b *testing.B) {
 		kafka.TopicConfig{Topic: "sustained-metrics", NumPartitions: 4, ReplicationFactor: 1},
 		kafka.TopicConfig{Topic: "sustained-samples", NumPartitions: 4, ReplicationFactor: 1},
 		kafka.TopicConfig{Topic: "sustained-dead", NumPartitions: 1, ReplicationFactor: 1})
-	r := startRun(b, brokers, chAddr, "sustained", "sustained", "sustained", "--memory-limit-mib", "440")
+	r := startRun(b, brokers, chAddr, "sustained", "sustained", "sustained", "--memory-limit-mib", "400")
 	b.ResetTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(minutes+5)*time.Minute)
 	defer cancel()
