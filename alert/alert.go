@@ -19,6 +19,13 @@ const (
 	// ReasonJobSilent: the job sent nothing for TrackerConfig.SilentAfter
 	// (only with TrackerConfig.RequireReports).
 	ReasonJobSilent = "job_silent"
+	// ReasonJobRestarted: the job's run ended and a new run of the same
+	// job name took its place (a job_end finding; the incident closes
+	// "job restarted as <id>").
+	ReasonJobRestarted = "job_restarted"
+	// ReasonJobStopped: the job's run ended, silent for the engine's
+	// job-end-after time (a job_end finding).
+	ReasonJobStopped = "job_stopped"
 )
 
 // Alert is one alert's state as delivered to notifiers. Its JSON form is
@@ -51,7 +58,7 @@ type Alert struct {
 	// watermark that caused it).
 	UpdatedAt time.Time `json:"updated_at"`
 	// Reason says why a resolved alert resolved (ReasonAbsent,
-	// ReasonJobSilent).
+	// ReasonJobSilent, ReasonJobRestarted, ReasonJobStopped).
 	Reason string `json:"reason,omitempty"`
 	// Finding is the latest finding of the condition (for hot keys, the
 	// hottest key's), in the findings contract.

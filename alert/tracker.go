@@ -185,8 +185,43 @@ func (t *Tracker) Observe(fs []skew.Finding) []Event {
 		for _, st := range touched { // identity order: the group is sorted
 			events = t.evaluate(st, end, events)
 		}
+		for _, r := range group {
+			if r.f.Kind == skew.KindJobEnd && r.f.JobEnd != nil {
+				events = t.endJob(r.f, events)
+			}
+		}
 		t.now = max(t.now, end)
 	}
+	return events
+}
+
+// endJob resolves the firing alerts and discards the pending ones of a
+// run that ended (a job_end finding f), in identity order, at the end of
+// f's window, and forgets the job.
+func (t *Tracker) endJob(f *skew.Finding, events []Event) []Event {
+	reason := ReasonJobStopped
+	if f.JobEnd.Reason == skew.EndRestarted {
+		reason = ReasonJobRestarted
+	}
+	var done []*state
+	for _, st := range t.states {
+		if st.id.JobID == f.JobID {
+			done = append(done, st)
+		}
+	}
+	slices.SortFunc(done, func(a, b *state) int { return a.id.compare(b.id) })
+	for _, st := range done {
+		kind := EventDiscarded
+		if st.firing {
+			kind = EventResolved
+			t.firing--
+		}
+		events = append(events, t.event(kind, st, f.WindowEnd, reason))
+		delete(t.states, st.id)
+	}
+	delete(t.reports, f.JobID)
+	delete(t.restored, f.JobID)
+	delete(t.dormant, f.JobID)
 	return events
 }
 

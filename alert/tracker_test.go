@@ -480,3 +480,49 @@ func labelled(f skew.Finding, saturated, skewsSubtask bool) skew.Finding {
 	f.HotKey.Saturated, f.HotKey.SkewsSubtask = &saturated, skewsSubtask
 	return f
 }
+
+// TestTrackerJobEnd: a run's end resolves its firing alerts and discards
+// its pending ones at the end's window, with the reason, and forgets the
+// job; other jobs' alerts go on.
+func TestTrackerJobEnd(t *testing.T) {
+	end := func(job string, ws int64, successor string) skew.Finding {
+		e := &skew.JobEnd{Reason: skew.EndStopped}
+		if successor != "" {
+			e.Reason, e.Successor = skew.EndRestarted, successor
+		}
+		return skew.Finding{Kind: skew.KindJobEnd, JobID: job, WindowStart: ws, WindowEnd: ws + win, JobEnd: e}
+	}
+	tests := []struct {
+		name   string
+		end    skew.Finding
+		reason string
+	}{
+		{"restarted", end("j1", 20_000, "j9"), ReasonJobRestarted},
+		{"stopped", end("j1", 20_000, ""), ReasonJobStopped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := NewTracker(TrackerConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j2", "agg", 1, skew.CauseDataSkew, 0)})
+			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 10_000), sat("j2", "agg", 1, skew.CauseDataSkew, 10_000),
+				hot("j1", "agg", 0, "k", 0.5, 10_000)})
+			got := evs(tr.Observe([]skew.Finding{tt.end}))
+			want := []string{
+				"discarded j1/agg/0/hot_key @30000 " + tt.reason,
+				"resolved j1/agg/3/data_skew @30000 " + tt.reason,
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("events\n%s\nwant\n%s", joinLines(got), joinLines(want))
+			}
+			if tr.Firing() != 1 || tr.Pending() != 0 || tr.Active()[0].Identity().JobID != "j2" {
+				t.Fatalf("firing %d, pending %d, active %+v: want j2's alert only", tr.Firing(), tr.Pending(), tr.Active())
+			}
+			if _, ok := tr.reports["j1"]; ok {
+				t.Error("the ended job's reports are kept")
+			}
+		})
+	}
+}

@@ -152,6 +152,8 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 	case f.Kind == skew.KindSaltingPlan && f.Plan != nil:
 	case f.Kind == skew.KindHotKey && f.HotKey != nil:
 		return m.observeHotKey(f)
+	case f.Kind == skew.KindJobEnd && f.JobEnd != nil:
+		return m.endJob(f)
 	default:
 		m.mu.Lock()
 		m.wake(f.JobID)
@@ -221,6 +223,55 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 	m.cool(st, now)
 	m.capKeys(st, now)
 	return m.publish(st, now, nil)
+}
+
+// endJob retires the plans of a run that ended (a job_end finding) and
+// forgets its tasks, overrides and pins included: Flink never reuses a
+// job id. When a new run of the job took its place, each task's engine
+// plan first carries over to it (a new task of the successor, version 1)
+// if the successor's task runs at the parallelism and max parallelism the
+// salted keys were routed for (a max parallelism not known yet counts as
+// the same); otherwise the engine proposes a plan afresh when the skew
+// shows again.
+func (m *Manager) endJob(f *skew.Finding) []Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.dormant, f.JobID)
+	now := time.UnixMilli(f.WindowEnd).UTC()
+	if now.After(m.now) {
+		m.now = now
+	}
+	next := map[string]skew.TaskShape{}
+	if f.JobEnd.Reason == skew.EndRestarted && checkJobID(f.JobEnd.Successor) == nil {
+		for _, t := range f.JobEnd.SuccessorTasks {
+			next[t.Name] = t
+		}
+	}
+	var out []Change
+	for _, id := range m.ids() {
+		st := m.tasks[id]
+		if st.job != f.JobID {
+			continue
+		}
+		sh, ok := next[st.task]
+		if ok && len(st.keys) > 0 && sh.Parallelism == st.par && (sh.MaxParallelism == 0 || sh.MaxParallelism == st.maxPar) &&
+			m.tasks[Key(f.JobEnd.Successor, st.task)] == nil && m.makeRoom() {
+			c := &taskState{job: f.JobEnd.Successor, task: st.task, jobName: st.jobName, par: st.par, maxPar: st.maxPar,
+				keys: make(map[string]*keyState, len(st.keys)), updated: now, before: st.before, after: st.after}
+			for k, ks := range st.keys {
+				cp := *ks
+				cp.salted = slices.Clone(ks.salted)
+				c.keys[k] = &cp
+			}
+			m.tasks[Key(c.job, c.task)] = c
+			out = m.publish(c, now, out)
+		}
+		st.pinned, st.frozen, st.ovs = false, nil, nil
+		clear(st.keys)
+		out = m.publish(st, now, out)
+		delete(m.tasks, id)
+	}
+	return out
 }
 
 // observeHotKey refreshes a key of a plan from a hot_key finding (see

@@ -138,7 +138,7 @@ func parseSince(s string) (time.Time, error) {
 // findingKinds are the kinds GET /v1/findings filters on. subtask_stats
 // is not one: statistics are served by GET /v1/stats.
 func findingKinds() []string {
-	return []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan}
+	return []string{skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindJobEnd}
 }
 
 func checkKind(s string) error {

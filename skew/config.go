@@ -125,6 +125,18 @@ type Config struct {
 	// counters, learned queue capacity, hosts) is kept after its last
 	// report, in windows (default 360). It bounds memory for jobs that go away.
 	HistoryWindows int
+	// JobEndAfterMs is how long a job may send nothing before it counts
+	// as stopped: a job_end finding closes its run, and the engine frees
+	// its state (default 60000: the pipeline's 15 s idle timeout plus four
+	// windows; at least one window). Flink gives a job a new id each time
+	// it is submitted, so without an end a redeployed fleet's state grows
+	// with every run.
+	JobEndAfterMs int64
+	// MaxJobs bounds the jobs the engine tracks at once. Overflow policy:
+	// the events of a job not yet tracked are Rejected while the bound is
+	// reached (RefusedJobs counts them); tracked jobs go on (default
+	// 10000).
+	MaxJobs int
 }
 
 // MaxTopK bounds Config.TopK. Each task keeps TopK counters per open
@@ -165,6 +177,8 @@ func DefaultConfig() Config {
 		MaxSaltBuckets:           32,
 		PlanMinImbalance:         1.5,
 		HistoryWindows:           360,
+		JobEndAfterMs:            60000,
+		MaxJobs:                  10000,
 		CheckpointTimeoutMs:      600000,
 		CheckpointRiskFraction:   0.5,
 	}
@@ -199,6 +213,8 @@ func (c Config) withDefaults() Config {
 	c.MaxSaltBuckets = cmp.Or(c.MaxSaltBuckets, d.MaxSaltBuckets)
 	c.PlanMinImbalance = cmp.Or(c.PlanMinImbalance, d.PlanMinImbalance)
 	c.HistoryWindows = cmp.Or(c.HistoryWindows, d.HistoryWindows)
+	c.JobEndAfterMs = cmp.Or(c.JobEndAfterMs, d.JobEndAfterMs)
+	c.MaxJobs = cmp.Or(c.MaxJobs, d.MaxJobs)
 	c.CheckpointTimeoutMs = cmp.Or(c.CheckpointTimeoutMs, d.CheckpointTimeoutMs)
 	c.CheckpointRiskFraction = cmp.Or(c.CheckpointRiskFraction, d.CheckpointRiskFraction)
 	return c
@@ -264,6 +280,10 @@ func (c Config) Validate() error {
 		bad("checkpoint-timeout", c.CheckpointTimeoutMs, "must be positive")
 	}
 	within("checkpoint-risk-fraction", c.CheckpointRiskFraction, 0, 1, " of checkpoint-timeout")
+	if c.JobEndAfterMs < c.WindowMs {
+		bad("job-end-after", c.JobEndAfterMs, "must be at least one window")
+	}
+	atLeast("max-jobs", c.MaxJobs, 1, "")
 	if c.HistoryWindows < c.RotationLookbackWindows || c.WindowMs >= 1 && c.SustainMs >= 1 && c.HistoryWindows < c.sustainWindows() {
 		bad("history", c.HistoryWindows, "must cover rotation-lookback and sustain")
 	}

@@ -41,11 +41,13 @@ const maxOpenWindows = 64
 // An Engine is not safe for concurrent use. Strings in the events handed
 // to it may alias the caller's buffers: the engine copies what it keeps.
 type Engine struct {
-	cfg        Config
-	jobs       map[string]*jobState
-	open       []int64 // starts of open windows, ascending
-	closedUpTo int64   // events before this time are late
-	last       *taskState
+	cfg  Config
+	jobs map[string]*jobState
+	// refusedJobs counts events refused at Config.MaxJobs.
+	refusedJobs uint64
+	open        []int64 // starts of open windows, ascending
+	closedUpTo  int64   // events before this time are late
+	last        *taskState
 	// lastWin is the window of task lastWinOf that AddMetric added to
 	// last; nil after a window closed. Flink reports a subtask's metrics
 	// together, so the next metric is most often of the same task and
@@ -96,6 +98,11 @@ type jobState struct {
 	// Restore, and keeps it out of snapshots.
 	resumeFrom   int64
 	restoredOnly bool
+	// firstEvent and lastEvent are the event times of the run's first and
+	// last accepted events (hasEvents: there was one), which decide when
+	// the run ends (see endJobs).
+	firstEvent, lastEvent int64
+	hasEvents             bool
 }
 
 // jobWindow holds job-scoped metrics of one window.
@@ -349,12 +356,32 @@ func newJobState(id string) *jobState {
 func (e *Engine) job(jobID, jobName string) *jobState {
 	j := e.jobs[jobID]
 	if j == nil {
-		j = newJobState(jobID)
-		e.jobs[j.id] = j
+		if j = e.newJob(jobID); j == nil {
+			return nil
+		}
 	}
 	j.rename(jobName)
 	return j
 }
+
+// newJob starts tracking a job, or returns nil, counting a refusal, when
+// Config.MaxJobs are tracked.
+func (e *Engine) newJob(jobID string) *jobState {
+	if len(e.jobs) >= e.cfg.MaxJobs {
+		e.refusedJobs++
+		return nil
+	}
+	j := newJobState(jobID)
+	e.jobs[j.id] = j
+	return j
+}
+
+// Jobs returns the number of jobs tracked.
+func (e *Engine) Jobs() int { return len(e.jobs) }
+
+// RefusedJobs returns how many events were rejected because Config.MaxJobs
+// jobs were tracked.
+func (e *Engine) RefusedJobs() uint64 { return e.refusedJobs }
 
 // rename records a reported job name. Spellings that filter alike are one
 // name, shown unfiltered; a different name replaces the old one.
@@ -393,6 +420,9 @@ func (e *Engine) task(jobID, jobName, taskID, taskName string) *taskState {
 		return t
 	}
 	j := e.job(jobID, jobName)
+	if j == nil {
+		return nil
+	}
 	var t *taskState
 	if taskID == "" {
 		t = e.nameTask(j, taskName)
@@ -585,6 +615,9 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		return Rejected
 	}
 	t := e.task(s.JobID, s.JobName, s.TaskID, s.TaskName)
+	if t == nil {
+		return Rejected
+	}
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
@@ -609,7 +642,7 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		return Rejected
 	}
 	t.lastSeen = ws
-	t.job.restoredOnly = false // only accepted events make a job this engine's
+	t.job.saw(s.TS) // only accepted events make a job this engine's
 	w.samples++
 	w.weight += s.Weight
 	w.est += s.Weight / s.SampleRate
@@ -660,6 +693,9 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		}
 	}
 	t := e.task(m.JobID, m.JobName, m.TaskID, m.TaskName)
+	if t == nil {
+		return Rejected
+	}
 	if ws < t.job.resumeFrom {
 		return Replayed
 	}
@@ -671,7 +707,7 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		e.lastWin, e.lastWinOf = w, t
 	}
 	t.lastSeen = ws
-	t.job.restoredOnly = false
+	t.job.saw(m.TS)
 	sub := int(m.Subtask)
 	if sub >= len(w.subs) {
 		// Room for the subtasks the task had in earlier windows at once:
@@ -706,10 +742,11 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 		return Rejected
 	}
 	if j == nil {
-		j = newJobState(m.JobID)
-		e.jobs[j.id] = j
+		if j = e.newJob(m.JobID); j == nil {
+			return Rejected
+		}
 	}
-	j.restoredOnly = false
+	j.saw(m.TS)
 	j.rename(m.JobName)
 	j.lastSeen = ws
 	var w *jobWindow
@@ -834,6 +871,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			delete(e.jobs, id)
 		}
 	}
+	dst = e.endJobs(jobIDs, ws, ws+e.cfg.WindowMs, dst)
 	e.trimFree(windows, sketches, subSketches)
 	e.lastWin, e.lastWinOf = nil, nil
 	return dst

@@ -43,6 +43,8 @@ type Finding struct {
 	Summary string `json:"summary,omitempty"`
 	*Plan   `json:"plan,omitempty"`
 	Stats   *SubtaskStats `json:"stats,omitempty"`
+	// JobEnd is the body of a job_end finding.
+	JobEnd *JobEnd `json:"job_end,omitempty"`
 }
 
 // SubtaskStats is one subtask's view of one window, with the task-wide
@@ -255,10 +257,7 @@ const ShortJobID = 8
 // id alone when the name is unknown. Incident lines, analyze's text and
 // the web view's job list (its JavaScript twin) write jobs with it.
 func JobLabel(name, id string) string {
-	short := id
-	if r := []rune(id); len(r) > ShortJobID {
-		short = string(r[:ShortJobID])
-	}
+	short := ShortID(id)
 	switch {
 	case name == "":
 		return short
@@ -266,4 +265,12 @@ func JobLabel(name, id string) string {
 		return name
 	}
 	return name + " (" + short + ")"
+}
+
+// ShortID returns the first ShortJobID characters of a job id.
+func ShortID(id string) string {
+	if r := []rune(id); len(r) > ShortJobID {
+		return string(r[:ShortJobID])
+	}
+	return id
 }

@@ -33,6 +33,11 @@ type JobState struct {
 	// LastSeen is the start of the job's last window with an event, of
 	// the job or of any of its tasks.
 	LastSeen int64 `json:"last_seen"`
+	// FirstEvent and LastEvent are the event times of the run's first and
+	// last events (absent in states saved before they were kept): they
+	// decide when the run ends (Config.JobEndAfterMs, KindJobEnd).
+	FirstEvent *int64 `json:"first_event,omitempty"`
+	LastEvent  *int64 `json:"last_event,omitempty"`
 	// LastFailed is the last value of the failed-checkpoints counter.
 	LastFailed *float64    `json:"last_failed,omitempty"`
 	Tasks      []TaskState `json:"tasks,omitempty"`
@@ -162,6 +167,10 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 		if j.hasLastFailed {
 			v := j.lastFailed
 			js.LastFailed = &v
+		}
+		if j.hasEvents {
+			first, last := j.firstEvent, j.lastEvent
+			js.FirstEvent, js.LastEvent = &first, &last
 		}
 		tasks := slices.SortedFunc(slices.Values(j.tasks), compareTasks)
 		for _, t := range tasks {
@@ -296,6 +305,9 @@ func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 	j.name = strings.Clone(s.JobName)
 	j.alt = j.name
 	j.lastSeen, j.resumeFrom, j.restoredOnly = s.LastSeen, s.ClosedUpTo, true
+	if s.FirstEvent != nil && s.LastEvent != nil {
+		j.firstEvent, j.lastEvent, j.hasEvents = *s.FirstEvent, *s.LastEvent, true
+	}
 	if s.LastFailed != nil {
 		if math.IsNaN(*s.LastFailed) || math.IsInf(*s.LastFailed, 0) {
 			return nil, errors.New("last_failed is not a number")

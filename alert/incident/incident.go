@@ -47,6 +47,10 @@ type Incident struct {
 	HotKeys []string `json:"hot_keys,omitempty"`
 	// Summary is the latest finding's summary.
 	Summary string `json:"summary,omitempty"`
+	// Resolution says why a closed incident closed when it was not its
+	// condition's absence for the resolve-after time: its run of the job
+	// ended ("job restarted as 9b7c1d2e", "job stopped reporting").
+	Resolution string `json:"resolution,omitempty"`
 	// UpdatedAt is the event time of this state of the incident: the end
 	// of the window that opened or extended it, or for a closed incident
 	// when the hysteresis ran out (LastSeen + ResolveAfter). It grows with

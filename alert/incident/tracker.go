@@ -24,6 +24,8 @@ type Tracker struct {
 	// dormant holds the jobs with restored open incidents that no finding
 	// has been observed of since Restore: their incidents do not expire.
 	dormant map[string]bool
+	// ended holds, during one Observe, the jobs whose run ended in it.
+	ended   map[string]struct{}
 	now     int64
 	refused uint64
 }
@@ -46,7 +48,7 @@ func New(cfg Config) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}}
+	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}, ended: map[string]struct{}{}}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
 	}
@@ -75,6 +77,10 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 			continue
 		}
 		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
+		if f.Kind == skew.KindJobEnd && f.JobEnd != nil && f.JobID != "" {
+			recs = append(recs, record{f: f})
+			continue
+		}
 		id, ok := alert.IdentityOf(f)
 		if !ok || !t.causes[id.Cause] {
 			continue
@@ -90,6 +96,10 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 	}
 	slices.SortStableFunc(recs, func(a, b record) int {
 		if x := cmp.Compare(a.f.WindowEnd, b.f.WindowEnd); x != 0 {
+			return x
+		}
+		// A run's end goes after the window's findings, which it closes.
+		if x := cmp.Compare(boolInt(a.f.Kind == skew.KindJobEnd), boolInt(b.f.Kind == skew.KindJobEnd)); x != 0 {
 			return x
 		}
 		return a.c.compare(b.c)
@@ -108,6 +118,10 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		out = t.expire(start, out)
 		var prev *Incident
 		for _, r := range group {
+			if r.f.Kind == skew.KindJobEnd {
+				out = t.endJob(r.f, out)
+				continue
+			}
 			in, kind := t.apply(r)
 			if in == nil || in == prev {
 				continue // refused, or a second finding of one condition in a window
@@ -118,8 +132,38 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		t.now = max(t.now, end)
 	}
 	for _, r := range recs {
-		t.seen[r.f.JobID] = max(t.seen[r.f.JobID], r.f.WindowEnd)
+		if r.f.Kind == skew.KindJobEnd {
+			delete(t.seen, r.f.JobID) // the run is over: nothing of it comes again
+		} else if _, ended := t.ended[r.f.JobID]; !ended {
+			t.seen[r.f.JobID] = max(t.seen[r.f.JobID], r.f.WindowEnd)
+		}
 	}
+	clear(t.ended)
+	return out
+}
+
+// endJob closes every open incident of a run that ended (a job_end
+// finding f), in condition order, with the reason as their Resolution.
+func (t *Tracker) endJob(f *skew.Finding, out []Change) []Change {
+	why := "job stopped reporting"
+	if f.JobEnd.Reason == skew.EndRestarted {
+		why = "job restarted as " + skew.ShortID(f.JobEnd.Successor)
+	}
+	var done []condition
+	for c := range t.open {
+		if c.id.JobID == f.JobID {
+			done = append(done, c)
+		}
+	}
+	slices.SortFunc(done, condition.compare)
+	for _, c := range done {
+		in := t.open[c]
+		delete(t.open, c)
+		in.State, in.End, in.Resolution = StateClosed, in.LastSeen, why
+		in.UpdatedAt = max(f.WindowEnd, in.UpdatedAt+1)
+		out = append(out, Change{Kind: Closed, Incident: *in})
+	}
+	t.ended[f.JobID] = struct{}{}
 	return out
 }
 
@@ -284,3 +328,10 @@ func clone(in *Incident) Incident {
 
 // OpenCount returns the number of open incidents.
 func (t *Tracker) OpenCount() int { return len(t.open) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

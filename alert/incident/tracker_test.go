@@ -295,3 +295,51 @@ func TestRestoredIncidentsOfOtherJobsStayOpen(t *testing.T) {
 		t.Fatalf("open = %+v, want job k's incident", got)
 	}
 }
+
+// ended is the job_end finding of job j's run in window w.
+func ended(j string, w int64, successor string) skew.Finding {
+	e := &skew.JobEnd{Reason: skew.EndStopped}
+	if successor != "" {
+		e.Reason, e.Successor = skew.EndRestarted, successor
+	}
+	return skew.Finding{Kind: skew.KindJobEnd, JobID: j, WindowStart: w * win, WindowEnd: (w + 1) * win, JobEnd: e}
+}
+
+// TestJobEndClosesIncidents: a run's end closes its open incidents at
+// once, with the reason, and only its own; the job is forgotten, and a
+// finding in the same window as the end is closed with it.
+func TestJobEndClosesIncidents(t *testing.T) {
+	tests := []struct {
+		name string
+		end  skew.Finding
+		want string
+	}{
+		{"restarted", ended("j", 3, "0123456789abcdef"), "job restarted as 01234567"},
+		{"stopped", ended("j", 3, ""), "job stopped reporting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTracker(t)
+			tr.Observe([]skew.Finding{skewed("j", 0, 900, 2), skewed("other", 0, 900, 2)})
+			cs := tr.Observe([]skew.Finding{hot("k", 3, 0.5), tt.end})
+			var closed []string
+			for _, c := range cs {
+				if c.Kind == Closed {
+					if c.Incident.Resolution != tt.want || c.Incident.End != c.Incident.LastSeen || c.Incident.UpdatedAt < 4*win || c.Incident.UpdatedAt <= c.Incident.LastSeen {
+						t.Errorf("closed %+v", c.Incident)
+					}
+					closed = append(closed, c.Incident.Cause)
+				}
+			}
+			if !reflect.DeepEqual(closed, []string{alert.CauseHotKey, skew.CauseDataSkew}) {
+				t.Fatalf("closed %v, want the hot_key and the data_skew incident of j, in condition order", closed)
+			}
+			if tr.OpenCount() != 1 || tr.Open()[0].JobID != "other" {
+				t.Fatalf("open %+v, want other's only", tr.Open())
+			}
+			if _, ok := tr.seen["j"]; ok {
+				t.Error("the ended job is still remembered")
+			}
+		})
+	}
+}

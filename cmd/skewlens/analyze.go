@@ -45,6 +45,8 @@ type engineFlags struct {
 	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine" range:"[1,]"`
 	CheckpointTimeout        time.Duration `help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)." default:"${checkpoint_timeout}" group:"Engine" range:"[1ms,]"`
 	CheckpointRiskFraction   float64       `help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up." default:"${checkpoint_risk_fraction}" group:"Engine" range:"(0,1]"`
+	JobEndAfter              time.Duration `help:"How long a job may send nothing before its run ends: a job_end finding closes its incidents and retires its salting plans, and its state is freed. A run that another of the same job name replaces ends at once." default:"${job_end_after}" group:"Engine" range:"[1ms,]"`
+	MaxJobs                  int           `help:"Most jobs tracked at once; the events of further jobs are rejected until a run ends." default:"${max_jobs}" group:"Engine" range:"[1,]"`
 }
 
 // windowFlags are the watermark settings of every command that windows
@@ -98,6 +100,8 @@ func (f *engineFlags) config() skew.Config {
 	c.PlanMinImbalance = f.PlanMinImbalance
 	c.CheckpointTimeoutMs = f.CheckpointTimeout.Milliseconds()
 	c.CheckpointRiskFraction = f.CheckpointRiskFraction
+	c.JobEndAfterMs = f.JobEndAfter.Milliseconds()
+	c.MaxJobs = f.MaxJobs
 	return c
 }
 
@@ -108,7 +112,7 @@ type analyzeCmd struct {
 	// PerWindow keeps the text output of one line per finding.
 	PerWindow bool `help:"With -o text, print one line per finding and window instead of one per incident."`
 	textFlags
-	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats)."`
+	Kind     []string `placeholder:"KIND" help:"Print only these finding kinds (hot_key, saturation, salting_plan, subtask_stats, job_end)."`
 	Stats    bool     `help:"Also print a subtask_stats row per subtask and window (rates, busy/back-pressured/idle time, pools, queues, checkpoint times, shares)."`
 	ShowBad  int      `default:"5" help:"Bad lines to describe on stderr (all are counted)." range:"[0,]"`
 	Progress string   `enum:"auto,always,never" default:"auto" help:"Progress on stderr while reading: ${enum}; auto shows it when stderr is a terminal."`
@@ -129,9 +133,9 @@ func (c *analyzeCmd) Help() string {
 func (c *analyzeCmd) check() error {
 	for _, k := range c.Kind {
 		switch k {
-		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats:
+		case skew.KindHotKey, skew.KindSaturation, skew.KindSaltingPlan, skew.KindSubtaskStats, skew.KindJobEnd:
 		default:
-			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan or subtask_stats", k)
+			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan, subtask_stats or job_end", k)
 		}
 	}
 	return c.checkEngine()

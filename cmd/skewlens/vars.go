@@ -63,6 +63,8 @@ func defaultVars() kong.Vars {
 		"plan_min_imbalance":       fmtFloat(eng.PlanMinImbalance),
 		"checkpoint_timeout":       fmtDuration(time.Duration(eng.CheckpointTimeoutMs) * time.Millisecond),
 		"checkpoint_risk_fraction": fmtFloat(eng.CheckpointRiskFraction),
+		"job_end_after":            fmtDuration(time.Duration(eng.JobEndAfterMs) * time.Millisecond),
+		"max_jobs":                 strconv.Itoa(eng.MaxJobs),
 		// Limits of the flags' ranges (range tags, check.go).
 		"max_top_k":                strconv.Itoa(skew.MaxTopK),
 		"max_hot_key_pool_windows": strconv.Itoa(skew.MaxHotKeyPoolWindows),

@@ -94,7 +94,7 @@ func mapFinding(out tableRows, f *skew.Finding, version uint64, now time.Time) e
 	if f.JobID == "" {
 		return errors.New("empty job_id")
 	}
-	if f.TaskName == "" {
+	if f.TaskName == "" && f.Kind != skew.KindJobEnd {
 		return errors.New("empty task_name")
 	}
 	if f.Kind == "" {

@@ -1,0 +1,162 @@
+package skew
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// KindJobEnd marks the end of one run of a job (one job id): its
+// incidents close, its alerts resolve and its salting plans retire or
+// carry over to the next run. The finding is job-wide: TaskName is empty
+// and SubtaskIndex null.
+const KindJobEnd = "job_end"
+
+// Reasons a run ends (JobEnd.Reason).
+const (
+	// EndRestarted: a run of the same job name started after this one's
+	// last event (Flink gives a resubmitted job a new id).
+	EndRestarted = "restarted"
+	// EndStopped: the run sent nothing for Config.JobEndAfterMs.
+	EndStopped = "stopped"
+)
+
+// JobEnd is the body of a job_end finding.
+type JobEnd struct {
+	Reason string `json:"reason"`
+	// Successor is the job id of the next run (EndRestarted only).
+	Successor string `json:"successor,omitempty"`
+	// LastEventAt is the event time (epoch ms) of the run's last event.
+	LastEventAt int64 `json:"last_event_at"`
+	// SuccessorTasks are the next run's tasks as the engine knows them
+	// when this run ends (EndRestarted only), by name: what decides
+	// whether a salting plan still routes correctly for it.
+	SuccessorTasks []TaskShape `json:"successor_tasks,omitempty"`
+}
+
+// TaskShape is a task's parallelism as the engine knows it.
+type TaskShape struct {
+	Name string `json:"name"`
+	// Parallelism is from the key samples, else the subtasks that
+	// reported metrics.
+	Parallelism int `json:"parallelism"`
+	// MaxParallelism is from the key samples; 0 when none came yet.
+	MaxParallelism int `json:"max_parallelism,omitempty"`
+}
+
+// saw records an accepted event of the job at ts: the job is this
+// engine's (a restored one is no longer only restored), and its run's
+// first and last event times move.
+func (j *jobState) saw(ts int64) {
+	j.restoredOnly = false
+	if !j.hasEvents || ts < j.firstEvent {
+		j.firstEvent = ts
+	}
+	if !j.hasEvents || ts > j.lastEvent {
+		j.lastEvent = ts
+	}
+	j.hasEvents = true
+}
+
+// endJobs ends, at the close of the window ending at we, the runs that a
+// later run of the same job name replaced and those silent for
+// JobEndAfterMs, appends a job_end finding for each (in job id order) and
+// frees their state. A run is replaced when the later run's first event
+// is after its last one and the later run reported in an earlier window
+// than this one, so that its first window, which may be partial, does
+// not decide its shape. Only jobs with events since the engine started
+// (or since a Restore) end here: a restored job may be another
+// instance's.
+func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding {
+	type end struct {
+		j  *jobState
+		by *jobState // the successor, or nil
+	}
+	var ends []end
+	var byName map[string][]*jobState
+	for _, id := range jobIDs {
+		j := e.jobs[id]
+		if j == nil || !j.hasEvents || j.restoredOnly || j.name == "" {
+			continue
+		}
+		if byName == nil {
+			byName = map[string][]*jobState{}
+		}
+		byName[j.name] = append(byName[j.name], j)
+	}
+	ended := map[*jobState]bool{}
+	for _, runs := range byName {
+		if len(runs) < 2 {
+			continue
+		}
+		// The latest run that started before this window replaces every
+		// run whose last event is before its first.
+		var next *jobState
+		for _, r := range runs {
+			if r.firstEvent < ws && (next == nil || cmp.Or(cmp.Compare(r.firstEvent, next.firstEvent), cmp.Compare(r.id, next.id)) > 0) {
+				next = r
+			}
+		}
+		if next == nil {
+			continue
+		}
+		for _, r := range runs {
+			if r != next && r.lastEvent < next.firstEvent {
+				ends = append(ends, end{r, next})
+				ended[r] = true
+			}
+		}
+	}
+	for _, id := range jobIDs {
+		j := e.jobs[id]
+		if j != nil && j.hasEvents && !j.restoredOnly && !ended[j] && j.lastEvent <= we-e.cfg.JobEndAfterMs {
+			ends = append(ends, end{j: j})
+		}
+	}
+	slices.SortFunc(ends, func(a, b end) int { return cmp.Compare(a.j.id, b.j.id) })
+	for _, x := range ends {
+		f := Finding{Kind: KindJobEnd, JobID: x.j.id, JobName: x.j.name, WindowStart: ws, WindowEnd: we,
+			JobEnd: &JobEnd{Reason: EndStopped, LastEventAt: x.j.lastEvent}}
+		since := time.UnixMilli(x.j.lastEvent).UTC().Format(time.TimeOnly)
+		if x.by != nil {
+			f.JobEnd.Reason, f.JobEnd.Successor = EndRestarted, x.by.id
+			f.JobEnd.SuccessorTasks = shapes(x.by)
+			f.Summary = fmt.Sprintf("Job %s was restarted as %s (last event of this run at %s UTC): its incidents close, and its salting plans carry over where the parallelism is unchanged.",
+				JobLabel(x.j.name, x.j.id), ShortID(x.by.id), since)
+		} else {
+			f.Summary = fmt.Sprintf("Job %s sent nothing for %s since %s UTC: it stopped; its incidents close and its salting plans are retired.",
+				JobLabel(x.j.name, x.j.id), time.Duration(e.cfg.JobEndAfterMs)*time.Millisecond, since)
+		}
+		dst = append(dst, f)
+		e.dropJob(x.j)
+	}
+	return dst
+}
+
+// shapes returns the tasks of j with their parallelism, by name.
+func shapes(j *jobState) []TaskShape {
+	out := make([]TaskShape, 0, len(j.tasks))
+	for _, t := range j.tasks {
+		s := TaskShape{Name: t.name, Parallelism: len(t.subs)}
+		if t.hasRouter {
+			s.Parallelism, s.MaxParallelism = t.parallelism, t.maxParallelism
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b TaskShape) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// dropJob frees a job's state, windows included.
+func (e *Engine) dropJob(j *jobState) {
+	for _, t := range j.tasks {
+		if e.last == t {
+			e.last = nil
+		}
+		for _, w := range t.wins {
+			e.release(w)
+		}
+	}
+	delete(e.jobs, j.id)
+}

@@ -1,0 +1,210 @@
+package skew
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// run is one run of a job in a lifecycle test: it reports busy time for
+// par subtasks every 5 s, from second from to second to (inclusive).
+type lifeRun struct {
+	id, name string
+	from, to int
+	par      int
+}
+
+// lifeEvents returns the metrics of runs in event time order.
+func lifeEvents(runs []lifeRun) []Metric {
+	var out []Metric
+	for sec := 0; sec <= 600; sec += 5 {
+		for _, r := range runs {
+			if sec < r.from || sec > r.to {
+				continue
+			}
+			for sub := range r.par {
+				out = append(out, Metric{TS: t0 + int64(sec)*1000, JobID: r.id, JobName: r.name, TaskName: "Sum",
+					Subtask: int32(sub), Name: BusyTimeMsPerSecond, Value: 300})
+			}
+		}
+	}
+	return out
+}
+
+// ends returns the job_end findings of fs as "id reason successor @window".
+func ends(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Kind == KindJobEnd {
+			out = append(out, fmt.Sprintf("%s %s %s @%d", f.JobID, f.JobEnd.Reason, f.JobEnd.Successor, (f.WindowStart-t0)/1000))
+		}
+	}
+	return out
+}
+
+// TestJobEnd: a run that a later run of the same job name follows ends
+// as restarted once the later run has a whole window; a run silent for
+// JobEndAfterMs ends as stopped; runs of one name side by side do not end
+// each other; a run with no name ends only by silence. Its state is freed.
+func TestJobEnd(t *testing.T) {
+	tests := []struct {
+		name string
+		runs []lifeRun
+		want []string
+	}{
+		{
+			name: "restarted with a new id",
+			runs: []lifeRun{{"a1", "orders", 0, 95, 4}, {"a2", "orders", 120, 600, 4}},
+			// a2's first window is [120,130); the next closes the run.
+			want: []string{"a1 restarted a2 @130"},
+		},
+		{
+			name: "restarted within a window: the windows may overlap",
+			runs: []lifeRun{{"a1", "orders", 0, 100, 4}, {"a2", "orders", 105, 600, 2}},
+			want: []string{"a1 restarted a2 @110"},
+		},
+		{
+			name: "stopped for good",
+			runs: []lifeRun{{"a1", "orders", 0, 95, 4}, {"b", "other", 0, 600, 2}},
+			// The last event at 95 s; 60 s later, in the window [150,160).
+			want: []string{"a1 stopped  @150"},
+		},
+		{
+			name: "two runs side by side end only by silence",
+			runs: []lifeRun{{"a1", "orders", 0, 600, 4}, {"a2", "orders", 50, 300, 4}},
+			want: []string{"a2 stopped  @350"},
+		},
+		{
+			name: "runs without a name are not linked",
+			runs: []lifeRun{{"a1", "", 0, 95, 4}, {"a2", "", 120, 600, 4}},
+			want: []string{"a1 stopped  @150"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := New(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fs []Finding
+			for _, m := range lifeEvents(tt.runs) {
+				if v := e.AddMetric(&m); v != Accepted {
+					t.Fatalf("metric at %d of %s: verdict %d", m.TS-t0, m.JobID, v)
+				}
+				fs = e.Advance(m.TS-5000, fs)
+			}
+			if got := ends(fs); !slices.Equal(got, tt.want) {
+				t.Fatalf("job ends %q, want %q", got, tt.want)
+			}
+			for _, f := range fs {
+				if f.Kind != KindJobEnd {
+					continue
+				}
+				if _, ok := e.jobs[f.JobID]; ok {
+					t.Errorf("job %s ended and still tracked", f.JobID)
+				}
+				if !strings.Contains(f.Summary, JobLabel(f.JobName, f.JobID)) || f.TaskName != "" || f.SubtaskIndex != nil {
+					t.Errorf("job_end finding %+v", f)
+				}
+				if f.JobEnd.Reason == EndRestarted {
+					want := []TaskShape{{Name: "Sum", Parallelism: tt.runs[1].par}}
+					if !slices.Equal(f.JobEnd.SuccessorTasks, want) {
+						t.Errorf("successor tasks %+v, want %+v", f.JobEnd.SuccessorTasks, want)
+					}
+				}
+			}
+			for _, s := range e.Snapshot(nil) {
+				for _, f := range fs {
+					if f.Kind == KindJobEnd && f.JobID == s.JobID {
+						t.Errorf("ended job %s in the snapshot", s.JobID)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestJobEndAcrossRestore: a run's first and last events are saved with
+// its state, so an engine restored between its windows ends it as the
+// first would; a restored job without events since stays (another
+// instance may own it; until the state is restored by partition, such a
+// job is forgotten after HistoryWindows instead).
+func TestJobEndAcrossRestore(t *testing.T) {
+	runs := []lifeRun{{"a1", "orders", 0, 95, 4}, {"a2", "orders", 120, 600, 4}, {"b", "idle", 0, 20, 1}}
+	evs := lifeEvents(runs)
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []Finding
+	i := 0
+	for ; evs[i].TS < t0+90000; i++ {
+		e.AddMetric(&evs[i])
+		fs = e.Advance(evs[i].TS-5000, fs)
+	}
+	if got := ends(fs); !slices.Equal(got, []string{"b stopped  @70"}) {
+		t.Fatalf("before the restore: %q", got)
+	}
+	// Through JSON, as the store keeps it.
+	b, err := json.Marshal(e.Snapshot(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []JobState
+	if err := json.Unmarshal(b, &states); err != nil {
+		t.Fatal(err)
+	}
+	// A job of another instance, silent for long, comes with the state.
+	other := JobState{JobID: "x", JobName: "elsewhere", WindowMs: 10000, ClosedUpTo: t0 + 10000, LastSeen: t0, FirstEvent: ptr(t0), LastEvent: ptr(t0)}
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Restore(append(states, other)); err != nil {
+		t.Fatal(err)
+	}
+	fs = fs[:0]
+	for ; i < len(evs); i++ {
+		r.AddMetric(&evs[i])
+		fs = r.Advance(evs[i].TS-5000, fs)
+	}
+	if got := ends(fs); !slices.Equal(got, []string{"a1 restarted a2 @130"}) {
+		t.Fatalf("after the restore: %q", got)
+	}
+	if _, ok := r.jobs["x"]; !ok {
+		t.Error("a restored job without events was ended")
+	}
+}
+
+// TestMaxJobs: at MaxJobs the events of new jobs are rejected and
+// counted; once a run ends there is room again.
+func TestMaxJobs(t *testing.T) {
+	e, err := New(Config{MaxJobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(id string, sec int) Verdict {
+		m := Metric{TS: t0 + int64(sec)*1000, JobID: id, JobName: id, TaskName: "t", Name: BusyTimeMsPerSecond, Value: 1}
+		return e.AddMetric(&m)
+	}
+	add("a", 0)
+	add("b", 0)
+	if v := add("c", 0); v != Rejected || e.RefusedJobs() != 1 || e.Jobs() != 2 {
+		t.Fatalf("third job: verdict %d, refused %d, jobs %d", v, e.RefusedJobs(), e.Jobs())
+	}
+	ks := KeySample{TS: t0, JobID: "c", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1}
+	if v := e.AddSample(&ks); v != Rejected || e.RefusedJobs() != 2 {
+		t.Fatalf("third job's sample: verdict %d, refused %d", v, e.RefusedJobs())
+	}
+	for sec := 5; sec <= 80; sec += 5 {
+		add("b", sec)
+		e.Advance(t0+int64(sec)*1000-5000, nil)
+	}
+	if v := add("c", 80); v != Accepted || e.Jobs() != 2 {
+		t.Fatalf("after a's end: verdict %d, jobs %d", v, e.Jobs())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
