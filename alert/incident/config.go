@@ -26,6 +26,13 @@ type Config struct {
 	MaxOpen int
 	// MaxHotKeys bounds Incident.HotKeys. Default 10.
 	MaxHotKeys int
+	// RequireReports makes a condition absent only in windows its job
+	// reported in: a job's report is any finding of it, so the engine
+	// must emit subtask_stats (skew.Config.EmitStats). A job gone silent
+	// (stopped, or restarting under a new id) then keeps its incidents
+	// open until its run's end (skew.KindJobEnd) closes them with the
+	// reason. Default false: absence is measured against the watermark.
+	RequireReports bool
 }
 
 // Defaults of Config.

@@ -25,7 +25,11 @@ type Tracker struct {
 	// has been observed of since Restore: their incidents do not expire.
 	dormant map[string]bool
 	// ended holds, during one Observe, the jobs whose run ended in it.
-	ended   map[string]struct{}
+	ended map[string]struct{}
+	// reports holds each job's latest window end with a finding of any
+	// kind (Config.RequireReports), while it matters: the job has open
+	// incidents or reported within ResolveAfter.
+	reports map[string]int64
 	now     int64
 	refused uint64
 }
@@ -48,7 +52,7 @@ func New(cfg Config) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}, ended: map[string]struct{}{}}
+	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}, ended: map[string]struct{}{}, reports: map[string]int64{}}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
 	}
@@ -59,6 +63,9 @@ func New(cfg Config) (*Tracker, error) {
 type record struct {
 	c condition
 	f *skew.Finding
+	// report marks the copy of a finding that only tells its job
+	// reported in its window (Config.RequireReports).
+	report bool
 }
 
 // Observe folds in the findings of closed windows and returns the
@@ -71,12 +78,21 @@ type record struct {
 // after a restart, or the same call repeated, changes nothing.
 func (t *Tracker) Observe(fs []skew.Finding) []Change {
 	recs := make([]record, 0, len(fs))
+	type jobWindow struct {
+		job string
+		end int64
+	}
+	reported := map[jobWindow]bool{} // one report per job and window: a window has a finding per subtask
 	for i := range fs {
 		f := &fs[i]
 		if f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
 		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
+		if jw := (jobWindow{f.JobID, f.WindowEnd}); t.cfg.RequireReports && f.Kind != skew.KindJobEnd && !reported[jw] {
+			reported[jw] = true
+			recs = append(recs, record{f: f, report: true})
+		}
 		if f.Kind == skew.KindJobEnd && f.JobEnd != nil && f.JobID != "" {
 			recs = append(recs, record{f: f})
 			continue
@@ -92,7 +108,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		if id.Cause == alert.CauseHotKey {
 			c.key = f.HotKey.Key
 		}
-		recs = append(recs, record{c, f})
+		recs = append(recs, record{c: c, f: f})
 	}
 	slices.SortStableFunc(recs, func(a, b record) int {
 		if x := cmp.Compare(a.f.WindowEnd, b.f.WindowEnd); x != 0 {
@@ -100,6 +116,9 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		}
 		// A run's end goes after the window's findings, which it closes.
 		if x := cmp.Compare(boolInt(a.f.Kind == skew.KindJobEnd), boolInt(b.f.Kind == skew.KindJobEnd)); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(boolInt(!a.report), boolInt(!b.report)); x != 0 {
 			return x
 		}
 		return a.c.compare(b.c)
@@ -118,6 +137,10 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		out = t.expire(start, out)
 		var prev *Incident
 		for _, r := range group {
+			if r.report {
+				t.reports[r.f.JobID] = max(t.reports[r.f.JobID], r.f.WindowEnd)
+				continue
+			}
 			if r.f.Kind == skew.KindJobEnd {
 				out = t.endJob(r.f, out)
 				continue
@@ -132,9 +155,11 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		t.now = max(t.now, end)
 	}
 	for _, r := range recs {
-		if r.f.Kind == skew.KindJobEnd {
+		switch _, ended := t.ended[r.f.JobID]; {
+		case r.report:
+		case r.f.Kind == skew.KindJobEnd:
 			delete(t.seen, r.f.JobID) // the run is over: nothing of it comes again
-		} else if _, ended := t.ended[r.f.JobID]; !ended {
+		case !ended:
 			t.seen[r.f.JobID] = max(t.seen[r.f.JobID], r.f.WindowEnd)
 		}
 	}
@@ -164,6 +189,7 @@ func (t *Tracker) endJob(f *skew.Finding, out []Change) []Change {
 		out = append(out, Change{Kind: Closed, Incident: *in})
 	}
 	t.ended[f.JobID] = struct{}{}
+	delete(t.reports, f.JobID)
 	return out
 }
 
@@ -232,9 +258,21 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 	t.now = max(t.now, at)
 	h := t.cfg.Hysteresis
 	var done []condition
+	open := map[string]bool{}
 	for c, in := range t.open {
-		if h.Over(in.LastSeen, t.now) && !t.dormant[in.JobID] {
+		clock := t.now
+		if last, ok := t.reports[in.JobID]; ok && t.cfg.RequireReports {
+			clock = min(clock, max(last, in.LastSeen)) // a silent job's conditions are not absent
+		}
+		if h.Over(in.LastSeen, clock) && !t.dormant[in.JobID] {
 			done = append(done, c)
+		} else {
+			open[in.JobID] = true
+		}
+	}
+	for j, last := range t.reports {
+		if !open[j] && h.Over(last, t.now) {
+			delete(t.reports, j) // nothing of it is open, and it reported long ago
 		}
 	}
 	slices.SortFunc(done, func(a, b condition) int {
@@ -312,6 +350,7 @@ func (t *Tracker) Reset() {
 	clear(t.open)
 	clear(t.seen)
 	clear(t.dormant)
+	clear(t.reports)
 	t.now = 0
 }
 

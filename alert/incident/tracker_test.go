@@ -343,3 +343,44 @@ func TestJobEndClosesIncidents(t *testing.T) {
 		})
 	}
 }
+
+// stats is a subtask_stats finding of job j in window w: a report.
+func stats(j string, w int64) skew.Finding {
+	return skew.Finding{Kind: skew.KindSubtaskStats, JobID: j, TaskName: "agg", SubtaskIndex: ptr(0),
+		WindowStart: w * win, WindowEnd: (w + 1) * win, Stats: &skew.SubtaskStats{}}
+}
+
+// TestRequireReports: with RequireReports, a condition is absent only in
+// windows its job reported in: the incident of a job that goes on
+// reporting closes after ResolveAfter, that of a silent job stays open
+// until its run ends, and closes with the reason.
+func TestRequireReports(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+	cfg.RequireReports = true
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe([]skew.Finding{skewed("live", 0, 900, 2), stats("live", 0), skewed("silent", 0, 900, 2), stats("silent", 0)})
+	var got []string
+	for w := int64(1); w <= 9; w++ {
+		fs := []skew.Finding{stats("live", w)}
+		if w == 9 {
+			fs = append(fs, ended("silent", w, "0123456789abcdef"))
+		}
+		for _, c := range tr.Observe(fs) {
+			got = append(got, fmt.Sprintf("%s %s @%d %s", c.Kind, c.Incident.JobID, c.Incident.UpdatedAt/win, c.Incident.Resolution))
+		}
+		for _, c := range tr.Advance((w + 1) * win) {
+			got = append(got, fmt.Sprintf("%s %s @%d %s", c.Kind, c.Incident.JobID, c.Incident.UpdatedAt/win, c.Incident.Resolution))
+		}
+	}
+	want := []string{"closed live @4 ", "closed silent @10 job restarted as 01234567"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if len(tr.reports) != 1 {
+		t.Errorf("reports kept for %v, want live's only", tr.reports)
+	}
+}

@@ -141,9 +141,15 @@ func (c *analyzeCmd) check() error {
 	return c.checkEngine()
 }
 
+// foldsIncidents reports whether the text output is one line per
+// incident.
+func (c *analyzeCmd) foldsIncidents() bool { return c.Output == "text" && !c.PerWindow }
+
 func (c *analyzeCmd) Run(e *env) error {
 	cfg := c.config()
-	cfg.EmitStats = c.Stats
+	// The incident fold takes statistics as the jobs' reports (see
+	// incident.Config.RequireReports); they are printed only with --stats.
+	cfg.EmitStats = c.Stats || c.foldsIncidents()
 	cfg.BusyFromGauges = c.BusyFrom == "gauges"
 	eng, err := skew.New(cfg)
 	if err != nil {
@@ -207,14 +213,23 @@ func (c *analyzeCmd) Run(e *env) error {
 		}
 	}
 	var incidents *incidentLog // text output by incident
-	if c.Output == "text" && !c.PerWindow {
-		if incidents, err = newIncidentLog(incident.DefaultConfig()); err != nil {
+	if c.foldsIncidents() {
+		icfg := incident.DefaultConfig()
+		icfg.RequireReports = true
+		if incidents, err = newIncidentLog(icfg); err != nil {
 			return err
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	st, err := replay.Run(ctx, inputs, stage, opts, func(f *skew.Finding) error {
+		if f.Kind == skew.KindSubtaskStats && incidents != nil {
+			if c.Stats && (len(kinds) == 0 || kinds[f.Kind]) {
+				perKind[f.Kind]++
+			}
+			incidents.add(f) // a report of its job, whatever --kind says
+			return nil
+		}
 		if len(kinds) > 0 && !kinds[f.Kind] {
 			return nil
 		}

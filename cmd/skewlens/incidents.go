@@ -15,7 +15,8 @@ import (
 
 // writeIncidentText writes one line for an incident: its start (with
 // the zone), label (opened, closed, …), cause, where, duration and
-// windows, the key and peaks, and the latest summary. Names, the key and
+// windows, why it closed when its run ended, the key and peaks, and the
+// latest summary. Names, the key and
 // the summary are escaped (termtext), so a hostile name cannot reach the
 // terminal raw; width > 0 fits the line to that many columns.
 func writeIncidentText(w io.Writer, label string, in *incident.Incident, width int) error {
@@ -45,6 +46,10 @@ func writeIncidentText(w io.Writer, label string, in *incident.Incident, width i
 		detail += "peak " + strings.Join(peaks, ", ")
 	}
 	detail = strings.TrimSuffix(detail, ", ")
+	if in.Resolution != "" {
+		// Why it closed comes first: the rest is history.
+		detail = termtext.Clean(in.Resolution, 0, false) + "; " + detail
+	}
 	if in.Summary != "" {
 		detail += " — " + termtext.Clean(in.Summary, 0, false)
 	}

@@ -568,12 +568,16 @@ func (c *runCmd) alertConfig() deliver.Config {
 	cfg := deliver.DefaultConfig()
 	cfg.Tracker.For, cfg.Tracker.ResolveAfter, cfg.Tracker.RenotifyInterval = c.AlertFor, c.AlertResolve, c.AlertRenotify
 	cfg.Tracker.SaltingURL = salting
+	// With statistics every job reports every window: alerts and
+	// incidents of a job gone silent wait for its run's end (job_end).
+	cfg.Tracker.RequireReports = c.Stats
 	return cfg
 }
 
 func (c *runCmd) incidentConfig() incident.Config {
 	cfg := incident.DefaultConfig()
 	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	cfg.RequireReports = c.Stats
 	return cfg
 }
 

@@ -56,6 +56,7 @@ func (r *Runner) flush() error {
 	// are in this job or an earlier one.
 	wm := r.stage.Watermark()
 	r.m.watermark.Set(float64(wm))
+	r.m.engine(r.stage.Jobs(), r.stage.RefusedJobs())
 	stalled, warn := r.stall.check(r.now(), wm, r.messages.Load())
 	r.m.watermarkStalled.Set(stalled.Seconds())
 	if warn {

@@ -24,6 +24,12 @@ type metrics struct {
 	pending                                       prometheus.Gauge
 	writeRetries                                  prometheus.Counter
 	stateSaves                                    prometheus.Counter
+	// The engine's jobs (skew.Config.MaxJobs bounds them) and the events
+	// it refused at that bound; refusedSeen is the engine's count last
+	// added (the actor's only).
+	engineJobs  prometheus.Gauge
+	refusedJobs prometheus.Counter
+	refusedSeen uint64
 	// Consumer-group rebalances (GroupSource): the generation processed,
 	// and what a revocation dropped.
 	generation                                    prometheus.Gauge
@@ -59,6 +65,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jobLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "skewlens_job_last_seen_window_seconds",
 			Help: "Start (event time, epoch seconds) of the last window in which the job reported a metric or key sample, as of the last engine state save; the series goes when the engine forgets the job."}, []string{"job_id"}),
 		jobsExported: map[string]bool{},
+		engineJobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_engine_jobs",
+			Help: "Jobs (runs, by job id) the engine tracks; --max-jobs bounds them and a run's end frees its place."}),
+		refusedJobs: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_refused_job_events_total",
+			Help: "Events rejected because the engine tracked --max-jobs jobs and theirs was not one of them."}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_group_generation",
 			Help: "The consumer-group generation whose partitions are processed (0: none yet, or not a consumer group)."}),
 		revokedFindings: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_revoked_findings_total",
@@ -73,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
 	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.watermarkStalled, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
-		m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
+		m.engineJobs, m.refusedJobs, m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -106,4 +116,14 @@ func (m *metrics) savedJobs(states []skew.JobState) {
 		}
 	}
 	m.jobsExported = seen
+}
+
+// engine updates the engine's job count and refusals; the actor calls it.
+func (m *metrics) engine(jobs int, refused uint64) {
+	m.engineJobs.Set(float64(jobs))
+	if refused < m.refusedSeen {
+		m.refusedSeen = 0 // a new engine (Stage.Reset) counts from zero
+	}
+	m.refusedJobs.Add(float64(refused - m.refusedSeen))
+	m.refusedSeen = refused
 }

@@ -111,6 +111,13 @@ func (s *Stage) Partitioned() bool { return !s.single }
 // Counts returns the counters so far.
 func (s *Stage) Counts() Counts { return s.counts }
 
+// Jobs returns the number of jobs the engine tracks.
+func (s *Stage) Jobs() int { return s.eng.Jobs() }
+
+// RefusedJobs returns how many events the engine refused at
+// skew.Config.MaxJobs.
+func (s *Stage) RefusedJobs() uint64 { return s.eng.RefusedJobs() }
+
 // Watermark returns the current watermark (math.MinInt64 before any event).
 func (s *Stage) Watermark() int64 { return s.wm }
 
