@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -74,17 +73,7 @@ func analyzeCapture(t *testing.T, dir, metrics string, extra ...string) []skew.F
 	if !strings.Contains(errOut, " 0 bad\n") {
 		t.Fatalf("analyze %s: bad lines: %s", metrics, errOut)
 	}
-	var fs []skew.Finding
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var f skew.Finding
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			t.Fatalf("analyze %s: %v: %s", metrics, err, sc.Text())
-		}
-		fs = append(fs, f)
-	}
-	return fs
+	return decodeFindings(t, out)
 }
 
 // TestFlinkCaptures asserts the diagnosis of every real capture: the

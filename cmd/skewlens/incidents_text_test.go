@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,15 +40,9 @@ func TestAnalyzeIncidentText(t *testing.T) {
 			// Windows per saturation cause in the JSON output.
 			windows := map[string]int{}
 			first, last := map[string]int64{}, map[string]int64{}
-			perWindowLines := 0
-			sc := bufio.NewScanner(strings.NewReader(js))
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				var f skew.Finding
-				if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-					t.Fatal(err)
-				}
-				perWindowLines++
+			fs := decodeFindings(t, js)
+			perWindowLines := len(fs)
+			for _, f := range fs {
 				if f.Kind != skew.KindSaturation {
 					continue
 				}

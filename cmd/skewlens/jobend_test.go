@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,13 +45,7 @@ func TestAnalyzeJobRestart(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var ends []skew.Finding
-	sc := bufio.NewScanner(strings.NewReader(js))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var f skew.Finding
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range decodeFindings(t, js) {
 		ids[f.JobID] = true
 		if f.Kind == skew.KindJobEnd {
 			ends = append(ends, f)

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/skewlens/skewlens/skew"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and example incidents")
@@ -23,6 +25,22 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 	var out, errb bytes.Buffer
 	code = run(args, &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb})
 	return code, out.String(), errb.String()
+}
+
+// decodeFindings decodes analyze's JSON output, one finding per line.
+func decodeFindings(t *testing.T, out string) []skew.Finding {
+	t.Helper()
+	var fs []skew.Finding
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f skew.Finding
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("%v: %s", err, sc.Text())
+		}
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 func golden(t *testing.T, name, got string) {
