@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -432,7 +433,7 @@ func TestETagPollingAndFindings(t *testing.T) {
 		// key itself is checked above: invalid UTF-8 becomes U+FFFD).
 		g, w := *f.HotKey, *want.HotKey
 		g.Key, w.Key = "", ""
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("finding %d: hot key fields %+v, want %+v", i, g, w)
 		}
 	}

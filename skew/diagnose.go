@@ -343,7 +343,11 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 		sat := e.saturation(ctx, tc, base, &hot, e.scratch[:0])
 		e.scratch = sat[:0]
 		for _, h := range hot {
-			dst = append(dst, hotKeyFinding(base, h, saturated))
+			on := saturated
+			if h.spread != nil {
+				on = tc.t.saturatedOn(h.spread)
+			}
+			dst = append(dst, hotKeyFinding(base, h, on))
 		}
 		n := len(dst)
 		dst = append(dst, sat...)
@@ -367,11 +371,12 @@ func (e *Engine) diagnose(ctx *jobCtx, dst []Finding) []Finding {
 }
 
 // hotKeyFinding is the hot_key finding of h in the task's window (base);
-// saturated is whether a subtask of the task is saturated.
+// saturated is whether a subtask of the task is saturated (of a salted
+// key: one of those it lands on). A salted key names no subtask.
 func hotKeyFinding(base Finding, h hotKey, saturated bool) Finding {
 	f := base
 	f.Kind = KindHotKey
-	if h.subtask >= 0 {
+	if h.subtask >= 0 && h.spread == nil {
 		f.SubtaskIndex = intPtr(h.subtask)
 	}
 	f.HotKey = &HotKey{Key: h.key, Share: round(h.share, 4), ShareMargin: round(h.margin, 4),
@@ -380,7 +385,7 @@ func hotKeyFinding(base Finding, h hotKey, saturated bool) Finding {
 		EvidenceWindows: h.windows, EvidenceRecords: round(h.records, 1),
 		SubtaskShare: round(h.subShare, 4), SubtaskShareMargin: round(h.subMargin, 4),
 		SubtaskExcess: round(h.excess, 4), ExcessExplained: round(h.explained, 4),
-		Saturated: boolPtr(saturated), SkewsSubtask: h.skewsSubtask}
+		Saturated: boolPtr(saturated), SkewsSubtask: h.skewsSubtask, Subtasks: h.spread}
 	return f
 }
 

@@ -129,6 +129,13 @@ type HotKey struct {
 	// skew-ratio times its peers' median share, and the key's share alone
 	// is at least (skew-ratio - 1) times that median.
 	SkewsSubtask bool `json:"skews_subtask,omitempty"`
+	// Subtasks lists the subtasks the key's samples arrived at in the
+	// window, when more than one: Flink routes a key to one subtask, so
+	// the key is salted (a plan is applied). The finding then names no
+	// subtask, SkewsSubtask is false, and Saturated says whether one of
+	// these subtasks is saturated: a salted key on subtasks that keep up
+	// raises no alert.
+	Subtasks []int `json:"subtasks,omitempty"`
 }
 
 // Actionable reports whether the hot key may raise an alert: its task is

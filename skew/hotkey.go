@@ -119,6 +119,9 @@ type hotKey struct {
 	// skewsSubtask: the key alone pushes its subtask above SkewRatio
 	// (see keySkewsSubtask).
 	skewsSubtask bool
+	// spread lists the subtasks the key's samples arrived at, when more
+	// than one (see keySpread): the key is salted.
+	spread []int
 	// On a data-skewed subtask (see explainSubtask): the key's share of
 	// the subtask's sampled records in the window with its margin, the
 	// subtask's excess (1 - 1/ratio) and the part of it the key carries.
@@ -393,6 +396,9 @@ func (e *Engine) hotKeys(tc *taskCtx, ws int64) []hotKey {
 			est: cur.count * scale, subtask: int(cur.sub), rule: ruleTask, lower: lower, th: th,
 			windows: windows, records: n, g: cur.g}
 		h.skewsSubtask = e.keySkewsSubtask(tc, h)
+		if h.spread = keySpread(w, h.key, cur.count); h.spread != nil {
+			h.skewsSubtask = false // no subtask gets it all
+		}
 		out = append(out, h)
 	}
 	sortHot(out)
@@ -473,6 +479,9 @@ func (e *Engine) explainSubtask(tc *taskCtx, ws int64, sub int, ratio float64, h
 			windows: windows, records: n, g: cur.g}
 		fill(&h)
 		h.skewsSubtask = e.keySkewsSubtask(tc, h)
+		if h.spread = keySpread(w, h.key, cur.count); h.spread != nil {
+			h.skewsSubtask = false // no subtask gets it all
+		}
 		out = append(out, h)
 	}
 	sortHot(out)
@@ -515,6 +524,44 @@ func (e *Engine) keySkewsSubtask(tc *taskCtx, h hotKey) bool {
 		share = h.share
 	}
 	return sub >= e.cfg.SkewRatio*med && share >= (e.cfg.SkewRatio-1)*med
+}
+
+// spreadMin is the least part of a key's sampled records a subtask must
+// get to count in the key's spread: below it, a subtask's sketch error
+// and stray samples.
+const spreadMin = 0.05
+
+// keySpread returns the subtasks at which the key's samples arrived in
+// window w, each with at least spreadMin of its count there (guaranteed
+// by the subtask's sketch), when they are two or more; nil otherwise.
+// Flink routes a key to one subtask, and the key sampler runs in the
+// keyed operator's subtasks, so a key seen at several is salted: a plan
+// is applied.
+func keySpread(w *taskWindow, key string, count float64) []int {
+	var out []int
+	for sub, sk := range w.subSketch {
+		if sk == nil {
+			continue
+		}
+		if c, errc, ok := sk.Estimate(key); ok && c-errc >= spreadMin*count {
+			out = append(out, sub)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// saturatedOn reports whether one of subs is saturated as of its latest
+// observed window (see saturatedNow).
+func (t *taskState) saturatedOn(subs []int) bool {
+	for _, i := range subs {
+		if i < len(t.subs) && t.subs[i].sustained > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // saturatedNow reports whether a subtask of the task is saturated as of

@@ -385,13 +385,14 @@ func TestHotKeyLabels(t *testing.T) {
 	tests := []struct {
 		name          string
 		busy          float64
-		spread        bool // samples round-robin over the subtasks instead of routed by key
+		spread        bool // samples round-robin over the subtasks (salted) instead of routed by key
 		wantSaturated bool
 		wantSkews     bool
 	}{
 		{"keyed task, not saturated", 300, false, false, true},
-		{"task not keyed by the key, not saturated", 300, true, false, false},
+		{"salted key, not saturated", 300, true, false, false},
 		{"keyed task, saturated", 995, false, true, true},
+		{"salted key, on a saturated subtask", 995, true, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +429,11 @@ func TestHotKeyLabels(t *testing.T) {
 				if h.Actionable() != (tt.wantSaturated || tt.wantSkews) {
 					t.Errorf("actionable %v", h.Actionable())
 				}
+				// A salted key lands on every subtask and names none.
+				if tt.spread && (len(h.Subtasks) != p || f.SubtaskIndex != nil) ||
+					!tt.spread && (h.Subtasks != nil || f.SubtaskIndex == nil || *f.SubtaskIndex != hs) {
+					t.Errorf("subtasks %v, subtask index %v", h.Subtasks, f.SubtaskIndex)
+				}
 				if !(h.ShareLowerBound > h.Threshold && h.ShareLowerBound < h.Share) {
 					t.Errorf("share %v, lower bound %v, threshold %v", h.Share, h.ShareLowerBound, h.Threshold)
 				}
@@ -435,7 +441,7 @@ func TestHotKeyLabels(t *testing.T) {
 			if plans := j.kinds(KindSaltingPlan, ""); !tt.wantSaturated && len(plans) > 0 {
 				t.Errorf("salting plan for a task that is not saturated: %s", dump(plans))
 			}
-			if plans := j.kinds(KindSaltingPlan, ""); tt.wantSaturated && len(plans) == 0 {
+			if plans := j.kinds(KindSaltingPlan, ""); tt.wantSaturated && !tt.spread && len(plans) == 0 {
 				t.Error("no salting plan for the saturated, skewed task")
 			}
 		})
