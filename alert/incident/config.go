@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/skewlens/skewlens/alert"
 )
@@ -33,12 +34,27 @@ type Config struct {
 	// open until its run's end (skew.KindJobEnd) closes them with the
 	// reason. Default false: absence is measured against the watermark.
 	RequireReports bool
+	// Plan, when set, returns the salting plan served now for a task: its
+	// version and the event time (epoch ms) that version was made at. A
+	// data_skew incident of the task then follows the plan's effect on its
+	// subtask from the subtask_stats findings (see Incident.Plan): it
+	// closes, resolved by the plan, in the first window after the plan in
+	// which the subtask is not saturated. It is called on Observe's
+	// goroutine.
+	Plan func(jobID, taskName string) (version uint64, at int64, ok bool)
+	// ReliefWithin is how long a plan may be served without relieving its
+	// data_skew incident's subtask before the incident says so
+	// (PlanEffect.Overdue); it stays open. Default 3m: the jobs poll for
+	// plans every 30 s by default, and relief shows in the next windows.
+	ReliefWithin time.Duration
 }
 
 // Defaults of Config.
 const (
 	DefaultMaxOpen    = 10000
 	DefaultMaxHotKeys = 10
+	// DefaultReliefWithin is Config.ReliefWithin's default.
+	DefaultReliefWithin = 3 * time.Minute
 )
 
 // DefaultConfig returns a Config with every default filled in.
@@ -47,7 +63,8 @@ func DefaultConfig() Config {
 		Hysteresis: alert.DefaultTrackerConfig().Hysteresis(),
 		Causes:     alert.Causes(),
 		MaxOpen:    DefaultMaxOpen,
-		MaxHotKeys: DefaultMaxHotKeys,
+		MaxHotKeys:   DefaultMaxHotKeys,
+		ReliefWithin: DefaultReliefWithin,
 	}
 }
 
@@ -67,6 +84,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxOpen < 1 {
 		errs = append(errs, fmt.Errorf("max open %d: must be positive", c.MaxOpen))
+	}
+	if c.ReliefWithin <= 0 {
+		errs = append(errs, fmt.Errorf("relief within %s: must be positive", c.ReliefWithin))
 	}
 	if c.MaxHotKeys < 0 {
 		errs = append(errs, fmt.Errorf("max hot keys %d: must not be negative", c.MaxHotKeys))

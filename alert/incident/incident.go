@@ -51,6 +51,10 @@ type Incident struct {
 	// condition's absence for the resolve-after time: its run of the job
 	// ended ("job restarted as 9b7c1d2e", "job stopped reporting").
 	Resolution string `json:"resolution,omitempty"`
+	// Plan is the effect of the salting plan served for a data_skew
+	// incident's task while it was open: the fix's receipt once it
+	// relieved the subtask (Resolution "resolved by plan vN").
+	Plan *PlanEffect `json:"plan,omitempty"`
 	// UpdatedAt is the event time of this state of the incident: the end
 	// of the window that opened or extended it, or for a closed incident
 	// when the hysteresis ran out (LastSeen + ResolveAfter). It grows with
@@ -62,6 +66,30 @@ type Incident struct {
 // the end of its latest window.
 func (in *Incident) Duration() time.Duration {
 	return time.Duration(in.LastSeen-in.Start) * time.Millisecond
+}
+
+// PlanEffect is what a salting plan did for a data_skew incident: the
+// receipt of a fix, or the note that it has not worked yet.
+type PlanEffect struct {
+	// Version is the plan's version, At the event time (epoch ms) it was
+	// made at.
+	Version uint64 `json:"version"`
+	At      int64  `json:"at"`
+	// BusyBefore is the subtask's mean busy time (ms/s) over the
+	// incident's windows before the plan; BusyAfter its busy time in the
+	// window that relieved it.
+	BusyBefore float64 `json:"busy_before_ms_per_s"`
+	BusyAfter  float64 `json:"busy_after_ms_per_s,omitempty"`
+	// KeySubtasks is the most subtasks a hot key of the incident was seen
+	// at since the plan (the key's samples, see skew.HotKey.Subtasks); 0
+	// when no salted key was seen. Before the plan a key is at one.
+	KeySubtasks int `json:"key_subtasks,omitempty"`
+	// RelievedAt is the end (epoch ms) of the first window after the plan
+	// in which the subtask was not saturated; 0 while it is.
+	RelievedAt int64 `json:"relieved_at,omitempty"`
+	// Overdue is set once the plan has been served for
+	// Config.ReliefWithin without relief; the incident stays open.
+	Overdue bool `json:"overdue,omitempty"`
 }
 
 // Stat is the peak and mean of one number over an incident's windows.

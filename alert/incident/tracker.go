@@ -59,23 +59,43 @@ func New(cfg Config) (*Tracker, error) {
 	return t, nil
 }
 
-// record is one finding of an Observe call with its condition.
+// record is one finding of an Observe call, with its role and, for a
+// finding of a condition, its condition.
 type record struct {
-	c condition
-	f *skew.Finding
-	// report marks the copy of a finding that only tells its job
-	// reported in its window (Config.RequireReports).
-	report bool
+	role role
+	c    condition
+	f    *skew.Finding
 }
+
+// role is what a record tells the tracker; records of one window are
+// folded in this order.
+type role uint8
+
+const (
+	// roleReport: the finding's job reported in its window
+	// (Config.RequireReports).
+	roleReport role = iota
+	// roleCondition: a finding of a condition (an alert's identity).
+	roleCondition
+	// roleSpread: a hot_key finding of a salted key (HotKey.Subtasks).
+	roleSpread
+	// roleStats: a subtask_stats finding of a subtask with an open
+	// data_skew incident, for its plan's effect (see planEffect).
+	roleStats
+	// roleEnd: a job_end finding.
+	roleEnd
+)
 
 // Observe folds in the findings of closed windows and returns the
 // changes, in event time order (then condition order): incidents closed
-// because a later window in fs shows them absent for ResolveAfter, and
-// the incidents each window opened or extended. Findings that make no
-// alert (other kinds, hot keys that are not actionable, malformed ones)
-// are ignored, and so are findings of a job's windows that ended at or
-// before the latest window already folded in for that job: a replay
-// after a restart, or the same call repeated, changes nothing.
+// because a later window in fs shows them absent for ResolveAfter, or
+// relieved by a salting plan, or because their run ended, and the
+// incidents each window opened or extended. Findings that make no alert
+// (hot keys that are not actionable, malformed ones) count only as their
+// job's reports and as evidence of a plan's effect, and findings of a
+// job's windows that ended at or before the latest window already folded
+// in for that job are ignored: a replay after a restart, or the same call
+// repeated, changes nothing.
 func (t *Tracker) Observe(fs []skew.Finding) []Change {
 	recs := make([]record, 0, len(fs))
 	type jobWindow struct {
@@ -91,37 +111,36 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
 		if jw := (jobWindow{f.JobID, f.WindowEnd}); t.cfg.RequireReports && f.Kind != skew.KindJobEnd && !reported[jw] {
 			reported[jw] = true
-			recs = append(recs, record{f: f, report: true})
+			recs = append(recs, record{role: roleReport, f: f})
 		}
-		if f.Kind == skew.KindJobEnd && f.JobEnd != nil && f.JobID != "" {
-			recs = append(recs, record{f: f})
+		if last, ok := t.seen[f.JobID]; ok && f.WindowEnd <= last {
+			continue
+		}
+		switch {
+		case f.Kind == skew.KindJobEnd && f.JobEnd != nil && f.JobID != "":
+			recs = append(recs, record{role: roleEnd, f: f})
+			continue
+		case f.Kind == skew.KindHotKey && f.HotKey != nil && len(f.HotKey.Subtasks) > 1:
+			recs = append(recs, record{role: roleSpread, f: f})
+		case f.Kind == skew.KindSubtaskStats && f.Stats != nil && f.SubtaskIndex != nil && t.cfg.Plan != nil:
+			c := condition{id: alert.Identity{JobID: f.JobID, TaskName: f.TaskName, Subtask: *f.SubtaskIndex, Cause: skew.CauseDataSkew}}
+			if t.open[c] != nil {
+				recs = append(recs, record{role: roleStats, c: c, f: f})
+			}
 			continue
 		}
 		id, ok := alert.IdentityOf(f)
 		if !ok || !t.causes[id.Cause] {
 			continue
 		}
-		if last, ok := t.seen[f.JobID]; ok && f.WindowEnd <= last {
-			continue
-		}
 		c := condition{id: id}
 		if id.Cause == alert.CauseHotKey {
 			c.key = f.HotKey.Key
 		}
-		recs = append(recs, record{c: c, f: f})
+		recs = append(recs, record{role: roleCondition, c: c, f: f})
 	}
 	slices.SortStableFunc(recs, func(a, b record) int {
-		if x := cmp.Compare(a.f.WindowEnd, b.f.WindowEnd); x != 0 {
-			return x
-		}
-		// A run's end goes after the window's findings, which it closes.
-		if x := cmp.Compare(boolInt(a.f.Kind == skew.KindJobEnd), boolInt(b.f.Kind == skew.KindJobEnd)); x != 0 {
-			return x
-		}
-		if x := cmp.Compare(boolInt(!a.report), boolInt(!b.report)); x != 0 {
-			return x
-		}
-		return a.c.compare(b.c)
+		return cmp.Or(cmp.Compare(a.f.WindowEnd, b.f.WindowEnd), cmp.Compare(a.role, b.role), a.c.compare(b.c))
 	})
 	var out []Change
 	for i := 0; i < len(recs); {
@@ -137,27 +156,30 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		out = t.expire(start, out)
 		var prev *Incident
 		for _, r := range group {
-			if r.report {
+			switch r.role {
+			case roleReport:
 				t.reports[r.f.JobID] = max(t.reports[r.f.JobID], r.f.WindowEnd)
-				continue
-			}
-			if r.f.Kind == skew.KindJobEnd {
+			case roleEnd:
 				out = t.endJob(r.f, out)
-				continue
+			case roleSpread:
+				t.spread(r.f)
+			case roleStats:
+				out = t.planEffect(r, out)
+			case roleCondition:
+				in, kind := t.apply(r)
+				if in == nil || in == prev {
+					continue // refused, or a second finding of one condition in a window
+				}
+				prev = in
+				out = append(out, Change{Kind: kind, Incident: clone(in)})
 			}
-			in, kind := t.apply(r)
-			if in == nil || in == prev {
-				continue // refused, or a second finding of one condition in a window
-			}
-			prev = in
-			out = append(out, Change{Kind: kind, Incident: clone(in)})
 		}
 		t.now = max(t.now, end)
 	}
 	for _, r := range recs {
 		switch _, ended := t.ended[r.f.JobID]; {
-		case r.report:
-		case r.f.Kind == skew.KindJobEnd:
+		case r.role == roleReport:
+		case r.role == roleEnd:
 			delete(t.seen, r.f.JobID) // the run is over: nothing of it comes again
 		case !ended:
 			t.seen[r.f.JobID] = max(t.seen[r.f.JobID], r.f.WindowEnd)
@@ -362,15 +384,12 @@ func (t *Tracker) Refused() uint64 { return t.refused }
 func clone(in *Incident) Incident {
 	c := *in
 	c.HotKeys = slices.Clone(in.HotKeys)
+	if in.Plan != nil {
+		p := *in.Plan
+		c.Plan = &p
+	}
 	return c
 }
 
 // OpenCount returns the number of open incidents.
 func (t *Tracker) OpenCount() int { return len(t.open) }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -46,9 +47,21 @@ func writeIncidentText(w io.Writer, label string, in *incident.Incident, width i
 		detail += "peak " + strings.Join(peaks, ", ")
 	}
 	detail = strings.TrimSuffix(detail, ", ")
+	if p := in.Plan; p != nil && p.Overdue && in.State == incident.StateOpen {
+		detail = fmt.Sprintf("plan v%d not working: served %s ago; ", p.Version,
+			time.Duration(in.LastSeen-p.At)*time.Millisecond) + detail
+	}
 	if in.Resolution != "" {
 		// Why it closed comes first: the rest is history.
-		detail = termtext.Clean(in.Resolution, 0, false) + "; " + detail
+		why := termtext.Clean(in.Resolution, 0, false)
+		if p := in.Plan; p != nil && p.RelievedAt > 0 {
+			why += fmt.Sprintf(": busy %.0f → %.0f ms/s", p.BusyBefore, p.BusyAfter)
+			if p.KeySubtasks > 1 {
+				why += fmt.Sprintf(", key on %d subtasks", p.KeySubtasks)
+			}
+			why += fmt.Sprintf(", %s after the plan", time.Duration(p.RelievedAt-p.At)*time.Millisecond)
+		}
+		detail = why + "; " + detail
 	}
 	if in.Summary != "" {
 		detail += " — " + termtext.Clean(in.Summary, 0, false)
@@ -59,22 +72,39 @@ func writeIncidentText(w io.Writer, label string, in *incident.Incident, width i
 	return err
 }
 
+// planOf returns the served plan of a task from mgr, as incidents and
+// alerts ask for it: its version and when that version was made.
+func planOf(mgr *plans.Manager) func(job, task string) (uint64, int64, bool) {
+	return func(job, task string) (uint64, int64, bool) {
+		if p := mgr.Plan(job, task); p != nil {
+			return p.Version, p.GeneratedAt.UnixMilli(), true
+		}
+		return 0, 0, false
+	}
+}
+
 // incidentLog folds the findings of a replay into incidents, window by
 // window as the pipeline does: findings come in window order, and the
 // findings of one window end are observed together. It keeps the latest
 // state of every incident.
 type incidentLog struct {
 	tr     *incident.Tracker
+	plans  *plans.Manager // the plans the replay's findings make, for their effect on incidents
 	batch  []skew.Finding
 	latest map[string]incident.Incident
 }
 
 func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
+	mgr, err := plans.NewManager(plans.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Plan = planOf(mgr)
 	tr, err := incident.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &incidentLog{tr: tr, latest: map[string]incident.Incident{}}, nil
+	return &incidentLog{tr: tr, plans: mgr, latest: map[string]incident.Incident{}}, nil
 }
 
 // add takes one finding; a finding of a later window observes the
@@ -87,6 +117,13 @@ func (l *incidentLog) add(f *skew.Finding) {
 }
 
 func (l *incidentLog) flush() {
+	// As in run: the plans first, then the incidents, which ask for them.
+	for i := range l.batch {
+		l.plans.Observe(&l.batch[i])
+	}
+	if n := len(l.batch); n > 0 {
+		l.plans.Advance(time.UnixMilli(l.batch[n-1].WindowEnd))
+	}
 	for _, c := range l.tr.Observe(l.batch) {
 		l.latest[c.Incident.ID] = c.Incident
 	}

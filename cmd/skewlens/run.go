@@ -280,7 +280,7 @@ func (c *runCmd) Run(e *env) error {
 	// Incidents: consecutive windows of one condition, with the alerts'
 	// hysteresis, stored before the engine state (crash-safe) and printed
 	// as they open and close instead of a line per window.
-	incSink, err := c.incidentSink(planSink, store, log, reg)
+	incSink, err := c.incidentSink(planSink, mgr, store, log, reg)
 	if err != nil {
 		return err
 	}
@@ -411,11 +411,10 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 	}
 	cfg := c.alertConfig()
 	c.noteSaltingURL(cfg.Tracker.SaltingURL, len(targets) > 0, log)
+	plan := planOf(mgr)
 	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
-		if p := mgr.Plan(job, task); p != nil {
-			return p.Version, true
-		}
-		return 0, false
+		v, _, ok := plan(job, task)
+		return v, ok
 	}
 	return deliver.New(cfg, targets, log, reg)
 }
@@ -523,8 +522,10 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 // incidentSink builds the incident tracker with the alerts' hysteresis
 // and its sink in front of next. The runner resumes the open incidents
 // from ClickHouse at each assignment of partitions (incidentsink.Sink.Resume).
-func (c *runCmd) incidentSink(next incidentsink.Writer, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
-	tr, err := incident.New(c.incidentConfig())
+func (c *runCmd) incidentSink(next incidentsink.Writer, mgr *plans.Manager, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+	cfg := c.incidentConfig()
+	cfg.Plan = planOf(mgr)
+	tr, err := incident.New(cfg)
 	if err != nil {
 		return nil, err
 	}
