@@ -124,6 +124,9 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 			State: incident.StateOpen, Start: start + 2*win, LastSeen: start + 6*win, Windows: 4, Summary: "summary with " + jobName},
 		{ID: "inc-closed", JobID: quietJob, JobName: "aaa quiet", TaskName: "Map", Subtask: 0, Cause: skew.CauseSlowSubtask,
 			State: incident.StateClosed, Start: start, End: start + win, LastSeen: start + win, Windows: 1},
+		{ID: "inc-fixed", JobID: hostileJob, JobName: jobName, TaskName: taskName, Subtask: hotSubtask, Cause: skew.CauseDataSkew,
+			State: incident.StateClosed, Start: start, End: start + 2*win, LastSeen: start + 2*win, Windows: 2, Resolution: "resolved by plan v3",
+			Plan: &incident.PlanEffect{Version: 3, At: start + 2*win, BusyBefore: 995.4, BusyAfter: 510.2, KeySubtasks: 4, RelievedAt: start + 6*win}},
 	}
 	store := storeOf(st.fakeStore)
 	store.Findings, store.Stats, store.Incidents = st, st, st
@@ -179,6 +182,10 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	if !slices.Equal(got.Incidents, []string{"inc-open"}) {
 		t.Errorf("open incidents listed %q, want inc-open", got.Incidents)
 	}
+	// The fix's receipt, as -o text writes it.
+	if want := "resolved by plan v3: busy 995 → 510 ms/s, key on 4 subtasks, 40s after the plan"; got.Receipt != want {
+		t.Errorf("receipt of the fixed incident %q, want %q", got.Receipt, want)
+	}
 	if got.KeyRow != 1 {
 		t.Errorf("%d hot-key rows carry the 64 KiB key intact, want 1", got.KeyRow)
 	}
@@ -210,6 +217,7 @@ type pageView struct {
 	BPHot     []string `json:"bpHot"`
 	BPValue   string   `json:"bpValue"`
 	Incidents []string `json:"incidents"`
+	Receipt   string   `json:"receipt"`
 	KeyRow    int      `json:"keyRow"`
 	Salted    []string `json:"salted"`
 	Shares    []string `json:"shares"`
@@ -240,6 +248,7 @@ func pageProbe(jobID, key string) string {
     bpHot: [...task.querySelectorAll("table.heatmap.backpressured tr.hot")].map((r) => r.dataset.subtask),
     bpValue: task.querySelector('table.heatmap.backpressured tr[data-subtask="0"] td').dataset.value,
     incidents: [...sec.querySelectorAll("tr.incident.open")].map((r) => r.dataset.incidentId),
+    receipt: (sec.querySelector('tr.incident[data-incident-id="inc-fixed"] .receipt') || { textContent: "" }).textContent,
     keyRow: [...task.querySelectorAll("tr.hot-key")].filter((r) => r.dataset.key === key).length,
     salted: [...task.querySelectorAll(".plan li")].map((l) => l.textContent.replace(/^.*?(#\d+) → (\d+)$/s, "$1→$2")),
     shares: [...task.querySelectorAll("tr.hot-key")].map((r) => [r.dataset.key === key ? "hostile" : r.dataset.key,

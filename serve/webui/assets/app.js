@@ -192,11 +192,28 @@
       el("td", { class: "num" }, String(i.windows)),
       el("td", { class: "num" }, i.busy_ms_per_s && i.busy_ms_per_s.n ? Math.round(i.busy_ms_per_s.peak) + " ms/s" : ""),
       el("td", { class: "num" }, i.share && i.share.n ? pct(i.share.peak) : ""),
-      el("td", { class: "summary" }, shown(i.summary || "", 600))));
+      el("td", { class: "summary" }, ...(receipt(i) ? [el("div", { class: "receipt" }, receipt(i))] : []), shown(i.summary || "", 600))));
     box.append(el("table", { class: "list incidents" },
       el("thead", {}, el("tr", {}, ["state", "cause", "task", "subtask", "key", "start", "duration", "windows", "peak busy", "peak share", "latest summary"].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows)));
     return box;
+  }
+
+  // receipt says why an incident closed when its condition did not just
+  // end (its run ended, or a salting plan relieved its subtask, with the
+  // evidence before and after), or that its plan is not working: the
+  // words of skewlens' -o text (writeIncidentText).
+  function receipt(i) {
+    const p = i.plan;
+    if (p && p.overdue && i.state === "open") return "plan v" + p.version + " not working: served " + duration(i.last_seen - p.at) + " ago";
+    if (!i.resolution) return "";
+    let s = i.resolution;
+    if (p && p.relieved_at) {
+      s += ": busy " + Math.round(p.busy_before_ms_per_s) + " → " + Math.round(p.busy_after_ms_per_s || 0) + " ms/s";
+      if (p.key_subtasks > 1) s += ", key on " + p.key_subtasks + " subtasks";
+      s += ", " + duration(p.relieved_at - p.at) + " after the plan";
+    }
+    return s;
   }
 
   // timeline draws one bar per incident on a common time axis; open
