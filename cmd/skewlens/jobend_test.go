@@ -2,13 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
+	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -76,5 +86,132 @@ func TestAnalyzeJobRestart(t *testing.T) {
 	}
 	if restarted == 0 {
 		t.Fatalf("no incident of the first run in\n%s", text)
+	}
+}
+
+// TestRunEndsCancelledJob plays two simulated jobs into the real broker
+// under `skewlens run`: a hot-key job that is cancelled for good after 3
+// minutes of event time, and a healthy one that goes on. Once the
+// hot-key job is served a salting plan and then sends nothing for
+// --job-end-after (1 min), its run ends: the plan is gone from GET
+// /v1/salting and tombstoned on the plans topic, its incidents are
+// closed "job stopped reporting", a job_end finding is stored, and the
+// engine tracks one job.
+func TestRunEndsCancelledJob(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	chAddr := chtest.Start(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := "127.0.0.1:" + strconv.Itoa(port)
+	r := startRun(t, brokers, chAddr, "cancel", "cancel", "e2e_cancel", "--api-listen", api)
+	now := time.Now()
+	var jobs []simulate.Config
+	for i, sc := range []simulate.Scenario{simulate.HotKey, simulate.Healthy} {
+		jc := simulate.DefaultConfig()
+		jc.Duration = []time.Duration{3 * time.Minute, 12 * time.Minute}[i]
+		jc.Scenario, jc.Seed, jc.JobName = sc, uint64(i+1), string(sc)
+		jc.Start = now.Add(-12 * time.Minute).Truncate(jc.Interval).UnixMilli()
+		jobs = append(jobs, jc)
+	}
+	fcfg := simfeed.DefaultConfig()
+	fcfg.Brokers, fcfg.MetricsTopic, fcfg.SamplesTopic, fcfg.Speed, fcfg.Jobs = brokers, "cancel-metrics", "cancel-samples", 20, jobs
+	feed, err := simfeed.New(fcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	go func() { _ = feed.Run(ctx) }()
+	defer feed.Stop()
+
+	type planList struct{ Plans []plans.Plan }
+	getJSON := func(path string, v any) bool {
+		resp, err := http.Get("http://" + api + path)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(v) == nil
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case <-r.done:
+				t.Fatalf("run ended before %s:\n%s", what, r.logTail())
+			case <-ctx.Done():
+				t.Fatalf("%s: not in time\n%s", what, r.logTail())
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	// The hot-key job's plan is served.
+	var plan plans.Plan
+	wait("a plan for the hot-key job", func() bool {
+		var l planList
+		if !getJSON("/v1/salting", &l) {
+			return false
+		}
+		for _, p := range l.Plans {
+			if p.JobName == string(simulate.HotKey) {
+				plan = p
+				return true
+			}
+		}
+		return false
+	})
+	// Its run ends: the plan goes from the API.
+	wait("the plan retired", func() bool {
+		var l planList
+		if !getJSON("/v1/salting", &l) {
+			return false
+		}
+		for _, p := range l.Plans {
+			if p.JobID == plan.JobID {
+				return false
+			}
+		}
+		return true
+	})
+	var incs struct{ Incidents []incident.Incident }
+	wait("the incidents closed", func() bool {
+		if !getJSON("/v1/incidents?job_id="+plan.JobID, &incs) || len(incs.Incidents) == 0 {
+			return false
+		}
+		for _, in := range incs.Incidents {
+			if in.State != incident.StateClosed {
+				return false
+			}
+		}
+		return true
+	})
+	stopped := 0
+	for _, in := range incs.Incidents {
+		if in.Resolution == "job stopped reporting" {
+			stopped++
+		}
+	}
+	if stopped == 0 {
+		t.Errorf("no incident of the cancelled job closed as stopped: %+v", incs.Incidents)
+	}
+	var ends struct{ Findings []skew.Finding }
+	if !getJSON("/v1/findings?kind=job_end&job_id="+plan.JobID, &ends) || len(ends.Findings) != 1 ||
+		ends.Findings[0].JobEnd == nil || ends.Findings[0].JobEnd.Reason != skew.EndStopped {
+		t.Errorf("job_end findings of the cancelled job: %+v", ends.Findings)
+	}
+	wait("the engine to track one job", func() bool { return scrape(t, r.listen, "skewlens_engine_jobs") == 1 })
+
+	// The plans topic: the plan, then its tombstone.
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "cancel-plans-e2e_cancel", Partition: 0, MaxWait: 200 * time.Millisecond})
+	defer rd.Close()
+	key := plans.Key(plan.JobID, plan.TaskName)
+	for tombstone := false; !tombstone; {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("no tombstone of %s on the plans topic: %v", key, err)
+		}
+		tombstone = string(m.Key) == key && m.Value == nil
 	}
 }

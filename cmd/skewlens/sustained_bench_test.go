@@ -169,7 +169,7 @@ func envInt(b *testing.B, name string, def int) int {
 
 // scrape sums the samples of metric in the /metrics of the process
 // listening on listen.
-func scrape(b *testing.B, listen, metric string) float64 {
+func scrape(b testing.TB, listen, metric string) float64 {
 	resp, err := http.Get("http://" + listen + "/metrics")
 	if err != nil {
 		b.Fatal(err)
