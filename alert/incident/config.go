@@ -60,9 +60,9 @@ const (
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Hysteresis: alert.DefaultTrackerConfig().Hysteresis(),
-		Causes:     alert.Causes(),
-		MaxOpen:    DefaultMaxOpen,
+		Hysteresis:   alert.DefaultTrackerConfig().Hysteresis(),
+		Causes:       alert.Causes(),
+		MaxOpen:      DefaultMaxOpen,
 		MaxHotKeys:   DefaultMaxHotKeys,
 		ReliefWithin: DefaultReliefWithin,
 	}
