@@ -95,3 +95,49 @@ func TestPlanReceipt(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanReceiptBatched: the windows observed in one batch (a consumer
+// catching up after a restart) give the receipt that window by window
+// gives.
+func TestPlanReceiptBatched(t *testing.T) {
+	run := func(batched bool) Incident {
+		cfg := DefaultConfig()
+		cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+		var v uint64
+		cfg.Plan = func(job, task string) (uint64, int64, bool) { return v, 4 * win, v > 0 }
+		tr, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []skew.Finding
+		var last Incident
+		for w := int64(0); w < 12; w++ {
+			busy := 900 + 10*float64(w)
+			fs := []skew.Finding{statsOf("j", w, busy), skewed("j", w, busy, 2)}
+			if batched {
+				all = append(all, fs...)
+				continue
+			}
+			if w == 4 {
+				v = 2
+			}
+			for _, c := range tr.Observe(fs) {
+				last = c.Incident
+			}
+		}
+		if batched {
+			v = 2 // the batch's plans are made before its incidents are observed
+			for _, c := range tr.Observe(all) {
+				last = c.Incident
+			}
+		}
+		return last
+	}
+	one, each := run(true), run(false)
+	if each.Plan == nil || each.Plan.BusyBefore == 0 {
+		t.Fatalf("window by window: no receipt: %+v", each)
+	}
+	if one.Plan == nil || *one.Plan != *each.Plan {
+		t.Fatalf("batched plan effect %+v, window by window %+v", one.Plan, each.Plan)
+	}
+}

@@ -123,10 +123,11 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		case f.Kind == skew.KindHotKey && f.HotKey != nil && len(f.HotKey.Subtasks) > 1:
 			recs = append(recs, record{role: roleSpread, f: f})
 		case f.Kind == skew.KindSubtaskStats && f.Stats != nil && f.SubtaskIndex != nil && t.cfg.Plan != nil:
+			// Kept whether or not the incident is open yet: it may open
+			// from an earlier window of this batch, and what a window's
+			// statistics do must not depend on how windows were batched.
 			c := condition{id: alert.Identity{JobID: f.JobID, TaskName: f.TaskName, Subtask: *f.SubtaskIndex, Cause: skew.CauseDataSkew}}
-			if t.open[c] != nil {
-				recs = append(recs, record{role: roleStats, c: c, f: f})
-			}
+			recs = append(recs, record{role: roleStats, c: c, f: f})
 			continue
 		}
 		id, ok := alert.IdentityOf(f)
