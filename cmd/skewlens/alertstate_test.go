@@ -4,27 +4,27 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 )
 
 // webhookRecorder records the alerts posted to it, in order, as
-// "id status".
+// "id status" (take) and whole (all).
 type webhookRecorder struct {
 	mu     sync.Mutex
 	alerts []string
+	full   []alert.Alert
 }
 
 func (w *webhookRecorder) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Alerts []struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
-		} `json:"alerts"`
+		Alerts []alert.Alert `json:"alerts"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
@@ -35,6 +35,14 @@ func (w *webhookRecorder) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	for _, a := range body.Alerts {
 		w.alerts = append(w.alerts, a.ID+" "+a.Status)
 	}
+	w.full = append(w.full, body.Alerts...)
+}
+
+// all returns every alert posted so far.
+func (w *webhookRecorder) all() []alert.Alert {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.full)
 }
 
 // take returns the alerts recorded since the last take.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/flinktest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
@@ -369,7 +372,12 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 	// 1.09× what it can do (1 ms a record), the others 0.11×. Salted over
 	// two subtasks the hot key leaves each at most 0.6×, over three 0.43×:
 	// room for sleeps that overshoot on a loaded machine.
-	l := startLoop(t, "hot_key", true, "--hot-key", hotKey, "--hot-share", "0.7", "--rate", "1400")
+	rec := &webhookRecorder{}
+	hook := httptest.NewServer(rec)
+	defer hook.Close()
+	l := startLoopWith(t, loopOptions{scenario: "hot_key", salting: true, observe: true,
+		runArgs: []string{"--alert-webhook-url", hook.URL},
+		jobArgs: []string{"--hot-key", hotKey, "--hot-share", "0.7", "--rate", "1400"}})
 	ctx := context.Background()
 	start := l.job.Started
 	planWatch := l.watchPlan(keyedTask)
@@ -503,6 +511,62 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 	if last > appliedAt.Add(60*time.Second).UnixMilli() {
 		t.Fatalf("data_skew findings go on %s after the plan was applied:\n%s", time.UnixMilli(last).Sub(appliedAt), strings.Join(late, "\n"))
 	}
+
+	// 6. The receipt: the hot subtask's data_skew incident closed, resolved
+	// by the plan, with its busy time before and after; the salted key,
+	// now on subtasks that are not saturated, opened no hot_key incident
+	// and fired no alert after the relief (a window's grace for the
+	// records queued before it).
+	var receipt incident.Incident
+	l.waitFor(time.Minute, "the data_skew incident resolved by the plan", func() bool {
+		for _, in := range l.incidents(ctx) {
+			if in.Cause == "data_skew" && in.TaskName == keyedTask && in.Subtask == hotSub && strings.HasPrefix(in.Resolution, "resolved by plan v") {
+				receipt = in
+				return true
+			}
+		}
+		return false
+	})
+	p := receipt.Plan
+	t.Logf("step 6: incident %s %q: busy %.0f → %.0f ms/s, key on %d subtasks, %s after the plan", receipt.ID, receipt.Resolution,
+		p.BusyBefore, p.BusyAfter, p.KeySubtasks, time.Duration(p.RelievedAt-p.At)*time.Millisecond)
+	if p.BusyBefore < 800 || p.BusyAfter >= 800 || p.Version != uint64(plan.Version) || receipt.State != incident.StateClosed {
+		t.Errorf("receipt %+v of plan v%d: want busy from at least 800 ms/s to under it", *p, plan.Version)
+	}
+	quiet := reliefAt.Add(10 * time.Second)
+	for _, in := range l.incidents(ctx) {
+		if in.Cause == "hot_key" && in.Key == hotKey && (in.Start >= quiet.UnixMilli() || in.State == incident.StateOpen) {
+			t.Errorf("a hot_key incident of the salted key after the relief: %+v", in)
+		}
+	}
+	for _, a := range rec.all() {
+		if a.Status == alert.StatusFiring && a.Labels["alertname"] == alert.NameHotKey && !a.StartsAt.Before(quiet) {
+			t.Errorf("an alert for the salted key after the relief: %s %s", a.ID, a.Annotations["summary"])
+		}
+	}
+}
+
+// incidents returns the latest state of the job's incidents.
+func (l *loop) incidents(ctx context.Context) []incident.Incident {
+	rows, err := l.conn.Query(ctx, "SELECT argMax(body, version) FROM "+l.db+".incidents WHERE job_id = ? GROUP BY id", l.job.ID)
+	if err != nil {
+		l.t.Logf("query incidents: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	var out []incident.Incident
+	for rows.Next() {
+		var body string
+		var in incident.Incident
+		if err := rows.Scan(&body); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(body), &in); err != nil {
+			l.t.Fatalf("incident body %q: %v", body, err)
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // TestFlinkSlowSink: a slow sink subtask is slow_subtask on the right
