@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,9 +122,7 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
-	args := append([]string{"--scenario", o.scenario, "--duration", "10m",
-		"--kafka-bootstrap", l.brokers[0], "--metrics-topic", l.prefix + "-metrics",
-		"--samples-topic", l.prefix + "-samples", "--report-interval", "5s", "--out", l.out}, o.jobArgs...)
+	args := l.jobArgs(o.scenario, o.jobArgs)
 	if o.salting {
 		args = append(args, "--salting-url", "http://"+l.api, "--salting-poll-interval", "2s")
 	}
@@ -673,7 +670,7 @@ var errNoPlan = errors.New("no plan")
 
 // plan fetches the task's current plan from the salting API.
 func (l *loop) plan(task string) (map[string]any, error) {
-	resp, err := http.Get("http://" + l.api + "/v1/salting/" + url.PathEscape(l.job.ID) + "/" + url.PathEscape(task))
+	resp, err := http.Get("http://" + l.api + l.planPath(task))
 	if err != nil {
 		return nil, err
 	}
