@@ -33,7 +33,7 @@ type soakRun struct {
 // ten has a hot key that saturates its subtask, so incidents, alerts and
 // salting plans open and end with the runs. The engine, the incident and
 // alert trackers and the plan manager fold every window as run does. Every
-// simulated hour it takes the live heap (after a collection) and the
+// simulated hour it takes the live heap (after a collection), the RSS and the
 // state each keeps; it reports the heap of the last third of the day over
 // the first, and the largest counts. Memory is bounded by the jobs alive
 // now, not by every run seen: the ratio stays near 1.
@@ -88,7 +88,7 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 			total++
 		}
 		var (
-			heap                       []float64
+			heap, rss                  []float64
 			maxJobs, maxOpen, maxAlert int
 			maxPlans, ends, resolved   int
 			fs                         []skew.Finding
@@ -168,6 +168,7 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
 				heap = append(heap, float64(ms.HeapInuse)/1e6)
+				rss = append(rss, float64(vmRSS(b, os.Getpid()))/1e3)
 				b.StartTimer()
 			}
 		}
@@ -182,23 +183,27 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 		}
 		// The first hour is the ramp-up: every slot's first run starts.
 		first, last := mean(heap[1:third+1]), mean(heap[len(heap)-third:])
+		rssFirst, rssLast := mean(rss[1:third+1]), mean(rss[len(rss)-third:])
 		b.ReportMetric(float64(total), "runs")
 		b.ReportMetric(float64(ends), "job-ends")
 		b.ReportMetric(last/first, "heap-last/first-third")
 		b.ReportMetric(slices.Max(heap), "max-heap-MB")
+		b.ReportMetric(rssLast/rssFirst, "rss-last/first-third")
+		b.ReportMetric(slices.Max(rss), "max-rss-MB")
 		b.ReportMetric(float64(maxJobs), "max-engine-jobs")
 		b.ReportMetric(float64(maxOpen), "max-open-incidents")
 		b.ReportMetric(float64(maxAlert), "max-tracked-alerts")
 		b.ReportMetric(float64(maxPlans), "max-plan-tasks")
-		hs := make([]string, len(heap))
-		for i, h := range heap {
-			hs[i] = fmt.Sprintf("%.1f", h)
+		hs, rs := make([]string, len(heap)), make([]string, len(rss))
+		for i := range heap {
+			hs[i], rs[i] = fmt.Sprintf("%.1f", heap[i]), fmt.Sprintf("%.0f", rss[i])
 		}
 		// Stderr: the testing package cuts a benchmark's log.
-		fmt.Fprintf(os.Stderr, "soak: %d runs, %d ended (%d incidents closed by a run's end), heap MB per hour: %s\n",
-			total, ends, resolved, strings.Join(hs, " "))
-		if last > 1.5*first {
-			b.Fatalf("heap grows with the runs: %.1f MB in the last third against %.1f MB in the first", last, first)
+		fmt.Fprintf(os.Stderr, "soak: %d runs, %d ended (%d incidents closed by a run's end), heap MB per hour: %s; RSS MB per hour: %s\n",
+			total, ends, resolved, strings.Join(hs, " "), strings.Join(rs, " "))
+		if last > 1.5*first || rssLast > 1.5*rssFirst {
+			b.Fatalf("memory grows with the runs: heap %.1f MB in the last third against %.1f MB in the first, RSS %.0f against %.0f MB",
+				last, first, rssLast, rssFirst)
 		}
 	}
 }
