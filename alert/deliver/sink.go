@@ -15,11 +15,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Writer stores findings; Write returns nil only once they are stored.
-type Writer interface {
-	Write(ctx context.Context, version uint64, fs []skew.Finding) error
-}
-
 // StateStore keeps the alert state per consumer group and job (the
 // ClickHouse store's Writer is one). SaveAlertState returns nil only once
 // the states are durably stored; later versions replace earlier ones, and
@@ -30,21 +25,14 @@ type StateStore interface {
 	LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error)
 }
 
-// advancer is the pipeline's stream.Advancer, named here so that this
-// package does not import the pipeline.
-type advancer interface {
-	Advance(ctx context.Context, now time.Time) error
-}
-
-// Sink wraps the pipeline's findings sink: findings reach the Alerter
-// only once next has stored them (an alert never names a finding that is
-// not in ClickHouse), and every window close advances it, so alerts
-// resolve when findings stop. With a StateStore (NewStatefulSink), every
-// window close also stores the Alerter's state, and Restore resumes it
-// after a restart. It is safe for concurrent use if next is; the Alerter
+// Sink is the Alerter as a stage of the pipeline (a stream.Observer):
+// the pipeline gives it findings only once they are stored (an alert
+// never names a finding that is not in ClickHouse), and every window
+// close advances it, so alerts resolve when findings stop. With a
+// StateStore (NewStatefulSink), every window close also stores the
+// Alerter's state, and Restore resumes it after a restart. The Alerter
 // never blocks it.
 type Sink struct {
-	next  Writer
 	a     *Alerter
 	store StateStore // nil: the alert state is not kept
 	group string
@@ -57,22 +45,22 @@ type Sink struct {
 	saved map[string]bool
 }
 
-// NewSink returns a Sink that writes to next and alerts through a, and
-// keeps no alert state: a restart forgets the alerts.
-func NewSink(next Writer, a *Alerter) *Sink { return &Sink{next: next, a: a} }
+// NewSink returns a Sink that alerts through a and keeps no alert state:
+// a restart forgets the alerts.
+func NewSink(a *Alerter) *Sink { return &Sink{a: a} }
 
-// NewStatefulSink returns a Sink that writes to next, alerts through a,
-// and stores a's state in store under the consumer group's name each
-// time windows close (after the engine's state, before the offsets are
-// committed: see Advance). log may be nil.
-func NewStatefulSink(next Writer, a *Alerter, store StateStore, group string, log *slog.Logger) (*Sink, error) {
-	if next == nil || a == nil || store == nil || group == "" {
-		return nil, errors.New("deliver: nil writer, alerter or state store, or no consumer group")
+// NewStatefulSink returns a Sink that alerts through a and stores a's
+// state in store under the consumer group's name each time windows close
+// (after the engine's state, before the offsets are committed: see
+// Advance). log may be nil.
+func NewStatefulSink(a *Alerter, store StateStore, group string, log *slog.Logger) (*Sink, error) {
+	if a == nil || store == nil || group == "" {
+		return nil, errors.New("deliver: nil alerter or state store, or no consumer group")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{next: next, a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
+	return &Sink{a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
 }
 
 // Restore loads the consumer group's stored alert state into the Alerter,
@@ -99,24 +87,13 @@ func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
 	return nil
 }
 
-// resumer is the pipeline's stream.Resumer.
-type resumer interface {
-	Resume(ctx context.Context) error
-}
-
-// Resume resumes next (when it is a resumer), then drops the Alerter's
-// alerts and loads the consumer group's stored alert state again, in one
+// Resume drops the Alerter's alerts and loads the consumer group's stored alert state again, in one
 // attempt (the pipeline retries it). The pipeline calls it when
 // partitions are assigned: jobs that moved away are no longer resolved
 // or stored here, and jobs that moved here resume their alerts. A Sink
 // without a StateStore forgets its alerts. A stored state that does not
 // validate is a permanent error.
 func (s *Sink) Resume(ctx context.Context) error {
-	if r, ok := s.next.(resumer); ok {
-		if err := r.Resume(ctx); err != nil {
-			return err
-		}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var snaps []alert.JobSnapshot
@@ -135,26 +112,17 @@ func (s *Sink) Resume(ctx context.Context) error {
 	return nil
 }
 
-// Write writes fs to next and, once that succeeded, observes them.
-func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
-	if err := s.next.Write(ctx, version, fs); err != nil {
-		return err
-	}
+// Observe gives the Alerter stored findings.
+func (s *Sink) Observe(_ context.Context, _ uint64, fs []skew.Finding) error {
 	s.a.Observe(fs)
 	return nil
 }
 
-// Advance advances next (when it is an advancer too) and then the
-// Alerter to now, the end of the last closed window, and stores the
+// Advance advances the Alerter to now, the end of the last closed window, and stores the
 // Alerter's state (with a StateStore). Calling it again with the same now
 // (the pipeline retries a failed Advance) changes no alert and stores the
 // state again.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
-	if adv, ok := s.next.(advancer); ok {
-		if err := adv.Advance(ctx, now); err != nil {
-			return err
-		}
-	}
 	s.a.Advance(now.UnixMilli())
 	if s.store == nil {
 		return nil

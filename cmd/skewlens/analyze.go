@@ -227,8 +227,7 @@ func (c *analyzeCmd) Run(e *env) error {
 			if c.Stats && (len(kinds) == 0 || kinds[f.Kind]) {
 				perKind[f.Kind]++
 			}
-			incidents.add(f) // a report of its job, whatever --kind says
-			return nil
+			return incidents.add(f) // a report of its job, whatever --kind says
 		}
 		if len(kinds) > 0 && !kinds[f.Kind] {
 			return nil
@@ -236,15 +235,16 @@ func (c *analyzeCmd) Run(e *env) error {
 		perKind[f.Kind]++
 		switch {
 		case incidents != nil:
-			incidents.add(f)
-			return nil
+			return incidents.add(f)
 		case c.Output == "text":
 			return writeText(out, f, width)
 		}
 		return enc.Encode(f)
 	})
 	if incidents != nil && err == nil {
-		for _, in := range incidents.incidents() {
+		var ins []incident.Incident
+		ins, err = incidents.incidents()
+		for _, in := range ins {
 			if err = writeIncidentText(out, in.State, &in, width); err != nil {
 				break
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +10,10 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/incidentsink"
+	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -83,15 +87,15 @@ func planOf(mgr *plans.Manager) func(job, task string) (uint64, int64, bool) {
 	}
 }
 
-// incidentLog folds the findings of a replay into incidents, window by
-// window as the pipeline does: findings come in window order, and the
-// findings of one window end are observed together. It keeps the latest
-// state of every incident.
+// incidentLog folds the findings of a replay into incidents through the
+// stages run has (stream.Stages: the plans made, then the incidents
+// folded, window by window), with a store in memory that keeps the latest
+// state of every incident. Findings come in window order; those of one
+// window end are written together.
 type incidentLog struct {
-	tr     *incident.Tracker
-	plans  *plans.Manager // the plans the replay's findings make, for their effect on incidents
+	stages *stream.Stages
 	batch  []skew.Finding
-	latest map[string]incident.Incident
+	latest memIncidents
 }
 
 func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
@@ -104,43 +108,79 @@ func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &incidentLog{tr: tr, plans: mgr, latest: map[string]incident.Incident{}}, nil
+	l := &incidentLog{latest: memIncidents{}}
+	none := planpub.PlanLoaderFunc(func(context.Context) ([]plans.Plan, error) { return nil, nil })
+	discard := planpub.PublisherFunc(func(context.Context, []plans.Change) error { return nil })
+	planSink, err := planpub.NewSink(mgr, discard, none, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	incSink, err := incidentsink.New(tr, l.latest, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	l.stages = stream.NewStages(discardFindings{}, planSink, incSink)
+	return l, nil
 }
 
-// add takes one finding; a finding of a later window observes the
-// findings of the earlier one first.
-func (l *incidentLog) add(f *skew.Finding) {
+// add takes one finding; a finding of a later window writes the findings
+// of the earlier one first.
+func (l *incidentLog) add(f *skew.Finding) error {
 	if n := len(l.batch); n > 0 && l.batch[n-1].WindowEnd != f.WindowEnd {
-		l.flush()
+		if err := l.flush(); err != nil {
+			return err
+		}
 	}
 	l.batch = append(l.batch, *f)
+	return nil
 }
 
-func (l *incidentLog) flush() {
-	// As in run: the plans first, then the incidents, which ask for them.
-	for i := range l.batch {
-		l.plans.Observe(&l.batch[i])
+// flush writes the window held, then closes it. Nothing in memory fails:
+// an error is a bug, returned to be seen.
+func (l *incidentLog) flush() error {
+	n := len(l.batch)
+	if n == 0 {
+		return nil
 	}
-	if n := len(l.batch); n > 0 {
-		l.plans.Advance(time.UnixMilli(l.batch[n-1].WindowEnd))
+	ctx := context.Background()
+	if err := l.stages.Write(ctx, 0, l.batch); err != nil {
+		return fmt.Errorf("fold incidents: %w", err)
 	}
-	for _, c := range l.tr.Observe(l.batch) {
-		l.latest[c.Incident.ID] = c.Incident
-	}
-	if n := len(l.batch); n > 0 {
-		for _, c := range l.tr.Advance(l.batch[n-1].WindowEnd) {
-			l.latest[c.Incident.ID] = c.Incident
-		}
+	if err := l.stages.Advance(ctx, time.UnixMilli(l.batch[n-1].WindowEnd)); err != nil {
+		return fmt.Errorf("fold incidents: %w", err)
 	}
 	clear(l.batch)
 	l.batch = l.batch[:0]
+	return nil
+}
+
+// discardFindings is the findings store of a replay: analyze prints them.
+type discardFindings struct{}
+
+func (discardFindings) Write(context.Context, uint64, []skew.Finding) error { return nil }
+
+// memIncidents is the incidents store of a replay: the latest state of
+// each incident, by id.
+type memIncidents map[string]incident.Incident
+
+func (m memIncidents) WriteIncidents(_ context.Context, ins []incident.Incident) error {
+	for _, in := range ins {
+		m[in.ID] = in
+	}
+	return nil
+}
+
+func (m memIncidents) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, error) {
+	return nil, nil, nil
 }
 
 // incidents observes what is left and returns every incident in its
 // latest state, by start, then job, task, subtask, cause and key. Those
 // still going at the end of the input are open.
-func (l *incidentLog) incidents() []incident.Incident {
-	l.flush()
+func (l *incidentLog) incidents() ([]incident.Incident, error) {
+	if err := l.flush(); err != nil {
+		return nil, err
+	}
 	out := make([]incident.Incident, 0, len(l.latest))
 	for _, in := range l.latest {
 		out = append(out, in)
@@ -149,5 +189,5 @@ func (l *incidentLog) incidents() []incident.Incident {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.JobID, b.JobID), strings.Compare(a.TaskName, b.TaskName),
 			cmp.Compare(a.Subtask, b.Subtask), strings.Compare(a.Cause, b.Cause), strings.Compare(a.Key, b.Key))
 	})
-	return out
+	return out, nil
 }

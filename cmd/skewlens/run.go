@@ -245,10 +245,10 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	// The plan sink resumes the plans as Restore did at each assignment
-	// of partitions (the runner's Resume reaches it through the alert and
-	// incident sinks), so that it neither retires nor publishes the plans
-	// of jobs another instance reads.
-	planSink, err := planpub.NewSink(store.Writer(), mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
+	// of partitions (the runner's Resume of its stages), so that it
+	// neither retires nor publishes the plans of jobs another instance
+	// reads.
+	planSink, err := planpub.NewSink(mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (c *runCmd) Run(e *env) error {
 	// Incidents: consecutive windows of one condition, with the alerts'
 	// hysteresis, stored before the engine state (crash-safe) and printed
 	// as they open and close instead of a line per window.
-	incSink, err := c.incidentSink(planSink, mgr, store, log, reg)
+	incSink, err := c.incidentSink(mgr, store, log, reg)
 	if err != nil {
 		return err
 	}
@@ -298,12 +298,17 @@ func (c *runCmd) Run(e *env) error {
 	// close and, against real brokers, resumed (by the runner, at each
 	// assignment), so an ongoing condition does not fire again after a
 	// restart or a rebalance.
-	alertSink, err := deliver.NewStatefulSink(incSink, alerter, store.Writer(), c.Group, log)
+	alertSink, err := deliver.NewStatefulSink(alerter, store.Writer(), c.Group, log)
 	if err != nil {
 		return err
 	}
+	// The stages of a window close, in order: the findings stored, then
+	// the plans made (incidents ask for them), the incidents folded, the
+	// alerts sent; a window's findings reach every stage before the next
+	// window's.
+	stages := stream.NewStages(store.Writer(), planSink, incSink, alertSink)
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group, Afresh: !resume},
-		kafkasrc.ForStream(src), stage, alertSink, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), stage, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return err
 	}
@@ -520,16 +525,16 @@ func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error)
 }
 
 // incidentSink builds the incident tracker with the alerts' hysteresis
-// and its sink in front of next. The runner resumes the open incidents
-// from ClickHouse at each assignment of partitions (incidentsink.Sink.Resume).
-func (c *runCmd) incidentSink(next incidentsink.Writer, mgr *plans.Manager, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+// and its sink. The runner resumes the open incidents from ClickHouse at
+// each assignment of partitions (incidentsink.Sink.Resume).
+func (c *runCmd) incidentSink(mgr *plans.Manager, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
 	cfg := c.incidentConfig()
 	cfg.Plan = planOf(mgr)
 	tr, err := incident.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return incidentsink.New(next, tr, store.Writer(), log, reg)
+	return incidentsink.New(tr, store.Writer(), log, reg)
 }
 
 // The component configurations run builds from its flags, shared by Run

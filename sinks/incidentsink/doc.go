@@ -1,8 +1,8 @@
 // Package incidentsink wires an incident.Tracker into the pipeline: Sink
-// is a findings sink that writes the findings to the next sink, folds
-// them into incidents, and stores the incident changes (the ClickHouse
-// incidents table) before Write returns, so before the runner saves the
-// engine state and commits offsets.
+// is a stage (a stream.Observer) that folds stored findings into
+// incidents and stores the incident changes (the ClickHouse incidents
+// table) before Observe returns, so before the runner saves the engine
+// state and commits offsets.
 //
 // Crash safety: the stored incidents are the tracker's state. Restore
 // loads the open incidents and each job's latest window at start-up; a
@@ -10,7 +10,7 @@
 // and the tracker ignores the findings of windows it already folded in,
 // so the incidents table ends up as an uninterrupted run leaves it.
 //
-// Blocking and safety: Sink's methods serialise and block like the next
-// sink's Write and the store's WriteIncidents; OnChange callbacks run on
+// Blocking and safety: Sink's methods serialise and block like the
+// store's WriteIncidents; OnChange callbacks run on
 // the caller's goroutine, under the Sink's lock, and must not block.
 package incidentsink

@@ -16,11 +16,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Writer stores findings; Write returns nil only once they are stored.
-type Writer interface {
-	Write(ctx context.Context, version uint64, fs []skew.Finding) error
-}
-
 // Store stores incident changes and reads them back at start-up. The
 // ClickHouse store's Writer is one.
 type Store interface {
@@ -32,21 +27,15 @@ type Store interface {
 	LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, err error)
 }
 
-// advancer is the pipeline's stream.Advancer, named here so that this
-// package does not import the pipeline.
-type advancer interface {
-	Advance(ctx context.Context, now time.Time) error
-}
-
-// Sink is a findings sink that keeps the incidents table up to date.
-// Create it with New. It is safe for concurrent use.
+// Sink is a stage of the pipeline (a stream.Observer) that keeps the
+// incidents table up to date. Create it with New. It is safe for
+// concurrent use.
 //
 // Changes not yet stored (WriteIncidents failed) are kept, at most one per
 // incident (its latest state), so they are bounded by the open incidents
 // (incident.Config.MaxOpen) plus those closed since the last success;
 // metric skewlens_incidents_pending_changes.
 type Sink struct {
-	next  Writer
 	store Store
 	log   *slog.Logger
 	m     *metrics
@@ -61,17 +50,16 @@ type Sink struct {
 	onChange func(incident.Change)
 }
 
-// New returns a Sink writing findings to next and incidents to store,
-// tracking them with tr, and registers its metrics on reg (nil: none).
-// log may be nil.
-func New(next Writer, tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
-	if next == nil || tr == nil || store == nil {
-		return nil, errors.New("incidentsink: nil writer, tracker or store")
+// New returns a Sink writing incidents to store, tracking them with tr,
+// and registers its metrics on reg (nil: none). log may be nil.
+func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if tr == nil || store == nil {
+		return nil, errors.New("incidentsink: nil tracker or store")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sink{next: next, store: store, tr: tr, log: log.With("component", "incidentsink"), index: map[string]int{}}
+	s := &Sink{store: store, tr: tr, log: log.With("component", "incidentsink"), index: map[string]int{}}
 	s.m = newMetrics(s)
 	unreg, err := promreg.Register(reg, "incident sink", s.m.collectors()...)
 	if err != nil {
@@ -90,8 +78,8 @@ func (s *Sink) OnChange(f func(incident.Change)) {
 	s.onChange = f
 }
 
-// Close unregisters the Sink's metrics; it closes neither the next sink
-// nor the store, and is safe to call twice.
+// Close unregisters the Sink's metrics; it does not close the store, and
+// is safe to call twice.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(s.unreg)
 	return nil
@@ -118,24 +106,13 @@ func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
 	return nil
 }
 
-// resumer is the pipeline's stream.Resumer.
-type resumer interface {
-	Resume(ctx context.Context) error
-}
-
-// Resume resumes the next sink (when it is a resumer), then drops the
-// tracked incidents and the changes not stored yet, and loads the stored
+// Resume drops the tracked incidents and the changes not stored yet, and loads the stored
 // incidents again, in one attempt (the pipeline retries it). The
 // pipeline calls it when partitions are assigned: the incidents of jobs
 // that moved away are not closed here, and those of jobs that moved here
 // go on. Unstored changes are dropped because their windows' offsets are
 // not committed: the jobs' owner reads them again.
 func (s *Sink) Resume(ctx context.Context) error {
-	if r, ok := s.next.(resumer); ok {
-		if err := r.Resume(ctx); err != nil {
-			return err
-		}
-	}
 	open, seen, err := s.store.LoadIncidents(ctx)
 	if err != nil {
 		return fmt.Errorf("resume incidents: %w", err)
@@ -152,32 +129,21 @@ func (s *Sink) Resume(ctx context.Context) error {
 	return nil
 }
 
-// Write writes fs to the next sink and, once that succeeded, folds them
-// into incidents and stores the changes, with any left from an earlier
-// call. An error of the next sink is returned as it is, and nothing is
-// observed. A store error is returned too and the changes are kept: the
-// runner retries the whole Write, the next sink's write is idempotent,
-// the tracker ignores findings it has folded in, and the kept changes are
-// stored then.
-func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
-	if err := s.next.Write(ctx, version, fs); err != nil {
-		return err
-	}
+// Observe folds stored findings into incidents and stores the changes,
+// with any left from an earlier call. A store error is returned and the
+// changes are kept: the runner retries the whole write, the tracker
+// ignores findings it has folded in, and the kept changes are stored
+// then.
+func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.tr.Observe(fs))
 	return s.flush(ctx)
 }
 
-// Advance advances the next sink (when it is an advancer) and then the
-// tracker to now, the end of the last closed window, and stores the
+// Advance advances the tracker to now, the end of the last closed window, and stores the
 // incidents that closed.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
-	if adv, ok := s.next.(advancer); ok {
-		if err := adv.Advance(ctx, now); err != nil {
-			return err
-		}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.tr.Advance(now.UnixMilli()))

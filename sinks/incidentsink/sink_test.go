@@ -15,10 +15,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-type fakeWriter struct{ writes int }
-
-func (w *fakeWriter) Write(context.Context, uint64, []skew.Finding) error { w.writes++; return nil }
-
 // fakeStore keeps the latest state of each incident, like the table, and
 // fails the next fail calls.
 type fakeStore struct {
@@ -60,19 +56,18 @@ func skewed(w int64) []skew.Finding {
 	}}
 }
 
-func newSink(t *testing.T, store *fakeStore, reg prometheus.Registerer) (*Sink, *fakeWriter) {
+func newSink(t *testing.T, store *fakeStore, reg prometheus.Registerer) *Sink {
 	t.Helper()
 	tr, err := incident.New(incident.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &fakeWriter{}
-	s, err := New(w, tr, store, nil, reg)
+	s, err := New(tr, store, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(); _ = s.Close() })
-	return s, w
+	return s
 }
 
 // TestSinkRetryAndRestore fails a store, retries the Write as the runner
@@ -82,36 +77,33 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	ctx := context.Background()
 	store := &fakeStore{rows: map[string]incident.Incident{}}
 	reg := prometheus.NewRegistry()
-	s, w := newSink(t, store, reg)
+	s := newSink(t, store, reg)
 	var kinds []incident.ChangeKind
 	s.OnChange(func(c incident.Change) { kinds = append(kinds, c.Kind) })
-	if err := s.Write(ctx, 1, skewed(0)); err != nil {
+	if err := s.Observe(ctx, 1, skewed(0)); err != nil {
 		t.Fatal(err)
 	}
 	store.fail = 1
-	if err := s.Write(ctx, 2, skewed(1)); err == nil {
-		t.Fatal("Write with a failing store returned nil")
+	if err := s.Observe(ctx, 2, skewed(1)); err == nil {
+		t.Fatal("Observe with a failing store returned nil")
 	}
 	if got := testutil.ToFloat64(s.m.pending); got != 1 {
 		t.Errorf("pending changes = %v, want 1", got)
 	}
-	if err := s.Write(ctx, 2, skewed(1)); err != nil { // the runner's retry
+	if err := s.Observe(ctx, 2, skewed(1)); err != nil { // the runner's retry
 		t.Fatal(err)
 	}
 	want := "# HELP skewlens_incidents_open Incidents open now.\n# TYPE skewlens_incidents_open gauge\nskewlens_incidents_open 1\n"
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "skewlens_incidents_open"); err != nil {
 		t.Error(err)
 	}
-	if w.writes != 3 {
-		t.Errorf("next sink written %d times, want 3", w.writes)
-	}
 	// A restart replays window 1 and goes on.
-	s2, _ := newSink(t, store, nil)
+	s2 := newSink(t, store, nil)
 	if err := s2.Restore(ctx, retry.Policy{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []int64{1, 2} {
-		if err := s2.Write(ctx, 3, skewed(w)); err != nil {
+		if err := s2.Observe(ctx, 3, skewed(w)); err != nil {
 			t.Fatal(err)
 		}
 	}

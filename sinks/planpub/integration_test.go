@@ -431,13 +431,13 @@ func TestLoadResumesVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s, err := NewSink(&fakeWriter{}, mgr, p, StoredPlans(p, nil), testLog(), nil)
+		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
 		for i, fs := range windows {
-			if err := s.Write(ctx, uint64(i), fs); err != nil {
+			if err := s.Observe(ctx, uint64(i), fs); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,12 +15,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Writer stores findings; the ClickHouse sink is one. Its Write returns
-// nil only once every finding is stored.
-type Writer interface {
-	Write(ctx context.Context, version uint64, fs []skew.Finding) error
-}
-
 // ChangePublisher stores plan changes: the Publisher (the Kafka topic)
 // is one, the ClickHouse plans table (through PublisherFunc) another.
 // Publish returns nil only once every change is stored, in order.
@@ -53,9 +47,9 @@ func Tee(ps ...ChangePublisher) ChangePublisher {
 
 type publisher = ChangePublisher
 
-// Sink is a findings sink for the pipeline runner that keeps the plans
-// topic up to date: it writes findings to the next sink, then feeds them
-// to a plans.Manager and publishes the plan changes. Create it with
+// Sink is a stage of the pipeline (a stream.Observer) that keeps the
+// plans topic up to date: it feeds stored findings to a plans.Manager
+// and publishes the plan changes. Create it with
 // NewSink. It is safe for concurrent use; its methods serialise, so the
 // changes reach the topic in the order the Manager made them.
 //
@@ -70,7 +64,6 @@ type publisher = ChangePublisher
 // times the changes of version each makes while publishing fails; metric
 // skewlens_planpub_pending_changes.
 type Sink struct {
-	next Writer
 	mgr  *plans.Manager
 	pub  publisher
 	load PlanLoader
@@ -100,19 +93,18 @@ type Sink struct {
 // before the old expires_at passes.
 const RepublishEvery = 5 * time.Minute
 
-// NewSink returns a Sink writing findings to next and plan changes
-// through pub (a *Publisher, or a Tee of it and the plans table), that
+// NewSink returns a Sink publishing plan changes through pub (a *Publisher, or a Tee of it and the plans table), that
 // resumes the stored plans from load (StoredPlans: where Restore reads
 // them), and registers the Manager's statistics and the pending changes
 // on reg (nil: not registered). log may be nil.
-func NewSink(next Writer, mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
-	if next == nil || mgr == nil || pub == nil || load == nil {
-		return nil, fatal("new sink", errors.New("nil writer, manager, publisher or plan loader"))
+func NewSink(mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+	if mgr == nil || pub == nil || load == nil {
+		return nil, fatal("new sink", errors.New("nil manager, publisher or plan loader"))
 	}
-	return newSink(next, mgr, pub, load, log, reg)
+	return newSink(mgr, pub, load, log, reg)
 }
 
-func newSink(next Writer, mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+func newSink(mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -121,29 +113,24 @@ func newSink(next Writer, mgr *plans.Manager, pub publisher, load PlanLoader, lo
 	if err != nil {
 		return nil, fatal("new sink", err)
 	}
-	return &Sink{next: next, mgr: mgr, pub: pub, load: load, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
+	return &Sink{mgr: mgr, pub: pub, load: load, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
 		index: map[string]int{}}, nil
 }
 
-// Close unregisters the Sink's metrics. It closes neither the next sink
-// nor the Publisher, which the caller owns, and is safe to call twice.
+// Close unregisters the Sink's metrics. It does not close the Publisher,
+// which the caller owns, and is safe to call twice.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(s.unreg)
 	return nil
 }
 
-// Write writes fs to the next sink and, once that succeeded, observes
-// every finding, advances the Manager to the latest window end in fs and
-// publishes the changes, with any left from an earlier call. An error of
-// the next sink is returned as it is, and nothing is observed. A publish
-// error is returned too, and the changes are kept: the runner retries the
-// whole Write, the next sink's write is idempotent, the Manager ignores
-// findings it has seen, and the kept changes are published then. Write
-// blocks like the next sink's Write and Publisher.Publish.
-func (s *Sink) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
-	if err := s.next.Write(ctx, version, fs); err != nil {
-		return err
-	}
+// Observe feeds every stored finding to the Manager, advances it to the
+// latest window end in fs and publishes the changes, with any left from
+// an earlier call. A publish error is returned, and the changes are kept:
+// the runner retries the whole write, the Manager ignores findings it has
+// seen, and the kept changes are published then. Observe blocks like
+// Publisher.Publish.
+func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var end int64
@@ -200,12 +187,7 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 	return nil
 }
 
-// resumer is the pipeline's stream.Resumer.
-type resumer interface {
-	Resume(ctx context.Context) error
-}
-
-// Resume resumes the next sink (when it is a resumer), then drops the
+// Resume drops the
 // Manager's plans and the changes not published yet, restores the stored
 // plans (from the Sink's PlanLoader) and sets the overrides last given to
 // SetOverrides again, in one attempt (the pipeline retries it): the
@@ -218,11 +200,6 @@ type resumer interface {
 // owner reads them again. Plans the Manager refuses are logged and
 // skipped, as by Restore. Resume blocks on the read.
 func (s *Sink) Resume(ctx context.Context) error {
-	if r, ok := s.next.(resumer); ok {
-		if err := r.Resume(ctx); err != nil {
-			return err
-		}
-	}
 	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
 		return fmt.Errorf("resume salting plans: %w", err)

@@ -15,20 +15,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// fakeWriter is the next sink: it fails while err is set.
-type fakeWriter struct {
-	err    error
-	writes int
-}
-
-func (w *fakeWriter) Write(_ context.Context, _ uint64, fs []skew.Finding) error {
-	if w.err != nil {
-		return w.err
-	}
-	w.writes++
-	return nil
-}
-
 // fakePublisher records what it publishes; it fails while err is set.
 type fakePublisher struct {
 	err       error
@@ -60,13 +46,12 @@ func TestSink(t *testing.T) {
 	w2 := []skew.Finding{planFinding("j", "agg", 20, salted("hot", 4), salted("cold", 2))}
 	down := errors.New("broker down")
 	type op struct {
-		fs       []skew.Finding // Write
-		advance  int64          // Advance to this second, when set
-		ovs      []plans.Override
-		writeErr error // of the next sink
-		pubErr   error // of the publisher
-		wantErr  bool
-		pending  int
+		fs      []skew.Finding // Observe
+		advance int64          // Advance to this second, when set
+		ovs     []plans.Override
+		pubErr  error // of the publisher
+		wantErr bool
+		pending int
 	}
 	tests := []struct {
 		name string
@@ -77,10 +62,6 @@ func TestSink(t *testing.T) {
 			{fs: w1},
 			{fs: w2},
 		}, []string{"j/agg v1 hot", "j/join v1 k", "j/agg v2 cold,hot"}},
-		{"a failed write observes nothing", []op{
-			{fs: w1, writeErr: down, wantErr: true},
-			{fs: w2},
-		}, []string{"j/agg v1 cold,hot"}},
 		{"a failed publish keeps the changes for the retry", []op{
 			{fs: w1, pubErr: down, wantErr: true, pending: 2},
 			{fs: w1},
@@ -124,23 +105,23 @@ func TestSink(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, p := &fakeWriter{}, &fakePublisher{}
+			p := &fakePublisher{}
 			reg := prometheus.NewRegistry()
-			s, err := newSink(w, mgr, p, nil, nil, reg)
+			s, err := newSink(mgr, p, nil, nil, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			ctx := context.Background()
 			for i, o := range tt.ops {
-				w.err, p.err = o.writeErr, o.pubErr
+				p.err = o.pubErr
 				switch {
 				case o.advance != 0:
 					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
 				case o.ovs != nil:
 					err = s.SetOverrides(ctx, o.ovs)
 				default:
-					err = s.Write(ctx, uint64(i), o.fs)
+					err = s.Observe(ctx, uint64(i), o.fs)
 				}
 				if (err != nil) != o.wantErr {
 					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
@@ -162,12 +143,12 @@ func TestSink(t *testing.T) {
 func TestSinkMetrics(t *testing.T) {
 	mgr, _ := plans.NewManager(plans.Config{})
 	reg := prometheus.NewRegistry()
-	s, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg)
+	s, err := newSink(mgr, &fakePublisher{}, nil, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := planFinding("j/x", "agg", 10, salted("hot", 4)) // "/" in a job id
-	if err := s.Write(context.Background(), 1, []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), bad}); err != nil {
+	if err := s.Observe(context.Background(), 1, []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), bad}); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -183,10 +164,10 @@ skewlens_plans_served 1
 	}
 	s.Close()
 	s.Close()
-	if _, err := newSink(&fakeWriter{}, mgr, &fakePublisher{}, nil, nil, reg); err != nil {
+	if _, err := newSink(mgr, &fakePublisher{}, nil, nil, reg); err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
-	if _, err := NewSink(nil, mgr, nil, nil, nil, nil); !isFatal(err) {
+	if _, err := NewSink(mgr, nil, nil, nil, nil); !isFatal(err) {
 		t.Fatalf("NewSink with nil parts: %v", err)
 	}
 }
@@ -279,7 +260,7 @@ func TestSinkResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, l := &fakePublisher{}, &fakeLoader{ps: stored(t)}
-			s, err := NewSink(&fakeWriter{}, mgr, p, l, nil, prometheus.NewRegistry())
+			s, err := NewSink(mgr, p, l, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +276,7 @@ func TestSinkResume(t *testing.T) {
 				case o.ovs != nil:
 					err = s.SetOverrides(ctx, o.ovs)
 				default:
-					err = s.Write(ctx, uint64(i), o.fs)
+					err = s.Observe(ctx, uint64(i), o.fs)
 				}
 				if (err != nil) != o.wantErr {
 					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)

@@ -1,0 +1,94 @@
+package stream
+
+import (
+	"context"
+	"time"
+
+	"github.com/skewlens/skewlens/skew"
+)
+
+// Observer is a stage that keeps state of the jobs whose findings it sees
+// (salting plans, incidents, alerts). It is called only after the
+// findings are stored, and it owns its own saving: an Observer stores
+// what it must keep across a restart before Observe or Advance returns.
+// Every method is called from the runner's goroutine, one at a time, and
+// a failed call is retried as a whole (Observe and Advance must ignore
+// what they already took in).
+type Observer interface {
+	// Observe takes the findings of one closed window.
+	Observe(ctx context.Context, version uint64, fs []skew.Finding) error
+	// Advance takes event time passing to now, the end of the last closed
+	// window, even when that window had no findings.
+	Advance(ctx context.Context, now time.Time) error
+	// Resume drops all state and loads what is saved again, as at a
+	// restart (see Resumer).
+	Resume(ctx context.Context) error
+}
+
+// Stages is the Sink of a pipeline with stateful stages: the store, then
+// the Observers, called in their order. It is the one place that decides
+// the order in which a window's findings reach the stages:
+//
+//   - Write stores the whole batch, then gives each Observer the findings
+//     of one window at a time (a batch holds the windows closed together,
+//     in order of their end), all Observers a window before the next, so
+//     that what a stage sees of another (an incident asks for the plan of
+//     its task) does not depend on how windows were batched;
+//   - Advance and Resume call the Observers in order.
+//
+// The first error stops a call and is returned as it is.
+type Stages struct {
+	store Sink
+	obs   []Observer
+}
+
+// NewStages returns the Stages that store findings in store and then
+// call obs in order.
+func NewStages(store Sink, obs ...Observer) *Stages {
+	return &Stages{store: store, obs: obs}
+}
+
+// Write stores fs and gives them to the Observers, window by window.
+func (s *Stages) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
+	if err := s.store.Write(ctx, version, fs); err != nil {
+		return err
+	}
+	for i := 0; i < len(fs); {
+		j := i + 1
+		for j < len(fs) && fs[j].WindowEnd == fs[i].WindowEnd {
+			j++
+		}
+		for _, o := range s.obs {
+			if err := o.Observe(ctx, version, fs[i:j]); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// Advance advances the store (when it is an Advancer) and the Observers.
+func (s *Stages) Advance(ctx context.Context, now time.Time) error {
+	if a, ok := s.store.(Advancer); ok {
+		if err := a.Advance(ctx, now); err != nil {
+			return err
+		}
+	}
+	for _, o := range s.obs {
+		if err := o.Advance(ctx, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resume resumes the Observers in order.
+func (s *Stages) Resume(ctx context.Context) error {
+	for _, o := range s.obs {
+		if err := o.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
