@@ -30,8 +30,8 @@ type StateStore interface {
 // never names a finding that is not in ClickHouse), and every window
 // close advances it, so alerts resolve when findings stop. With a
 // StateStore (NewStatefulSink), every window close also stores the
-// Alerter's state, and Restore resumes it after a restart. The Alerter
-// never blocks it.
+// Alerter's state, and Resume loads it again after a restart or a
+// rebalance. The Alerter never blocks it.
 type Sink struct {
 	a     *Alerter
 	store StateStore // nil: the alert state is not kept
@@ -47,7 +47,9 @@ type Sink struct {
 
 // NewSink returns a Sink that alerts through a and keeps no alert state:
 // a restart forgets the alerts.
-func NewSink(a *Alerter) *Sink { return &Sink{a: a} }
+func NewSink(a *Alerter) *Sink {
+	return &Sink{a: a, log: slog.New(slog.DiscardHandler), saved: map[string]bool{}}
+}
 
 // NewStatefulSink returns a Sink that alerts through a and stores a's
 // state in store under the consumer group's name each time windows close
@@ -61,30 +63,6 @@ func NewStatefulSink(a *Alerter, store StateStore, group string, log *slog.Logge
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Sink{a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
-}
-
-// Restore loads the consumer group's stored alert state into the Alerter,
-// reading with policy (start-up: the caller is its only retrier). Call it
-// once, before the first Write; a Sink without a StateStore restores
-// nothing. A stored state that does not validate is an error: starting
-// without it would fire ongoing conditions again.
-func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
-	if s.store == nil {
-		return nil
-	}
-	var snaps []alert.JobSnapshot
-	err := retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
-		snaps, err = s.store.LoadAlertState(ctx, s.group)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("load alert state of group %s: %w", s.group, err)
-	}
-	if err := s.a.Restore(snaps); err != nil {
-		return fmt.Errorf("alert state of group %s: %w (a state saved by another version of skewlens? use a new --group)", s.group, err)
-	}
-	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps), "firing", len(s.a.Active()))
-	return nil
 }
 
 // Resume drops the Alerter's alerts and loads the consumer group's stored alert state again, in one

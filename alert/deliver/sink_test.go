@@ -116,7 +116,7 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		if err := s.Restore(ctx, policy); err != nil {
+		if err := s.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for i := from; i < to; i++ {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/pipeline/promreg"
-	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -82,27 +81,6 @@ func (s *Sink) OnChange(f func(incident.Change)) {
 // is safe to call twice.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(s.unreg)
-	return nil
-}
-
-// Restore loads the stored incidents into the tracker, reading with
-// policy. Call it once, before the first Write.
-func (s *Sink) Restore(ctx context.Context, policy retry.Policy) error {
-	var (
-		open []incident.Incident
-		seen map[string]int64
-	)
-	err := retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
-		open, seen, err = s.store.LoadIncidents(ctx)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("restore incidents: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tr.Restore(open, seen)
-	s.log.Info("incidents restored", "open", len(open), "jobs", len(seen))
 	return nil
 }
 

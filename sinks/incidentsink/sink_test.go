@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -99,7 +98,7 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	}
 	// A restart replays window 1 and goes on.
 	s2 := newSink(t, store, nil)
-	if err := s2.Restore(ctx, retry.Policy{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}); err != nil {
+	if err := s2.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []int64{1, 2} {

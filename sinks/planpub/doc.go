@@ -18,8 +18,9 @@
 //
 // # Wiring
 //
-// Sink wraps the pipeline's findings sink: after each successful write of
-// findings it feeds them to a plans.Manager and publishes the changes.
+// Sink is a stage of the pipeline (a stream.Observer): the findings of
+// each closed window, once stored, feed a plans.Manager, and Sink
+// publishes the changes.
 // Load reads the topic back after a restart, for plans.Manager.Restore, so
 // that versions continue (Restore; StoredPlans reads the plans table
 // instead when there is no topic). Sink.Resume does the same at each
