@@ -130,3 +130,20 @@ func IncidentID(id Identity, key string, start int64) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
+
+// EachWindow calls fn with each run of recs that share a window end, in
+// order, and the earliest window start among them: windows that end at
+// or before that start are complete, and a condition missing from them
+// is absent. recs must be sorted by window end; finding gives a record's
+// finding. The trackers of alerts and incidents fold findings this way.
+func EachWindow[R any](recs []R, finding func(*R) *skew.Finding, fn func(start, end int64, group []R)) {
+	for i := 0; i < len(recs); {
+		end := finding(&recs[i]).WindowEnd
+		j, start := i, end
+		for ; j < len(recs) && finding(&recs[j]).WindowEnd == end; j++ {
+			start = min(start, finding(&recs[j]).WindowStart)
+		}
+		fn(start, end, recs[i:j])
+		i = j
+	}
+}

@@ -149,16 +149,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Event {
 		return cmp.Compare(hotShare(b.f), hotShare(a.f))
 	})
 	var events []Event
-	for i := 0; i < len(recs); {
-		end := recs[i].f.WindowEnd
-		j, start := i, end
-		for ; j < len(recs) && recs[j].f.WindowEnd == end; j++ {
-			start = min(start, recs[j].f.WindowStart)
-		}
-		group := recs[i:j]
-		i = j
-		// Windows ending at or before this group's start are complete: a
-		// condition missing from them is absent.
+	EachWindow(recs, func(r *record) *skew.Finding { return r.f }, func(start, end int64, group []record) {
 		events = t.expire(start, events)
 		for _, r := range group {
 			if r.f.WindowEnd > t.reports[r.f.JobID] {
@@ -191,7 +182,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Event {
 			}
 		}
 		t.now = max(t.now, end)
-	}
+	})
 	return events
 }
 

@@ -144,16 +144,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		return cmp.Or(cmp.Compare(a.f.WindowEnd, b.f.WindowEnd), cmp.Compare(a.role, b.role), a.c.compare(b.c))
 	})
 	var out []Change
-	for i := 0; i < len(recs); {
-		end := recs[i].f.WindowEnd
-		j, start := i, end
-		for ; j < len(recs) && recs[j].f.WindowEnd == end; j++ {
-			start = min(start, recs[j].f.WindowStart)
-		}
-		group := recs[i:j]
-		i = j
-		// Windows ending at or before this group's start are complete: a
-		// condition missing from them may be over.
+	alert.EachWindow(recs, func(r *record) *skew.Finding { return r.f }, func(start, end int64, group []record) {
 		out = t.expire(start, out)
 		var prev *Incident
 		for _, r := range group {
@@ -176,7 +167,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 			}
 		}
 		t.now = max(t.now, end)
-	}
+	})
 	for _, r := range recs {
 		switch _, ended := t.ended[r.f.JobID]; {
 		case r.role == roleReport:
