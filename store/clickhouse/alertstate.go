@@ -34,13 +34,7 @@ func (w *Writer) SaveAlertState(ctx context.Context, group string, version uint6
 		}
 		rows = append(rows, row{group, st.JobID, string(st.State), version, now})
 	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if w.s.closed {
-		return permanentErr("save alert state", ErrClosed)
-	}
-	op := fmt.Sprintf("insert %d rows into %s", len(rows), tableAlertState)
-	return w.s.classify(ctx, op, w.s.insertRows(ctx, tableAlertState, alertStateColumns, rows))
+	return w.saveJobStates(ctx, "save alert state", tableAlertState, alertStateColumns, rows)
 }
 
 // LoadAlertState returns the latest saved alert state of every job of a
@@ -49,16 +43,8 @@ func (w *Writer) SaveAlertState(ctx context.Context, group string, version uint6
 // the caller (start-up) retries.
 func (w *Writer) LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error) {
 	var out []alert.JobSnapshot
-	err := w.s.query(ctx, "load alert state", "SELECT job_id, argMax(state, version) AS s FROM "+w.s.table(tableAlertState)+
-		" WHERE consumer_group = ? GROUP BY job_id HAVING s != '' ORDER BY job_id", []any{group}, func(rows rowScanner) error {
-		out = out[:0]
-		for rows.Next() {
-			var id, body string
-			if err := rows.Scan(&id, &body); err != nil {
-				return fmt.Errorf("scan %s: %w", tableAlertState, err)
-			}
-			out = append(out, alert.JobSnapshot{JobID: id, State: []byte(body)})
-		}
+	err := w.loadJobStates(ctx, "load alert state", tableAlertState, group, true, func(job, state string) error {
+		out = append(out, alert.JobSnapshot{JobID: job, State: []byte(state)})
 		return nil
 	})
 	if err != nil {

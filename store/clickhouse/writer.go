@@ -128,6 +128,9 @@ func (w *Writer) insert(ctx context.Context, table string, size int, fill func(a
 	return err
 }
 
+// tableEngineState is the engine's state table (migration 0002).
+const tableEngineState = "engine_state"
+
 // stateColumns are the engine_state columns SaveState inserts.
 var stateColumns = []string{"consumer_group", "job_id", "closed_up_to", "state", "version", "saved_at"}
 
@@ -151,13 +154,7 @@ func (w *Writer) SaveState(ctx context.Context, group string, version uint64, st
 		}
 		rows = append(rows, row{group, st.JobID, st.ClosedUpTo, string(b), version, now})
 	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if w.s.closed {
-		return permanentErr("save state", ErrClosed)
-	}
-	op := fmt.Sprintf("insert %d rows into engine_state", len(rows))
-	return w.s.classify(ctx, op, w.s.insertRows(ctx, "engine_state", stateColumns, rows))
+	return w.saveJobStates(ctx, "save state", tableEngineState, stateColumns, rows)
 }
 
 // LoadState returns the latest saved state of every job of a consumer
@@ -166,19 +163,12 @@ func (w *Writer) SaveState(ctx context.Context, group string, version uint64, st
 // findings. It makes one attempt; the caller (start-up) retries.
 func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, error) {
 	var out []skew.JobState
-	err := w.s.query(ctx, "load engine state", "SELECT job_id, argMax(state, version) FROM "+w.s.table("engine_state")+
-		" WHERE consumer_group = ? GROUP BY job_id ORDER BY job_id", []any{group}, func(rows rowScanner) error {
-		for rows.Next() {
-			var id, body string
-			if err := rows.Scan(&id, &body); err != nil {
-				return fmt.Errorf("scan engine_state: %w", err)
-			}
-			var st skew.JobState
-			if err := json.Unmarshal([]byte(body), &st); err != nil {
-				return permanentErr(fmt.Sprintf("decode engine state of job %.64q", id), err)
-			}
-			out = append(out, st)
+	err := w.loadJobStates(ctx, "load engine state", tableEngineState, group, false, func(job, state string) error {
+		var st skew.JobState
+		if err := json.Unmarshal([]byte(state), &st); err != nil {
+			return permanentErr(fmt.Sprintf("decode engine state of job %.64q", job), err)
 		}
+		out = append(out, st)
 		return nil
 	})
 	if err != nil {
