@@ -44,6 +44,12 @@ type Alerter struct {
 	m       *alerterMetrics
 	log     *slog.Logger
 	refused uint64 // alert.Tracker.Refused already counted in the metric
+	// receipts are why incidents closed (IncidentClosed), by incident id,
+	// for the resolved notification of their alert; at most maxReceipts,
+	// the oldest dropped first (order).
+	receipts map[string]string
+	order    []string
+	max      int
 }
 
 // New returns an Alerter delivering to targets (it owns them: Stop closes
@@ -70,7 +76,31 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 	if err != nil {
 		return nil, fmt.Errorf("alerter: %w", err)
 	}
-	return &Alerter{t: t, out: out, m: m, log: log}, nil
+	return &Alerter{t: t, out: out, m: m, log: log, receipts: map[string]string{}, max: t.Config().MaxTracked}, nil
+}
+
+// IncidentClosed tells the Alerter why an incident closed (for example
+// "resolved by plan v2: busy 990 → 510 ms/s, …"): the resolved
+// notification of its alert (the alert whose incident_id is id) carries
+// it as the annotation "resolution". Incidents close before their alert
+// resolves (an alert waits ResolveAfter); the Alerter keeps the latest
+// receipts of as many incidents as it tracks alerts, the oldest dropped
+// first. An empty why is ignored. Receipts are not part of the saved
+// state: after a restart a resolved notification may lack one.
+func (a *Alerter) IncidentClosed(id, why string) {
+	if why == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.receipts[id]; !ok {
+		a.order = append(a.order, id)
+	}
+	a.receipts[id] = why
+	for len(a.order) > a.max {
+		delete(a.receipts, a.order[0])
+		a.order = a.order[1:]
+	}
 }
 
 // Observe feeds the findings of closed windows (call it once they are
@@ -146,6 +176,10 @@ func (a *Alerter) handle(events []alert.Event) {
 	for i := range events {
 		e := &events[i]
 		a.m.transitions.WithLabelValues(string(e.Kind)).Inc()
+		if why, ok := a.receipts[e.Alert.IncidentID]; ok && e.Kind == alert.EventResolved {
+			e.Alert.Annotations["resolution"] = why
+			delete(a.receipts, e.Alert.IncidentID) // its id leaves order with the oldest
+		}
 		if e.Notify() {
 			out = append(out, e.Alert)
 		}

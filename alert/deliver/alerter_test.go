@@ -137,3 +137,47 @@ func TestRetry(t *testing.T) {
 }
 
 var errTest = errors.New("test")
+
+// TestAlerterReceipt: the resolved notification of an alert whose
+// incident closed with a receipt carries it; another alert's does not,
+// and receipts beyond MaxTracked drop the oldest.
+func TestAlerterReceipt(t *testing.T) {
+	r := newRecorder()
+	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1, MaxTracked: 2}, Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
+		[]Target{{"rec", r}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	a.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)})
+	a.Advance(win)
+	waitFor(t, "firing", func() bool { return len(r.ids()) >= 2 })
+	ids := map[string]string{}
+	for _, al := range a.Active() {
+		ids[al.Labels["cause"]] = al.IncidentID
+	}
+	const why = "resolved by plan v2: busy 990 → 510 ms/s, 40s after the plan"
+	a.IncidentClosed(ids[skew.CauseDataSkew], why)
+	a.IncidentClosed("other-1", "job stopped reporting")
+	a.IncidentClosed(ids[skew.CauseDataSkew], why) // again: one entry
+	a.IncidentClosed("", "")                       // ignored
+	a.Advance(200_000)
+	waitFor(t, "resolved", func() bool { return len(r.ids()) >= 4 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, al := range r.got {
+		got := al.Annotations["resolution"]
+		want := ""
+		if al.Status == alert.StatusResolved && al.Labels["cause"] == skew.CauseDataSkew {
+			want = why
+		}
+		if got != want {
+			t.Errorf("%s %s: resolution %q, want %q", al.ID, al.Status, got, want)
+		}
+	}
+	a.IncidentClosed("other-2", "x")
+	a.IncidentClosed("other-3", "y") // beyond MaxTracked: the oldest goes
+	if _, ok := a.receipts["other-1"]; ok || len(a.receipts) != 2 {
+		t.Errorf("receipts %v: want other-2 and other-3", a.receipts)
+	}
+}

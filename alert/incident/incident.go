@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -66,6 +67,22 @@ type Incident struct {
 // the end of its latest window.
 func (in *Incident) Duration() time.Duration {
 	return time.Duration(in.LastSeen-in.Start) * time.Millisecond
+}
+
+// Why says why a closed incident closed, with the fix's receipt when a
+// plan relieved it: "resolved by plan v2: busy 990 → 510 ms/s, key on 4
+// subtasks, 40s after the plan". It is empty when the incident closed
+// only because its condition was absent (or is open).
+func (in *Incident) Why() string {
+	why := in.Resolution
+	if p := in.Plan; why != "" && p != nil && p.RelievedAt > 0 {
+		why += fmt.Sprintf(": busy %.0f → %.0f ms/s", p.BusyBefore, p.BusyAfter)
+		if p.KeySubtasks > 1 {
+			why += fmt.Sprintf(", key on %d subtasks", p.KeySubtasks)
+		}
+		why += fmt.Sprintf(", %s after the plan", time.Duration(p.RelievedAt-p.At)*time.Millisecond)
+	}
+	return why
 }
 
 // PlanEffect is what a salting plan did for a data_skew incident: the

@@ -530,6 +530,20 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 	if p.BusyBefore < 800 || p.BusyAfter >= 800 || p.Version != uint64(plan.Version) || receipt.State != incident.StateClosed {
 		t.Errorf("receipt %+v of plan v%d: want busy from at least 800 ms/s to under it", *p, plan.Version)
 	}
+	// The data_skew alert's resolved notification carries the receipt.
+	var resolved alert.Alert
+	l.waitFor(time.Minute, "the data_skew alert resolved", func() bool {
+		for _, a := range rec.all() {
+			if a.Status == alert.StatusResolved && a.Labels["cause"] == "data_skew" && a.Labels["subtask"] == strconv.Itoa(hotSub) {
+				resolved = a
+				return true
+			}
+		}
+		return false
+	})
+	if why := resolved.Annotations["resolution"]; why != receipt.Why() {
+		t.Errorf("the resolved data_skew alert says %q, want the incident's receipt %q", why, receipt.Why())
+	}
 	quiet := reliefAt.Add(10 * time.Second)
 	for _, in := range l.incidents(ctx) {
 		if in.Cause == "hot_key" && in.Key == hotKey && (in.Start >= quiet.UnixMilli() || in.State == incident.StateOpen) {

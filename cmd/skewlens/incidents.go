@@ -55,17 +55,9 @@ func writeIncidentText(w io.Writer, label string, in *incident.Incident, width i
 		detail = fmt.Sprintf("plan v%d not working: served %s ago; ", p.Version,
 			time.Duration(in.LastSeen-p.At)*time.Millisecond) + detail
 	}
-	if in.Resolution != "" {
+	if why := in.Why(); why != "" {
 		// Why it closed comes first: the rest is history.
-		why := termtext.Clean(in.Resolution, 0, false)
-		if p := in.Plan; p != nil && p.RelievedAt > 0 {
-			why += fmt.Sprintf(": busy %.0f → %.0f ms/s", p.BusyBefore, p.BusyAfter)
-			if p.KeySubtasks > 1 {
-				why += fmt.Sprintf(", key on %d subtasks", p.KeySubtasks)
-			}
-			why += fmt.Sprintf(", %s after the plan", time.Duration(p.RelievedAt-p.At)*time.Millisecond)
-		}
-		detail = why + "; " + detail
+		detail = termtext.Clean(why, 0, false) + "; " + detail
 	}
 	if in.Summary != "" {
 		detail += " — " + termtext.Clean(in.Summary, 0, false)

@@ -298,6 +298,13 @@ func (c *runCmd) Run(e *env) error {
 	// close and, against real brokers, resumed (by the runner, at each
 	// assignment), so an ongoing condition does not fire again after a
 	// restart or a rebalance.
+	// An alert resolves after its incident closed: its resolved
+	// notification says why (the fix's receipt).
+	incSink.OnChange(func(ch incident.Change) {
+		if ch.Kind == incident.Closed {
+			alerter.IncidentClosed(ch.Incident.ID, ch.Incident.Why())
+		}
+	})
 	alertSink, err := deliver.NewStatefulSink(alerter, store.Writer(), c.Group, log)
 	if err != nil {
 		return err

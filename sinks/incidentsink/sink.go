@@ -46,7 +46,7 @@ type Sink struct {
 	tr       *incident.Tracker
 	pending  []incident.Change
 	index    map[string]int // position in pending, by incident id
-	onChange func(incident.Change)
+	onChange []func(incident.Change)
 }
 
 // New returns a Sink writing incidents to store, tracking them with tr,
@@ -68,13 +68,14 @@ func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Reg
 	return s, nil
 }
 
-// OnChange sets a function called with every change once it is stored,
-// in order (for example to print it). It runs under the Sink's lock and
-// must not block. Set it before the first Write.
+// OnChange adds a function called with every change once it is stored,
+// in order (for example to print it, or to give an alert its receipt);
+// functions are called in the order they were added. They run under the
+// Sink's lock and must not block. Add them before the first Observe.
 func (s *Sink) OnChange(f func(incident.Change)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.onChange = f
+	s.onChange = append(s.onChange, f)
 }
 
 // Close unregisters the Sink's metrics; it does not close the store, and
@@ -161,8 +162,8 @@ func (s *Sink) flush(ctx context.Context) error {
 	}
 	for _, c := range s.pending {
 		s.m.changes.WithLabelValues(string(c.Kind)).Inc()
-		if s.onChange != nil {
-			s.onChange(c)
+		for _, f := range s.onChange {
+			f(c)
 		}
 	}
 	clear(s.pending)
