@@ -311,8 +311,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// The stages of a window close, in order: the findings stored, then
 	// the plans made (incidents ask for them), the incidents folded, the
-	// alerts sent; a window's findings reach every stage before the next
-	// window's.
+	// alerts sent.
 	stages := stream.NewStages(store.Writer(), planSink, incSink, alertSink)
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group, Afresh: !resume},
 		kafkasrc.ForStream(src), stage, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)

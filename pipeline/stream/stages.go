@@ -15,7 +15,8 @@ import (
 // a failed call is retried as a whole (Observe and Advance must ignore
 // what they already took in).
 type Observer interface {
-	// Observe takes the findings of one closed window.
+	// Observe takes the findings of closed windows: a batch, of one or
+	// more windows and jobs.
 	Observe(ctx context.Context, version uint64, fs []skew.Finding) error
 	// Advance takes event time passing to now, the end of the last closed
 	// window, even when that window had no findings.
@@ -27,13 +28,12 @@ type Observer interface {
 
 // Stages is the Sink of a pipeline with stateful stages: the store, then
 // the Observers, called in their order. It is the one place that decides
-// the order in which a window's findings reach the stages:
+// the order in which findings reach the stages:
 //
-//   - Write stores the whole batch, then gives each Observer the findings
-//     of one window at a time (a batch holds the windows closed together,
-//     in order of their end), all Observers a window before the next, so
-//     that what a stage sees of another (an incident asks for the plan of
-//     its task) does not depend on how windows were batched;
+//   - Write stores the batch (the windows closed together, of one or more
+//     jobs), then gives it to each Observer in turn; an Observer folds
+//     the windows of a batch in order of their end, and does its I/O
+//     once per batch;
 //   - Advance and Resume call the Observers in order.
 //
 // The first error stops a call and is returned as it is.
@@ -48,22 +48,15 @@ func NewStages(store Sink, obs ...Observer) *Stages {
 	return &Stages{store: store, obs: obs}
 }
 
-// Write stores fs and gives them to the Observers, window by window.
+// Write stores fs, then gives them to the Observers.
 func (s *Stages) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	if err := s.store.Write(ctx, version, fs); err != nil {
 		return err
 	}
-	for i := 0; i < len(fs); {
-		j := i + 1
-		for j < len(fs) && fs[j].WindowEnd == fs[i].WindowEnd {
-			j++
+	for _, o := range s.obs {
+		if err := o.Observe(ctx, version, fs); err != nil {
+			return err
 		}
-		for _, o := range s.obs {
-			if err := o.Observe(ctx, version, fs[i:j]); err != nil {
-				return err
-			}
-		}
-		i = j
 	}
 	return nil
 }

@@ -50,11 +50,11 @@ func (o logObserver) Advance(_ context.Context, now time.Time) error {
 
 func (o logObserver) Resume(context.Context) error { return o.l.call(o.name, "resume") }
 
-// TestStages: the store first, then each window's findings through every
-// Observer before the next window's; the first error stops the call.
+// TestStages: the store first, then each Observer in order; the first
+// error stops the call.
 func TestStages(t *testing.T) {
 	down := errors.New("down")
-	batch := []skew.Finding{{WindowEnd: 1000}, {WindowEnd: 1000}, {WindowEnd: 2000}, {WindowEnd: 3000}}
+	batch := []skew.Finding{{WindowEnd: 1000}, {WindowEnd: 2000}, {WindowEnd: 1000}, {WindowEnd: 3000}}
 	tests := []struct {
 		name    string
 		do      func(context.Context, *Stages) error
@@ -62,17 +62,17 @@ func TestStages(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{name: "write, window by window",
+		{name: "write",
 			do:   func(ctx context.Context, s *Stages) error { return s.Write(ctx, 1, batch) },
-			want: []string{"store:write 4", "plans:observe 11", "incidents:observe 11", "plans:observe 2", "incidents:observe 2", "plans:observe 3", "incidents:observe 3"}},
+			want: []string{"store:write 4", "plans:observe 1213", "incidents:observe 1213"}},
 		{name: "a failed store observes nothing", fail: "store:write 4", wantErr: true,
 			do:   func(ctx context.Context, s *Stages) error { return s.Write(ctx, 1, batch) },
 			want: []string{"store:write 4"}},
-		{name: "a failed observer stops the write", fail: "incidents:observe 2", wantErr: true,
+		{name: "a failed observer stops the write", fail: "plans:observe 1213", wantErr: true,
 			do:   func(ctx context.Context, s *Stages) error { return s.Write(ctx, 1, batch) },
-			want: []string{"store:write 4", "plans:observe 11", "incidents:observe 11", "plans:observe 2", "incidents:observe 2"}},
+			want: []string{"store:write 4", "plans:observe 1213"}},
 		{name: "write of nothing", do: func(ctx context.Context, s *Stages) error { return s.Write(ctx, 1, nil) },
-			want: []string{"store:write 0"}},
+			want: []string{"store:write 0", "plans:observe ", "incidents:observe "}},
 		{name: "advance in order",
 			do:   func(ctx context.Context, s *Stages) error { return s.Advance(ctx, time.UnixMilli(5000)) },
 			want: []string{"plans:advance 5", "incidents:advance 5"}},
