@@ -45,8 +45,8 @@ type Alerter struct {
 	log     *slog.Logger
 	refused uint64 // alert.Tracker.Refused already counted in the metric
 	// receipts are why incidents closed (IncidentClosed), by incident id,
-	// for the resolved notification of their alert; at most maxReceipts,
-	// the oldest dropped first (order).
+	// for the resolved notification of their alert; order holds their
+	// ids, oldest first, at most max (MaxTracked): the oldest go first.
 	receipts map[string]string
 	order    []string
 	max      int

@@ -31,9 +31,9 @@ type Observer interface {
 // the order in which findings reach the stages:
 //
 //   - Write stores the batch (the windows closed together, of one or more
-//     jobs), then gives it to each Observer in turn; an Observer folds
-//     the windows of a batch in order of their end, and does its I/O
-//     once per batch;
+//     jobs), then gives it to each Observer in turn; each does its I/O
+//     once per batch (the trackers fold a batch window by window:
+//     alert.EachWindow);
 //   - Advance and Resume call the Observers in order.
 //
 // The first error stops a call and is returned as it is.
