@@ -141,19 +141,6 @@ func (a *Alerter) Snapshot() ([]alert.JobSnapshot, error) {
 	return a.t.Snapshot()
 }
 
-// Restore is alert.Tracker.Restore: call it before the first Observe. It
-// sends nothing (the restored alerts were notified before the restart)
-// and sets the firing and pending gauges.
-func (a *Alerter) Restore(snaps []alert.JobSnapshot) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.t.Restore(snaps); err != nil {
-		return err
-	}
-	a.handle(nil)
-	return nil
-}
-
 // Reset drops the tracker's alerts (alert.Tracker.Reset) and restores
 // snaps, sending nothing: the restored alerts were notified before. On
 // an error the tracker is left empty.

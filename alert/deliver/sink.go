@@ -65,12 +65,12 @@ func NewStatefulSink(a *Alerter, store StateStore, group string, log *slog.Logge
 	return &Sink{a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
 }
 
-// Resume drops the Alerter's alerts and loads the consumer group's stored alert state again, in one
-// attempt (the pipeline retries it). The pipeline calls it when
-// partitions are assigned: jobs that moved away are no longer resolved
-// or stored here, and jobs that moved here resume their alerts. A Sink
-// without a StateStore forgets its alerts. A stored state that does not
-// validate is a permanent error.
+// Resume drops the Alerter's alerts and loads the consumer group's
+// stored alert state again, in one attempt (the pipeline retries it).
+// The pipeline calls it when partitions are assigned: jobs that moved
+// away are no longer resolved or stored here, and jobs that moved here
+// resume their alerts. A Sink without a StateStore forgets its alerts. A
+// stored state that does not validate is a permanent error.
 func (s *Sink) Resume(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,10 +96,10 @@ func (s *Sink) Observe(_ context.Context, _ uint64, fs []skew.Finding) error {
 	return nil
 }
 
-// Advance advances the Alerter to now, the end of the last closed window, and stores the
-// Alerter's state (with a StateStore). Calling it again with the same now
-// (the pipeline retries a failed Advance) changes no alert and stores the
-// state again.
+// Advance advances the Alerter to now, the end of the last closed
+// window, and stores the Alerter's state (with a StateStore). Calling it
+// again with the same now (the pipeline retries a failed Advance)
+// changes no alert and stores the state again.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 	s.a.Advance(now.UnixMilli())
 	if s.store == nil {

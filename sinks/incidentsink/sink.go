@@ -85,12 +85,12 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-// Resume drops the tracked incidents and the changes not stored yet, and loads the stored
-// incidents again, in one attempt (the pipeline retries it). The
-// pipeline calls it when partitions are assigned: the incidents of jobs
-// that moved away are not closed here, and those of jobs that moved here
-// go on. Unstored changes are dropped because their windows' offsets are
-// not committed: the jobs' owner reads them again.
+// Resume drops the tracked incidents and the changes not stored yet, and
+// loads the stored incidents again, in one attempt (the pipeline retries
+// it). The pipeline calls it when partitions are assigned: the incidents
+// of jobs that moved away are not closed here, and those of jobs that
+// moved here go on. Unstored changes are dropped because their windows'
+// offsets are not committed: the jobs' owner reads them again.
 func (s *Sink) Resume(ctx context.Context) error {
 	open, seen, err := s.store.LoadIncidents(ctx)
 	if err != nil {
