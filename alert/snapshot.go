@@ -90,9 +90,6 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 		return j
 	}
 	for _, st := range t.states {
-		if t.dormant[st.id.JobID] {
-			continue
-		}
 		j := job(st.id.JobID)
 		a := snapAlert{
 			TaskName: st.id.TaskName, Subtask: st.id.Subtask, Cause: st.id.Cause, Firing: st.firing,
@@ -106,14 +103,10 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 		j.Alerts = append(j.Alerts, a)
 	}
 	for id := range t.reports {
-		if !t.dormant[id] {
-			job(id)
-		}
+		job(id)
 	}
 	for id := range t.restored {
-		if !t.dormant[id] {
-			job(id)
-		}
+		job(id)
 	}
 	ids := make([]string, 0, len(jobs))
 	for id := range jobs {
@@ -148,7 +141,6 @@ func (t *Tracker) Reset() {
 	clear(t.states)
 	clear(t.reports)
 	clear(t.restored)
-	clear(t.dormant)
 	t.now, t.firing = 0, 0
 }
 
@@ -164,17 +156,12 @@ const maxSnapString = 64 << 10
 // nothing is restored. Alerts beyond MaxTracked are refused and counted
 // (Refused), as Observe refuses them.
 //
-// A restored job is dormant until a finding of it (of any kind) is
-// observed or JobsReported names it: its alerts neither resolve nor
-// appear in Snapshot meanwhile. Instances of one consumer group all load
-// every job's state, and only the one that consumes a job may resolve its
-// alerts, as only it sees its findings. The pipeline writes a
-// subtask_stats finding per subtask and window by default, so a job that
-// still reports wakes in its first window, and an alert whose condition
-// ended while the pipeline was down then resolves, at the event time an
+// Give it the states of the jobs this tracker owns only (the pipeline
+// restores those whose engine state it restored): it resolves and
+// snapshots their alerts as it does its own. An alert whose condition
+// ended while the pipeline was down resolves at the event time an
 // uninterrupted tracker would have resolved it; a firing alert whose
-// condition goes on does not fire again. An alert of a job that never
-// reports again stays firing, and is not notified again.
+// condition goes on does not fire again.
 //
 // The tracker's event time is not taken from what is restored: the jobs
 // of a consumer group progress apart (a job that moved here resumes from
@@ -205,7 +192,6 @@ func (t *Tracker) Restore(snaps []JobSnapshot) error {
 	}
 	for _, j := range jobs {
 		t.restored[j.JobID] = j.Now
-		t.dormant[j.JobID] = true
 		if j.Reported > 0 {
 			t.reports[j.JobID] = j.Reported
 		}

@@ -27,11 +27,8 @@ type Tracker struct {
 	firing  int
 	refused uint64
 	// restored holds the jobs Restore brought back, with the event time
-	// their saved state was taken at, and dormant those of them no
-	// finding or report has been seen of since: their alerts neither
-	// resolve nor are snapshotted (see Restore).
+	// their saved state was taken at.
 	restored map[string]int64
-	dormant  map[string]bool
 }
 
 // state is one tracked alert: pending until it fires, then firing until
@@ -101,7 +98,6 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 		states:   make(map[Identity]*state),
 		reports:  make(map[string]int64),
 		restored: make(map[string]int64),
-		dormant:  make(map[string]bool),
 	}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
@@ -133,7 +129,6 @@ func (t *Tracker) Observe(fs []skew.Finding) []Event {
 		if f.JobID == "" || f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
-		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
 		id, ok := identityOf(f)
 		recs = append(recs, record{id: id, alertable: ok && t.causes[id.Cause], f: f})
 	}
@@ -212,7 +207,6 @@ func (t *Tracker) endJob(f *skew.Finding, events []Event) []Event {
 	}
 	delete(t.reports, f.JobID)
 	delete(t.restored, f.JobID)
-	delete(t.dormant, f.JobID)
 	return events
 }
 
@@ -308,7 +302,6 @@ func (t *Tracker) Advance(watermark int64) []Event {
 // findings, before the Advance for that window.
 func (t *Tracker) JobsReported(windowEnd int64, jobIDs ...string) {
 	for _, j := range jobIDs {
-		delete(t.dormant, j)
 		if j != "" && windowEnd > t.reports[j] {
 			t.reports[j] = windowEnd
 		}
@@ -329,9 +322,6 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 	}
 	var done []over
 	for _, st := range t.states {
-		if t.dormant[st.id.JobID] {
-			continue
-		}
 		clock := now
 		if t.cfg.RequireReports {
 			last, ok := t.reports[st.id.JobID]
@@ -370,7 +360,7 @@ func (t *Tracker) expire(at int64, events []Event) []Event {
 	// of theirs is older than both horizons.
 	horizon := now - max(resolveAfter, silentAfter)
 	for j, last := range t.reports {
-		if last < horizon && !t.dormant[j] {
+		if last < horizon {
 			delete(t.reports, j)
 		}
 	}

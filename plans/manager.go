@@ -24,12 +24,8 @@ type Manager struct {
 	tasks map[string]*taskState // by Key(job, task)
 	// now is the latest event time seen (window ends, Advance; not
 	// restored plans, see Restore); overrides take effect at it.
-	now time.Time
-	// dormant holds the jobs of restored plans that no finding has been
-	// observed of since: their plans neither change with time nor are
-	// published (see Restore).
-	dormant map[string]bool
-	stats   Stats
+	now   time.Time
+	stats Stats
 }
 
 // Stats counts what the Manager left out, for the caller's metrics.
@@ -90,7 +86,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, tasks: map[string]*taskState{}, dormant: map[string]bool{}}, nil
+	return &Manager{cfg: cfg, tasks: map[string]*taskState{}}, nil
 }
 
 // Reset drops every plan, override and event time: the Manager is then as
@@ -103,16 +99,7 @@ func (m *Manager) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.tasks)
-	clear(m.dormant)
 	m.now = time.Time{}
-}
-
-// wake marks job as read here (a finding of it was observed): its
-// restored plans are this Manager's to change and publish from now on.
-func (m *Manager) wake(job string) {
-	if len(m.dormant) > 0 {
-		delete(m.dormant, job)
-	}
 }
 
 // Config returns the Manager's configuration with its defaults filled in.
@@ -142,8 +129,6 @@ func (m *Manager) Config() Config { return m.cfg }
 // be retired after the cooldown, the skew would come back, and the plan
 // would flap with a period of about the cooldown. (The key samples must
 // carry the original key for this, not the salted one.)
-//
-// A finding of any kind wakes its job's restored plans (see Restore).
 func (m *Manager) Observe(f *skew.Finding) []Change {
 	if f == nil {
 		return nil
@@ -155,14 +140,10 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 	case f.Kind == skew.KindJobEnd && f.JobEnd != nil:
 		return m.endJob(f)
 	default:
-		m.mu.Lock()
-		m.wake(f.JobID)
-		m.mu.Unlock()
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.wake(f.JobID)
 	p := f.Plan
 	r, err := keygroup.NewRouter(p.Parallelism, p.MaxParallelism)
 	if err != nil || p.MaxParallelism == 0 || checkJobID(f.JobID) != nil ||
@@ -236,7 +217,6 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 func (m *Manager) endJob(f *skew.Finding) []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.dormant, f.JobID)
 	now := time.UnixMilli(f.WindowEnd).UTC()
 	if now.After(m.now) {
 		m.now = now
@@ -279,7 +259,6 @@ func (m *Manager) endJob(f *skew.Finding) []Change {
 func (m *Manager) observeHotKey(f *skew.Finding) []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.wake(f.JobID)
 	st := m.tasks[Key(f.JobID, f.TaskName)]
 	if st == nil {
 		return nil
@@ -310,7 +289,7 @@ func (m *Manager) observeHotKey(f *skew.Finding) []Change {
 // left), plans not confirmed for the TTL are retired, and tasks retired
 // for longer than Config.RetainRetired are forgotten. Pinned and
 // overridden plans are not retired by time. Changes are sorted by job and
-// task. The plans of dormant jobs (see Restore) are left as they are.
+// task.
 func (m *Manager) Advance(now time.Time) []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -322,9 +301,6 @@ func (m *Manager) Advance(now time.Time) []Change {
 	var out []Change
 	for _, id := range m.ids() {
 		st := m.tasks[id]
-		if m.dormant[st.job] {
-			continue
-		}
 		m.cool(st, now)
 		if len(st.keys) > 0 && !now.Before(st.updated.Add(m.cfg.TTL)) {
 			clear(st.keys)
@@ -341,14 +317,13 @@ func (m *Manager) Advance(now time.Time) []Change {
 // Current returns the plans served now, sorted by job and task. The
 // plans are copies: their shares, LastHotAt, UpdatedAt and ExpiresAt are
 // the latest, while Version and GeneratedAt are those of the version last
-// published. The plans of dormant jobs (see Restore) are left out: they
-// are as restored, and another instance may publish newer ones.
+// published.
 func (m *Manager) Current() []Plan {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Plan
 	for _, id := range m.ids() {
-		if p := m.tasks[id].served; p != nil && !m.dormant[p.JobID] {
+		if p := m.tasks[id].served; p != nil {
 			out = append(out, *clonePlan(p))
 		}
 	}
@@ -390,22 +365,14 @@ func (m *Manager) Stats() Stats {
 // skipped and reported in the error; the others are restored all the
 // same.
 //
-// The jobs of restored plans are dormant until a finding of them (of any
-// kind) is observed: until then Advance neither cools, expires nor
-// retires their plans, SetOverrides changes what they will serve but
-// publishes no change of them, and Current leaves them out. Instances of
-// one consumer group all restore every job's plans, and only the one that
-// reads a job sees the findings that confirm its plans; another would
-// retire them, or publish an older state over the owner's. The pipeline
-// writes a subtask_stats finding per subtask and window by default, so a
-// job that still reports wakes in its first window, and its plans then
-// go on as without the restart. The plans of a job that never reports
-// again stay as they are (readers judge them by ExpiresAt).
+// Give it the plans of the jobs this Manager owns only (the pipeline
+// restores those whose engine state it restored): the Manager then
+// cools, expires, retires and publishes them as it does its own.
 //
-// The Manager's event time is not taken from what is restored, for the
-// same reason: the jobs of a group progress apart, and the time of the
-// furthest one would cool the keys of the others at their first window.
-// The first Observe or Advance sets it.
+// The Manager's event time is not taken from what is restored: plans are
+// stored as they changed, and the time of the newest one would cool the
+// keys of the others before their jobs' next findings. The first Observe
+// or Advance sets it.
 func (m *Manager) Restore(ps []Plan) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -445,7 +412,6 @@ func (m *Manager) Restore(ps []Plan) error {
 					salted: slices.Clone(k.Salted), lastHot: k.LastHotAt}
 			}
 		}
-		m.dormant[p.JobID] = true
 	}
 	return errors.Join(errs...)
 }
@@ -472,9 +438,7 @@ func (m *Manager) restorable(p *Plan) error {
 // freezes the engine's plan as it is now; one that loses it serves the
 // engine's plan again. Overrides take effect at the latest event time the
 // Manager has seen. Overrides that fail Validate are left out and
-// reported in the error; the others take effect all the same. The plans
-// of dormant jobs (see Restore) take the overrides but make no change
-// until their job wakes; the first Advance after that publishes it.
+// reported in the error; the others take effect all the same.
 func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -526,9 +490,7 @@ func (m *Manager) SetOverrides(ovs []Override) ([]Change, error) {
 			st.pinned, st.frozen = false, nil
 		}
 		st.ovs = nov
-		if !m.dormant[st.job] {
-			out = m.publish(st, at, out)
-		}
+		out = m.publish(st, at, out)
 	}
 	return out, errors.Join(errs...)
 }

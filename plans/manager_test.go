@@ -461,14 +461,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestRestoreDormantUntilObserved: the plans of a consumer group are
-// restored on every instance, and a job's plans change and publish only
-// once a finding of it is observed (the instance reads it). The jobs'
-// plans are at different event times, and a job that wakes goes on at its
-// own: the furthest plan's time does not cool its keys.
-func TestRestoreDormantUntilObserved(t *testing.T) {
-	// The group's plans: j/agg last confirmed at 20 s (its key a last hot
-	// then), k/agg at 1000 s.
+// TestRestoreGoesOn: restored plans (the pipeline restores those of the
+// jobs it owns) are served at once and go on as if there had been no
+// restart: each key cools at its own last hot time, findings confirm and
+// change them, overrides take effect. The Manager's time is not that of
+// the newest restored plan, which would cool the keys of the others.
+func TestRestoreGoesOn(t *testing.T) {
+	// The plans: j/agg last confirmed at 20 s (its key a last hot then),
+	// k/agg at 1000 s.
 	a := newManager(t, Config{})
 	a.Observe(finding(t, 10, 8, hk{key: "a", buckets: 4}))
 	a.Observe(finding(t, 20, 8, hk{key: "a", buckets: 4}))
@@ -478,10 +478,7 @@ func TestRestoreDormantUntilObserved(t *testing.T) {
 	if len(group) != 2 {
 		t.Fatalf("group plans %+v, want j/agg and k/agg", group)
 	}
-	stats := func(job string, sec int) *skew.Finding {
-		end := at(sec).UnixMilli()
-		return &skew.Finding{Kind: skew.KindSubtaskStats, JobID: job, TaskName: "src", WindowStart: end - 10000, WindowEnd: end}
-	}
+	both := []string{"j/agg v1 p8 a:4", "k/agg v1 p8 x:2"}
 	pinK := []Override{{JobID: "k", TaskName: "agg", Action: ActionPin, At: at(900)}}
 	type op struct {
 		observe *skew.Finding
@@ -494,25 +491,21 @@ func TestRestoreDormantUntilObserved(t *testing.T) {
 		name string
 		ops  []op
 	}{
-		{"dormant plans neither change with time nor are current", []op{
-			{advance: 5000, want: nil, current: nil},
+		{"restored plans are served at once", []op{
+			{advance: 30, want: nil, current: both},
 		}},
-		{"a job wakes at its own time, behind the furthest plan", []op{
-			{observe: stats("j", 30), current: []string{"j/agg v1 p8 a:4"}},
-			{advance: 30, want: nil, current: []string{"j/agg v1 p8 a:4"}},
-			// a cools down 600 s after it was last hot, by j's own time;
-			// k's plan stays, dormant.
-			{advance: 630, want: []string{"retired"}, current: nil},
+		{"each key cools at its own time", []op{
+			// a cools down 600 s after it was last hot; x at 1600 s.
+			{advance: 630, want: []string{"retired"}, current: []string{"k/agg v1 p8 x:2"}},
+			{advance: 1610, want: []string{"k/agg retired"}, current: nil},
 		}},
-		{"a plan finding wakes its job, and the plan goes on", []op{
-			{observe: finding(t, 30, 8, hk{key: "a", buckets: 4}), want: nil, current: []string{"j/agg v1 p8 a:4"}},
+		{"a plan finding goes on from the restored plan", []op{
+			{observe: finding(t, 30, 8, hk{key: "a", buckets: 4}), want: nil, current: both},
 			{observe: finding(t, 40, 8, hk{key: "a", buckets: 4}, hk{key: "b", buckets: 2}), want: []string{"v2 p8 a:4,b:2"},
-				current: []string{"j/agg v2 p8 a:4,b:2"}},
+				current: []string{"j/agg v2 p8 a:4,b:2", "k/agg v1 p8 x:2"}},
 		}},
-		{"overrides of a dormant job take effect when it wakes", []op{
-			{ovs: pinK, want: nil, current: nil},
-			{observe: stats("k", 1010), want: nil, current: []string{"k/agg v1 p8 x:2"}},
-			{advance: 1010, want: []string{"k/agg v2 p8 x:2 pinned"}, current: []string{"k/agg v2 p8 x:2 pinned"}},
+		{"overrides take effect at once", []op{
+			{ovs: pinK, want: []string{"k/agg v2 p8 x:2 pinned"}, current: []string{"j/agg v1 p8 a:4", "k/agg v2 p8 x:2 pinned"}},
 		}},
 	}
 	for _, tt := range tests {
@@ -544,11 +537,6 @@ func TestRestoreDormantUntilObserved(t *testing.T) {
 				if !eq(cur, o.current) {
 					t.Fatalf("op %d: current %q, want %q", i, cur, o.current)
 				}
-			}
-			// Dormant or not, the Manager knows every restored plan's
-			// version, so that versions never go back.
-			if p := m.Plan("k", "agg"); p == nil || p.Version == 0 {
-				t.Fatalf("k/agg: %+v", p)
 			}
 		})
 	}

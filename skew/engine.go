@@ -45,9 +45,12 @@ type Engine struct {
 	jobs map[string]*jobState
 	// refusedJobs counts events refused at Config.MaxJobs.
 	refusedJobs uint64
-	open        []int64 // starts of open windows, ascending
-	closedUpTo  int64   // events before this time are late
-	last        *taskState
+	// dropped holds the ids of the jobs freed since the last Snapshot,
+	// for its tombstones (see dropJob).
+	dropped    []string
+	open       []int64 // starts of open windows, ascending
+	closedUpTo int64   // events before this time are late
+	last       *taskState
 	// lastWin is the window of task lastWinOf that AddMetric added to
 	// last; nil after a window closed. Flink reports a subtask's metrics
 	// together, so the next metric is most often of the same task and
@@ -94,10 +97,11 @@ type jobState struct {
 	hasLastFailed bool
 	lastSeen      int64
 	// resumeFrom is the restored ClosedUpTo: events of earlier windows are
-	// Replayed. restoredOnly is set until the job's first event after a
-	// Restore, and keeps it out of snapshots.
-	resumeFrom   int64
-	restoredOnly bool
+	// Replayed.
+	resumeFrom int64
+	// sources are where the job's accepted events were read, oldest
+	// first, at most maxSources (see Source).
+	sources []Source
 	// firstEvent and lastEvent are the event times of the run's first and
 	// last accepted events (hasEvents: there was one), which decide when
 	// the run ends (see endJobs).
@@ -642,7 +646,7 @@ func (e *Engine) AddSample(s *KeySample) Verdict {
 		return Rejected
 	}
 	t.lastSeen = ws
-	t.job.saw(s.TS) // only accepted events make a job this engine's
+	t.job.saw(s.TS, s.Source)
 	w.samples++
 	w.weight += s.Weight
 	w.est += s.Weight / s.SampleRate
@@ -707,7 +711,7 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 		e.lastWin, e.lastWinOf = w, t
 	}
 	t.lastSeen = ws
-	t.job.saw(m.TS)
+	t.job.saw(m.TS, m.Source)
 	sub := int(m.Subtask)
 	if sub >= len(w.subs) {
 		// Room for the subtasks the task had in earlier windows at once:
@@ -746,7 +750,7 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 			return Rejected
 		}
 	}
-	j.saw(m.TS)
+	j.saw(m.TS, m.Source)
 	j.rename(m.JobName)
 	j.lastSeen = ws
 	var w *jobWindow
@@ -868,7 +872,7 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 		// Forget tasks and jobs that stopped reporting long ago.
 		e.forgetTasks(j, horizon)
 		if len(j.tasks) == 0 && len(j.wins) == 0 && j.lastSeen < horizon {
-			delete(e.jobs, id)
+			e.dropJob(j)
 		}
 	}
 	dst = e.endJobs(jobIDs, ws, ws+e.cfg.WindowMs, dst)

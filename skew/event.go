@@ -28,6 +28,18 @@ type KeySample struct {
 	// unknown and Parallelism is set, the engine routes the key with Flink's
 	// key-group assignment.
 	Subtask int32
+	// Source is where the sample was read; the zero Source when unknown.
+	Source Source
+}
+
+// Source names where an event was read: a Kafka topic and partition. The
+// engine keeps the sources of each job's events in the job's state
+// (JobState.Sources), so that after a rebalance the pipeline restores a
+// job where its sources are read now, and only there. The zero Source
+// (no Topic) is unknown and is not kept.
+type Source struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 // MetricName identifies one of the Flink metrics skewlens understands. The
@@ -118,4 +130,6 @@ type Metric struct {
 	// Rate is the per-second rate of a meter; valid when HasRate is set.
 	Rate    float64
 	HasRate bool
+	// Source is where the metric was read; the zero Source when unknown.
+	Source Source
 }

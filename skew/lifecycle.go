@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -45,11 +46,20 @@ type TaskShape struct {
 	MaxParallelism int `json:"max_parallelism,omitempty"`
 }
 
-// saw records an accepted event of the job at ts: the job is this
-// engine's (a restored one is no longer only restored), and its run's
-// first and last event times move.
-func (j *jobState) saw(ts int64) {
-	j.restoredOnly = false
+// maxSources bounds the sources a job keeps: its records are keyed by
+// job id, so one partition of each topic (metrics and samples) holds
+// them, and more come only while a topic's partitions are being added.
+const maxSources = 4
+
+// saw records an accepted event of the job at ts, read from src: its
+// run's first and last event times move, and src joins its sources.
+func (j *jobState) saw(ts int64, src Source) {
+	if src.Topic != "" && !slices.Contains(j.sources, src) {
+		if len(j.sources) == maxSources {
+			j.sources = slices.Delete(j.sources, 0, 1) // the oldest goes
+		}
+		j.sources = append(j.sources, Source{Topic: strings.Clone(src.Topic), Partition: src.Partition})
+	}
 	if !j.hasEvents || ts < j.firstEvent {
 		j.firstEvent = ts
 	}
@@ -65,9 +75,8 @@ func (j *jobState) saw(ts int64) {
 // frees their state. A run is replaced when the later run's first event
 // is after its last one and the later run reported in an earlier window
 // than this one, so that its first window, which may be partial, does
-// not decide its shape. Only jobs with events since the engine started
-// (or since a Restore) end here: a restored job may be another
-// instance's.
+// not decide its shape. A restored job ends as one that never stopped
+// would: the pipeline restores only the jobs whose sources it reads.
 func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding {
 	type end struct {
 		j  *jobState
@@ -77,7 +86,7 @@ func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding
 	var byName map[string][]*jobState
 	for _, id := range jobIDs {
 		j := e.jobs[id]
-		if j == nil || !j.hasEvents || j.restoredOnly || j.name == "" {
+		if j == nil || !j.hasEvents || j.name == "" {
 			continue
 		}
 		if byName == nil {
@@ -110,7 +119,7 @@ func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding
 	}
 	for _, id := range jobIDs {
 		j := e.jobs[id]
-		if j != nil && j.hasEvents && !j.restoredOnly && !ended[j] && j.lastEvent <= we-e.cfg.JobEndAfterMs {
+		if j != nil && j.hasEvents && !ended[j] && j.lastEvent <= we-e.cfg.JobEndAfterMs {
 			ends = append(ends, end{j: j})
 		}
 	}
@@ -148,8 +157,15 @@ func shapes(j *jobState) []TaskShape {
 	return out
 }
 
-// dropJob frees a job's state, windows included.
+// dropJob frees a job's state, windows included, and keeps its id for
+// the next Snapshot's tombstones (at most Config.MaxJobs: beyond, the
+// oldest is forgotten, and its saved state stays until Restore finds it
+// past the history horizon).
 func (e *Engine) dropJob(j *jobState) {
+	if len(e.dropped) == e.cfg.MaxJobs {
+		e.dropped = slices.Delete(e.dropped, 0, 1)
+	}
+	e.dropped = append(e.dropped, j.id)
 	for _, t := range j.tasks {
 		if e.last == t {
 			e.last = nil

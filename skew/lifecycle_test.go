@@ -115,11 +115,18 @@ func TestJobEnd(t *testing.T) {
 					}
 				}
 			}
+			// An ended job's saved state is deleted: the snapshot has a
+			// tombstone for it, once.
 			for _, s := range e.Snapshot(nil) {
 				for _, f := range fs {
-					if f.Kind == KindJobEnd && f.JobID == s.JobID {
+					if f.Kind == KindJobEnd && f.JobID == s.JobID && !s.Ended {
 						t.Errorf("ended job %s in the snapshot", s.JobID)
 					}
+				}
+			}
+			for _, s := range e.Snapshot(nil) {
+				if s.Ended {
+					t.Errorf("tombstone of %s in a second snapshot", s.JobID)
 				}
 			}
 		})
@@ -128,9 +135,8 @@ func TestJobEnd(t *testing.T) {
 
 // TestJobEndAcrossRestore: a run's first and last events are saved with
 // its state, so an engine restored between its windows ends it as the
-// first would; a restored job without events since stays (another
-// instance may own it; until the state is restored by partition, such a
-// job is forgotten after HistoryWindows instead).
+// first would, and a restored job that sends nothing more ends as
+// stopped (the pipeline restores only the jobs whose sources it reads).
 func TestJobEndAcrossRestore(t *testing.T) {
 	runs := []lifeRun{{"a1", "orders", 0, 95, 4}, {"a2", "orders", 120, 600, 4}, {"b", "idle", 0, 20, 1}}
 	evs := lifeEvents(runs)
@@ -147,8 +153,13 @@ func TestJobEndAcrossRestore(t *testing.T) {
 	if got := ends(fs); !slices.Equal(got, []string{"b stopped  @70"}) {
 		t.Fatalf("before the restore: %q", got)
 	}
-	// Through JSON, as the store keeps it.
-	b, err := json.Marshal(e.Snapshot(nil))
+	// Through JSON, as the store keeps it; it deletes b's state for its
+	// tombstone.
+	snap := e.Snapshot(nil)
+	if n := len(snap); n == 0 || !snap[n-1].Ended || snap[n-1].JobID != "b" {
+		t.Fatalf("no tombstone of b last in %+v", snap)
+	}
+	b, err := json.Marshal(snap[:len(snap)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +167,7 @@ func TestJobEndAcrossRestore(t *testing.T) {
 	if err := json.Unmarshal(b, &states); err != nil {
 		t.Fatal(err)
 	}
-	// A job of another instance, silent for long, comes with the state.
+	// A job silent since its first window comes with the state.
 	other := JobState{JobID: "x", JobName: "elsewhere", WindowMs: 10000, ClosedUpTo: t0 + 10000, LastSeen: t0, FirstEvent: ptr(t0), LastEvent: ptr(t0)}
 	r, err := New(Config{})
 	if err != nil {
@@ -170,11 +181,11 @@ func TestJobEndAcrossRestore(t *testing.T) {
 		r.AddMetric(&evs[i])
 		fs = r.Advance(evs[i].TS-5000, fs)
 	}
-	if got := ends(fs); !slices.Equal(got, []string{"a1 restarted a2 @130"}) {
+	if got := ends(fs); !slices.Equal(got, []string{"x stopped  @90", "a1 restarted a2 @130"}) {
 		t.Fatalf("after the restore: %q", got)
 	}
-	if _, ok := r.jobs["x"]; !ok {
-		t.Error("a restored job without events was ended")
+	if _, ok := r.jobs["x"]; ok {
+		t.Error("the stopped job x is still tracked")
 	}
 }
 

@@ -41,6 +41,14 @@ type JobState struct {
 	// LastFailed is the last value of the failed-checkpoints counter.
 	LastFailed *float64    `json:"last_failed,omitempty"`
 	Tasks      []TaskState `json:"tasks,omitempty"`
+	// Sources are where the job's events were read (absent in states
+	// saved before they were kept): the pipeline restores the job only
+	// where one of them is read now.
+	Sources []Source `json:"sources,omitempty"`
+	// Ended marks a tombstone: the engine freed the job (it ended, or
+	// stopped reporting past the history), and its saved state is to be
+	// deleted. A tombstone carries only the JobID.
+	Ended bool `json:"-"`
 }
 
 // TaskState is the cross-window state of one task.
@@ -141,10 +149,9 @@ func (h *subHistory) counterStates() (busy, bp, idle *CounterState) {
 	return out[0], out[1], out[2]
 }
 
-// Snapshot appends the state of every job the engine has seen events of
-// to dst, ordered by job ID. Jobs that were only restored and have had no
-// event since are left out, so that an instance never overwrites the state
-// another instance of a consumer group keeps for a job it now owns.
+// Snapshot appends the state of every job the engine holds to dst,
+// ordered by job ID, and then a tombstone (Ended) for each job freed
+// since the last Snapshot, which it forgets: take one Snapshot per save.
 //
 // Take the snapshot right after the findings of the closed windows are
 // written, and commit Kafka offsets only after the snapshot is stored:
@@ -152,15 +159,14 @@ func (h *subHistory) counterStates() (busy, bp, idle *CounterState) {
 // findings an uninterrupted run gives.
 func (e *Engine) Snapshot(dst []JobState) []JobState {
 	ids := make([]string, 0, len(e.jobs))
-	for id, j := range e.jobs {
-		if !j.restoredOnly {
-			ids = append(ids, id)
-		}
+	for id := range e.jobs {
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
 		j := e.jobs[id]
-		js := JobState{JobID: j.id, JobName: j.name, WindowMs: e.cfg.WindowMs, ClosedUpTo: max(e.closedUpTo, j.resumeFrom), LastSeen: j.lastSeen}
+		js := JobState{JobID: j.id, JobName: j.name, WindowMs: e.cfg.WindowMs, ClosedUpTo: max(e.closedUpTo, j.resumeFrom), LastSeen: j.lastSeen,
+			Sources: slices.Clone(j.sources)}
 		if js.ClosedUpTo == math.MinInt64 {
 			continue // nothing closed yet: nothing to carry over
 		}
@@ -209,6 +215,14 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 		}
 		dst = append(dst, js)
 	}
+	slices.Sort(e.dropped)
+	for i, id := range e.dropped {
+		if i > 0 && id == e.dropped[i-1] || e.jobs[id] != nil {
+			continue // freed twice, or back since
+		}
+		dst = append(dst, JobState{JobID: id, Ended: true})
+	}
+	e.dropped = e.dropped[:0]
 	return dst
 }
 
@@ -218,6 +232,7 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 // the saved state and reads again from the committed offsets.
 func (e *Engine) Reset() {
 	clear(e.jobs)
+	e.dropped = e.dropped[:0]
 	e.open = e.open[:0]
 	e.closedUpTo = math.MinInt64
 	e.last, e.lastWin, e.lastWinOf = nil, nil, nil
@@ -243,7 +258,9 @@ func (e *Engine) Restore(states []JobState) error {
 	}
 	newest := int64(math.MinInt64)
 	for i := range states {
-		newest = max(newest, states[i].ClosedUpTo)
+		if !states[i].Ended {
+			newest = max(newest, states[i].ClosedUpTo)
+		}
 	}
 	horizon := int64(math.MinInt64)
 	if span := int64(e.cfg.HistoryWindows) * e.cfg.WindowMs; newest > math.MinInt64+span {
@@ -252,6 +269,9 @@ func (e *Engine) Restore(states []JobState) error {
 	jobs := make(map[string]*jobState, len(states))
 	for i := range states {
 		s := &states[i]
+		if s.Ended {
+			continue
+		}
 		if s.WindowMs != e.cfg.WindowMs {
 			return fmt.Errorf("restore job %d (%.64q): saved with %d ms windows, the engine has %d ms: keep the window length or start a new consumer group",
 				i, s.JobID, s.WindowMs, e.cfg.WindowMs)
@@ -304,7 +324,15 @@ func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 	j := newJobState(s.JobID)
 	j.name = strings.Clone(s.JobName)
 	j.alt = j.name
-	j.lastSeen, j.resumeFrom, j.restoredOnly = s.LastSeen, s.ClosedUpTo, true
+	j.lastSeen, j.resumeFrom = s.LastSeen, s.ClosedUpTo
+	for _, src := range s.Sources {
+		if err := validStateString(src.Topic); err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		if src.Topic != "" && len(j.sources) < maxSources && !slices.Contains(j.sources, src) {
+			j.sources = append(j.sources, Source{Topic: strings.Clone(src.Topic), Partition: src.Partition})
+		}
+	}
 	if s.FirstEvent != nil && s.LastEvent != nil {
 		j.firstEvent, j.lastEvent, j.hasEvents = *s.FirstEvent, *s.LastEvent, true
 	}

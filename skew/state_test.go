@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,28 +237,43 @@ func TestRestoreForgetsWhatTheEngineWouldHave(t *testing.T) {
 	}
 }
 
-// TestRestoredOnlyJobsStayOutOfSnapshots: a job restored but not seen
-// since (another instance owns its partition now) is not snapshotted.
-func TestRestoredOnlyJobsStayOutOfSnapshots(t *testing.T) {
+// TestRestoredJobsInSnapshots: a restored job is the engine's, with or
+// without events since; its sources are kept across the restore and grow
+// with the places its events are read from; a job freed since the last
+// snapshot is a tombstone in the next one only.
+func TestRestoredJobsInSnapshots(t *testing.T) {
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Restore([]skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000}, {WindowMs: 10000, JobID: "b", ClosedUpTo: 10000}}); err != nil {
+	metrics := skew.Source{Topic: "flink-metrics", Partition: 3}
+	samples := skew.Source{Topic: "flink-key-samples", Partition: 3}
+	if err := eng.Restore([]skew.JobState{
+		{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000, Sources: []skew.Source{metrics}},
+		{WindowMs: 10000, JobID: "b", ClosedUpTo: 10000},
+	}); err != nil {
 		t.Fatal(err)
 	}
-	old := &skew.KeySample{TS: 5000, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1}
+	old := &skew.KeySample{TS: 5000, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1, Source: samples}
 	if v := eng.AddSample(old); v != skew.Replayed {
 		t.Fatalf("sample of a closed window: verdict %d, want Replayed", v)
 	}
 	s := *old
 	s.TS = 15000
-	if v := eng.AddSample(&s); v != skew.Accepted {
-		t.Fatalf("sample of an open window: verdict %d, want Accepted", v)
+	for range 3 { // a source is kept once
+		if v := eng.AddSample(&s); v != skew.Accepted {
+			t.Fatalf("sample of an open window: verdict %d, want Accepted", v)
+		}
 	}
 	snap := eng.Snapshot(nil)
-	if len(snap) != 1 || snap[0].JobID != "a" || snap[0].ClosedUpTo != 10000 {
-		t.Fatalf("snapshot %+v, want job a only, closed up to 10000", snap)
+	if len(snap) != 2 || snap[0].JobID != "a" || snap[1].JobID != "b" || snap[0].ClosedUpTo != 10000 {
+		t.Fatalf("snapshot %+v, want jobs a and b, closed up to 10000", snap)
+	}
+	if got, want := snap[0].Sources, []skew.Source{metrics, samples}; !slices.Equal(got, want) {
+		t.Fatalf("sources of a %v, want %v", got, want)
+	}
+	if len(snap[1].Sources) != 0 {
+		t.Fatalf("sources of b %v, want none", snap[1].Sources)
 	}
 }
 

@@ -65,13 +65,14 @@ func NewStatefulSink(a *Alerter, store StateStore, group string, log *slog.Logge
 	return &Sink{a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
 }
 
-// Resume drops the Alerter's alerts and loads the consumer group's
-// stored alert state again, in one attempt (the pipeline retries it).
-// The pipeline calls it when partitions are assigned: jobs that moved
-// away are no longer resolved or stored here, and jobs that moved here
-// resume their alerts. A Sink without a StateStore forgets its alerts. A
-// stored state that does not validate is a permanent error.
-func (s *Sink) Resume(ctx context.Context) error {
+// Resume drops the Alerter's alerts and loads again the consumer group's
+// stored alert state of the jobs owns reports, in one attempt (the
+// pipeline retries it). The pipeline calls it when partitions are
+// assigned: jobs that moved away are no longer resolved or stored here,
+// and jobs that moved here resume their alerts. A Sink without a
+// StateStore forgets its alerts. A stored state that does not validate
+// is a permanent error.
+func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var snaps []alert.JobSnapshot
@@ -80,6 +81,7 @@ func (s *Sink) Resume(ctx context.Context) error {
 		if snaps, err = s.store.LoadAlertState(ctx, s.group); err != nil {
 			return fmt.Errorf("load alert state of group %s: %w", s.group, err)
 		}
+		snaps = slices.DeleteFunc(snaps, func(sn alert.JobSnapshot) bool { return !owns(sn.JobID) })
 	}
 	if err := s.a.Reset(snaps); err != nil {
 		return retry.Permanent("resume alerts", fmt.Errorf("alert state of group %s: %w", s.group, err))

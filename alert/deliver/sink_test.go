@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -76,6 +77,18 @@ func (m *memStates) SaveAlertState(_ context.Context, group string, _ uint64, st
 	return nil
 }
 
+// clone returns a copy of the stored states, for a run that must not
+// change them.
+func (m *memStates) clone() *memStates {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &memStates{groups: map[string]map[string][]byte{}}
+	for g, jobs := range m.groups {
+		c.groups[g] = maps.Clone(jobs)
+	}
+	return c
+}
+
 func (m *memStates) LoadAlertState(_ context.Context, group string) ([]alert.JobSnapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -103,7 +116,8 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 	}
 	// run plays windows [from, to) (the condition in those before end)
 	// through a fresh Alerter and returns what it notified.
-	run := func(store *memStates, stateful bool, from, to, end int64) []string {
+	all := func(string) bool { return true }
+	run := func(store *memStates, stateful bool, owns func(string) bool, from, to, end int64) []string {
 		r := newRecorder()
 		a, err := New(Config{Fanout: FanoutConfig{Retry: policy}}, []Target{{"rec", r}}, nil, nil)
 		if err != nil {
@@ -116,7 +130,7 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		if err := s.Resume(ctx); err != nil {
+		if err := s.Resume(ctx, owns); err != nil {
 			t.Fatal(err)
 		}
 		for i := from; i < to; i++ {
@@ -152,24 +166,29 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 	resolved := []string{"j1/agg/3/slow_subtask:resolved"}
 
 	store := &memStates{fail: 2}
-	if got := run(store, true, 0, 6, 100); !slices.Equal(got, fired) {
+	if got := run(store, true, all, 0, 6, 100); !slices.Equal(got, fired) {
 		t.Fatalf("first run notified %v, want %v", got, fired)
 	}
 	if store.saves == 0 || len(store.groups["g"]["j1"]) == 0 {
 		t.Fatal("no alert state stored")
 	}
-	if got := run(store, true, 6, 20, 10); !slices.Equal(got, resolved) {
+	// An instance that does not own j1 restores nothing of it: it fires
+	// afresh, as one without state.
+	if got := run(store.clone(), true, func(string) bool { return false }, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
+		t.Fatalf("a run that does not own j1 notified %v", got)
+	}
+	if got := run(store, true, all, 6, 20, 10); !slices.Equal(got, resolved) {
 		t.Fatalf("second run notified %v, want only %v", got, resolved)
 	}
 	got, _ := store.LoadAlertState(context.Background(), "g")
 	if len(got) != 1 || strings.Contains(string(got[0].State), `"alerts"`) {
 		t.Fatalf("after the alert resolved, the store restores %q, want j1's state without alerts", got)
 	}
-	if got := run(store, true, 20, 22, 0); len(got) != 0 {
+	if got := run(store, true, all, 20, 22, 0); len(got) != 0 {
 		t.Fatalf("third run notified %v", got)
 	}
 	// The premise: without the state, the restart fires again.
-	if got := run(&memStates{}, false, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
+	if got := run(&memStates{}, false, all, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
 		t.Fatalf("a run without state notified %v", got)
 	}
 }

@@ -23,9 +23,9 @@
 // findings of windows it has already folded in. A pipeline that crashed
 // after storing some incident changes replays windows whose findings the
 // table already holds; they change nothing, so the table ends up as an
-// uninterrupted run leaves it. Restored incidents stay dormant until
-// their job reports again (see Tracker.Restore), so that instances of one
-// consumer group do not close each other's incidents.
+// uninterrupted run leaves it. Each instance of a consumer group restores
+// the incidents of the jobs it owns only (see Tracker.Restore), so that
+// instances do not close each other's incidents.
 //
 // Package sinks/incidentsink wires a Tracker into the pipeline between the
 // findings writer and the alerts; skewlens analyze -o text feeds one the

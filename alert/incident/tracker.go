@@ -21,9 +21,6 @@ type Tracker struct {
 	causes map[string]bool
 	open   map[condition]*Incident
 	seen   map[string]int64 // job id -> end of the latest window folded in
-	// dormant holds the jobs with restored open incidents that no finding
-	// has been observed of since Restore: their incidents do not expire.
-	dormant map[string]bool
 	// ended holds, during one Observe, the jobs whose run ended in it.
 	ended map[string]struct{}
 	// reports holds each job's latest window end with a finding of any
@@ -52,7 +49,7 @@ func New(cfg Config) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, dormant: map[string]bool{}, ended: map[string]struct{}{}, reports: map[string]int64{}}
+	t := &Tracker{cfg: cfg, causes: map[string]bool{}, open: map[condition]*Incident{}, seen: map[string]int64{}, ended: map[string]struct{}{}, reports: map[string]int64{}}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
 	}
@@ -108,7 +105,6 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		if f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
-		delete(t.dormant, f.JobID) // any finding: this tracker owns the job now
 		if jw := (jobWindow{f.JobID, f.WindowEnd}); t.cfg.RequireReports && f.Kind != skew.KindJobEnd && !reported[jw] {
 			reported[jw] = true
 			recs = append(recs, record{role: roleReport, f: f})
@@ -278,7 +274,7 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 		if last, ok := t.reports[in.JobID]; ok && t.cfg.RequireReports {
 			clock = min(clock, max(last, in.LastSeen)) // a silent job's conditions are not absent
 		}
-		if h.Over(in.LastSeen, clock) && !t.dormant[in.JobID] {
+		if h.Over(in.LastSeen, clock) {
 			done = append(done, c)
 		} else {
 			open[in.JobID] = true
@@ -325,15 +321,9 @@ func (t *Tracker) Open() []Incident {
 // Restore resumes from stored incidents: the open ones are tracked again
 // and, for each job, seen is the end of the latest window an incident of
 // it saw (closed ones included), before which Observe ignores findings.
-// Call it on a new Tracker, before Observe.
-//
-// A restored incident stays dormant (it does not expire) until a finding
-// of its job, of any kind, is observed: instances of one consumer group
-// all load every open incident, and only the one that consumes the job
-// may close them, as only it extends them. The pipeline writes a
-// subtask_stats finding per subtask and window by default, so a job that
-// still reports wakes its incidents in its first window; an incident of
-// a job that never reports again stays open.
+// Call it on a new Tracker, before Observe, with the incidents of the
+// jobs this tracker owns only (the pipeline restores those whose engine
+// state it restored): it closes them as it closes its own.
 func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 	// Event time is not taken from what is restored: the jobs of a
 	// consumer group progress apart (a job that moved here resumes from
@@ -350,7 +340,6 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 		}
 		c := condition{id: alert.Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
 		t.open[c] = &in
-		t.dormant[in.JobID] = true
 		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
 	}
 }
@@ -363,7 +352,6 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 func (t *Tracker) Reset() {
 	clear(t.open)
 	clear(t.seen)
-	clear(t.dormant)
 	clear(t.reports)
 	t.now = 0
 }

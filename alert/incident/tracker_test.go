@@ -197,7 +197,7 @@ func TestRestoreEqualsUninterrupted(t *testing.T) {
 			fs = append(fs, skewed("k", w, 700, 2))
 		}
 		// The jobs report every window (subtask_stats, as the pipeline
-		// writes by default), which wakes their restored incidents.
+		// writes by default).
 		for _, j := range []string{"j", "k"} {
 			fs = append(fs, skew.Finding{Kind: skew.KindSubtaskStats, JobID: j, TaskName: "agg", SubtaskIndex: ptr(0),
 				WindowStart: w * win, WindowEnd: (w + 1) * win, Stats: &skew.SubtaskStats{}})
@@ -270,29 +270,6 @@ func TestAlertsCarryTheIncidentID(t *testing.T) {
 	}
 	if checked < 6 {
 		t.Fatalf("only %d alert events checked", checked)
-	}
-}
-
-// TestRestoredIncidentsOfOtherJobsStayOpen restores the open incidents of
-// two jobs and observes findings of one only (the other belongs to
-// another instance of the consumer group): only that job's incidents
-// close.
-func TestRestoredIncidentsOfOtherJobsStayOpen(t *testing.T) {
-	tr := newTracker(t)
-	var open []Incident
-	for _, c := range tr.Observe([]skew.Finding{skewed("j", 0, 900, 3), skewed("k", 0, 900, 3)}) {
-		open = append(open, c.Incident)
-	}
-	restored := newTracker(t)
-	restored.Restore(open, map[string]int64{"j": win, "k": win})
-	stats := skew.Finding{Kind: skew.KindSubtaskStats, JobID: "j", TaskName: "agg", SubtaskIndex: ptr(0), WindowStart: 5 * win, WindowEnd: 6 * win, Stats: &skew.SubtaskStats{}}
-	changes := restored.Observe([]skew.Finding{stats})
-	changes = append(changes, restored.Advance(10*win)...)
-	if len(changes) != 1 || changes[0].Kind != Closed || changes[0].Incident.JobID != "j" {
-		t.Fatalf("changes = %+v, want job j's incident closed", changes)
-	}
-	if got := restored.Open(); len(got) != 1 || got[0].JobID != "k" {
-		t.Fatalf("open = %+v, want job k's incident", got)
 	}
 }
 

@@ -107,7 +107,8 @@ func (r *runProc) settle(ctx context.Context, t *testing.T, chAddr string) map[s
 	defer conn.Close()
 	read := func() map[string]int64 {
 		out := map[string]int64{}
-		rows, err := conn.Query(ctx, "SELECT job_id, argMax(closed_up_to, version) FROM "+r.db+".engine_state WHERE consumer_group = ? GROUP BY job_id", r.group)
+		rows, err := conn.Query(ctx, "SELECT job_id, visitParamExtractInt(argMax(state, version), 'closed_up_to') AS c FROM "+r.db+
+			".job_state WHERE consumer_group = ? AND part = 'engine' GROUP BY job_id HAVING c != 0", r.group)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,8 +478,8 @@ func (r *runProc) waitClosed(ctx context.Context, t *testing.T, chAddr string, c
 	for {
 		var n uint64
 		var low int64
-		err := conn.QueryRow(ctx, "SELECT count(), min(c) FROM (SELECT job_id, argMax(closed_up_to, version) AS c FROM "+
-			r.db+".engine_state WHERE consumer_group = ? GROUP BY job_id)", r.group).Scan(&n, &low)
+		err := conn.QueryRow(ctx, "SELECT count(), min(c) FROM (SELECT job_id, visitParamExtractInt(argMax(state, version), 'closed_up_to') AS c FROM "+
+			r.db+".job_state WHERE consumer_group = ? AND part = 'engine' GROUP BY job_id HAVING c != 0)", r.group).Scan(&n, &low)
 		if err == nil && n == jobs && low >= cutoff {
 			return
 		}

@@ -56,13 +56,44 @@ type StateLoader interface {
 }
 
 // Resumer is implemented by sinks that keep state of the jobs they see
-// (open incidents, alerts): Resume drops all of it and loads what is
-// saved again, as at a restart. The runner calls it, retrying failures as
-// it retries writes, each time partitions are assigned and before it
-// processes their records; a failure that is permanent stops the runner.
-// Resume must be safe to call again after it failed.
+// (open incidents, alerts): Resume drops all of it and loads again what
+// is saved of the jobs that owns reports true for, as at a restart. The
+// runner calls it, retrying failures as it retries writes, each time
+// partitions are assigned and before it processes their records; a
+// failure that is permanent stops the runner. Resume must be safe to
+// call again after it failed.
+//
+// owns tells whether this instance owns a job now: whether the runner
+// restored the job's engine state (see Owned). A job it does not own is
+// another instance's, or over; a sink restores nothing of it. owns is
+// safe for concurrent use, and valid until the next Resume.
 type Resumer interface {
-	Resume(ctx context.Context) error
+	Resume(ctx context.Context, owns func(jobID string) bool) error
+}
+
+// Owned returns the jobs of states whose sources include one of parts:
+// the jobs an instance that reads parts restores. A state saved before
+// sources were kept counts as read from partition 0 of its topics, which
+// one instance reads (the group's assignment is by range). The result is
+// a new slice; states is not changed.
+func Owned(states []skew.JobState, parts []Partition) []skew.JobState {
+	read := make(map[Partition]bool, len(parts))
+	zero := false
+	for _, p := range parts {
+		read[p] = true
+		zero = zero || p.ID == 0
+	}
+	var out []skew.JobState
+	for _, st := range states {
+		own := len(st.Sources) == 0 && zero
+		for _, src := range st.Sources {
+			own = own || read[Partition{Topic: src.Topic, ID: int(src.Partition)}]
+		}
+		if own {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // rebalance handles one event of the GroupSource.
@@ -147,7 +178,7 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 	jobs := 0
 	if !(first && r.cfg.Afresh) {
 		var err error
-		if jobs, err = r.load(ctx); err != nil {
+		if jobs, err = r.load(ctx, ev.Assigned); err != nil {
 			return err
 		}
 	}
@@ -159,9 +190,10 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 	return nil
 }
 
-// load restores the group's saved engine state into the (reset) stage
-// and resumes the sink's state. It returns how many jobs' states it read.
-func (r *Runner) load(ctx context.Context) (int, error) {
+// load restores into the (reset) stage the group's saved engine state of
+// the jobs whose sources are among parts (see Owned), and resumes the
+// sink's state of those jobs. It returns how many jobs it restored.
+func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 	var states []skew.JobState
 	if l, ok := r.state.(StateLoader); ok {
 		err := r.retry(ctx, "load the engine state of group "+r.cfg.Group, func(ctx context.Context) (err error) {
@@ -171,12 +203,20 @@ func (r *Runner) load(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		states = Owned(states, parts)
 		if err := r.stage.Restore(states); err != nil {
 			return 0, fmt.Errorf("engine state of group %s: %w", r.cfg.Group, err)
 		}
 	}
+	owned := make(map[string]bool, len(states))
+	for _, st := range states {
+		owned[st.JobID] = true
+	}
 	if rs, ok := r.sink.(Resumer); ok {
-		if err := r.retry(ctx, "resume the sink's state", rs.Resume); err != nil {
+		resume := func(ctx context.Context) error {
+			return rs.Resume(ctx, func(job string) bool { return owned[job] })
+		}
+		if err := r.retry(ctx, "resume the sink's state", resume); err != nil {
 			return 0, err
 		}
 	}

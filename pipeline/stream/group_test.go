@@ -99,28 +99,46 @@ func (g *scriptedGroup) Commit(_ context.Context, msgs ...Message) error {
 // loadingStore is a fakeStore that also loads: the last states saved.
 type loadingStore struct {
 	fakeStore
-	loads int
+	loads  int
+	loaded []skew.JobState // of the last load
 }
 
 func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, error) {
 	s.loads++
 	s.log.add("load")
+	s.loaded = nil
 	if len(s.saves) == 0 {
 		return nil, nil
 	}
-	return s.saves[len(s.saves)-1], nil
+	for _, st := range s.saves[len(s.saves)-1] {
+		if !st.Ended {
+			s.loaded = append(s.loaded, st)
+		}
+	}
+	return s.loaded, nil
 }
 
-// resumingSink is a fakeSink that counts Resume calls.
+// resumingSink is a fakeSink that counts Resume calls, and checks that
+// the jobs owned are those of the engine states loaded just before.
 type resumingSink struct {
 	fakeSink
 	log     *opLog
+	store   *loadingStore
 	resumes int
+	wrong   []string
 }
 
-func (s *resumingSink) Resume(context.Context) error {
+func (s *resumingSink) Resume(_ context.Context, owns func(string) bool) error {
 	s.resumes++
 	s.log.add("resume")
+	for _, st := range s.store.loaded {
+		if !owns(st.JobID) {
+			s.wrong = append(s.wrong, "not owned: "+st.JobID)
+		}
+	}
+	if owns("a job never seen") {
+		s.wrong = append(s.wrong, "a stranger owned")
+	}
 	return nil
 }
 
@@ -163,7 +181,7 @@ func TestRunnerRebalances(t *testing.T) {
 			log := &opLog{}
 			src := &scriptedGroup{steps: tc.steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
 			store := &loadingStore{fakeStore: fakeStore{log: log}}
-			sink := &resumingSink{log: log}
+			sink := &resumingSink{log: log, store: store}
 			eng, err := skew.New(skew.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -178,6 +196,9 @@ func TestRunnerRebalances(t *testing.T) {
 			}
 			if store.loads != tc.loads || sink.resumes != tc.loads {
 				t.Errorf("loads %d, resumes %d, want %d each (one per assignment)", store.loads, sink.resumes, tc.loads)
+			}
+			if len(sink.wrong) > 0 {
+				t.Errorf("jobs owned at Resume: %q", sink.wrong)
 			}
 			if len(src.late) > 0 {
 				t.Errorf("commits after their generation was revoked: %+v", src.late)
@@ -207,6 +228,40 @@ func TestRunnerRebalances(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("%d distinct findings, %d without a rebalance; ops %v", len(got), len(want), log.ops)
+			}
+		})
+	}
+}
+
+// TestOwned: a job is restored where one of its sources is read; a state
+// saved without sources, where partition 0 is read.
+func TestOwned(t *testing.T) {
+	src := func(topic string, p int32) skew.Source { return skew.Source{Topic: topic, Partition: p} }
+	states := []skew.JobState{
+		{JobID: "a", Sources: []skew.Source{src("m", 1), src("s", 1)}},
+		{JobID: "b", Sources: []skew.Source{src("m", 2)}},
+		{JobID: "legacy"},
+		{JobID: "moved", Sources: []skew.Source{src("m", 0), src("m", 3)}},
+	}
+	tests := []struct {
+		name  string
+		parts []Partition
+		want  []string
+	}{
+		{"all", []Partition{{"m", 0}, {"m", 1}, {"m", 2}, {"m", 3}}, []string{"a", "b", "legacy", "moved"}},
+		{"partition 0 takes the legacy states", []Partition{{"m", 0}, {"s", 0}}, []string{"legacy", "moved"}},
+		{"one source of two is enough", []Partition{{"s", 1}}, []string{"a"}},
+		{"the other topic's partition of the same number is not", []Partition{{"s", 2}}, nil},
+		{"none", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, st := range Owned(states, tt.parts) {
+				got = append(got, st.JobID)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("owned %q, want %q", got, tt.want)
 			}
 		})
 	}

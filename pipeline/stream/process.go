@@ -17,6 +17,7 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 	r.messages.Add(1)
 	k := partKey{msg.Topic, msg.Partition}
 	wp := window.Partition{Topic: msg.Topic, ID: msg.Partition}
+	src := skew.Source{Topic: msg.Topic, Partition: int32(msg.Partition)}
 	r.ledger.consumed(k, msg.Offset)
 	r.dec.DefaultTS = msg.Time.UnixMilli()
 	rest := msg.Value
@@ -45,9 +46,11 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 		switch kind {
 		case decode.KindKeySample:
 			ts = r.dec.Sample.TS
+			r.dec.Sample.Source = src
 			r.pending, v = r.stage.Sample(&r.dec.Sample, r.pending)
 		case decode.KindMetric:
 			ts = r.dec.Metric.TS
+			r.dec.Metric.Source = src
 			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
 		default:
 			r.m.outcomeSkipped.Inc()

@@ -21,9 +21,9 @@ type Observer interface {
 	// Advance takes event time passing to now, the end of the last closed
 	// window, even when that window had no findings.
 	Advance(ctx context.Context, now time.Time) error
-	// Resume drops all state and loads what is saved again, as at a
-	// restart (see Resumer).
-	Resume(ctx context.Context) error
+	// Resume drops all state and loads again what is saved of the jobs
+	// owns reports true for, as at a restart (see Resumer).
+	Resume(ctx context.Context, owns func(jobID string) bool) error
 }
 
 // Stages is the Sink of a pipeline with stateful stages: the store, then
@@ -76,10 +76,10 @@ func (s *Stages) Advance(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// Resume resumes the Observers in order.
-func (s *Stages) Resume(ctx context.Context) error {
+// Resume resumes the Observers in order, with the jobs of owns.
+func (s *Stages) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	for _, o := range s.obs {
-		if err := o.Resume(ctx); err != nil {
+		if err := o.Resume(ctx, owns); err != nil {
 			return err
 		}
 	}

@@ -48,7 +48,9 @@ func (o logObserver) Advance(_ context.Context, now time.Time) error {
 	return o.l.call(o.name, fmt.Sprint("advance ", now.UnixMilli()/1000))
 }
 
-func (o logObserver) Resume(context.Context) error { return o.l.call(o.name, "resume") }
+func (o logObserver) Resume(context.Context, func(string) bool) error {
+	return o.l.call(o.name, "resume")
+}
 
 // TestStages: the store first, then each Observer in order; the first
 // error stops the call.
@@ -79,7 +81,7 @@ func TestStages(t *testing.T) {
 		{name: "a failed advance stops", fail: "plans:advance 5", wantErr: true,
 			do:   func(ctx context.Context, s *Stages) error { return s.Advance(ctx, time.UnixMilli(5000)) },
 			want: []string{"plans:advance 5"}},
-		{name: "resume in order", do: func(ctx context.Context, s *Stages) error { return s.Resume(ctx) },
+		{name: "resume in order", do: func(ctx context.Context, s *Stages) error { return s.Resume(ctx, func(string) bool { return true }) },
 			want: []string{"plans:resume", "incidents:resume"}},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,16 +88,19 @@ func (s *Sink) Close() error {
 }
 
 // Resume drops the tracked incidents and the changes not stored yet, and
-// loads the stored incidents again, in one attempt (the pipeline retries
-// it). The pipeline calls it when partitions are assigned: the incidents
-// of jobs that moved away are not closed here, and those of jobs that
-// moved here go on. Unstored changes are dropped because their windows'
-// offsets are not committed: the jobs' owner reads them again.
-func (s *Sink) Resume(ctx context.Context) error {
+// loads again the stored incidents of the jobs owns reports, in one
+// attempt (the pipeline retries it). The pipeline calls it when
+// partitions are assigned: the incidents of jobs that moved away are not
+// closed here, and those of jobs that moved here go on. Unstored changes
+// are dropped because their windows' offsets are not committed: the
+// jobs' owner reads them again.
+func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	open, seen, err := s.store.LoadIncidents(ctx)
 	if err != nil {
 		return fmt.Errorf("resume incidents: %w", err)
 	}
+	open = slices.DeleteFunc(open, func(in incident.Incident) bool { return !owns(in.JobID) })
+	maps.DeleteFunc(seen, func(job string, _ int64) bool { return !owns(job) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tr.Reset()

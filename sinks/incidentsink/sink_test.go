@@ -96,10 +96,22 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "skewlens_incidents_open"); err != nil {
 		t.Error(err)
 	}
+	// An instance that does not own the job restores none of its
+	// incidents.
+	other := newSink(t, store, nil)
+	if err := other.Resume(ctx, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if n := other.tr.OpenCount(); n != 0 {
+		t.Fatalf("%d incidents restored of a job not owned", n)
+	}
 	// A restart replays window 1 and goes on.
 	s2 := newSink(t, store, nil)
-	if err := s2.Resume(ctx); err != nil {
+	if err := s2.Resume(ctx, func(job string) bool { return true }); err != nil {
 		t.Fatal(err)
+	}
+	if n := s2.tr.OpenCount(); n != 1 {
+		t.Fatalf("%d incidents restored, want 1", n)
 	}
 	for _, w := range []int64{1, 2} {
 		if err := s2.Observe(ctx, 3, skewed(w)); err != nil {

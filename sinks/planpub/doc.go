@@ -24,9 +24,9 @@
 // Load reads the topic back after a restart, for plans.Manager.Restore, so
 // that versions continue (Restore; StoredPlans reads the plans table
 // instead when there is no topic). Sink.Resume does the same at each
-// assignment of partitions of the consumer group: the Manager holds the
-// plans of jobs another instance reads dormant, and neither retires nor
-// publishes them. EnsureTopic creates the topic. OverridePoller
+// assignment of partitions of the consumer group, for the jobs the
+// pipeline restored (those whose partitions it reads now): the plans of
+// the others are another instance's. EnsureTopic creates the topic. OverridePoller
 // reads the operators' overrides (made through the API, possibly by
 // another process) every few seconds and hands a changed set, compared
 // by override identity and time, to the Sink; its Run blocks until its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,23 +188,23 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 	return nil
 }
 
-// Resume drops the
-// Manager's plans and the changes not published yet, restores the stored
-// plans (from the Sink's PlanLoader) and sets the overrides last given to
-// SetOverrides again, in one attempt (the pipeline retries it): the
-// Manager is then as at start-up. The pipeline calls it when partitions
-// are assigned: the plans of jobs that moved away are no longer retired,
-// expired or published here, and those of jobs that moved here go on
-// from what their last owner published (a restored job is dormant until
-// its first finding; see plans.Manager.Restore). Unpublished changes are
-// dropped because their windows' offsets are not committed: the jobs'
-// owner reads them again. Plans the Manager refuses are logged and
-// skipped, as by Restore. Resume blocks on the read.
-func (s *Sink) Resume(ctx context.Context) error {
+// Resume drops the Manager's plans and the changes not published yet,
+// restores the stored plans of the jobs owns reports (from the Sink's
+// PlanLoader) and sets the overrides last given to SetOverrides again,
+// in one attempt (the pipeline retries it): the Manager is then as at
+// start-up. The pipeline calls it when partitions are assigned: the
+// plans of jobs that moved away are no longer retired, expired or
+// published here, and those of jobs that moved here go on from what
+// their last owner published. Unpublished changes are dropped because
+// their windows' offsets are not committed: the jobs' owner reads them
+// again. Plans the Manager refuses are logged and skipped, as by
+// Restore. Resume blocks on the read.
+func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
 		return fmt.Errorf("resume salting plans: %w", err)
 	}
+	stored = slices.DeleteFunc(stored, func(p plans.Plan) bool { return !owns(p.JobID) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mgr.Reset()

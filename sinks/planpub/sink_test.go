@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,10 +189,10 @@ func (l *fakeLoader) LoadPlans(context.Context) ([]plans.Plan, error) {
 }
 
 // TestSinkResume: at each assignment of partitions the Sink resumes the
-// group's stored plans as at start-up: the plans of jobs another instance
-// reads now are neither retired nor republished here, a job that moved
-// here goes on from its stored plan, unpublished changes are dropped and
-// the overrides are set again.
+// stored plans of the jobs it owns now as at start-up: the plans of jobs
+// another instance reads now are neither retired nor republished here, a
+// job that moved here goes on from its stored plan, unpublished changes
+// are dropped and the overrides are set again.
 func TestSinkResume(t *testing.T) {
 	// The group's stored plans: j/agg (this instance's so far) and k/agg,
 	// which another instance reads, far ahead in event time.
@@ -211,8 +212,9 @@ func TestSinkResume(t *testing.T) {
 		advance int64          // Advance to this second, when set
 		ovs     []plans.Override
 		resume  bool
-		pubErr  error // of the publisher
-		loadErr error // of the stored plans
+		owns    []string // the jobs owned at the resume
+		pubErr  error    // of the publisher
+		loadErr error    // of the stored plans
 		wantErr bool
 		pending int
 	}
@@ -223,7 +225,7 @@ func TestSinkResume(t *testing.T) {
 	}{
 		{"plans of jobs read elsewhere are neither retired nor republished", []op{
 			{fs: w1},
-			{resume: true},
+			{resume: true, owns: nil},
 			{advance: 5000},
 		}, []string{"j/agg v1 hot"}},
 		{"without a resume the instance retires them", []op{
@@ -232,7 +234,7 @@ func TestSinkResume(t *testing.T) {
 		}, []string{"j/agg v1 hot", "j/agg retired"}},
 		{"a job that moved here goes on from its stored plan", []op{
 			{fs: w1},
-			{resume: true},
+			{resume: true, owns: []string{"k"}},
 			{fs: []skew.Finding{planFinding("k", "agg", 1010, salted("x", 2), salted("y", 2))}},
 			{advance: 1010},
 		}, []string{"j/agg v1 hot", "k/agg v2 x,y", "k/agg v2 x,y"}},
@@ -244,12 +246,12 @@ func TestSinkResume(t *testing.T) {
 		{"overrides are set again", []op{
 			{fs: w1},
 			{ovs: excludeCold},
-			{resume: true},
+			{resume: true, owns: []string{"j"}},
 			{fs: []skew.Finding{planFinding("j", "agg", 30, salted("hot", 4), salted("cold", 2))}},
 		}, []string{"j/agg v1 hot"}},
 		{"a failed read is returned and the plans are kept", []op{
 			{fs: w1},
-			{resume: true, loadErr: down, wantErr: true},
+			{resume: true, owns: []string{"j", "k"}, loadErr: down, wantErr: true},
 			{advance: 5000},
 		}, []string{"j/agg v1 hot", "j/agg retired"}},
 	}
@@ -270,7 +272,7 @@ func TestSinkResume(t *testing.T) {
 				p.err, l.err = o.pubErr, o.loadErr
 				switch {
 				case o.resume:
-					err = s.Resume(ctx)
+					err = s.Resume(ctx, func(job string) bool { return slices.Contains(o.owns, job) })
 				case o.advance != 0:
 					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
 				case o.ovs != nil:

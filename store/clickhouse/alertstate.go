@@ -2,17 +2,9 @@ package clickhouse
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/skewlens/skewlens/alert"
 )
-
-// tableAlertState is the table of migration 0006.
-const tableAlertState = "alert_state"
-
-// alertStateColumns are the alert_state columns SaveAlertState inserts.
-var alertStateColumns = []string{"consumer_group", "job_id", "state", "version", "saved_at"}
 
 // SaveAlertState stores the alert state of each job for a consumer group
 // (alert.Tracker.Snapshot; an empty State replaces an older one when a
@@ -22,19 +14,11 @@ var alertStateColumns = []string{"consumer_group", "job_id", "state", "version",
 // when windows close), and its error is permanent (retry.IsPermanent)
 // when a retry cannot help.
 func (w *Writer) SaveAlertState(ctx context.Context, group string, version uint64, states []alert.JobSnapshot) error {
-	if len(states) == 0 {
-		return nil
+	parts := make([]jobPart, len(states))
+	for i, st := range states {
+		parts[i] = jobPart{st.JobID, string(st.State)}
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	rows := make([]row, 0, len(states))
-	for i := range states {
-		st := &states[i]
-		if st.JobID == "" {
-			return permanentErr("save alert state", fmt.Errorf("state %d without a job_id", i))
-		}
-		rows = append(rows, row{group, st.JobID, string(st.State), version, now})
-	}
-	return w.saveJobStates(ctx, "save alert state", tableAlertState, alertStateColumns, rows)
+	return w.saveJobStates(ctx, "save alert state", group, partAlerts, version, parts)
 }
 
 // LoadAlertState returns the latest saved alert state of every job of a
@@ -43,7 +27,7 @@ func (w *Writer) SaveAlertState(ctx context.Context, group string, version uint6
 // the caller (start-up) retries.
 func (w *Writer) LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error) {
 	var out []alert.JobSnapshot
-	err := w.loadJobStates(ctx, "load alert state", tableAlertState, group, true, func(job, state string) error {
+	err := w.loadJobStates(ctx, "load alert state", group, partAlerts, func(job, state string) error {
 		out = append(out, alert.JobSnapshot{JobID: job, State: []byte(state)})
 		return nil
 	})

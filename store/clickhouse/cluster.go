@@ -43,6 +43,7 @@ var (
 	createDatabaseRE = regexp.MustCompile("(?is)^CREATE\\s+DATABASE\\s+IF\\s+NOT\\s+EXISTS\\s+(`[^`]+`|\\w+)$")
 	createTableRE    = regexp.MustCompile("(?is)^CREATE\\s+TABLE\\s+IF\\s+NOT\\s+EXISTS\\s+(`[^`]+`|\\w+)\\.`?(\\w+)`?\\s*\\(")
 	alterTableRE     = regexp.MustCompile("(?is)^ALTER\\s+TABLE\\s+(`[^`]+`|\\w+)\\.`?(\\w+)`?\\s+(\\S.*)$")
+	insertSelectRE   = regexp.MustCompile("(?is)^INSERT\\s+INTO\\s+(`[^`]+`|\\w+)\\.`?\\w+`?\\s*(\\([^)]*\\))?\\s*SELECT\\s")
 	engineRE         = regexp.MustCompile(`(?is)\bENGINE\s*=\s*(ReplacingMergeTree|MergeTree)\b(\s*\(([^)]*)\))?`)
 	jobIDColumnRE    = regexp.MustCompile(`(?m)^\s*job_id\s`)
 )
@@ -142,7 +143,10 @@ func (c *clusterSchema) rewriteAll(stmts []string) ([]string, error) {
 //     replicated shards ("isn't replicated, but shard #1 is replicated"),
 //     and a Distributed table holds no data of its own (skewlens inserts
 //     synchronously, see New), so recreating it loses nothing; queries
-//     through it fail for the moment it is missing.
+//     through it fail for the moment it is missing;
+//   - INSERT INTO t ... SELECT (a migration that copies rows) runs as it
+//     is, through the Distributed tables: it reads every shard and writes
+//     each row to the shard of its job_id.
 //
 // Any other statement is an error, so that a new kind of migration
 // statement cannot silently create a table on one server only.
@@ -183,5 +187,8 @@ func (c *clusterSchema) rewrite(stmt string) ([]string, error) {
 			dist,
 		}, nil
 	}
-	return nil, fmt.Errorf("statement %q: no cluster form (CREATE DATABASE, CREATE TABLE and ALTER TABLE have one)", firstLine(stmt))
+	if insertSelectRE.MatchString(stmt) {
+		return []string{stmt}, nil
+	}
+	return nil, fmt.Errorf("statement %q: no cluster form (CREATE DATABASE, CREATE TABLE, ALTER TABLE and INSERT ... SELECT have one)", firstLine(stmt))
 }

@@ -15,13 +15,13 @@
 // queries.md shows how to query the tables.
 //
 // Besides findings the store keeps, for the rest of skewlens:
-//   - engine_state (SaveState, LoadState): the engine's cross-window state
-//     per consumer group and job, saved between the findings write and the
-//     offset commit so that a restarted pipeline resumes it;
-//   - alert_state (SaveAlertState, LoadAlertState): the alert state
-//     machine's state per consumer group and job (alert.Tracker.Snapshot),
-//     saved next to the engine state so that a restart does not fire
-//     ongoing alerts again;
+//   - job_state: the state per consumer group, job and part, saved
+//     between the findings write and the offset commit so that a
+//     restarted pipeline resumes it (jobstate.go): the engine's
+//     cross-window state (SaveState, LoadState) and the alert state
+//     machine's (SaveAlertState, LoadAlertState; alert.Tracker.Snapshot),
+//     so that a restart does not fire ongoing alerts again. It replaced
+//     engine_state and alert_state (migration 0008);
 //   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
 //     versions and retirements, operators' overrides, and who changed what;

@@ -24,36 +24,7 @@ func TestHotKeyMarginsUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	s, _ := newTestSink(t, Config{Database: testDatabase("margins")})
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The schema as of migration 0006, recorded in the ledger.
-	if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+s.cfg.Database+"`"); err != nil {
-		t.Fatal(err)
-	}
-	var ledger []row
-	for _, m := range ms {
-		if m.Version >= 7 {
-			break
-		}
-		stmts, err := m.Render(s.Dialect(), s.cfg.Database, s.cfg.TTLDays)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, stmt := range stmts {
-			if err := s.applyStatement(ctx, s.conn, fmt.Sprintf("migration %04d statement %d", m.Version, i+1), stmt); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if m.Version > 0 {
-			ledger = append(ledger, row{uint32(m.Version), m.Name, string(s.Dialect()), time.Now().UTC().Truncate(time.Second)})
-		}
-	}
-	if err := s.insertRows(ctx, "schema_migrations", []string{"version", "name", "dialect", "applied_at"}, ledger); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(ctx, t, s, 7)
 	cols, err := queryStrings(ctx, s, "SELECT count() FROM system.columns WHERE database = ? AND table = 'hot_keys' AND name = 'share_margin'", s.cfg.Database)
 	if err != nil {
 		t.Fatal(err)
@@ -145,5 +116,39 @@ func TestHotKeyMarginsUpgrade(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, hk) {
 		t.Errorf("findings body:\n got %+v\nwant %+v", *back.HotKey, *hk.HotKey)
+	}
+}
+
+// migrateBefore applies the migrations before version to s's database,
+// as a skewlens of that time would have, and records them in the ledger.
+func migrateBefore(ctx context.Context, t *testing.T, s *Store, version int) {
+	t.Helper()
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+s.cfg.Database+"`"); err != nil {
+		t.Fatal(err)
+	}
+	var ledger []row
+	for _, m := range ms {
+		if m.Version >= version {
+			break
+		}
+		stmts, err := m.Render(s.Dialect(), s.cfg.Database, s.cfg.TTLDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, stmt := range stmts {
+			if err := s.applyStatement(ctx, s.conn, fmt.Sprintf("migration %04d statement %d", m.Version, i+1), stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m.Version > 0 {
+			ledger = append(ledger, row{uint32(m.Version), m.Name, string(s.Dialect()), time.Now().UTC().Truncate(time.Second)})
+		}
+	}
+	if err := s.insertRows(ctx, "schema_migrations", []string{"version", "name", "dialect", "applied_at"}, ledger); err != nil {
+		t.Fatal(err)
 	}
 }

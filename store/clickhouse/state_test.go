@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 
 // TestStateRoundTrip saves engine state twice for one consumer group and
 // once for another: LoadState returns the latest version of each job of
-// the group asked for, with hostile job IDs intact.
+// the group asked for, with hostile job IDs and sources intact, and
+// without the jobs a tombstone deleted.
 func TestStateRoundTrip(t *testing.T) {
 	s, _ := newTestSink(t, Config{Database: testDatabase("state")})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -23,13 +25,15 @@ func TestStateRoundTrip(t *testing.T) {
 	hostile := "j'); DROP TABLE engine_state; --\n\\"
 	v1 := []skew.JobState{
 		{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000, Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}}},
-		{WindowMs: 10000, JobID: hostile, ClosedUpTo: 10000},
+		{WindowMs: 10000, JobID: hostile, ClosedUpTo: 10000, Sources: []skew.Source{{Topic: "flink-metrics", Partition: 3}}},
+		{WindowMs: 10000, JobID: "ends", ClosedUpTo: 10000},
 	}
 	v2 := []skew.JobState{
 		{WindowMs: 10000, JobID: "a", JobName: "billing", ClosedUpTo: 20000, LastFailed: &failed, Tasks: []skew.TaskState{{
 			Name: "t", Parallelism: 4, MaxParallelism: 128, LastDominant: 2, PrevDominant: 1, UpSustained: 3,
 			Subtasks: []skew.SubtaskState{{Host: "10.0.0.1", Sustained: 2, Count: 5, CountTS: 19000, HasCount: true}},
 		}}},
+		{JobID: "ends", Ended: true},
 	}
 	other := []skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 99000}}
 	for _, step := range []struct {
@@ -60,5 +64,78 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if err := eng.Restore(got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJobStateUpgrade upgrades a database made by the migrations before
+// 0008, with engine and alert state in their old tables, to the current
+// schema: the latest state of each part and job is read from job_state,
+// a state saved now replaces the copied one, and the parts of one job do
+// not mix.
+func TestJobStateUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("jobstate_upgrade")})
+	migrateBefore(ctx, t, s, 8)
+	saved := time.Now().UTC().Truncate(time.Second)
+	engine := func(job string, closed int64) string {
+		b, err := json.Marshal(skew.JobState{JobID: job, WindowMs: 10000, ClosedUpTo: closed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// As older sinks wrote them: two versions of a, one of b; b's alerts
+	// are over.
+	if err := s.insertRows(ctx, "engine_state", []string{"consumer_group", "job_id", "closed_up_to", "state", "version", "saved_at"}, []row{
+		{"g", "a", int64(10000), engine("a", 10000), uint64(1), saved},
+		{"g", "a", int64(20000), engine("a", 20000), uint64(2), saved},
+		{"g", "b", int64(10000), engine("b", 10000), uint64(1), saved},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.insertRows(ctx, "alert_state", []string{"consumer_group", "job_id", "state", "version", "saved_at"}, []row{
+		{"g", "a", `{"v":1,"job_id":"a","now":2}`, uint64(2), saved},
+		{"g", "b", `{"v":1,"job_id":"b","now":1}`, uint64(1), saved},
+		{"g", "b", "", uint64(2), saved},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // the copy, twice, changes nothing
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate #%d: %v", i+1, err)
+		}
+	}
+	w := s.Writer()
+	states, err := w.LoadState(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 || states[0].JobID != "a" || states[0].ClosedUpTo != 20000 || states[1].JobID != "b" {
+		t.Fatalf("engine states after the upgrade: %+v, want a at 20000 and b", states)
+	}
+	alerts, err := w.LoadAlertState(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 1 || alerts[0].JobID != "a" || string(alerts[0].State) != `{"v":1,"job_id":"a","now":2}` {
+		t.Fatalf("alert states after the upgrade: %q, want a's latest only", alerts)
+	}
+	// Saved now (wall-clock versions): a ends, b goes on; the alert part
+	// of b stays deleted.
+	if err := w.SaveState(ctx, "g", uint64(time.Now().UnixNano()), []skew.JobState{
+		{JobID: "a", Ended: true}, {JobID: "b", WindowMs: 10000, ClosedUpTo: 30000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if states, err = w.LoadState(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 1 || states[0].JobID != "b" || states[0].ClosedUpTo != 30000 {
+		t.Fatalf("engine states after a save: %+v, want b at 30000", states)
+	}
+	if alerts, err = w.LoadAlertState(ctx, "g"); err != nil || len(alerts) != 1 || alerts[0].JobID != "a" {
+		t.Fatalf("alert states after an engine save: %q, %v, want a's", alerts, err)
 	}
 }

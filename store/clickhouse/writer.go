@@ -128,42 +128,37 @@ func (w *Writer) insert(ctx context.Context, table string, size int, fill func(a
 	return err
 }
 
-// tableEngineState is the engine's state table (migration 0002).
-const tableEngineState = "engine_state"
-
-// stateColumns are the engine_state columns SaveState inserts.
-var stateColumns = []string{"consumer_group", "job_id", "closed_up_to", "state", "version", "saved_at"}
-
 // SaveState stores the engine's cross-window state of each job for a
-// consumer group, under version (later versions win), and returns once the
-// server has acknowledged it. Like Write it makes one attempt (the caller
-// retries) and its error is permanent (retry.IsPermanent) when a retry
-// cannot help. It is not paced: the pipeline saves state only when
-// windows close.
+// consumer group (a tombstone, skew.JobState.Ended, as an empty state
+// that deletes the job's), under version (later versions win), and
+// returns once the server has acknowledged it. Like Write it makes one
+// attempt (the caller retries) and its error is permanent
+// (retry.IsPermanent) when a retry cannot help. It is not paced: the
+// pipeline saves state only when windows close.
 func (w *Writer) SaveState(ctx context.Context, group string, version uint64, states []skew.JobState) error {
-	if len(states) == 0 {
-		return nil
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	rows := make([]row, 0, len(states))
+	parts := make([]jobPart, 0, len(states))
 	for i := range states {
 		st := &states[i]
+		if st.Ended {
+			parts = append(parts, jobPart{job: st.JobID})
+			continue
+		}
 		b, err := json.Marshal(st)
 		if err != nil {
 			return permanentErr(fmt.Sprintf("encode state of job %.64q", st.JobID), err)
 		}
-		rows = append(rows, row{group, st.JobID, st.ClosedUpTo, string(b), version, now})
+		parts = append(parts, jobPart{st.JobID, string(b)})
 	}
-	return w.saveJobStates(ctx, "save state", tableEngineState, stateColumns, rows)
+	return w.saveJobStates(ctx, "save state", group, partEngine, version, parts)
 }
 
 // LoadState returns the latest saved state of every job of a consumer
-// group, ordered by job ID. A state that does not decode is an error that
+// group whose state was not deleted, ordered by job ID. A state that does not decode is an error that
 // names the job (permanent): starting without it would silently change
 // findings. It makes one attempt; the caller (start-up) retries.
 func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, error) {
 	var out []skew.JobState
-	err := w.loadJobStates(ctx, "load engine state", tableEngineState, group, false, func(job, state string) error {
+	err := w.loadJobStates(ctx, "load engine state", group, partEngine, func(job, state string) error {
 		var st skew.JobState
 		if err := json.Unmarshal([]byte(state), &st); err != nil {
 			return permanentErr(fmt.Sprintf("decode engine state of job %.64q", job), err)

@@ -1,0 +1,50 @@
+-- skewlens ClickHouse schema, migration 0008: one table for the state
+-- kept per consumer group and job.
+--
+-- A job's saved state has parts, each written by its owner when windows
+-- close, after the findings and before the Kafka offsets those windows
+-- freed are committed: 'engine' (skew.JobState as JSON, SaveState) and
+-- 'alerts' (alert.JobSnapshot.State, SaveAlertState). They were two
+-- tables of one shape, engine_state (0002) and alert_state (0006); this
+-- table replaces both, and their rows are copied here. The old tables are
+-- no longer written or read; drop them by hand once no older skewlens
+-- reads this database.
+--
+-- ReplacingMergeTree(version) keeps one row per (consumer_group, part,
+-- job_id) in the end; readers take argMax(state, version). An empty state
+-- deletes the part: an ended job's engine state, a job whose alerts are
+-- over. Copying twice (two instances migrating at once) is harmless: the
+-- copies have the same key and version. The table is small (a row per
+-- live job and part) and never partitioned or expired.
+
+-- dialect: legacy
+CREATE TABLE IF NOT EXISTS {{database}}.job_state
+(
+    consumer_group String,
+    part           String,
+    job_id         String,
+    state          String,
+    version        UInt64,
+    saved_at       DateTime
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (consumer_group, part, job_id);
+
+-- dialect: modern
+CREATE TABLE IF NOT EXISTS {{database}}.job_state
+(
+    consumer_group LowCardinality(String),
+    part           LowCardinality(String),
+    job_id         String,
+    state          String CODEC(ZSTD(3)),
+    version        UInt64,
+    saved_at       DateTime
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (consumer_group, part, job_id);
+
+-- dialect: all
+INSERT INTO {{database}}.job_state (consumer_group, part, job_id, state, version, saved_at)
+SELECT consumer_group, 'engine', job_id, state, version, saved_at FROM {{database}}.engine_state;
+INSERT INTO {{database}}.job_state (consumer_group, part, job_id, state, version, saved_at)
+SELECT consumer_group, 'alerts', job_id, state, version, saved_at FROM {{database}}.alert_state;
