@@ -314,7 +314,8 @@ func TestFleetForgotten(t *testing.T) {
 // small enough to stay in the caches: one op is one metric, and the
 // watermark closes each window once all of its metrics are in (its cost
 // is spread over the window's metrics). The events are made beforehand,
-// with strings of their own, as a decoder hands them over.
+// with strings of their own, as a decoder hands them over, and carry the
+// partition they were read from, as the pipeline stamps them.
 func BenchmarkAddMetric(b *testing.B) {
 	f := newFleet(100, 4)
 	rec, err := New(Config{})
@@ -323,6 +324,9 @@ func BenchmarkAddMetric(b *testing.B) {
 	}
 	var window []Metric
 	f.record(b, rec, &window)
+	for i := range window {
+		window[i].Source = Source{Topic: "flink-metrics", Partition: int32(len(window[i].JobID) % 4)}
+	}
 	e, err := New(Config{})
 	if err != nil {
 		b.Fatal(err)
