@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -126,11 +127,13 @@ type resumingSink struct {
 	store   *loadingStore
 	resumes int
 	wrong   []string
+	owns    func(string) bool // of the last Resume
 }
 
 func (s *resumingSink) Resume(_ context.Context, owns func(string) bool) error {
 	s.resumes++
 	s.log.add("resume")
+	s.owns = owns
 	for _, st := range s.store.loaded {
 		if !owns(st.JobID) {
 			s.wrong = append(s.wrong, "not owned: "+st.JobID)
@@ -264,5 +267,69 @@ func TestOwned(t *testing.T) {
 				t.Fatalf("owned %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRestoredJobsOwnedByPartition: at an assignment the runner restores
+// the saved jobs whose partitions it is assigned, and only those. A
+// restored job that never reports again is this instance's to end: it
+// ends as stopped once it has been silent for the engine's JobEndAfterMs,
+// and its saved state is then deleted (a tombstone). A job whose
+// partition another instance reads is not restored, ended or saved here.
+func TestRestoredJobsOwnedByPartition(t *testing.T) {
+	lines := incident(t)
+	start := simulate.DefaultStart
+	saved := func(id string, part int32) skew.JobState {
+		return skew.JobState{JobID: id, JobName: id + "-name", WindowMs: 10000, ClosedUpTo: start + 10000, LastSeen: start,
+			FirstEvent: &start, LastEvent: &start, Sources: []skew.Source{{Topic: "flink", Partition: part}}}
+	}
+	parts := []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
+	steps := []groupStep{{ev: &Rebalance{Generation: 1, Assigned: parts}}}
+	for i, l := range lines {
+		steps = append(steps, groupStep{msg: &Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l,
+			Time: time.UnixMilli(start), Generation: 1}})
+	}
+	log := &opLog{}
+	src := &scriptedGroup{steps: steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
+	store := &loadingStore{fakeStore: fakeStore{log: log}}
+	store.saves = append(store.saves, []skew.JobState{saved("gone", 1), saved("elsewhere", 5)})
+	sink := &resumingSink{log: log, store: store}
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if sink.owns == nil || !sink.owns("gone") || sink.owns("elsewhere") {
+		t.Fatal("at Resume the sink was not told that gone is owned here and elsewhere is not")
+	}
+	ends := map[string]string{}
+	for _, w := range sink.writes {
+		for _, f := range w {
+			if f.Kind == skew.KindJobEnd {
+				ends[f.JobID] = f.JobEnd.Reason
+			}
+		}
+	}
+	if ends["gone"] != skew.EndStopped || len(ends) != 1 {
+		t.Fatalf("job ends %v, want the restored silent job gone to end as stopped, and no other", ends)
+	}
+	var tombstone bool
+	for _, save := range store.saves[1:] {
+		for _, st := range save {
+			if st.JobID == "elsewhere" {
+				t.Fatalf("the job of another instance's partition was saved here: %+v", st)
+			}
+			tombstone = tombstone || st.JobID == "gone" && st.Ended
+		}
+	}
+	if !tombstone {
+		t.Fatal("no tombstone of the ended job saved")
 	}
 }
