@@ -2,6 +2,7 @@ package simfeed
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,9 @@ func (f *Feed) Stop() { f.once.Do(func() { close(f.stop) }) }
 const maxBatch = 10000
 
 // Run writes one reporting interval of every job, interval n at
-// (n*Interval-Backlog)/Speed after Run started (a fleet that takes longer
+// (n*Interval-Backlog)/Speed after Run started, on one clock from the
+// earliest job's Start (a job that starts later begins that much later;
+// a fleet that takes longer
 // to write than its interval falls behind and then writes without
 // waiting), until every job's Duration is over, Stop is called or ctx is
 // done.
@@ -136,19 +139,41 @@ func (f *Feed) Run(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
+	// The jobs share one clock, from the earliest Start: a job whose Start
+	// is later (the next run of a restarted job, say) begins that much
+	// later, so that each partition's records come in event-time order.
+	first := f.gens[0].Config().Start
+	for _, g := range f.gens {
+		first = min(first, g.Config().Start)
+	}
+	next := make([]int64, len(f.gens)) // each job's next interval's offset from first, ms
+	done := make([]bool, len(f.gens))
+	for i, g := range f.gens {
+		next[i] = g.Config().Start - first
+	}
 	var elapsed time.Duration // simulated time played
 	for {
 		more := false
 		var interval time.Duration
-		for _, g := range f.gens {
+		for i, g := range f.gens {
+			if done[i] {
+				continue
+			}
+			if next[i] > elapsed.Milliseconds() {
+				more = true
+				continue // not started yet
+			}
 			var ok bool
 			buf, ok = g.Next(buf[:0])
 			if !ok {
+				done[i] = true
 				continue
 			}
 			more = true
+			next[i] += g.Config().Interval.Milliseconds()
 			interval = max(interval, g.Config().Interval)
-			key := []byte(g.Truth().JobID)
+			tr := g.Truth()
+			key := []byte(cmp.Or(tr.JobName, tr.JobID))
 			// The lines are copied: buf is reused for the next job.
 			for _, line := range bytes.Split(bytes.TrimSuffix(bytes.Clone(buf), []byte("\n")), []byte("\n")) {
 				topic := f.cfg.MetricsTopic
@@ -168,6 +193,12 @@ func (f *Feed) Run(ctx context.Context) error {
 		}
 		if err := flush(); err != nil {
 			return err
+		}
+		if interval == 0 { // no job was due: the clock moves on by the shortest interval
+			interval = f.gens[0].Config().Interval
+			for _, g := range f.gens {
+				interval = min(interval, g.Config().Interval)
+			}
 		}
 		elapsed += interval
 		paced := max(0, elapsed-f.cfg.Backlog)

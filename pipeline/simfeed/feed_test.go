@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
@@ -154,5 +156,73 @@ func TestFeedBacklog(t *testing.T) {
 				t.Fatalf("sent %d records, want some of the %d and not all", f.Sent, all)
 			}
 		})
+	}
+}
+
+// TestFeedLaterStart: jobs share one clock from the earliest Start, so a
+// job's next run (same name, so the same key and partition, a minute
+// later) is written a minute of simulated time later, and the partition's
+// records come in event-time order: no record is more than an interval
+// older than one written before it.
+func TestFeedLaterStart(t *testing.T) {
+	cfg := DefaultConfig()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, cfg.MetricsTopic, cfg.SamplesTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	run := func(seed uint64, start int64) simulate.Config {
+		return simulate.Config{Scenario: simulate.HotKey, Seed: seed, JobName: "orders", Start: start, Duration: time.Minute, SamplesPerInterval: 20}
+	}
+	cfg.Brokers, cfg.Speed, cfg.Backlog = cluster.ListenAddrs(), 1, 3*time.Minute
+	cfg.Jobs = []simulate.Config{run(2, simulate.DefaultStart+time.Minute.Milliseconds()), run(1, simulate.DefaultStart)}
+	f, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dec := decode.NewDecoder(decode.FormatAuto)
+	for _, topic := range []string{cfg.MetricsTopic, cfg.SamplesTopic} {
+		conn, err := kafka.DialLeader(ctx, "tcp", cfg.Brokers[0], topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil || end == 0 {
+			t.Fatalf("%s: last offset %d, %v", topic, end, err)
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+		defer r.Close()
+		var newest int64
+		for i := int64(0); i < end; i++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ts int64
+			switch kind, err := dec.Decode(m.Value); {
+			case err != nil:
+				t.Fatalf("%s offset %d: %v: %s", topic, m.Offset, err, m.Value)
+			case kind == decode.KindMetric:
+				ts = dec.Metric.TS
+			case kind == decode.KindKeySample:
+				ts = dec.Sample.TS
+			}
+			if ts < newest-10_000 {
+				t.Fatalf("%s offset %d: event time %d after %d: runs written out of event-time order", topic, m.Offset, ts, newest)
+			}
+			newest = max(newest, ts)
+			if string(m.Key) != "orders" {
+				t.Fatalf("%s offset %d keyed %q, want the job name", topic, m.Offset, m.Key)
+			}
+		}
+		if newest < simulate.DefaultStart+time.Minute.Milliseconds() {
+			t.Fatalf("%s: newest event time %d: the later run is missing", topic, newest)
+		}
 	}
 }

@@ -181,16 +181,29 @@ public final class LineSender implements AutoCloseable {
     }
 
     /**
-     * Queues one line (without its newline) of the given job (null or empty:
-     * a record without a key). Returns false, and counts a drop, when the
-     * queue is full or the sender is closed; a null line is ignored. Never
-     * blocks.
+     * The record key of a job's lines: its name, so that every run of a job
+     * (Flink gives each submission a new id) lands on one partition, and so
+     * on the skewlens instance that can tell the runs apart and link them;
+     * the job id when the name is unknown; null when neither is.
      */
-    public boolean offer(String jobId, String line) {
+    public static String recordKey(String jobName, String jobId) {
+        if (jobName != null && !jobName.isEmpty()) {
+            return jobName;
+        }
+        return jobId == null || jobId.isEmpty() ? null : jobId;
+    }
+
+    /**
+     * Queues one line (without its newline) under a record key (see
+     * {@link #recordKey}; null or empty: a record without a key). Returns
+     * false, and counts a drop, when the queue is full or the sender is
+     * closed; a null line is ignored. Never blocks.
+     */
+    public boolean offer(String key, String line) {
         if (line == null) {
             return false;
         }
-        if (closing || !queue.offer(new Line(Objects.requireNonNullElse(jobId, ""), line))) {
+        if (closing || !queue.offer(new Line(Objects.requireNonNullElse(key, ""), line))) {
             dropped.incrementAndGet();
             return false;
         }

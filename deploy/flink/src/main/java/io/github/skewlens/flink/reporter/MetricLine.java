@@ -11,6 +11,7 @@ import org.apache.flink.metrics.Meter;
 import org.apache.flink.metrics.Metric;
 
 import io.github.skewlens.flink.kafka.Json;
+import io.github.skewlens.flink.kafka.LineSender;
 
 /**
  * One registered metric and the fixed parts of its JSON line, built once
@@ -33,8 +34,12 @@ import io.github.skewlens.flink.kafka.Json;
  * threads. {@link #write} reads the metric on the caller's thread.
  */
 final class MetricLine {
-    /** The job the metric belongs to (its {@code job_id} variable), or null. */
-    final String jobId;
+    /**
+     * The record key of the job the metric belongs to (its {@code job_name}
+     * variable, else its {@code job_id}; see {@link LineSender#recordKey}),
+     * or null for a metric of no job.
+     */
+    final String key;
     final Metric metric;
     private final String head;
     private final String tail;
@@ -52,7 +57,7 @@ final class MetricLine {
                 tags.put(bare(e.getKey()), e.getValue());
             }
         }
-        this.jobId = tags.get("job_id");
+        this.key = LineSender.recordKey(tags.get("job_name"), tags.get("job_id"));
         StringBuilder sb = new StringBuilder(64 + name.length());
         Json.string(sb.append("{\"name\":"), name).append(",\"timestamp\":");
         this.head = sb.toString();

@@ -336,10 +336,10 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
         for (MetricLine l : lines.values()) {
             sb.setLength(0);
             if (l.write(sb, ts)) {
-                s.offer(l.jobId, sb.toString());
+                s.offer(l.key, sb.toString());
                 reported++;
-                if (l.jobId != null) {
-                    selfKey = l.jobId;
+                if (l.key != null) {
+                    selfKey = l.key;
                 }
             }
         }
@@ -356,8 +356,8 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
     }
 
     /**
-     * Offers one of the reporter's own lines, keyed by key: the job id of a
-     * job line of the same report, so that they land on a partition that
+     * Offers one of the reporter's own lines, keyed by key: the record key of
+     * a job line of the same report, so that they land on a partition that
      * carries that job's metrics, or null when the report had none.
      * skewlens skips these lines, and a partition that received only them
      * would tell it nothing about event time.

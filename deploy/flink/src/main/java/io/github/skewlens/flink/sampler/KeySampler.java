@@ -109,7 +109,8 @@ public final class KeySampler implements AutoCloseable {
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
 
     private final LineSender sender;
-    private final String jobId;
+    // The job's record key (LineSender.recordKey): its name, else its id.
+    private final String recordKey;
     private final String head;
     private final String tail;
     private final int maxLine;
@@ -121,10 +122,10 @@ public final class KeySampler implements AutoCloseable {
     private long rng;
     private boolean closed;
 
-    KeySampler(LineSender sender, String jobId, String head, String tail, int maxLine, double rate,
+    KeySampler(LineSender sender, String recordKey, String head, String tail, int maxLine, double rate,
             Counter sent, Counter dropped, long seed) {
         this.sender = sender;
-        this.jobId = jobId;
+        this.recordKey = recordKey;
         this.head = head;
         this.tail = tail;
         this.maxLine = maxLine;
@@ -158,11 +159,12 @@ public final class KeySampler implements AutoCloseable {
             cfg.validate();
             Map<String, String> vars = ctx.getMetricGroup().getAllVariables();
             String jobId = ctx.getJobInfo().getJobId().toString();
+            String jobName = ctx.getJobInfo().getJobName();
             String taskName = vars.getOrDefault("<task_name>", ctx.getTaskInfo().getTaskName());
             String taskId = vars.get("<task_id>");
             StringBuilder sb = new StringBuilder(256);
             Json.string(sb.append(",\"job_id\":"), jobId);
-            Json.string(sb.append(",\"job_name\":"), ctx.getJobInfo().getJobName());
+            Json.string(sb.append(",\"job_name\":"), jobName);
             Json.string(sb.append(",\"task_name\":"), taskName);
             if (taskId != null) {
                 Json.string(sb.append(",\"task_id\":"), taskId);
@@ -178,7 +180,7 @@ public final class KeySampler implements AutoCloseable {
             LineSender sender = LineSender.acquire(cfg.sender);
             long seed = System.nanoTime() ^ ((long) ctx.getTaskInfo().getIndexOfThisSubtask() << 32)
                     ^ System.identityHashCode(sender);
-            return new KeySampler(sender, jobId, head, tail, cfg.sender.maxRecordBytes, cfg.sampleRate,
+            return new KeySampler(sender, LineSender.recordKey(jobName, jobId), head, tail, cfg.sender.maxRecordBytes, cfg.sampleRate,
                     sent, dropped, seed);
         } catch (RuntimeException e) {
             LOG.error("skewlens key sampler: cannot start ({}); this subtask samples no keys", e.toString());
@@ -211,7 +213,7 @@ public final class KeySampler implements AutoCloseable {
         StringBuilder sb = new StringBuilder(head.length() + tail.length() + k.length() + 32);
         sb.append("{\"ts\":").append(System.currentTimeMillis()).append(head);
         Json.string(sb, k).append(tail);
-        if (sb.length() <= maxLine && sender.offer(jobId, sb.toString())) {
+        if (sb.length() <= maxLine && sender.offer(recordKey, sb.toString())) {
             sent.inc();
         } else {
             dropped.inc();

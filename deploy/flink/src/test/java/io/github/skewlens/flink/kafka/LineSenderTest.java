@@ -27,6 +27,16 @@ class LineSenderTest {
         return c;
     }
 
+    /** Every run of a job (a new id each submission) is keyed alike: by its name. */
+    @Test
+    void recordKeyIsTheJobNameElseItsId() {
+        assertEquals("orders", LineSender.recordKey("orders", "a1b2"));
+        assertEquals("a1b2", LineSender.recordKey("", "a1b2"));
+        assertEquals("a1b2", LineSender.recordKey(null, "a1b2"));
+        assertEquals(null, LineSender.recordKey(null, ""));
+        assertEquals(null, LineSender.recordKey("", null));
+    }
+
     @Test
     void linesReachTheTopicKeyedByJob() {
         String topic = "line-sender-" + UUID.randomUUID();

@@ -163,6 +163,8 @@ class PluginJarIT {
         Matcher m = Pattern.compile("(?m)^job_id=([0-9a-f]{32})$").matcher(out);
         assertTrue(m.find(), "no job id:\n" + tail(log));
         String jobId = m.group(1);
+        // Every run of a job is keyed by its name (LineSender.recordKey).
+        String jobName = "skewlens plugin jar";
         assertTrue(out.contains("factory loaded from " + plugins.resolve("skewlens")), "factory not from the plugin:\n" + tail(log));
         assertTrue(out.contains("skewlens reporter: sending"), "reporter not opened:\n" + tail(log));
         assertTrue(!out.contains(" ERROR "), "errors in the Flink JVM:\n" + tail(log));
@@ -172,18 +174,18 @@ class PluginJarIT {
         String acc = "\"name\":\"taskmanager.job.task.accumulateBusyTimeMs\"";
         String sent = "\"name\":\"skewlens.reporter.sentLines\"";
         try (TopicReader r = new TopicReader(topic)) {
-            lines = r.readUntil(l -> l.stream().anyMatch(x -> x.line().contains(busy) && jobId.equals(x.key()))
-                    && l.stream().anyMatch(x -> x.line().contains(acc) && jobId.equals(x.key()))
-                    && l.stream().anyMatch(x -> x.line().contains(sent) && jobId.equals(x.key())), 15_000);
+            lines = r.readUntil(l -> l.stream().anyMatch(x -> x.line().contains(busy) && jobName.equals(x.key()))
+                    && l.stream().anyMatch(x -> x.line().contains(acc) && jobName.equals(x.key()))
+                    && l.stream().anyMatch(x -> x.line().contains(sent) && jobName.equals(x.key())), 15_000);
         }
         assertTrue(lines.stream().anyMatch(x -> x.line().contains(busy) && x.line().contains("\"task_name\":\"Count per key")
-                        && x.line().contains("\"job_id\":\"" + jobId + "\"") && jobId.equals(x.key())),
-                "no busyTimeMsPerSecond of the job's keyed task keyed by its job id in " + lines.size() + " lines");
+                        && x.line().contains("\"job_id\":\"" + jobId + "\"") && jobName.equals(x.key())),
+                "no busyTimeMsPerSecond of the job's keyed task keyed by its job name in " + lines.size() + " lines");
         assertTrue(lines.stream().anyMatch(x -> x.line().contains(acc)), "no accumulateBusyTimeMs");
         // The reporter's own lines go with a job's, not to a partition of
         // their own that skewlens would skip entirely (issue 21).
-        assertTrue(lines.stream().anyMatch(x -> x.line().contains(sent) && jobId.equals(x.key())),
-                "no skewlens.reporter.sentLines keyed by the job's id");
+        assertTrue(lines.stream().anyMatch(x -> x.line().contains(sent) && jobName.equals(x.key())),
+                "no skewlens.reporter.sentLines keyed by the job's name");
         System.err.printf("plugin jar in a Flink JVM: %d lines of job %s; broker and topic %.1f s, Flink JVM %.1f s,"
                 + " reading %.1f s%n", lines.size(), jobId, (t1 - t0) / 1e9, (t2 - t1) / 1e9, (System.nanoTime() - t2) / 1e9);
     }

@@ -116,7 +116,7 @@ class SkewlensReporterJobTest {
                 continue;
             }
             assertEquals(jobId, tags.get("job_id").asText(), l.line());
-            assertEquals(jobId, l.key(), "record keyed by job_id: " + l.line());
+            assertEquals("skewlens reporter job", l.key(), "record keyed by job_name: " + l.line());
             assertEquals("skewlens reporter job", tags.get("job_name").asText());
             assertFalse(name.contains(".operator."), "operator-level metric reported: " + name);
             if (name.startsWith("taskmanager.job.task.")) {

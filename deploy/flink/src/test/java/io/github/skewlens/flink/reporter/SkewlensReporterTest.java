@@ -132,15 +132,15 @@ class SkewlensReporterTest {
                 String name = n.get("name").asText();
                 assertTrue(n.get("timestamp").asLong() > 1_600_000_000_000L);
                 if (name.startsWith("skewlens.reporter.")) {
-                    // Keyed by the job of the report's lines (j1 here),
+                    // Keyed by the job of the report's lines (its name),
                     // so they share its partition.
-                    assertEquals("j1", l.key(), l.line());
+                    assertEquals("the job", l.key(), l.line());
                     assertEquals("10.0.0.2", n.get("tags").get("host").asText(), l.line());
                     assertEquals("tm-1", n.get("tags").get("tm_id").asText());
                     continue;
                 }
                 job++;
-                assertEquals("j1", l.key());
+                assertEquals("the job", l.key(), "record keyed by job_name: " + l.line());
                 assertEquals("j1", n.get("tags").get("job_id").asText());
                 switch (name) {
                     case "taskmanager.job.task.numRecordsIn" -> assertEquals(100, n.get("value").asLong());

@@ -131,7 +131,7 @@ class KeySamplerJobTest {
         String taskName = null;
         for (TopicReader.KeyedLine l : lines) {
             JsonNode n = JSON.readTree(l.line());
-            assertEquals(jobId, l.key());
+            assertEquals("sampler job", l.key(), "record keyed by job_name: " + l.line());
             assertEquals(jobId, n.get("job_id").asText());
             assertEquals("sampler job", n.get("job_name").asText());
             assertTrue(Math.abs(n.get("ts").asLong() - System.currentTimeMillis()) < 120_000, l.line());
