@@ -241,11 +241,7 @@ func produceBacklog(t *testing.T, brokers []string, prefix string, jobs int) (st
 // simfeed.Config), their start time and how many records it writes.
 func jobsFeed(t *testing.T, brokers []string, prefix string, jobs int, speed float64, backlog time.Duration) (start int64, feed *simfeed.Feed, records int) {
 	t.Helper()
-	var tcs []kafka.TopicConfig
-	for _, n := range []string{"-metrics", "-samples", "-dead"} {
-		tcs = append(tcs, kafka.TopicConfig{Topic: prefix + n, NumPartitions: 4, ReplicationFactor: 1})
-	}
-	kafkatest.CreateTopicConfigs(t, brokers, tcs...)
+	createRunTopics(t, brokers, prefix)
 	start = time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
 	var cfgs []simulate.Config
 	scenarios := []simulate.Scenario{simulate.HotKey, simulate.SlowSink, simulate.RotatingHotKey, simulate.CheckpointTimeout,
@@ -272,6 +268,17 @@ func jobsFeed(t *testing.T, brokers []string, prefix string, jobs int, speed flo
 		}
 	}
 	return start, feed, records
+}
+
+// createRunTopics creates the topics startRun's instances read and write
+// (prefix-metrics, prefix-samples, prefix-dead), with 4 partitions each.
+func createRunTopics(t *testing.T, brokers []string, prefix string) {
+	t.Helper()
+	var tcs []kafka.TopicConfig
+	for _, n := range []string{"-metrics", "-samples", "-dead"} {
+		tcs = append(tcs, kafka.TopicConfig{Topic: prefix + n, NumPartitions: 4, ReplicationFactor: 1})
+	}
+	kafkatest.CreateTopicConfigs(t, brokers, tcs...)
 }
 
 // assertSameTables checks that every finding table holds the same rows in

@@ -33,11 +33,7 @@ func TestGroupLinksJobRuns(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
 	const prefix, db = "lineage", "lineage"
-	var tcs []kafka.TopicConfig
-	for _, n := range []string{"-metrics", "-samples", "-dead"} {
-		tcs = append(tcs, kafka.TopicConfig{Topic: prefix + n, NumPartitions: 4, ReplicationFactor: 1})
-	}
-	kafkatest.CreateTopicConfigs(t, brokers, tcs...)
+	createRunTopics(t, brokers, prefix)
 
 	// Each job: a first run of 3 minutes, then, 30 s after its end, a
 	// second of 3 minutes under a new id. The names reach both halves of

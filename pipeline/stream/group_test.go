@@ -119,6 +119,32 @@ func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobSta
 	return s.loaded, nil
 }
 
+// runGroup runs a runner to the end of steps, with a store that holds
+// saved (the group's saved engine state, when not nil) before it starts.
+func runGroup(t *testing.T, steps []groupStep, saved []skew.JobState) (*scriptedGroup, *loadingStore, *resumingSink) {
+	t.Helper()
+	log := &opLog{}
+	src := &scriptedGroup{steps: steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
+	store := &loadingStore{fakeStore: fakeStore{log: log}}
+	if saved != nil {
+		store.saves = append(store.saves, saved)
+	}
+	sink := &resumingSink{log: log, store: store}
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, r); err != nil {
+		t.Fatal(err)
+	}
+	return src, store, sink
+}
+
 // resumingSink is a fakeSink that counts Resume calls, and checks that
 // the jobs owned are those of the engine states loaded just before.
 type resumingSink struct {
@@ -181,22 +207,7 @@ func TestRunnerRebalances(t *testing.T) {
 	var want []string
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			log := &opLog{}
-			src := &scriptedGroup{steps: tc.steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
-			store := &loadingStore{fakeStore: fakeStore{log: log}}
-			sink := &resumingSink{log: log, store: store}
-			eng, err := skew.New(skew.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
-			r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := runToEnd(t, r); err != nil {
-				t.Fatal(err)
-			}
+			src, store, sink := runGroup(t, tc.steps, nil)
 			if store.loads != tc.loads || sink.resumes != tc.loads {
 				t.Errorf("loads %d, resumes %d, want %d each (one per assignment)", store.loads, sink.resumes, tc.loads)
 			}
@@ -230,7 +241,7 @@ func TestRunnerRebalances(t *testing.T) {
 				return
 			}
 			if !slices.Equal(got, want) {
-				t.Errorf("%d distinct findings, %d without a rebalance; ops %v", len(got), len(want), log.ops)
+				t.Errorf("%d distinct findings, %d without a rebalance; ops %v", len(got), len(want), src.log.ops)
 			}
 		})
 	}
@@ -289,23 +300,7 @@ func TestRestoredJobsOwnedByPartition(t *testing.T) {
 		steps = append(steps, groupStep{msg: &Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l,
 			Time: time.UnixMilli(start), Generation: 1}})
 	}
-	log := &opLog{}
-	src := &scriptedGroup{steps: steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
-	store := &loadingStore{fakeStore: fakeStore{log: log}}
-	store.saves = append(store.saves, []skew.JobState{saved("gone", 1), saved("elsewhere", 5)})
-	sink := &resumingSink{log: log, store: store}
-	eng, err := skew.New(skew.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
-	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runToEnd(t, r); err != nil {
-		t.Fatal(err)
-	}
+	_, store, sink := runGroup(t, steps, []skew.JobState{saved("gone", 1), saved("elsewhere", 5)})
 	if sink.owns == nil || !sink.owns("gone") || sink.owns("elsewhere") {
 		t.Fatal("at Resume the sink was not told that gone is owned here and elsewhere is not")
 	}
