@@ -47,19 +47,27 @@ type TaskShape struct {
 }
 
 // maxSources bounds the sources a job keeps: its records are keyed by
-// job id, so one partition of each topic (metrics and samples) holds
-// them, and more come only while a topic's partitions are being added.
+// job (name, else id), so one partition of each topic (metrics and
+// samples) holds them, and more come only while a topic's partitions are
+// being added.
 const maxSources = 4
+
+// addSource adds src to the job's sources, unless it is unknown or known;
+// beyond maxSources the oldest goes.
+func (j *jobState) addSource(src Source) {
+	if src.Topic == "" || slices.Contains(j.sources, src) {
+		return
+	}
+	if len(j.sources) == maxSources {
+		j.sources = slices.Delete(j.sources, 0, 1)
+	}
+	j.sources = append(j.sources, Source{Topic: strings.Clone(src.Topic), Partition: src.Partition})
+}
 
 // saw records an accepted event of the job at ts, read from src: its
 // run's first and last event times move, and src joins its sources.
 func (j *jobState) saw(ts int64, src Source) {
-	if src.Topic != "" && !slices.Contains(j.sources, src) {
-		if len(j.sources) == maxSources {
-			j.sources = slices.Delete(j.sources, 0, 1) // the oldest goes
-		}
-		j.sources = append(j.sources, Source{Topic: strings.Clone(src.Topic), Partition: src.Partition})
-	}
+	j.addSource(src)
 	if !j.hasEvents || ts < j.firstEvent {
 		j.firstEvent = ts
 	}

@@ -329,9 +329,7 @@ func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 		if err := validStateString(src.Topic); err != nil {
 			return nil, fmt.Errorf("source: %w", err)
 		}
-		if src.Topic != "" && len(j.sources) < maxSources && !slices.Contains(j.sources, src) {
-			j.sources = append(j.sources, Source{Topic: strings.Clone(src.Topic), Partition: src.Partition})
-		}
+		j.addSource(src)
 	}
 	if s.FirstEvent != nil && s.LastEvent != nil {
 		j.firstEvent, j.lastEvent, j.hasEvents = *s.FirstEvent, *s.LastEvent, true

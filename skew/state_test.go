@@ -239,8 +239,7 @@ func TestRestoreForgetsWhatTheEngineWouldHave(t *testing.T) {
 
 // TestRestoredJobsInSnapshots: a restored job is the engine's, with or
 // without events since; its sources are kept across the restore and grow
-// with the places its events are read from; a job freed since the last
-// snapshot is a tombstone in the next one only.
+// with the places its events are read from. (Tombstones: TestJobEnd.)
 func TestRestoredJobsInSnapshots(t *testing.T) {
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
