@@ -3,6 +3,7 @@ package alert
 import (
 	"time"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -10,22 +11,6 @@ import (
 const (
 	StatusFiring   = "firing"
 	StatusResolved = "resolved"
-)
-
-// Reasons an alert resolved.
-const (
-	// ReasonAbsent: no finding for TrackerConfig.ResolveAfter.
-	ReasonAbsent = "absent"
-	// ReasonJobSilent: the job sent nothing for TrackerConfig.SilentAfter
-	// (only with TrackerConfig.RequireReports).
-	ReasonJobSilent = "job_silent"
-	// ReasonJobRestarted: the job's run ended and a new run of the same
-	// job name took its place (a job_end finding; the incident closes
-	// "job restarted as <id>").
-	ReasonJobRestarted = "job_restarted"
-	// ReasonJobStopped: the job's run ended, silent for the engine's
-	// job-end-after time (a job_end finding).
-	ReasonJobStopped = "job_stopped"
 )
 
 // Alert is one alert's state as delivered to notifiers. Its JSON form is
@@ -57,19 +42,20 @@ type Alert struct {
 	// UpdatedAt is the event time of this notification (the window end or
 	// watermark that caused it).
 	UpdatedAt time.Time `json:"updated_at"`
-	// Reason says why a resolved alert resolved (ReasonAbsent,
-	// ReasonJobSilent, ReasonJobRestarted, ReasonJobStopped).
+	// Reason says why a resolved alert resolved: why its last incident
+	// closed (incident.ReasonAbsent, ReasonJobRestarted, ReasonJobStopped,
+	// ReasonResolvedByPlan).
 	Reason string `json:"reason,omitempty"`
 	// Finding is the latest finding of the condition (for hot keys, the
 	// hottest key's), in the findings contract.
 	Finding *skew.Finding `json:"finding,omitempty"`
 
-	id Identity
+	id incident.Identity
 }
 
 // Identity returns the alert's identity (the zero Identity for an Alert
 // decoded from JSON).
-func (a *Alert) Identity() Identity { return a.id }
+func (a *Alert) Identity() incident.Identity { return a.id }
 
 // EventKind names a transition of the state machine.
 type EventKind string
@@ -77,16 +63,18 @@ type EventKind string
 // Event kinds. Only Firing, Renotify and Resolved are delivered to
 // notifiers; Pending and Discarded are for metrics and tests.
 const (
-	// EventPending: a condition was seen for the first time.
+	// EventPending: the condition's first incident opened.
 	EventPending EventKind = "pending"
-	// EventFiring: the condition has lasted TrackerConfig.For.
+	// EventFiring: an incident of the condition has lasted
+	// (incident.Hysteresis.For).
 	EventFiring EventKind = "firing"
 	// EventRenotify: the alert is still firing, TrackerConfig.
 	// RenotifyInterval after its last notification.
 	EventRenotify EventKind = "renotify"
-	// EventResolved: a firing alert is over.
+	// EventResolved: the last incident of a firing alert closed.
 	EventResolved EventKind = "resolved"
-	// EventDiscarded: a pending condition ended before it fired.
+	// EventDiscarded: the last incident of a pending alert closed before
+	// it fired.
 	EventDiscarded EventKind = "discarded"
 )
 

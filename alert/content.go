@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -23,7 +24,7 @@ const (
 // AlertName returns the alertname label of a cause.
 func AlertName(cause string) string {
 	switch cause {
-	case CauseHotKey:
+	case incident.CauseHotKey:
 		return NameHotKey
 	case skew.CauseDataSkew:
 		return NameSubtaskSkew
@@ -86,7 +87,7 @@ func (t *Tracker) alert(st *state, status string, at int64, reason string) Alert
 		a.Labels = t.labels(st)
 	}
 	a.Labels = copyMap(a.Labels)
-	f := cloneFinding(&st.latest)
+	f := st.latest // its pointers are shared: no one writes through them
 	a.Finding = &f
 	if status == StatusResolved {
 		a.EndsAt = msTime(st.lastSeen)
@@ -155,10 +156,10 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // salting reports whether a salting plan helps with the cause.
 func salting(cause string) bool {
-	return cause == CauseHotKey || cause == skew.CauseDataSkew || cause == skew.CauseRotatingHotKey
+	return cause == incident.CauseHotKey || cause == skew.CauseDataSkew || cause == skew.CauseRotatingHotKey
 }
 
-func (t *Tracker) planVersion(id Identity) (uint64, bool) {
+func (t *Tracker) planVersion(id incident.Identity) (uint64, bool) {
 	if t.cfg.PlanVersion == nil {
 		return 0, false
 	}
@@ -166,7 +167,7 @@ func (t *Tracker) planVersion(id Identity) (uint64, bool) {
 }
 
 // planURL is where the task's current salting plan is served.
-func (t *Tracker) planURL(id Identity) string {
+func (t *Tracker) planURL(id incident.Identity) string {
 	return strings.TrimRight(t.cfg.SaltingURL, "/") + "/v1/salting/" + url.PathEscape(id.JobID) + "/" + url.PathEscape(id.TaskName)
 }
 
@@ -287,7 +288,7 @@ func (t *Tracker) runbook(st *state) string {
 			}
 		}
 		return "jstack " + where + " and check the sink client for blocked requests; look at GC. Its input is no larger than its peers', so more parallelism or salting will not help."
-	case CauseHotKey, skew.CauseDataSkew:
+	case incident.CauseHotKey, skew.CauseDataSkew:
 		return t.applyPlan(st.id) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
 	case skew.CauseRotatingHotKey:
 		what := "The hot subtask moves over time"
@@ -323,7 +324,7 @@ func (t *Tracker) runbook(st *state) string {
 }
 
 // applyPlan is the salting half of a skew runbook.
-func (t *Tracker) applyPlan(id Identity) string {
+func (t *Tracker) applyPlan(id incident.Identity) string {
 	if v, ok := t.planVersion(id); ok {
 		return fmt.Sprintf("Apply salting plan v%d (GET %s)", v, t.planURL(id))
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -18,11 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func firingOf(t *testing.T, cfg TrackerConfig, fs ...skew.Finding) Alert {
 	t.Helper()
-	cfg.For = -1
-	tr, err := NewTracker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, cfg, atOnce)
 	var firing []Alert
 	for _, e := range tr.Observe(fs) {
 		if e.Kind == EventFiring {
@@ -228,10 +225,7 @@ func TestAlertContent(t *testing.T) {
 // would make it another alert in Alertmanager), while the annotations
 // follow the latest finding.
 func TestLabelsFixedWhileFiring(t *testing.T) {
-	tr, err := NewTracker(TrackerConfig{For: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, TrackerConfig{}, atOnce)
 	tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, 0)})
 	f := sat("j1", "agg", 3, skew.CauseSlowSubtask, win)
 	f.Host = "10.0.0.9"
@@ -243,7 +237,7 @@ func TestLabelsFixedWhileFiring(t *testing.T) {
 	if resolved.Labels["host"] != "10.0.0.2" || resolved.Annotations["host"] != "10.0.0.9" {
 		t.Errorf("label host %q (want the first, 10.0.0.2), annotation host %q (want the latest, 10.0.0.9)", resolved.Labels["host"], resolved.Annotations["host"])
 	}
-	if resolved.Status != StatusResolved || resolved.EndsAt.UnixMilli() != 2*win || resolved.Annotations["resolved_reason"] != ReasonAbsent {
+	if resolved.Status != StatusResolved || resolved.EndsAt.UnixMilli() != 2*win || resolved.Annotations["resolved_reason"] != incident.ReasonAbsent {
 		t.Errorf("resolved alert: status %q ends %v reason %q", resolved.Status, resolved.EndsAt, resolved.Annotations["resolved_reason"])
 	}
 }
@@ -265,10 +259,7 @@ func TestAlertJSONGolden(t *testing.T) {
 	hk.ShareMargin, hk.Rule, hk.ShareLowerBound, hk.Threshold = 0.029, "task", 0.285, 0.1
 	hk.EvidenceWindows, hk.EvidenceRecords = 2, 2000
 	hk.SubtaskShare, hk.SubtaskShareMargin, hk.SubtaskExcess, hk.ExcessExplained = 0.62, 0.042, 0.67, 0.93
-	tr, err := NewTracker(TrackerConfig{For: -1, PlanVersion: func(string, string) (uint64, bool) { return 3, true }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, TrackerConfig{PlanVersion: func(string, string) (uint64, bool) { return 3, true }}, atOnce)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -308,10 +299,7 @@ func TestNaNEvidence(t *testing.T) {
 	f := sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)
 	f.Evidence.InputRatio = math.Inf(1)
 	h := hot("j1", "agg", 2, "k", math.NaN(), 0)
-	tr, err := NewTracker(TrackerConfig{For: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, TrackerConfig{}, atOnce)
 	tr.Observe([]skew.Finding{f, h})
 	active := tr.Active()
 	if len(active) != 2 {

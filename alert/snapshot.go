@@ -1,13 +1,13 @@
 package alert
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -24,7 +24,7 @@ const SnapshotVersion = 1
 // that ended.
 type JobSnapshot struct {
 	JobID string
-	// State is the job's alerts and latest report in a versioned JSON
+	// State is the job's alerts in a versioned JSON
 	// encoding (SnapshotVersion). Equal trackers give byte-identical
 	// States. Empty means the job has nothing to restore: its alerts are
 	// over (callers store it to replace an older state).
@@ -32,18 +32,13 @@ type JobSnapshot struct {
 }
 
 // snapJob is the encoding of one job's state. Field order is fixed, and
-// the alerts and key runs are sorted, so the encoding is deterministic.
+// the alerts are sorted, so the encoding is deterministic. (Encodings
+// written before alerts followed incidents carry "now", "reported" and
+// key "runs" too; they are ignored.)
 type snapJob struct {
-	V     int    `json:"v"`
-	JobID string `json:"job_id"`
-	// Now is the event time of the job's state when the snapshot was
-	// taken: the tracker's, or that of the job's restored state if later.
-	// Restore does not take it as the tracker's event time (see there).
-	Now int64 `json:"now"`
-	// Reported is the end of the job's latest window with a report, 0 if
-	// none is remembered.
-	Reported int64       `json:"reported,omitempty"`
-	Alerts   []snapAlert `json:"alerts,omitempty"`
+	V      int         `json:"v"`
+	JobID  string      `json:"job_id"`
+	Alerts []snapAlert `json:"alerts,omitempty"`
 }
 
 type snapAlert struct {
@@ -54,59 +49,33 @@ type snapAlert struct {
 	Start      int64             `json:"start"`
 	LastSeen   int64             `json:"last_seen"`
 	LastNotify int64             `json:"last_notify,omitempty"`
-	Touched    int64             `json:"touched"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Latest     skew.Finding      `json:"latest"`
 	Keys       []skew.HotKey     `json:"keys,omitempty"`
-	Runs       []snapRun         `json:"runs,omitempty"`
 }
 
-type snapRun struct {
-	Key      string `json:"key"`
-	Start    int64  `json:"start"`
-	LastSeen int64  `json:"last_seen"`
-}
-
-// Snapshot returns the state of every job the tracker owns, ordered by
-// job ID: the jobs with alerts (pending or firing), with a remembered
-// report, and those Restore brought back that have reported since. Jobs
-// restored and not heard of since are left out, so that an instance never
-// overwrites the state another instance of a consumer group keeps for a
-// job it consumes. A job that drops out of the snapshot (its alerts are
-// over and its report forgotten) has nothing left to restore: callers
-// that store snapshots store an empty State for it.
+// Snapshot returns the state of every job with alerts (pending or
+// firing), ordered by job ID. A job that drops out of the snapshot (its
+// alerts are over) has nothing left to restore: callers that store
+// snapshots store an empty State for it. Which incidents an alert covers
+// is not saved: the incidents are, and Restore takes them.
 //
 // The error names the jobs whose state cannot be encoded (a finding with
 // a number JSON cannot hold); they are left out, the others are returned.
 // Snapshot changes nothing.
 func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	jobs := map[string]*snapJob{}
-	job := func(id string) *snapJob {
-		j := jobs[id]
-		if j == nil {
-			j = &snapJob{V: SnapshotVersion, JobID: id, Now: t.jobNow(id), Reported: t.reports[id]}
-			jobs[id] = j
-		}
-		return j
-	}
 	for _, st := range t.states {
-		j := job(st.id.JobID)
-		a := snapAlert{
+		j := jobs[st.id.JobID]
+		if j == nil {
+			j = &snapJob{V: SnapshotVersion, JobID: st.id.JobID}
+			jobs[st.id.JobID] = j
+		}
+		j.Alerts = append(j.Alerts, snapAlert{
 			TaskName: st.id.TaskName, Subtask: st.id.Subtask, Cause: st.id.Cause, Firing: st.firing,
-			Start: st.start, LastSeen: st.lastSeen, LastNotify: st.lastNotify, Touched: st.touched,
+			Start: st.start, LastSeen: st.lastSeen, LastNotify: st.lastNotify,
 			Labels: st.labels, Latest: st.latest, Keys: st.keys,
-		}
-		for k, r := range st.runs {
-			a.Runs = append(a.Runs, snapRun{Key: k, Start: r.start, LastSeen: r.lastSeen})
-		}
-		slices.SortFunc(a.Runs, func(x, y snapRun) int { return cmp.Compare(x.Key, y.Key) })
-		j.Alerts = append(j.Alerts, a)
-	}
-	for id := range t.reports {
-		job(id)
-	}
-	for id := range t.restored {
-		job(id)
+		})
 	}
 	ids := make([]string, 0, len(jobs))
 	for id := range jobs {
@@ -117,7 +86,7 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	var errs []error
 	for _, id := range ids {
 		j := jobs[id]
-		slices.SortFunc(j.Alerts, func(x, y snapAlert) int { return x.identity().compare(y.identity()) })
+		slices.SortFunc(j.Alerts, func(x, y snapAlert) int { return x.identity().Compare(y.identity()) })
 		b, err := json.Marshal(j)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("alert state of job %.64q: %w", id, err))
@@ -128,19 +97,17 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	return out, errors.Join(errs...)
 }
 
-func (a *snapAlert) identity() Identity {
-	return Identity{JobID: a.Latest.JobID, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
+func (a *snapAlert) identity() incident.Identity {
+	return incident.Identity{JobID: a.Latest.JobID, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
 }
 
-// Reset drops every alert and report: the tracker is then as
-// NewTracker made it (its configuration and Refused count kept), and
-// Restore may be called again. A pipeline whose partitions moved to
-// another instance resets and restores the stored state, so that it
-// neither resolves nor stores the alerts of jobs it no longer reads.
+// Reset drops every alert: the tracker is then as NewTracker made it (its
+// configuration kept), and Restore may be called again. A pipeline whose
+// partitions moved to another instance resets and restores the stored
+// state, so that it neither resolves nor stores the alerts of jobs it no
+// longer reads.
 func (t *Tracker) Reset() {
 	clear(t.states)
-	clear(t.reports)
-	clear(t.restored)
 	t.now, t.firing = 0, 0
 }
 
@@ -148,30 +115,23 @@ func (t *Tracker) Reset() {
 // carry, as the decoders bound them in events.
 const maxSnapString = 64 << 10
 
-// Restore loads the job states Snapshot returned. Call it on a new
-// Tracker, before the first Observe. Empty States are skipped. A state
-// that does not decode or validate (another SnapshotVersion, a job ID
-// that does not match, an alert whose latest finding is not of its
-// identity, times out of order, ...) is an error naming the job, and
-// nothing is restored. Alerts beyond MaxTracked are refused and counted
-// (Refused), as Observe refuses them.
+// Restore loads the job states Snapshot returned, with the open incidents
+// restored beside them (incident.Tracker.Restore): an alert covers the
+// open incidents of its identity. Call it on a new or Reset Tracker.
+// Empty States are skipped. A state that does not decode or validate
+// (another SnapshotVersion, a job ID that does not match, an alert whose
+// latest finding is not of its identity, times out of order, ...) is an
+// error naming the job, and nothing is restored.
 //
-// Give it the states of the jobs this tracker owns only (the pipeline
-// restores those whose engine state it restored): it resolves and
-// snapshots their alerts as it does its own. An alert whose condition
-// ended while the pipeline was down resolves at the event time an
-// uninterrupted tracker would have resolved it; a firing alert whose
-// condition goes on does not fire again.
-//
-// The tracker's event time is not taken from what is restored: the jobs
-// of a consumer group progress apart (a job that moved here resumes from
-// its last owner's commit, behind or ahead of the jobs of other
-// instances), and an event time set by the furthest job would resolve
-// the alerts of the others at their first window, which then fire again.
-// The first Observe or Advance sets it, as incident.Tracker.Restore does.
-func (t *Tracker) Restore(snaps []JobSnapshot) error {
-	if len(t.states) > 0 || len(t.reports) > 0 || t.now != 0 {
-		return errors.New("alert: restore: the tracker has seen findings already")
+// An alert none of whose incidents is open any more ended while the
+// pipeline was down (its incidents closed and were stored, its own state
+// was not): it resolves now, with reason absent, and the returned events
+// say so. An open incident without an alert gets one with its next
+// finding. Give it the states and incidents of the jobs this tracker
+// owns only: it resolves and snapshots their alerts as it does its own.
+func (t *Tracker) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Event, error) {
+	if len(t.states) > 0 || t.now != 0 {
+		return nil, errors.New("alert: restore: the tracker has seen changes already")
 	}
 	var jobs []snapJob
 	seen := map[string]bool{}
@@ -182,33 +142,19 @@ func (t *Tracker) Restore(snaps []JobSnapshot) error {
 		}
 		j, err := decodeSnapJob(s)
 		if err != nil {
-			return fmt.Errorf("alert: restore job %d (%.64q): %w", i, s.JobID, err)
+			return nil, fmt.Errorf("alert: restore job %d (%.64q): %w", i, s.JobID, err)
 		}
 		if seen[j.JobID] {
-			return fmt.Errorf("alert: restore job %d (%.64q): duplicate job", i, s.JobID)
+			return nil, fmt.Errorf("alert: restore job %d (%.64q): duplicate job", i, s.JobID)
 		}
 		seen[j.JobID] = true
 		jobs = append(jobs, j)
 	}
 	for _, j := range jobs {
-		t.restored[j.JobID] = j.Now
-		if j.Reported > 0 {
-			t.reports[j.JobID] = j.Reported
-		}
 		for _, a := range j.Alerts {
-			if len(t.states) >= t.cfg.MaxTracked {
-				t.refused++
-				continue
-			}
 			st := &state{
 				id: a.identity(), firing: a.Firing, start: a.Start, lastSeen: a.LastSeen, lastNotify: a.LastNotify,
-				labels: a.Labels, latest: cloneFinding(&a.Latest), keys: slices.Clone(a.Keys), touched: a.Touched,
-			}
-			for _, r := range a.Runs {
-				if st.runs == nil {
-					st.runs = make(map[string]keyRun, len(a.Runs))
-				}
-				st.runs[r.Key] = keyRun{start: r.Start, lastSeen: r.LastSeen}
+				labels: a.Labels, latest: a.Latest, keys: slices.Clone(a.Keys), open: map[string]openIncident{},
 			}
 			t.states[st.id] = st
 			if st.firing {
@@ -216,7 +162,26 @@ func (t *Tracker) Restore(snaps []JobSnapshot) error {
 			}
 		}
 	}
-	return nil
+	for i := range open {
+		in := &open[i]
+		id := incident.Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}
+		if st := t.states[id]; st != nil && in.State == incident.StateOpen {
+			// A firing alert's incidents had lasted; a pending one's had not.
+			st.open[in.ID] = openIncident{key: in.Key, start: in.Start, lasted: st.firing}
+		}
+	}
+	var ended []*state
+	for _, st := range t.states {
+		if len(st.open) == 0 {
+			ended = append(ended, st)
+		}
+	}
+	slices.SortFunc(ended, func(a, b *state) int { return a.id.Compare(b.id) })
+	var events []Event
+	for _, st := range ended {
+		events = t.resolve(st, st.lastSeen, incident.ReasonAbsent, "", events)
+	}
+	return events, nil
 }
 
 // decodeSnapJob decodes and validates one job's state.
@@ -234,7 +199,7 @@ func decodeSnapJob(s *JobSnapshot) (snapJob, error) {
 	if err := validSnapString(j.JobID); err != nil {
 		return j, err
 	}
-	ids := map[Identity]bool{}
+	ids := map[incident.Identity]bool{}
 	for i := range j.Alerts {
 		a := &j.Alerts[i]
 		if err := validAlert(j.JobID, a); err != nil {
@@ -259,7 +224,7 @@ func validAlert(jobID string, a *snapAlert) error {
 	if a.Latest.JobID != jobID {
 		return fmt.Errorf("latest finding of job %.64q", a.Latest.JobID)
 	}
-	if id, ok := identityOf(&a.Latest); !ok || id != a.identity() {
+	if id, ok := incident.IdentityOf(&a.Latest); !ok || id != a.identity() {
 		return fmt.Errorf("latest finding is not of the alert %s", a.identity())
 	}
 	if a.Start > a.LastSeen || a.Latest.WindowEnd != a.LastSeen || a.LastNotify > a.LastSeen {
@@ -277,11 +242,6 @@ func validAlert(jobID string, a *snapAlert) error {
 	for _, k := range a.Keys {
 		if err := validSnapString(k.Key); err != nil {
 			return fmt.Errorf("hot key: %w", err)
-		}
-	}
-	for _, r := range a.Runs {
-		if err := validSnapString(r.Key); err != nil || r.Start > r.LastSeen {
-			return fmt.Errorf("run of key %.64q: %v, start %d, last seen %d", r.Key, err, r.Start, r.LastSeen)
 		}
 	}
 	return nil

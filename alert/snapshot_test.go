@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -37,7 +38,7 @@ func snapshotWindows(n int) [][]skew.Finding {
 
 // feed runs windows through tr as the pipeline does (Observe, then
 // Advance to the window's end) and returns the events as JSON lines.
-func feed(t *testing.T, tr *Tracker, windows [][]skew.Finding, first int) []string {
+func feed(t *testing.T, tr *pipe, windows [][]skew.Finding, first int) []string {
 	t.Helper()
 	var out []string
 	for i, fs := range windows {
@@ -53,13 +54,9 @@ func feed(t *testing.T, tr *Tracker, windows [][]skew.Finding, first int) []stri
 	return out
 }
 
-func newTestTracker(t *testing.T) *Tracker {
+func newTestTracker(t *testing.T) *pipe {
 	t.Helper()
-	tr, err := NewTracker(TrackerConfig{RenotifyInterval: 40 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return newPipe(t, TrackerConfig{RenotifyInterval: 40 * time.Second})
 }
 
 // TestSnapshotRestoreMatchesUninterrupted: a tracker snapshotted after
@@ -81,13 +78,9 @@ func TestSnapshotRestoreMatchesUninterrupted(t *testing.T) {
 	for cut := 1; cut < len(windows); cut++ {
 		before := newTestTracker(t)
 		got := feed(t, before, windows[:cut], 0)
-		snaps, err := before.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
 		after := newTestTracker(t)
-		if err := after.Restore(snaps); err != nil {
-			t.Fatalf("cut %d: %v", cut, err)
+		if events, err := after.restore(before.save(t)); err != nil || len(events) > 0 {
+			t.Fatalf("cut %d: %v, events %v", cut, err, evs(events))
 		}
 		got = append(got, feed(t, after, windows[cut:], cut)...)
 		if !slices.Equal(got, want) {
@@ -130,7 +123,7 @@ func TestSnapshotDeterministic(t *testing.T) {
 		t.Fatal("a second Snapshot differs from the first")
 	}
 	r := newTestTracker(t)
-	if err := r.Restore(sa); err != nil {
+	if _, err := r.restore(a.save(t)); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := r.Active(), a.Active(); len(want) == 0 || !sameJSON(t, got, want) {
@@ -161,15 +154,13 @@ func sameJSON(t *testing.T, a, b any) bool {
 }
 
 // TestRestoredAlertsResolve: a restored job's alerts are the tracker's
-// own: once the job reports without them they resolve at the time their
-// hysteresis ran out, and those of a job that stays silent resolve as
-// silent.
+// own: once their incidents close (the job reports without them, or
+// stays silent) they resolve as an uninterrupted tracker's do.
 func TestRestoredAlertsResolve(t *testing.T) {
 	before := newTestTracker(t)
 	feed(t, before, snapshotWindows(8), 0) // j1's slow_subtask fires
-	snaps, _ := before.Snapshot()
 	tr := newTestTracker(t)
-	if err := tr.Restore(snaps); err != nil {
+	if _, err := tr.restore(before.save(t)); err != nil {
 		t.Fatal(err)
 	}
 	firing := tr.Firing()
@@ -180,9 +171,9 @@ func TestRestoredAlertsResolve(t *testing.T) {
 	// stopped and to the restored one: j1 reports without its
 	// conditions, j2 stays silent.
 	next := int64(9) * win
-	in := func(tr *Tracker) []string {
+	in := func(tr *pipe) []string {
 		ev := tr.Observe([]skew.Finding{statsOf("j1", next)})
-		return evs(append(ev, tr.Advance(next+DefaultTrackerConfig().SilentAfter.Milliseconds()+win)...))
+		return evs(append(ev, tr.Advance(next+incident.DefaultResolveAfter.Milliseconds()+win)...))
 	}
 	want, got := in(before), in(tr)
 	if !slices.Equal(got, want) {
@@ -236,7 +227,7 @@ func TestRestoreRefusesBadState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestTracker(t)
-			err := tr.Restore(tc.snaps)
+			_, err := tr.Restore(tc.snaps, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Restore = %v, want an error with %q", err, tc.want)
 			}
@@ -247,11 +238,11 @@ func TestRestoreRefusesBadState(t *testing.T) {
 	}
 	used := newTestTracker(t)
 	used.Observe(snapshotWindows(1)[0])
-	if err := used.Restore(good); err == nil {
+	if _, err := used.Restore(good, nil); err == nil {
 		t.Fatal("Restore on a used tracker succeeded")
 	}
 	empty := newTestTracker(t)
-	if err := empty.Restore([]JobSnapshot{{JobID: "gone"}}); err != nil || empty.Now() != 0 {
+	if _, err := empty.Restore([]JobSnapshot{{JobID: "gone"}}, nil); err != nil || empty.Now() != 0 {
 		t.Fatalf("an empty state: %v, now %d", err, empty.Now())
 	}
 }
@@ -261,8 +252,8 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // not that of the job ahead: the job behind, at its next window, gets
 // the events of an uninterrupted tracker of that job (it is not resolved
 // and fired again). The job ahead goes on as uninterrupted too; by its
-// time the job behind, silent since, resolves as silent, as it would
-// have in a tracker that never stopped.
+// time the incident of the job behind, absent since, has closed, and its
+// alert resolves, as it would have in a tracker that never stopped.
 func TestRestoreGroupAtDifferentTimes(t *testing.T) {
 	jobWindows := func(job string, first, n int) [][]skew.Finding {
 		var out [][]skew.Finding
@@ -282,7 +273,7 @@ func TestRestoreGroupAtDifferentTimes(t *testing.T) {
 		{"ahead", "j2", 200},
 	}
 	windows := map[string][][]skew.Finding{}
-	var group []JobSnapshot
+	var group []saved
 	for _, tt := range tests {
 		windows[tt.job] = jobWindows(tt.job, tt.first, 7)
 		tr := newTestTracker(t)
@@ -290,11 +281,7 @@ func TestRestoreGroupAtDifferentTimes(t *testing.T) {
 		if tr.Firing() != 1 {
 			t.Fatalf("%s: %d alerts firing before the snapshot, want 1", tt.job, tr.Firing())
 		}
-		s, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		group = append(group, s...)
+		group = append(group, tr.save(t))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,7 +291,7 @@ func TestRestoreGroupAtDifferentTimes(t *testing.T) {
 			want := feed(t, uninterrupted, windows[6:], tt.first+6)
 
 			r := newTestTracker(t)
-			if err := r.Restore(group); err != nil {
+			if _, err := r.restore(join(group...)); err != nil {
 				t.Fatal(err)
 			}
 			var got, others []string

@@ -8,17 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
 )
 
 // step is one call: Observe(obs) when obs is not nil, then Advance(adv)
-// when adv is not 0, then JobsReported(rep...) at repAt when rep is set
-// (before the Observe).
+// when adv is not 0.
 type step struct {
-	rep   []string
-	repAt int64
-	obs   []skew.Finding
-	adv   int64
+	obs []skew.Finding
+	adv int64
 }
 
 // windows returns one step per window start: the findings made by mk
@@ -52,6 +50,7 @@ func TestTrackerTransitions(t *testing.T) {
 	tests := []struct {
 		name  string
 		cfg   TrackerConfig
+		inc   func(*incident.Config)
 		steps []step
 		want  []string
 	}{
@@ -62,7 +61,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name:  "negative For fires on the first finding",
-			cfg:   TrackerConfig{For: -1},
+			inc:   atOnce,
 			steps: windows([]int64{0}, skewAt(0)),
 			want:  []string{"pending " + ds + " @10000", "firing " + ds + " @10000"},
 		},
@@ -104,15 +103,15 @@ func TestTrackerTransitions(t *testing.T) {
 				"renotify " + ds + " @50000", "renotify " + ds + " @80000"},
 		},
 		{
-			name: "with RequireReports a silent job's alert waits, then resolves as job_silent",
-			cfg:  TrackerConfig{RequireReports: true, SilentAfter: time.Minute},
+			name: "with RequireReports a silent job's alert waits for its run's end",
+			inc:  func(c *incident.Config) { c.RequireReports = true },
 			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
-				step{adv: 60_000}, step{adv: 79_999}, step{adv: 80_000}),
-			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @80000 job_silent"},
+				step{adv: 60_000}, step{obs: []skew.Finding{jobEnd("j1", 120_000, skew.EndStopped)}, adv: 130_000}),
+			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @130000 job_stopped"},
 		},
 		{
 			name: "with RequireReports a reporting job's alert resolves as absent",
-			cfg:  TrackerConfig{RequireReports: true},
+			inc:  func(c *incident.Config) { c.RequireReports = true },
 			steps: windows(seq(0, 60_000, win), func(ws int64) []skew.Finding {
 				fs := []skew.Finding{statsOf("j1", ws)}
 				if ws <= 10_000 {
@@ -120,15 +119,6 @@ func TestTrackerTransitions(t *testing.T) {
 				}
 				return fs
 			}),
-			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
-		},
-		{
-			name: "with RequireReports JobsReported counts as a report",
-			cfg:  TrackerConfig{RequireReports: true},
-			steps: append(windows(seq(0, 10_000, win), skewAt(0, 10_000)),
-				step{adv: 40_000},
-				step{rep: []string{"j1"}, repAt: 30_000, adv: 40_000},
-				step{rep: []string{"j1"}, repAt: 50_000, adv: 50_000}),
 			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000", "resolved " + ds + " @50000 absent"},
 		},
 		{
@@ -147,7 +137,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name: "under_provisioned is task-wide; causes are separate alerts",
-			cfg:  TrackerConfig{For: -1},
+			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0),
 				sat("j1", "agg", 2, skew.CauseSlowSubtask, 0),
@@ -160,7 +150,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name: "several hot keys on one subtask make one alert",
-			cfg:  TrackerConfig{For: -1},
+			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				hot("j1", "agg", 2, "a", 0.1, 0), hot("j1", "agg", 2, "b", 0.3, 0), hot("j1", "agg", -1, "c", 0.2, 0),
 			}}},
@@ -168,8 +158,23 @@ func TestTrackerTransitions(t *testing.T) {
 				"firing j1/agg/-1/hot_key @10000", "firing j1/agg/2/hot_key @10000"},
 		},
 		{
+			name: "a hot_key alert covers its keys' incidents: it resolves when the last one closes",
+			inc:  atOnce,
+			steps: windows(seq(0, 80_000, win), func(ws int64) []skew.Finding {
+				fs := []skew.Finding{}
+				if ws == 0 {
+					fs = append(fs, hot("j1", "agg", 2, "a", 0.3, ws))
+				}
+				if ws <= 30_000 {
+					fs = append(fs, hot("j1", "agg", 2, "b", 0.2, ws))
+				}
+				return fs
+			}),
+			want: []string{"pending j1/agg/2/hot_key @10000", "firing j1/agg/2/hot_key @10000", "resolved j1/agg/2/hot_key @70000 absent"},
+		},
+		{
 			name: "a hot key of an unsaturated task alerts only when it alone skews its subtask",
-			cfg:  TrackerConfig{For: -1},
+			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				labelled(hot("j1", "agg", 1, "quiet", 0.3, 0), false, false),
 				labelled(hot("j1", "agg", 2, "skews", 0.3, 0), false, true),
@@ -179,8 +184,8 @@ func TestTrackerTransitions(t *testing.T) {
 				"firing j1/agg/2/hot_key @10000", "firing j1/agg/3/hot_key @10000"},
 		},
 		{
-			name: "MaxTracked refuses new conditions, keeps the tracked ones",
-			cfg:  TrackerConfig{For: -1, MaxTracked: 1},
+			name: "the incidents' MaxOpen refuses new conditions, keeps the tracked ones",
+			inc:  func(c *incident.Config) { c.Hysteresis.For, c.MaxOpen = -1, 1 },
 			steps: []step{{obs: []skew.Finding{
 				sat("j1", "agg", 1, skew.CauseDataSkew, 0), sat("j1", "agg", 2, skew.CauseDataSkew, 0),
 			}}},
@@ -188,7 +193,8 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name: "Causes filters what alerts",
-			cfg:  TrackerConfig{For: -1, Causes: []string{skew.CauseSlowSubtask}},
+			cfg:  TrackerConfig{Causes: []string{skew.CauseSlowSubtask}},
+			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				sat("j1", "agg", 1, skew.CauseDataSkew, 0), hot("j1", "agg", 1, "k", 0.5, 0), sat("j1", "agg", 2, skew.CauseSlowSubtask, 0),
 			}}},
@@ -196,7 +202,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name: "malformed and other findings make no alert and do not panic",
-			cfg:  TrackerConfig{For: -1},
+			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				{Kind: skew.KindSaturation, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win}, // no body
 				{Kind: skew.KindHotKey, JobID: "j1", TaskName: "a", WindowStart: 0, WindowEnd: win},     // no body
@@ -219,15 +225,9 @@ func TestTrackerTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := NewTracker(tt.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := newPipe(t, tt.cfg, tt.inc)
 			var got []Event
 			for _, s := range tt.steps {
-				if s.rep != nil {
-					tr.JobsReported(s.repAt, s.rep...)
-				}
 				if s.obs != nil {
 					got = append(got, tr.Observe(s.obs)...)
 				}
@@ -249,10 +249,7 @@ func TestTrackerTransitions(t *testing.T) {
 func TestTrackerNoFlapping(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		tr, err := NewTracker(TrackerConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := newPipe(t, TrackerConfig{})
 		onProb := []float64{0.1, 0.5, 0.9}[seed%3]
 		lastSeen := map[string]int64{}
 		state := map[string]string{}
@@ -289,9 +286,9 @@ func TestTrackerNoFlapping(t *testing.T) {
 	}
 }
 
-func identityMust(t *testing.T, f *skew.Finding) Identity {
+func identityMust(t *testing.T, f *skew.Finding) incident.Identity {
 	t.Helper()
-	id, ok := identityOf(f)
+	id, ok := incident.IdentityOf(f)
 	if !ok {
 		t.Fatalf("no identity for %+v", f)
 	}
@@ -311,10 +308,7 @@ func TestTrackerDeterministic(t *testing.T) {
 			statsOf("j3", ws))
 	}
 	run := func(in []skew.Finding) []Event {
-		tr, err := NewTracker(TrackerConfig{RenotifyInterval: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := newPipe(t, TrackerConfig{RenotifyInterval: 20 * time.Second})
 		return append(tr.Observe(in), tr.Advance(200_000)...)
 	}
 	want := run(fs)
@@ -333,10 +327,7 @@ func TestTrackerDeterministic(t *testing.T) {
 // TestTrackerKeepsNoReferences checks that alerts do not change when the
 // caller reuses its findings (the pipeline clears its slice).
 func TestTrackerKeepsNoReferences(t *testing.T) {
-	tr, err := NewTracker(TrackerConfig{For: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, TrackerConfig{}, atOnce)
 	fs := []skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0)}
 	fs[0].Evidence.HotKeys = []skew.KeyShare{{Key: "k", Share: 0.5}}
 	tr.Observe(fs)
@@ -356,13 +347,10 @@ func TestTrackerKeepsNoReferences(t *testing.T) {
 }
 
 func TestTrackerCounts(t *testing.T) {
-	tr, err := NewTracker(TrackerConfig{MaxTracked: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newPipe(t, TrackerConfig{}, func(c *incident.Config) { c.MaxOpen = 2 })
 	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, 0), sat("j", "a", 2, skew.CauseDataSkew, 0), sat("j", "a", 3, skew.CauseDataSkew, 0)})
 	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, win)})
-	if p, f, r := tr.Pending(), tr.Firing(), tr.Refused(); p != 1 || f != 1 || r != 1 {
+	if p, f, r := tr.Pending(), tr.Firing(), tr.inc.Refused(); p != 1 || f != 1 || r != 1 {
 		t.Errorf("pending, firing, refused = %d, %d, %d; want 1, 1, 1", p, f, r)
 	}
 	if n := tr.Now(); n != 2*win {
@@ -381,13 +369,10 @@ func TestTrackerConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", cfg: TrackerConfig{}},
-		{name: "negative resolve", cfg: TrackerConfig{ResolveAfter: -time.Second}, wantErr: "resolve after"},
 		{name: "negative renotify", cfg: TrackerConfig{RenotifyInterval: -time.Second}, wantErr: "renotify"},
-		{name: "silent shorter than resolve", cfg: TrackerConfig{RequireReports: true, SilentAfter: time.Second}, wantErr: "silent after"},
 		{name: "unknown cause", cfg: TrackerConfig{Causes: []string{"nope"}}, wantErr: `cause "nope"`},
 		{name: "severity of unknown cause", cfg: TrackerConfig{Severities: map[string]string{"nope": "page"}}, wantErr: "unknown cause"},
-		{name: "empty severity", cfg: TrackerConfig{Severities: map[string]string{CauseHotKey: ""}}, wantErr: "empty"},
-		{name: "negative max", cfg: TrackerConfig{MaxTracked: -1}, wantErr: "max tracked"},
+		{name: "empty severity", cfg: TrackerConfig{Severities: map[string]string{incident.CauseHotKey: ""}}, wantErr: "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -397,7 +382,7 @@ func TestTrackerConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.For != DefaultFor || cfg.ResolveAfter != DefaultResolveAfter || cfg.MaxTracked != DefaultMaxTracked || len(cfg.Causes) != len(Causes()) || len(Causes()) != 6 {
+				if len(cfg.Causes) != len(incident.Causes()) || len(incident.Causes()) != 6 {
 					t.Errorf("defaults not filled: %+v", cfg)
 				}
 				return
@@ -422,16 +407,16 @@ func TestTrackerConfigDefaults(t *testing.T) {
 	if got := (TrackerConfig{}).withDefaults(); !reflect.DeepEqual(got, d) {
 		t.Errorf("zero fields filled with %+v, want DefaultTrackerConfig %+v", got, d)
 	}
-	want := TrackerConfig{For: 20 * time.Second, ResolveAfter: 30 * time.Second, SilentAfter: 5 * time.Minute, MaxTracked: 10000, Causes: Causes()}
+	want := TrackerConfig{Causes: incident.Causes()}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", d, want)
 	}
-	tr, err := NewTracker(TrackerConfig{ResolveAfter: time.Minute})
+	tr, err := NewTracker(TrackerConfig{RenotifyInterval: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := tr.Config(); c.ResolveAfter != time.Minute || c.For != DefaultFor {
-		t.Errorf("NewTracker config %+v: want ResolveAfter 1m kept and For defaulted", c)
+	if c := tr.Config(); c.RenotifyInterval != time.Minute || len(c.Causes) != 6 {
+		t.Errorf("NewTracker config %+v: want RenotifyInterval 1m kept and Causes defaulted", c)
 	}
 }
 
@@ -458,16 +443,13 @@ func TestTrackerBatchingIndependent(t *testing.T) {
 		}
 		return out
 	}
-	one, err := NewTracker(TrackerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	one := newPipe(t, TrackerConfig{})
 	var a []Event
 	for i, fs := range perWindow {
 		a = append(a, one.Observe(fs)...)
 		a = append(a, one.Advance(int64(i+1)*win)...)
 	}
-	all, _ := NewTracker(TrackerConfig{})
+	all := newPipe(t, TrackerConfig{})
 	b := all.Observe(slices.Concat(perWindow...))
 	b = append(b, all.Advance(int64(len(perWindow))*win)...)
 	if ga, gb := notified(a), notified(b); len(ga) < 4 || !slices.Equal(ga, gb) {
@@ -485,27 +467,17 @@ func labelled(f skew.Finding, saturated, skewsSubtask bool) skew.Finding {
 // its pending ones at the end's window, with the reason, and forgets the
 // job; other jobs' alerts go on.
 func TestTrackerJobEnd(t *testing.T) {
-	end := func(job string, ws int64, successor string) skew.Finding {
-		e := &skew.JobEnd{Reason: skew.EndStopped}
-		if successor != "" {
-			e.Reason, e.Successor = skew.EndRestarted, successor
-		}
-		return skew.Finding{Kind: skew.KindJobEnd, JobID: job, WindowStart: ws, WindowEnd: ws + win, JobEnd: e}
-	}
 	tests := []struct {
 		name   string
 		end    skew.Finding
 		reason string
 	}{
-		{"restarted", end("j1", 20_000, "j9"), ReasonJobRestarted},
-		{"stopped", end("j1", 20_000, ""), ReasonJobStopped},
+		{"restarted", jobEnd("j1", 20_000, skew.EndRestarted), incident.ReasonJobRestarted},
+		{"stopped", jobEnd("j1", 20_000, skew.EndStopped), incident.ReasonJobStopped},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := NewTracker(TrackerConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := newPipe(t, TrackerConfig{})
 			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j2", "agg", 1, skew.CauseDataSkew, 0)})
 			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 10_000), sat("j2", "agg", 1, skew.CauseDataSkew, 10_000),
 				hot("j1", "agg", 0, "k", 0.5, 10_000)})
@@ -520,9 +492,39 @@ func TestTrackerJobEnd(t *testing.T) {
 			if tr.Firing() != 1 || tr.Pending() != 0 || tr.Active()[0].Identity().JobID != "j2" {
 				t.Fatalf("firing %d, pending %d, active %+v: want j2's alert only", tr.Firing(), tr.Pending(), tr.Active())
 			}
-			if _, ok := tr.reports["j1"]; ok {
-				t.Error("the ended job's reports are kept")
-			}
 		})
+	}
+}
+
+// TestAlertsCarryTheIncidentID: every alert event names an incident the
+// incident tracker made, of the alert's cause, whose latest window is
+// the alert's latest finding's (for hot keys, the hottest key's).
+func TestAlertsCarryTheIncidentID(t *testing.T) {
+	p := newPipe(t, TrackerConfig{}, atOnce)
+	skewed := func(ws int64) skew.Finding { return sat("j", "agg", 1, skew.CauseDataSkew, ws) }
+	windows := [][]skew.Finding{
+		{skewed(0), hot("j", "agg", 0, "a", 0.3, 0)},
+		{skewed(win), hot("j", "agg", 0, "a", 0.2, win), hot("j", "agg", 0, "b", 0.4, win)},
+		{hot("j", "agg", 0, "a", 0.2, 2*win)},
+		{}, {}, {}, {},
+		{skewed(7 * win), hot("j", "agg", 0, "b", 0.5, 7*win)},
+	}
+	checked := 0
+	for w, fs := range windows {
+		events := append(p.Observe(fs), p.Advance(int64(w+1)*win)...)
+		for _, e := range events {
+			in, ok := p.stored[e.Alert.IncidentID]
+			if !ok {
+				t.Fatalf("window %d: alert %s names incident %q, which the tracker does not know", w, e.Alert.ID, e.Alert.IncidentID)
+			}
+			f := e.Alert.Finding
+			if f.HotKey != nil && in.Key != f.HotKey.Key || in.Cause != e.Alert.Identity().Cause || in.LastSeen != f.WindowEnd {
+				t.Errorf("window %d: alert %s (%s) names incident %+v", w, e.Alert.ID, e.Kind, in)
+			}
+			checked++
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("only %d alert events checked", checked)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
+	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/deploy/testenv/amtest"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
@@ -64,10 +66,11 @@ func TestRealAlertmanager(t *testing.T) {
 	// Event time a few minutes back, so every time is in Alertmanager's
 	// past: three windows with both conditions, fired after the second.
 	base := (time.Now().Add(-5*time.Minute).UnixMilli() / window) * window
+	it := alerttest.Incidents(t, incident.DefaultFor)
 	for i := range int64(3) {
 		ws := base + i*window
-		a.Observe([]skew.Finding{slowSubtask(job, ws), hotKey(job, ws)})
-		a.Advance(ws + window)
+		a.Apply(it.Observe([]skew.Finding{slowSubtask(job, ws), hotKey(job, ws)}))
+		a.Apply(it.Advance(ws + window))
 	}
 	lastSeen := base + 3*window
 	if got := len(a.Active()); got != 2 {
@@ -136,11 +139,11 @@ func TestRealAlertmanager(t *testing.T) {
 
 	// The findings stop; the job keeps reporting (the watermark moves) and
 	// after ResolveAfter (30 s of event time) both alerts resolve.
-	a.Advance(lastSeen + 29_999)
+	a.Apply(it.Advance(lastSeen + 29_999))
 	if got := len(a.Active()); got != 2 {
 		t.Fatalf("%d alerts firing just before ResolveAfter, want 2", got)
 	}
-	a.Advance(lastSeen + 30_000)
+	a.Apply(it.Advance(lastSeen + 30_000))
 	if got := len(a.Active()); got != 0 {
 		t.Fatalf("%d alerts firing after ResolveAfter, want 0", got)
 	}

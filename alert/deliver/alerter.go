@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/alert/incident"
 )
 
 // Config configures an Alerter: its state machine and its fan-out.
@@ -33,23 +33,16 @@ func (c Config) Validate() error {
 	return errors.Join(c.Tracker.Validate(), c.Fanout.Validate())
 }
 
-// Alerter is what the pipeline wires in: an alert.Tracker fed with
-// findings and watermarks, whose notifications go to a Fanout, with
-// metrics. It is safe for concurrent use, and Observe and Advance never
-// wait for a notifier.
+// Alerter is what the pipeline wires in: an alert.Tracker fed with the
+// incident changes the incidents sink stored, whose notifications go to
+// a Fanout, with metrics. It is safe for concurrent use, and Apply never
+// waits for a notifier.
 type Alerter struct {
-	mu      sync.Mutex
-	t       *alert.Tracker
-	out     *Fanout
-	m       *alerterMetrics
-	log     *slog.Logger
-	refused uint64 // alert.Tracker.Refused already counted in the metric
-	// receipts are why incidents closed (IncidentClosed), by incident id,
-	// for the resolved notification of their alert; order holds their
-	// ids, oldest first, at most max (MaxTracked): the oldest go first.
-	receipts map[string]string
-	order    []string
-	max      int
+	mu  sync.Mutex
+	t   *alert.Tracker
+	out *Fanout
+	m   *alerterMetrics
+	log *slog.Logger
 }
 
 // New returns an Alerter delivering to targets (it owns them: Stop closes
@@ -76,55 +69,16 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 	if err != nil {
 		return nil, fmt.Errorf("alerter: %w", err)
 	}
-	return &Alerter{t: t, out: out, m: m, log: log, receipts: map[string]string{}, max: t.Config().MaxTracked}, nil
+	return &Alerter{t: t, out: out, m: m, log: log}, nil
 }
 
-// IncidentClosed tells the Alerter why an incident closed (for example
-// "resolved by plan v2: busy 990 → 510 ms/s, …"): the resolved
-// notification of its alert (the alert whose incident_id is id) carries
-// it as the annotation "resolution". Incidents close before their alert
-// resolves (an alert waits ResolveAfter); the Alerter keeps the latest
-// receipts of as many incidents as it tracks alerts, the oldest dropped
-// first. An empty why is ignored. Receipts are not part of the saved
-// state: after a restart a resolved notification may lack one.
-func (a *Alerter) IncidentClosed(id, why string) {
-	if why == "" {
-		return
-	}
+// Apply takes stored incident changes, in order, and queues the
+// resulting notifications (alert.Tracker.Apply). It is what
+// incidentsink.Sink.OnChanges calls.
+func (a *Alerter) Apply(changes []incident.Change) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.receipts[id]; !ok {
-		a.order = append(a.order, id)
-	}
-	a.receipts[id] = why
-	for len(a.order) > a.max {
-		delete(a.receipts, a.order[0])
-		a.order = a.order[1:]
-	}
-}
-
-// Observe feeds the findings of closed windows (call it once they are
-// written) and queues the resulting notifications.
-func (a *Alerter) Observe(fs []skew.Finding) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.handle(a.t.Observe(fs))
-}
-
-// Advance moves event time to the watermark (epoch ms) that closed the
-// windows observed so far, resolving alerts whose condition is gone.
-func (a *Alerter) Advance(watermark int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.handle(a.t.Advance(watermark))
-}
-
-// JobsReported is alert.Tracker.JobsReported (for
-// alert.TrackerConfig.RequireReports).
-func (a *Alerter) JobsReported(windowEnd int64, jobIDs ...string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.t.JobsReported(windowEnd, jobIDs...)
+	a.handle(a.t.Apply(changes))
 }
 
 // Active returns the firing alerts.
@@ -142,14 +96,18 @@ func (a *Alerter) Snapshot() ([]alert.JobSnapshot, error) {
 }
 
 // Reset drops the tracker's alerts (alert.Tracker.Reset) and restores
-// snaps, sending nothing: the restored alerts were notified before. On
-// an error the tracker is left empty.
-func (a *Alerter) Reset(snaps []alert.JobSnapshot) error {
+// snaps beside the open incidents. The restored alerts were notified
+// before; only those whose incidents all closed meanwhile are sent, as
+// resolved. On an error the tracker is left empty.
+func (a *Alerter) Reset(snaps []alert.JobSnapshot, open []incident.Incident) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.t.Reset()
-	err := a.t.Restore(snaps)
-	a.handle(nil)
+	events, err := a.t.Restore(snaps, open)
+	if err != nil {
+		a.t.Reset()
+	}
+	a.handle(events)
 	return err
 }
 
@@ -163,10 +121,6 @@ func (a *Alerter) handle(events []alert.Event) {
 	for i := range events {
 		e := &events[i]
 		a.m.transitions.WithLabelValues(string(e.Kind)).Inc()
-		if why, ok := a.receipts[e.Alert.IncidentID]; ok && e.Kind == alert.EventResolved {
-			e.Alert.Annotations["resolution"] = why
-			delete(a.receipts, e.Alert.IncidentID) // its id leaves order with the oldest
-		}
 		if e.Notify() {
 			out = append(out, e.Alert)
 		}
@@ -177,9 +131,5 @@ func (a *Alerter) handle(events []alert.Event) {
 	}
 	a.m.firing.Set(float64(a.t.Firing()))
 	a.m.pending.Set(float64(a.t.Pending()))
-	if r := a.t.Refused(); r > a.refused {
-		a.m.refused.Add(float64(r - a.refused))
-		a.refused = r
-	}
 	a.out.Send(out)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -25,12 +27,13 @@ func TestAlerter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Stop()
+	it := alerttest.Incidents(t, incident.DefaultFor)
 	for ws := int64(0); ws <= 20_000; ws += win {
-		a.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, ws), hot("j1", "agg", 1, "k", 0.2, ws)})
-		a.Advance(ws + win)
+		a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, ws), hot("j1", "agg", 1, "k", 0.2, ws)}))
+		a.Apply(it.Advance(ws + win))
 	}
 	// A blip that never fires.
-	a.Observe([]skew.Finding{sat("j1", "agg", 5, skew.CauseDataSkew, 40_000)})
+	a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 5, skew.CauseDataSkew, 40_000)}))
 	if n := len(a.Active()); n != 2 {
 		t.Fatalf("%d active alerts, want 2", n)
 	}
@@ -43,7 +46,7 @@ func TestAlerter(t *testing.T) {
 	// Let the firing notifications go out before resolving: a queued
 	// state is replaced by a newer one of the same alert.
 	waitFor(t, "2 firing notifications", func() bool { return len(r.ids()) >= 2 })
-	a.Advance(200_000)
+	a.Apply(it.Advance(200_000))
 	want := []string{
 		"j1/agg/1/hot_key:firing", "j1/agg/3/slow_subtask:firing",
 		"j1/agg/1/hot_key:resolved", "j1/agg/3/slow_subtask:resolved",
@@ -64,18 +67,6 @@ func TestAlerter(t *testing.T) {
 	a.Stop()
 	if r.closed != 1 {
 		t.Errorf("notifier closed %d times, want 1", r.closed)
-	}
-}
-
-func TestAlerterRefusedMetric(t *testing.T) {
-	a, err := New(Config{Tracker: alert.TrackerConfig{MaxTracked: 1}}, nil, nil, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Stop()
-	a.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, 0), sat("j", "a", 2, skew.CauseDataSkew, 0), sat("j", "a", 3, skew.CauseDataSkew, 0)})
-	if n := testutil.ToFloat64(a.m.refused); n != 2 {
-		t.Errorf("refused = %v, want 2", n)
 	}
 }
 
@@ -139,45 +130,45 @@ func TestRetry(t *testing.T) {
 var errTest = errors.New("test")
 
 // TestAlerterReceipt: the resolved notification of an alert whose
-// incident closed with a receipt carries it; another alert's does not,
-// and receipts beyond MaxTracked drop the oldest.
+// incident a salting plan relieved says so, with the receipt; another
+// alert's does not.
 func TestAlerterReceipt(t *testing.T) {
 	r := newRecorder()
-	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1, MaxTracked: 2}, Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
+	a, err := New(Config{Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
 		[]Target{{"rec", r}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	a.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)})
-	a.Advance(win)
-	waitFor(t, "firing", func() bool { return len(r.ids()) >= 2 })
-	ids := map[string]string{}
-	for _, al := range a.Active() {
-		ids[al.Labels["cause"]] = al.IncidentID
+	cfg := incident.DefaultConfig()
+	cfg.Hysteresis.For = -1
+	cfg.Plan = func(job, task string) (uint64, int64, bool) { return 2, win, job == "j1" && task == "agg" }
+	it, err := incident.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	const why = "resolved by plan v2: busy 990 → 510 ms/s, 40s after the plan"
-	a.IncidentClosed(ids[skew.CauseDataSkew], why)
-	a.IncidentClosed("other-1", "job stopped reporting")
-	a.IncidentClosed(ids[skew.CauseDataSkew], why) // again: one entry
-	a.IncidentClosed("", "")                       // ignored
-	a.Advance(200_000)
+	a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)}))
+	waitFor(t, "firing", func() bool { return len(r.ids()) >= 2 })
+	// The plan, made at the end of the first window, relieves subtask 3
+	// in the next one.
+	relieved := skew.Finding{Kind: skew.KindSubtaskStats, JobID: "j1", TaskName: "agg", SubtaskIndex: alerttest.IntPtr(3),
+		WindowStart: win, WindowEnd: 2 * win, Stats: &skew.SubtaskStats{BusyMsPerSecond: 510}}
+	a.Apply(it.Observe([]skew.Finding{relieved}))
+	a.Apply(it.Advance(200_000))
 	waitFor(t, "resolved", func() bool { return len(r.ids()) >= 4 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, al := range r.got {
-		got := al.Annotations["resolution"]
-		want := ""
-		if al.Status == alert.StatusResolved && al.Labels["cause"] == skew.CauseDataSkew {
-			want = why
+		got, reason := al.Annotations["resolution"], al.Reason
+		want, wantReason := "", ""
+		switch {
+		case al.Status == alert.StatusResolved && al.Labels["cause"] == skew.CauseDataSkew:
+			want, wantReason = "resolved by plan v2: busy 990 → 510 ms/s, 10s after the plan", incident.ReasonResolvedByPlan
+		case al.Status == alert.StatusResolved:
+			wantReason = incident.ReasonAbsent
 		}
-		if got != want {
-			t.Errorf("%s %s: resolution %q, want %q", al.ID, al.Status, got, want)
+		if got != want || reason != wantReason {
+			t.Errorf("%s %s: resolution %q (reason %q), want %q (%q)", al.ID, al.Status, got, reason, want, wantReason)
 		}
-	}
-	a.IncidentClosed("other-2", "x")
-	a.IncidentClosed("other-3", "y") // beyond MaxTracked: the oldest goes
-	if _, ok := a.receipts["other-1"]; ok || len(a.receipts) != 2 {
-		t.Errorf("receipts %v: want other-2 and other-3", a.receipts)
 	}
 }

@@ -1,19 +1,20 @@
 // Package deliver runs the alert state machine of package alert and
-// delivers its notifications: Alerter feeds an alert.Tracker with
-// findings and watermarks and counts its transitions in metrics; Fanout
-// hands the notifications to the notifiers (Notifier; the implementations
-// are alert/alertmanager, alert/webhook and alert/kafkanotify); Sink wraps
-// the pipeline's findings sink so that only stored findings alert, and
-// (NewStatefulSink) stores the Alerter's state (alert.Tracker.Snapshot) in
-// a StateStore at every window close and restores it at start-up. This
-// package holds the goroutines, queues, retries, metrics and logging that
-// package alert must not. Imports go one way: alert <- deliver <- the
-// notifiers (they return NotifyError) <- cmd/skewlens.
+// delivers its notifications: Alerter feeds an alert.Tracker with the
+// incident changes the incidents sink stored (Apply) and counts its
+// transitions in metrics; Fanout hands the notifications to the notifiers
+// (Notifier; the implementations are alert/alertmanager, alert/webhook
+// and alert/kafkanotify); Sink, a stage of the pipeline, stores the
+// Alerter's state (alert.Tracker.Snapshot) in a StateStore at every
+// window close and restores it, beside the open incidents, at each
+// assignment. This package holds the goroutines, queues, retries,
+// metrics and logging that package alert must not. Imports go one way:
+// alert <- deliver <- the notifiers (they return NotifyError) <-
+// cmd/skewlens.
 //
 // # Blocking and safety
 //
-// Alerter is safe for concurrent use; its Observe and Advance never wait
-// for a notifier: deliveries are queued in the Fanout, one bounded queue
+// Alerter is safe for concurrent use; its Apply never waits for a
+// notifier: deliveries are queued in the Fanout, one bounded queue
 // and one goroutine per notifier, so a slow or unreachable notifier delays
 // neither the pipeline nor the other notifiers. A queue keeps the latest
 // state of each alert (a newer state replaces an older one still waiting)
@@ -21,7 +22,7 @@
 // (skewlens_alert_queue_dropped_total{reason="overflow"}). Stop lets the
 // queues drain for FanoutConfig.DrainTimeout, then closes the notifiers;
 // it blocks until then and is safe to call twice. A Sink blocks as long as
-// the sink it wraps, never on a notifier.
+// its StateStore, never on a notifier.
 //
 // One layer retries: the Fanout, with retry.Do and context-aware
 // exponential backoff (FanoutConfig.Retry), keeping the failed alerts
@@ -34,7 +35,7 @@
 //
 // Registered on the injected prometheus.Registerer by New (the Alerter:
 // skewlens_alerts_firing, skewlens_alerts_pending,
-// skewlens_alert_transitions_total, skewlens_alerts_refused_total) and
+// skewlens_alert_transitions_total) and
 // NewFanout (by notifier: skewlens_alert_notifications_total,
 // skewlens_alert_queue_dropped_total, skewlens_alert_queue_length,
 // skewlens_alert_notify_seconds, skewlens_alert_retries_total). A nil

@@ -64,7 +64,6 @@ type alerterMetrics struct {
 	firing      prometheus.Gauge
 	pending     prometheus.Gauge
 	transitions *prometheus.CounterVec // to: pending, firing, renotify, resolved, discarded
-	refused     prometheus.Counter
 }
 
 func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
@@ -75,21 +74,17 @@ func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
 		}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skewlens_alerts_pending",
-			Help: "Conditions seen but not lasting long enough to fire yet.",
+			Help: "Alerts whose incidents are open but have not lasted long enough to fire yet.",
 		}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_alert_transitions_total",
-			Help: "Alert state transitions, by the state entered (pending, firing, renotify, resolved, discarded: a pending condition that ended before firing).",
+			Help: "Alert state transitions, by the state entered (pending, firing, renotify, resolved, discarded: a pending alert whose incidents closed before it fired).",
 		}, []string{"to"}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skewlens_alerts_refused_total",
-			Help: "Findings of new conditions ignored because the tracker held its maximum number of alerts.",
-		}),
 	}
 	for _, k := range []alert.EventKind{alert.EventPending, alert.EventFiring, alert.EventRenotify, alert.EventResolved, alert.EventDiscarded} {
 		m.transitions.WithLabelValues(string(k))
 	}
-	if _, err := promreg.Register(reg, "alerter", m.firing, m.pending, m.transitions, m.refused); err != nil {
+	if _, err := promreg.Register(reg, "alerter", m.firing, m.pending, m.transitions); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -25,17 +26,18 @@ type StateStore interface {
 	LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error)
 }
 
-// Sink is the Alerter as a stage of the pipeline (a stream.Observer):
-// the pipeline gives it findings only once they are stored (an alert
-// never names a finding that is not in ClickHouse), and every window
-// close advances it, so alerts resolve when findings stop. With a
-// StateStore (NewStatefulSink), every window close also stores the
-// Alerter's state, and Resume loads it again after a restart or a
-// rebalance. The Alerter never blocks it.
+// Sink keeps the Alerter's state as a stage of the pipeline (a
+// stream.Observer): every window close stores it in a StateStore (after
+// the incidents, before the offsets are committed), and Resume loads it
+// again after a restart or a rebalance, beside the incidents restored.
+// The alerts themselves come from the incident changes (Alerter.Apply),
+// not from findings, so Observe does nothing. The Alerter never blocks
+// it.
 type Sink struct {
 	a     *Alerter
-	store StateStore // nil: the alert state is not kept
+	store StateStore
 	group string
+	open  func() []incident.Incident
 	log   *slog.Logger
 
 	mu sync.Mutex // serialises the state saves
@@ -45,45 +47,35 @@ type Sink struct {
 	saved map[string]bool
 }
 
-// NewSink returns a Sink that alerts through a and keeps no alert state:
-// a restart forgets the alerts.
-func NewSink(a *Alerter) *Sink {
-	return &Sink{a: a, log: slog.New(slog.DiscardHandler), saved: map[string]bool{}}
-}
-
-// NewStatefulSink returns a Sink that alerts through a and stores a's
-// state in store under the consumer group's name each time windows close
-// (after the engine's state, before the offsets are committed: see
-// Advance). log may be nil.
-func NewStatefulSink(a *Alerter, store StateStore, group string, log *slog.Logger) (*Sink, error) {
-	if a == nil || store == nil || group == "" {
-		return nil, errors.New("deliver: nil alerter or state store, or no consumer group")
+// NewSink returns a Sink that stores a's state in store under the
+// consumer group's name. open returns the open incidents once they are
+// resumed (incidentsink.Sink.Open): Resume restores the alerts beside
+// them, so it must run after the incidents' Resume. log may be nil.
+func NewSink(a *Alerter, store StateStore, group string, open func() []incident.Incident, log *slog.Logger) (*Sink, error) {
+	if a == nil || store == nil || group == "" || open == nil {
+		return nil, errors.New("deliver: nil alerter, state store or open incidents, or no consumer group")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{a: a, store: store, group: group, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
+	return &Sink{a: a, store: store, group: group, open: open, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
 }
 
 // Resume drops the Alerter's alerts and loads again the consumer group's
 // stored alert state of the jobs owns reports, in one attempt (the
 // pipeline retries it). The pipeline calls it when partitions are
-// assigned: jobs that moved away are no longer resolved or stored here,
-// and jobs that moved here resume their alerts. A Sink without a
-// StateStore forgets its alerts. A stored state that does not validate
-// is a permanent error.
+// assigned, after the incidents' Resume: jobs that moved away are no
+// longer resolved or stored here, and jobs that moved here resume their
+// alerts. A stored state that does not validate is a permanent error.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var snaps []alert.JobSnapshot
-	if s.store != nil {
-		var err error
-		if snaps, err = s.store.LoadAlertState(ctx, s.group); err != nil {
-			return fmt.Errorf("load alert state of group %s: %w", s.group, err)
-		}
-		snaps = slices.DeleteFunc(snaps, func(sn alert.JobSnapshot) bool { return !owns(sn.JobID) })
+	snaps, err := s.store.LoadAlertState(ctx, s.group)
+	if err != nil {
+		return fmt.Errorf("load alert state of group %s: %w", s.group, err)
 	}
-	if err := s.a.Reset(snaps); err != nil {
+	snaps = slices.DeleteFunc(snaps, func(sn alert.JobSnapshot) bool { return !owns(sn.JobID) })
+	if err := s.a.Reset(snaps, s.open()); err != nil {
 		return retry.Permanent("resume alerts", fmt.Errorf("alert state of group %s: %w", s.group, err))
 	}
 	// The stored states of jobs read elsewhere now are theirs to replace.
@@ -92,21 +84,13 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	return nil
 }
 
-// Observe gives the Alerter stored findings.
-func (s *Sink) Observe(_ context.Context, _ uint64, fs []skew.Finding) error {
-	s.a.Observe(fs)
-	return nil
-}
+// Observe does nothing: alerts follow the incidents (Alerter.Apply).
+func (s *Sink) Observe(context.Context, uint64, []skew.Finding) error { return nil }
 
-// Advance advances the Alerter to now, the end of the last closed
-// window, and stores the Alerter's state (with a StateStore). Calling it
-// again with the same now (the pipeline retries a failed Advance)
-// changes no alert and stores the state again.
+// Advance stores the Alerter's state at now, the end of the last closed
+// window. Calling it again (the pipeline retries a failed Advance)
+// stores the state again.
 func (s *Sink) Advance(ctx context.Context, now time.Time) error {
-	s.a.Advance(now.UnixMilli())
-	if s.store == nil {
-		return nil
-	}
 	return s.saveState(ctx, now)
 }
 

@@ -13,40 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
-
-// TestSinkAlerts: observed findings fire an alert, and window closes
-// resolve it. (That only stored findings reach the Sink is the
-// pipeline's: stream.Stages.)
-func TestSinkAlerts(t *testing.T) {
-	r := newRecorder()
-	a, err := New(Config{Tracker: alert.TrackerConfig{For: -1}, Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
-		[]Target{{"rec", r}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Stop()
-	s := NewSink(a)
-	ctx := context.Background()
-	fs := []skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, 0)}
-	if err := s.Observe(ctx, 2, fs); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Advance(ctx, time.UnixMilli(win)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "firing", func() bool { return len(r.ids()) >= 1 })
-	if err := s.Advance(ctx, time.UnixMilli(200_000)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "resolved", func() bool { return len(r.ids()) >= 2 })
-	if got, want := r.ids(), []string{"j1/agg/3/slow_subtask:firing", "j1/agg/3/slow_subtask:resolved"}; !slices.Equal(got, want) {
-		t.Fatalf("notified %v, want %v", got, want)
-	}
-}
 
 // memStates is a StateStore in memory: the latest state of each job, as
 // the alert_state table's readers see it.
@@ -102,45 +73,69 @@ func (m *memStates) LoadAlertState(_ context.Context, group string) ([]alert.Job
 	return out, nil
 }
 
-// TestStatefulSinkSurvivesRestart: a condition fires in a first run; the
-// pipeline restarts (a new Alerter and Sink over the same store) while it
-// goes on, and the second run notifies no second firing; when it ends,
-// the second run resolves it, and stores the job's state without it, so
-// a third run notifies nothing. Without the state (NewSink), the second run fires
-// again: the test's premise.
-func TestStatefulSinkSurvivesRestart(t *testing.T) {
-	policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
-	stats := func(ws int64) skew.Finding {
-		return skew.Finding{Kind: skew.KindSubtaskStats, JobID: "j1", TaskName: "agg", SubtaskIndex: alerttest.IntPtr(0),
-			WindowStart: ws, WindowEnd: ws + win, Stats: &skew.SubtaskStats{}}
+// memIncidents is the incidents table in memory: the latest state of
+// each incident, and what incident.Tracker.Restore takes from it.
+type memIncidents map[string]incident.Incident
+
+func (m memIncidents) store(cs []incident.Change) []incident.Change {
+	for _, c := range cs {
+		m[c.Incident.ID] = c.Incident
 	}
+	return cs
+}
+
+func (m memIncidents) load(owns func(string) bool) (open []incident.Incident, seen map[string]int64) {
+	seen = map[string]int64{}
+	for _, in := range m {
+		if !owns(in.JobID) {
+			continue
+		}
+		if in.State == incident.StateOpen {
+			open = append(open, in)
+		}
+		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
+	}
+	return open, seen
+}
+
+// TestSinkSurvivesRestart: a condition fires in a first run; the
+// pipeline restarts (a new incident tracker, Alerter and Sink over the
+// same stores) while it goes on, and the second run notifies no second
+// firing; when it ends, the second run resolves it and stores an empty
+// state for the job, so a third run notifies nothing. Without the alert
+// state, the second run fires again: the test's premise.
+func TestSinkSurvivesRestart(t *testing.T) {
+	policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	// run plays windows [from, to) (the condition in those before end)
-	// through a fresh Alerter and returns what it notified.
+	// through a fresh incident tracker, Alerter and Sink, and returns what
+	// it notified.
 	all := func(string) bool { return true }
-	run := func(store *memStates, stateful bool, owns func(string) bool, from, to, end int64) []string {
+	run := func(store *memStates, incidents memIncidents, owns func(string) bool, from, to, end int64) []string {
 		r := newRecorder()
 		a, err := New(Config{Fanout: FanoutConfig{Retry: policy}}, []Target{{"rec", r}}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := NewSink(a)
-		if stateful {
-			if s, err = NewStatefulSink(a, store, "g", nil); err != nil {
-				t.Fatal(err)
-			}
+		it := alerttest.Incidents(t, incident.DefaultFor)
+		s, err := NewSink(a, store, "g", it.Open, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
 		ctx := context.Background()
+		it.Restore(incidents.load(owns))
 		if err := s.Resume(ctx, owns); err != nil {
 			t.Fatal(err)
 		}
 		for i := from; i < to; i++ {
-			fs := []skew.Finding{stats(i * win)}
+			var fs []skew.Finding
 			if i < end {
 				fs = append(fs, sat("j1", "agg", 3, skew.CauseSlowSubtask, i*win))
 			}
 			if err := s.Observe(ctx, uint64(i), fs); err != nil {
 				t.Fatal(err)
 			}
+			a.Apply(incidents.store(it.Observe(fs)))
+			a.Apply(incidents.store(it.Advance((i + 1) * win)))
 			for err := s.Advance(ctx, time.UnixMilli((i+1)*win)); err != nil; err = s.Advance(ctx, time.UnixMilli((i+1)*win)) {
 				if retry.IsPermanent(err) {
 					t.Fatal(err)
@@ -165,8 +160,8 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 	fired := []string{"j1/agg/3/slow_subtask:firing"}
 	resolved := []string{"j1/agg/3/slow_subtask:resolved"}
 
-	store := &memStates{fail: 2}
-	if got := run(store, true, all, 0, 6, 100); !slices.Equal(got, fired) {
+	store, incidents := &memStates{fail: 2}, memIncidents{}
+	if got := run(store, incidents, all, 0, 6, 100); !slices.Equal(got, fired) {
 		t.Fatalf("first run notified %v, want %v", got, fired)
 	}
 	if store.saves == 0 || len(store.groups["g"]["j1"]) == 0 {
@@ -174,21 +169,63 @@ func TestStatefulSinkSurvivesRestart(t *testing.T) {
 	}
 	// An instance that does not own j1 restores nothing of it: it fires
 	// afresh, as one without state.
-	if got := run(store.clone(), true, func(string) bool { return false }, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
+	if got := run(store.clone(), maps.Clone(incidents), func(string) bool { return false }, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
 		t.Fatalf("a run that does not own j1 notified %v", got)
 	}
-	if got := run(store, true, all, 6, 20, 10); !slices.Equal(got, resolved) {
+	// The premise: without the alert state, the restart fires again.
+	if got := run(&memStates{}, maps.Clone(incidents), all, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
+		t.Fatalf("a run without alert state notified %v", got)
+	}
+	if got := run(store, incidents, all, 6, 20, 10); !slices.Equal(got, resolved) {
 		t.Fatalf("second run notified %v, want only %v", got, resolved)
 	}
-	got, _ := store.LoadAlertState(context.Background(), "g")
-	if len(got) != 1 || strings.Contains(string(got[0].State), `"alerts"`) {
-		t.Fatalf("after the alert resolved, the store restores %q, want j1's state without alerts", got)
+	if got, _ := store.LoadAlertState(context.Background(), "g"); len(got) != 0 || len(store.groups["g"]["j1"]) != 0 {
+		t.Fatalf("after the alert resolved, the store restores %q, want nothing (j1's state stored empty)", got)
 	}
-	if got := run(store, true, all, 20, 22, 0); len(got) != 0 {
+	if got := run(store, incidents, all, 20, 22, 0); len(got) != 0 {
 		t.Fatalf("third run notified %v", got)
 	}
-	// The premise: without the state, the restart fires again.
-	if got := run(&memStates{}, false, all, 6, 20, 10); !slices.Equal(got, append(fired, resolved...)) {
-		t.Fatalf("a run without state notified %v", got)
+}
+
+// TestSinkResolvesWhatEndedMeanwhile: an alert whose incident closed
+// and was stored while its own state was not (a crash between the two)
+// resolves at Resume.
+func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
+	r := newRecorder()
+	a, err := New(Config{Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}}, []Target{{"rec", r}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	it := alerttest.Incidents(t, -1)
+	store := &memStates{}
+	s, err := NewSink(a, store, "g", it.Open, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, 0)}))
+	if err := s.Advance(ctx, time.UnixMilli(win)); err != nil {
+		t.Fatal(err)
+	}
+	// Restart with the incident closed (none open) and the alert state as
+	// saved while it fired.
+	a2, err := New(Config{}, []Target{{"rec", r}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Stop()
+	s2, err := NewSink(a2, store, "g", func() []incident.Incident { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Resume(ctx, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(a2.m.transitions.WithLabelValues(string(alert.EventResolved))); n != 1 || len(a2.Active()) != 0 {
+		t.Fatalf("resolved %v at resume, %d active; want 1 and none", n, len(a2.Active()))
+	}
+	if _, err := NewSink(a2, store, "g", nil, nil); err == nil {
+		t.Fatal("NewSink without open incidents succeeded")
 	}
 }

@@ -5,20 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/skewlens/skewlens/alert"
 )
 
 // Config configures a Tracker. DefaultConfig returns the defaults given
 // in the field comments.
 type Config struct {
-	// Hysteresis is the alert rule incidents follow; only ResolveAfter
-	// matters: an incident closes once no finding of its condition arrived
-	// for ResolveAfter. Default the alert defaults (ResolveAfter 30s); the
-	// pipeline passes the alert tracker's, so alerts and incidents agree.
-	Hysteresis alert.Hysteresis
+	// Hysteresis says when an incident closes and when it has lasted
+	// long enough for its alert to fire. Default DefaultFor and
+	// DefaultResolveAfter.
+	Hysteresis Hysteresis
 	// Causes lists the causes that make incidents. Default all
-	// (alert.Causes()).
+	// (Causes()).
 	Causes []string
 	// MaxOpen bounds the incidents open at once. Overflow policy: a
 	// finding of a new condition is ignored while the bound is reached
@@ -60,8 +57,8 @@ const (
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Hysteresis:   alert.DefaultTrackerConfig().Hysteresis(),
-		Causes:       alert.Causes(),
+		Hysteresis:   Hysteresis{For: DefaultFor, ResolveAfter: DefaultResolveAfter},
+		Causes:       Causes(),
 		MaxOpen:      DefaultMaxOpen,
 		MaxHotKeys:   DefaultMaxHotKeys,
 		ReliefWithin: DefaultReliefWithin,
@@ -78,7 +75,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("causes: none"))
 	}
 	for _, cause := range c.Causes {
-		if !slices.Contains(alert.Causes(), cause) {
+		if !slices.Contains(Causes(), cause) {
 			errs = append(errs, fmt.Errorf("cause %q: unknown", cause))
 		}
 	}

@@ -3,14 +3,17 @@
 // minutes is one record with a start, an end and its worst numbers, not
 // thirty identical rows.
 //
-// A condition is what makes an alert (alert.Identity: job, task, subtask
-// or the whole task, and cause), and for hot keys the key too. Tracker
-// opens an incident at the first finding of a condition, extends it with
-// every later one, and closes it with the alert package's hysteresis
-// (alert.Hysteresis): once no finding of it arrived for ResolveAfter, its
-// end being the end of its last window. So an alert and its incident start
-// and end together, and alerts carry the incident's id (alert.IncidentID:
-// a hash of the condition and the start of its first window).
+// A condition is an Identity (job, task, subtask or the whole task, and
+// cause), and for hot keys the key too. Tracker opens an incident at the
+// first finding of a condition, extends it with every later one, and
+// closes it with the Hysteresis: once no finding of it arrived for
+// ResolveAfter, its end being the end of its last window (or earlier: its
+// run ended, or a salting plan relieved it). This is the one fold of
+// findings: alerts are made from the changes it returns (package alert:
+// an alert fires once an incident has lasted Hysteresis.For, and
+// resolves when its last incident closes), and carry the incident's id
+// (IncidentID: a hash of the condition and the start of its first
+// window).
 //
 // Design: Tracker is pure. It does no I/O, reads no clock, and its
 // output depends only on the findings and watermarks it is given, in
@@ -28,6 +31,7 @@
 // instances do not close each other's incidents.
 //
 // Package sinks/incidentsink wires a Tracker into the pipeline between the
-// findings writer and the alerts; skewlens analyze -o text feeds one the
-// findings of a replay.
+// findings writer and the alerts (its OnChanges hands the stored changes
+// to deliver.Alerter.Apply); skewlens analyze -o text runs the same
+// stages over the findings of a replay.
 package incident

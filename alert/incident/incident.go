@@ -3,6 +3,8 @@ package incident
 import (
 	"fmt"
 	"time"
+
+	"github.com/skewlens/skewlens/skew"
 )
 
 // Incident states.
@@ -141,8 +143,35 @@ const (
 	Closed  ChangeKind = "closed"
 )
 
-// Change is one new state of one incident.
+// Reasons an incident closed (Change.Reason): the reason its alert
+// resolves with too.
+const (
+	// ReasonAbsent: no finding of the condition for
+	// Hysteresis.ResolveAfter.
+	ReasonAbsent = "absent"
+	// ReasonJobRestarted: the job's run ended and a new run of the same
+	// job name took its place (a job_end finding).
+	ReasonJobRestarted = "job_restarted"
+	// ReasonJobStopped: the job's run ended, silent for the engine's
+	// job-end-after time (a job_end finding).
+	ReasonJobStopped = "job_stopped"
+	// ReasonResolvedByPlan: the salting plan relieved the subtask of a
+	// data_skew incident (Incident.Plan has the receipt).
+	ReasonResolvedByPlan = "resolved_by_plan"
+)
+
+// Change is one new state of one incident: what the incidents table
+// stores, and what alerts are made from (package alert).
 type Change struct {
 	Kind     ChangeKind
 	Incident Incident
+	// Finding is the finding that opened or extended the incident (a
+	// copy the Tracker keeps no reference to), nil for the changes that no
+	// finding of the condition made: closing, and a plan's effect.
+	Finding *skew.Finding
+	// Lasted reports whether the incident has lasted Hysteresis.For: its
+	// alert fires.
+	Lasted bool
+	// Reason says why a Closed incident closed (Reason* constants).
+	Reason string
 }

@@ -44,11 +44,11 @@ func (t *Tracker) planEffect(r record, out []Change) []Change {
 		delete(t.open, r.c)
 		in.State, in.End, in.Resolution = StateClosed, in.LastSeen, fmt.Sprintf("resolved by plan v%d", v)
 		in.UpdatedAt = max(r.f.WindowEnd, in.UpdatedAt+1)
-		return append(out, Change{Kind: Closed, Incident: clone(in)})
+		return append(out, Change{Kind: Closed, Incident: clone(in), Lasted: t.lasted(in), Reason: ReasonResolvedByPlan})
 	case !p.Overdue && r.f.WindowEnd-at >= t.cfg.ReliefWithin.Milliseconds():
 		p.Overdue = true
 		in.UpdatedAt = max(r.f.WindowEnd, in.UpdatedAt+1)
-		return append(out, Change{Kind: Updated, Incident: clone(in)})
+		return append(out, Change{Kind: Updated, Incident: clone(in), Lasted: t.lasted(in)})
 	}
 	return out
 }

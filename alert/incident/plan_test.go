@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -36,7 +35,7 @@ func TestPlanReceipt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+			cfg.Hysteresis = Hysteresis{ResolveAfter: 30 * time.Second}
 			cfg.RequireReports = true
 			var plan struct {
 				v  uint64
@@ -102,7 +101,7 @@ func TestPlanReceipt(t *testing.T) {
 func TestPlanReceiptBatched(t *testing.T) {
 	run := func(batched bool) Incident {
 		cfg := DefaultConfig()
-		cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+		cfg.Hysteresis = Hysteresis{ResolveAfter: 30 * time.Second}
 		var v uint64
 		cfg.Plan = func(job, task string) (uint64, int64, bool) { return v, 4 * win, v > 0 }
 		tr, err := New(cfg)

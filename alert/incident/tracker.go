@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -33,7 +32,7 @@ type Tracker struct {
 
 // condition is what makes findings one incident.
 type condition struct {
-	id  alert.Identity
+	id  Identity
 	key string
 }
 
@@ -122,16 +121,16 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 			// Kept whether or not the incident is open yet: it may open
 			// from an earlier window of this batch, and what a window's
 			// statistics do must not depend on how windows were batched.
-			c := condition{id: alert.Identity{JobID: f.JobID, TaskName: f.TaskName, Subtask: *f.SubtaskIndex, Cause: skew.CauseDataSkew}}
+			c := condition{id: Identity{JobID: f.JobID, TaskName: f.TaskName, Subtask: *f.SubtaskIndex, Cause: skew.CauseDataSkew}}
 			recs = append(recs, record{role: roleStats, c: c, f: f})
 			continue
 		}
-		id, ok := alert.IdentityOf(f)
+		id, ok := IdentityOf(f)
 		if !ok || !t.causes[id.Cause] {
 			continue
 		}
 		c := condition{id: id}
-		if id.Cause == alert.CauseHotKey {
+		if id.Cause == CauseHotKey {
 			c.key = f.HotKey.Key
 		}
 		recs = append(recs, record{role: roleCondition, c: c, f: f})
@@ -140,7 +139,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		return cmp.Or(cmp.Compare(a.f.WindowEnd, b.f.WindowEnd), cmp.Compare(a.role, b.role), a.c.compare(b.c))
 	})
 	var out []Change
-	alert.EachWindow(recs, func(r *record) *skew.Finding { return r.f }, func(start, end int64, group []record) {
+	eachWindow(recs, func(r *record) *skew.Finding { return r.f }, func(start, end int64, group []record) {
 		out = t.expire(start, out)
 		var prev *Incident
 		for _, r := range group {
@@ -159,7 +158,8 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 					continue // refused, or a second finding of one condition in a window
 				}
 				prev = in
-				out = append(out, Change{Kind: kind, Incident: clone(in)})
+				f := cloneFinding(r.f)
+				out = append(out, Change{Kind: kind, Incident: clone(in), Finding: &f, Lasted: t.lasted(in)})
 			}
 		}
 		t.now = max(t.now, end)
@@ -180,9 +180,9 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 // endJob closes every open incident of a run that ended (a job_end
 // finding f), in condition order, with the reason as their Resolution.
 func (t *Tracker) endJob(f *skew.Finding, out []Change) []Change {
-	why := "job stopped reporting"
+	why, reason := "job stopped reporting", ReasonJobStopped
 	if f.JobEnd.Reason == skew.EndRestarted {
-		why = "job restarted as " + skew.ShortID(f.JobEnd.Successor)
+		why, reason = "job restarted as "+skew.ShortID(f.JobEnd.Successor), ReasonJobRestarted
 	}
 	var done []condition
 	for c := range t.open {
@@ -196,7 +196,7 @@ func (t *Tracker) endJob(f *skew.Finding, out []Change) []Change {
 		delete(t.open, c)
 		in.State, in.End, in.Resolution = StateClosed, in.LastSeen, why
 		in.UpdatedAt = max(f.WindowEnd, in.UpdatedAt+1)
-		out = append(out, Change{Kind: Closed, Incident: *in})
+		out = append(out, Change{Kind: Closed, Incident: *in, Lasted: t.lasted(in), Reason: reason})
 	}
 	t.ended[f.JobID] = struct{}{}
 	delete(t.reports, f.JobID)
@@ -215,7 +215,7 @@ func (t *Tracker) apply(r record) (*Incident, ChangeKind) {
 			return nil, ""
 		}
 		in = &Incident{
-			ID: alert.IncidentID(r.c.id, r.c.key, f.WindowStart), JobID: f.JobID, TaskName: r.c.id.TaskName,
+			ID: IncidentID(r.c.id, r.c.key, f.WindowStart), JobID: f.JobID, TaskName: r.c.id.TaskName,
 			Subtask: r.c.id.Subtask, Cause: r.c.id.Cause, Key: r.c.key, State: StateOpen, Start: f.WindowStart,
 		}
 		t.open[r.c] = in
@@ -299,7 +299,7 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 		// When the hysteresis ran out, not when it was noticed, so that
 		// how calls are batched does not change the rows.
 		in.UpdatedAt = h.OverAt(in.LastSeen)
-		out = append(out, Change{Kind: Closed, Incident: *in})
+		out = append(out, Change{Kind: Closed, Incident: *in, Lasted: t.lasted(in), Reason: ReasonAbsent})
 	}
 	return out
 }
@@ -338,7 +338,7 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 		if in.State != StateOpen || in.JobID == "" {
 			continue
 		}
-		c := condition{id: alert.Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
+		c := condition{id: Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
 		t.open[c] = &in
 		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
 	}
@@ -359,6 +359,41 @@ func (t *Tracker) Reset() {
 // Refused returns how many findings were ignored because MaxOpen
 // incidents were open.
 func (t *Tracker) Refused() uint64 { return t.refused }
+
+// lasted reports whether an incident has lasted Hysteresis.For.
+func (t *Tracker) lasted(in *Incident) bool {
+	return t.cfg.Hysteresis.Lasted(in.Start, in.LastSeen)
+}
+
+// cloneFinding copies the parts of a finding a Change keeps, so that the
+// caller may reuse its findings: its plan and statistics are dropped.
+func cloneFinding(f *skew.Finding) skew.Finding {
+	c := *f
+	c.Plan, c.Stats = nil, nil
+	if f.SubtaskIndex != nil {
+		c.SubtaskIndex = ptr(*f.SubtaskIndex)
+	}
+	if f.HotKey != nil {
+		c.HotKey = ptr(*f.HotKey)
+	}
+	if f.Saturation != nil {
+		s := *f.Saturation
+		if s.Evidence != nil {
+			ev := *s.Evidence
+			ev.HotKeys = slices.Clone(ev.HotKeys)
+			ev.UpstreamBackPressed = slices.Clone(ev.UpstreamBackPressed)
+			ev.ChainableWith = slices.Clone(ev.ChainableWith)
+			if ev.PreviousHotSubtask != nil {
+				ev.PreviousHotSubtask = ptr(*ev.PreviousHotSubtask)
+			}
+			s.Evidence = &ev
+		}
+		c.Saturation = &s
+	}
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // clone copies an incident so that the caller may keep it.
 func clone(in *Incident) Incident {

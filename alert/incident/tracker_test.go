@@ -6,13 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/skew"
 )
 
 const win = 10_000 // window length (ms)
-
-func ptr[T any](v T) *T { return &v }
 
 // skewed is a data_skew finding of subtask 1 of job j in window w.
 func skewed(j string, w int64, busy, ratio float64) skew.Finding {
@@ -36,7 +33,7 @@ func hot(k string, w int64, share float64) skew.Finding {
 func newTracker(t *testing.T) *Tracker {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+	cfg.Hysteresis = Hysteresis{ResolveAfter: 30 * time.Second}
 	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +146,7 @@ func TestTrackerNumbers(t *testing.T) {
 	if in.Summary != "window 2" || !reflect.DeepEqual(in.HotKeys, []string{"k1"}) || in.UpdatedAt != 30_000 {
 		t.Errorf("summary %q, hot keys %q, updated at %d", in.Summary, in.HotKeys, in.UpdatedAt)
 	}
-	want := alert.IncidentID(alert.Identity{JobID: "j", TaskName: "agg", Subtask: 1, Cause: skew.CauseDataSkew}, "", 0)
+	want := IncidentID(Identity{JobID: "j", TaskName: "agg", Subtask: 1, Cause: skew.CauseDataSkew}, "", 0)
 	if in.ID != want {
 		t.Errorf("id = %s, want %s", in.ID, want)
 	}
@@ -222,57 +219,6 @@ func TestRestoreEqualsUninterrupted(t *testing.T) {
 	}
 }
 
-// TestAlertsCarryTheIncidentID feeds the same findings to the alert
-// tracker and to an incident tracker with its hysteresis: every alert
-// event names the incident of its latest finding.
-func TestAlertsCarryTheIncidentID(t *testing.T) {
-	acfg := alert.DefaultTrackerConfig()
-	acfg.For = -1
-	at, err := alert.NewTracker(acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Hysteresis = acfg.Hysteresis()
-	it, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	windows := [][]skew.Finding{
-		{skewed("j", 0, 900, 3), hot("a", 0, 0.3)},
-		{skewed("j", 1, 900, 3), hot("a", 1, 0.2), hot("b", 1, 0.4)},
-		{hot("a", 2, 0.2)},
-		{}, {}, {}, {},
-		{skewed("j", 7, 900, 3), hot("b", 7, 0.5)},
-	}
-	ids := map[string]Incident{}
-	checked := 0
-	for w, fs := range windows {
-		for _, c := range it.Observe(fs) {
-			ids[c.Incident.ID] = c.Incident
-		}
-		for _, c := range it.Advance(int64(w+1) * win) {
-			ids[c.Incident.ID] = c.Incident
-		}
-		events := at.Observe(fs)
-		events = append(events, at.Advance(int64(w+1)*win)...)
-		for _, e := range events {
-			in, ok := ids[e.Alert.IncidentID]
-			if !ok {
-				t.Fatalf("window %d: alert %s names incident %q, which the tracker does not know", w, e.Alert.ID, e.Alert.IncidentID)
-			}
-			f := e.Alert.Finding
-			if f.HotKey != nil && in.Key != f.HotKey.Key || in.Cause != e.Alert.Identity().Cause || in.LastSeen != f.WindowEnd {
-				t.Errorf("window %d: alert %s (%s) names incident %+v", w, e.Alert.ID, e.Kind, in)
-			}
-			checked++
-		}
-	}
-	if checked < 6 {
-		t.Fatalf("only %d alert events checked", checked)
-	}
-}
-
 // ended is the job_end finding of job j's run in window w.
 func ended(j string, w int64, successor string) skew.Finding {
 	e := &skew.JobEnd{Reason: skew.EndStopped}
@@ -308,7 +254,7 @@ func TestJobEndClosesIncidents(t *testing.T) {
 					closed = append(closed, c.Incident.Cause)
 				}
 			}
-			if !reflect.DeepEqual(closed, []string{alert.CauseHotKey, skew.CauseDataSkew}) {
+			if !reflect.DeepEqual(closed, []string{CauseHotKey, skew.CauseDataSkew}) {
 				t.Fatalf("closed %v, want the hot_key and the data_skew incident of j, in condition order", closed)
 			}
 			if tr.OpenCount() != 1 || tr.Open()[0].JobID != "other" {
@@ -333,7 +279,7 @@ func stats(j string, w int64) skew.Finding {
 // until its run ends, and closes with the reason.
 func TestRequireReports(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Hysteresis = alert.Hysteresis{ResolveAfter: 30 * time.Second}
+	cfg.Hysteresis = Hysteresis{ResolveAfter: 30 * time.Second}
 	cfg.RequireReports = true
 	tr, err := New(cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
@@ -24,17 +25,18 @@ func TestMain(m *testing.M) { kafkatest.Main(m) }
 // a firing one of another, made by the real state machine.
 func alerts(t *testing.T, job string) []alert.Alert {
 	t.Helper()
-	tr, err := alert.NewTracker(alert.TrackerConfig{For: -1})
+	tr, err := alert.NewTracker(alert.TrackerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	it := alerttest.Incidents(t, -1)
 	sub := 2
 	slow := skew.Finding{Kind: skew.KindSaturation, JobID: job, TaskName: "Sink: es", SubtaskIndex: &sub, WindowStart: 0, WindowEnd: 10_000,
 		Summary: "slow", Saturation: &skew.Saturation{Cause: skew.CauseSlowSubtask, Host: "h1", Evidence: &skew.Evidence{BusyMsPerSecond: 990}}}
 	hot := skew.Finding{Kind: skew.KindHotKey, JobID: job, TaskName: "agg", SubtaskIndex: &sub, WindowStart: 0, WindowEnd: 10_000,
 		HotKey: &skew.HotKey{Key: "u42", Share: 0.3}}
 	var out []alert.Alert
-	events := append(tr.Observe([]skew.Finding{slow, hot}), tr.Advance(100_000)...)
+	events := append(tr.Apply(it.Observe([]skew.Finding{slow, hot})), tr.Apply(it.Advance(100_000))...)
 	for _, e := range events {
 		if e.Kind == alert.EventFiring || e.Kind == alert.EventResolved && e.Alert.Labels["cause"] == skew.CauseSlowSubtask {
 			out = append(out, e.Alert)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/pipeline/retry"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -64,10 +65,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-func testAlerts(n int) []alert.Alert {
-	tr, err := alert.NewTracker(alert.TrackerConfig{For: -1})
+func testAlerts(t testing.TB, n int) []alert.Alert {
+	tr, err := alert.NewTracker(alert.TrackerConfig{})
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	var fs []skew.Finding
 	for i := range n {
@@ -77,7 +78,7 @@ func testAlerts(n int) []alert.Alert {
 			Saturation: &skew.Saturation{Cause: skew.CauseSlowSubtask, Host: "h", Evidence: &skew.Evidence{BusyMsPerSecond: 990}}})
 	}
 	var out []alert.Alert
-	for _, e := range tr.Observe(fs) {
+	for _, e := range tr.Apply(alerttest.Incidents(t, -1).Observe(fs)) {
 		if e.Notify() {
 			out = append(out, e.Alert)
 		}
@@ -121,7 +122,7 @@ func TestNotify(t *testing.T) {
 			// deliver.Fanout does, with retry.Do.
 			retries := 0
 			policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
-			alerts := testAlerts(tt.alerts)
+			alerts := testAlerts(t, tt.alerts)
 			err = retry.Do(context.Background(), policy, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
 				return n.Notify(ctx, alerts)
 			})
@@ -164,7 +165,7 @@ func TestNotifyContextCanceled(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err = retry.Do(ctx, retry.Policy{MaxRetries: 100, MinBackoff: time.Second, MaxBackoff: time.Second}, nil, func(ctx context.Context) error {
-		return n.Notify(ctx, testAlerts(1))
+		return n.Notify(ctx, testAlerts(t, 1))
 	})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Errorf("err = %v after %s, want the context's deadline promptly", err, time.Since(start))

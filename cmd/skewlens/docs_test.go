@@ -43,6 +43,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 	mins := func(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
 	window := time.Duration(eng.WindowMs) * time.Millisecond
 	trk := alert.DefaultTrackerConfig()
+	hyst := incident.DefaultConfig().Hysteresis
 	fan := deliver.DefaultFanoutConfig()
 	am := alertmanager.DefaultConfig()
 	wh := webhook.DefaultConfig()
@@ -69,8 +70,8 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultOverridePoll))},
-		{"README.md", fmt.Sprintf("`--alert-for` (%s) before firing", fmtDuration(alert.DefaultFor))},
-		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(alert.DefaultResolveAfter))},
+		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", fmtDuration(incident.DefaultFor))},
+		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(incident.DefaultResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
 		// top waits for ClickHouse at start with the store's backoff.
 		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
@@ -87,18 +88,14 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultStoreTimeout))},
 		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		// docs/alerts.md: the Tracker (prose and table).
-		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(trk.ResolveAfter))},
-		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(trk.For), count(int(trk.For/window)), secs(window))},
-		{"docs/alerts.md", fmt.Sprintf("`SilentAfter` (default %s)", mins(trk.SilentAfter))},
-		{"docs/alerts.md", fmt.Sprintf("At most `MaxTracked` (%d) alerts are tracked", trk.MaxTracked)},
-		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", fmtDuration(trk.For))},
-		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", fmtDuration(trk.ResolveAfter))},
+		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},
+		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(hyst.For), count(int(hyst.For/window)), secs(window))},
+		{"docs/alerts.md", fmt.Sprintf("At most `MaxOpen` (%d) incidents are open", incident.DefaultMaxOpen)},
+		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", fmtDuration(hyst.For))},
+		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", fmtDuration(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("| `RenotifyInterval` | %d (off) |", trk.RenotifyInterval)},
-		{"docs/alerts.md", fmt.Sprintf("| `RequireReports` | %t |", trk.RequireReports)},
-		{"docs/alerts.md", fmt.Sprintf("| `SilentAfter` | %s |", fmtDuration(trk.SilentAfter))},
-		{"docs/alerts.md", fmt.Sprintf("| `MaxTracked` | %d |", trk.MaxTracked)},
 		{"docs/alerts.md", fmt.Sprintf("| `Causes` | all %s |", count(len(trk.Causes)))},
-		{"docs/alerts.md", fmt.Sprintf("| `Severities` | `%s`: %s, others: %s |", alert.CauseHotKey, alert.DefaultSeverity(alert.CauseHotKey), alert.DefaultSeverity(skew.CauseDataSkew))},
+		{"docs/alerts.md", fmt.Sprintf("| `Severities` | `%s`: %s, others: %s |", incident.CauseHotKey, alert.DefaultSeverity(incident.CauseHotKey), alert.DefaultSeverity(skew.CauseDataSkew))},
 		// docs/alerts.md: the notifiers and the fan-out.
 		{"docs/alerts.md", fmt.Sprintf("at most `MaxBatch` (%d) alerts per request", wh.MaxBatch)},
 		{"docs/alerts.md", fmt.Sprintf("timeouts (`Timeout`, %s per attempt)", secs(wh.Timeout))},

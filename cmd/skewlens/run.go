@@ -23,7 +23,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/incident"
@@ -72,8 +71,8 @@ type runCmd struct {
 	AlertmanagerURL string        `group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
 	AlertWebhookURL string        `group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
 	AlertsTopic     string        `group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
-	AlertFor        time.Duration `default:"${alert_for}" group:"Alerts" help:"How long (event time) a condition must last before its alert fires." range:"(0s,]"`
-	AlertResolve    time.Duration `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Resolve an alert after no finding of it for this long (hysteresis)." range:"(0s,]"`
+	AlertFor        time.Duration `default:"${alert_for}" group:"Alerts" help:"How long (event time) an incident must last before its alert fires." range:"(0s,]"`
+	AlertResolve    time.Duration `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Close an incident, and resolve its alert, after no finding of it for this long (hysteresis)." range:"(0s,]"`
 	AlertRenotify   time.Duration `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)." range:"[0s,]"`
 	SaltingURL      string        `group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
 	// The pipeline serves the API only when asked (make run does); the
@@ -286,32 +285,30 @@ func (c *runCmd) Run(e *env) error {
 	}
 	defer incSink.Close()
 	if !c.Quiet {
-		incSink.OnChange(func(ch incident.Change) {
-			if ch.Kind != incident.Updated || c.PerWindow {
-				width, _ := c.lineWidth(e) // checked at the start
-				_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident, width)
+		incSink.OnChanges(func(chs []incident.Change) {
+			width, _ := c.lineWidth(e) // checked at the start
+			for i := range chs {
+				if ch := &chs[i]; ch.Kind != incident.Updated || c.PerWindow {
+					_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident, width)
+				}
 			}
 		})
 	}
-
-	// The alert state is stored beside the engine state at every window
-	// close and, against real brokers, resumed (by the runner, at each
-	// assignment), so an ongoing condition does not fire again after a
+	// Alerts are the notifications of incidents: they fire, renotify and
+	// resolve as the stored incident changes say (a resolved alert says
+	// why its incident closed: the fix's receipt). Their state is stored
+	// beside the engine state at every window close and, against real
+	// brokers, resumed (by the runner, at each assignment, after the
+	// incidents), so an ongoing condition does not fire again after a
 	// restart or a rebalance.
-	// An alert resolves after its incident closed: its resolved
-	// notification says why (the fix's receipt).
-	incSink.OnChange(func(ch incident.Change) {
-		if ch.Kind == incident.Closed {
-			alerter.IncidentClosed(ch.Incident.ID, ch.Incident.Why())
-		}
-	})
-	alertSink, err := deliver.NewStatefulSink(alerter, store.Writer(), c.Group, log)
+	incSink.OnChanges(alerter.Apply)
+	alertSink, err := deliver.NewSink(alerter, store.Writer(), c.Group, incSink.Open, log)
 	if err != nil {
 		return err
 	}
 	// The stages of a window close, in order: the findings stored, then
-	// the plans made (incidents ask for them), the incidents folded, the
-	// alerts sent.
+	// the plans made (incidents ask for them), the incidents folded and
+	// their alerts sent, the alert state stored.
 	stages := stream.NewStages(store.Writer(), planSink, incSink, alertSink)
 	runner, err := stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Group, Afresh: !resume},
 		kafkasrc.ForStream(src), stage, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
@@ -578,17 +575,16 @@ func (c *runCmd) alertConfig() deliver.Config {
 		salting = "http://" + c.APIListen
 	}
 	cfg := deliver.DefaultConfig()
-	cfg.Tracker.For, cfg.Tracker.ResolveAfter, cfg.Tracker.RenotifyInterval = c.AlertFor, c.AlertResolve, c.AlertRenotify
+	cfg.Tracker.RenotifyInterval = c.AlertRenotify
 	cfg.Tracker.SaltingURL = salting
-	// With statistics every job reports every window: alerts and
-	// incidents of a job gone silent wait for its run's end (job_end).
-	cfg.Tracker.RequireReports = c.Stats
 	return cfg
 }
 
 func (c *runCmd) incidentConfig() incident.Config {
 	cfg := incident.DefaultConfig()
-	cfg.Hysteresis = alert.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	cfg.Hysteresis = incident.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	// With statistics every job reports every window: the incidents (and
+	// alerts) of a job gone silent wait for its run's end (job_end).
 	cfg.RequireReports = c.Stats
 	return cfg
 }
@@ -628,7 +624,7 @@ func (c *runCmd) check() error {
 	errs := []error{
 		part("--plan-cooldown, --plan-ttl, --salt-separator", c.plansConfig().Validate()),
 		part("--listen", c.opsConfig().Validate()),
-		part("--alert-for, --alert-resolve-after, --alert-renotify, --salting-url", c.alertConfig().Validate()),
+		part("--alert-renotify, --salting-url", c.alertConfig().Validate()),
 		part("--alert-for, --alert-resolve-after", c.incidentConfig().Validate()),
 		c.checkStore(),
 		c.checkAPI(),

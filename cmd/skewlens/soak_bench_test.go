@@ -64,9 +64,7 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tcfg := alert.DefaultTrackerConfig()
-		tcfg.RequireReports = true
-		alerts, err := alert.NewTracker(tcfg)
+		alerts, err := alert.NewTracker(alert.DefaultTrackerConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -96,14 +94,14 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 			ks                         skew.KeySample
 		)
 		fold := func(fs []skew.Finding, we int64) {
-			for _, c := range inc.Observe(fs) {
+			cs := inc.Observe(fs)
+			for _, c := range cs {
 				if c.Kind == incident.Closed && c.Incident.Resolution != "" {
 					resolved++
 				}
 			}
-			inc.Advance(we)
-			alerts.Observe(fs)
-			alerts.Advance(we)
+			alerts.Apply(cs)
+			alerts.Apply(inc.Advance(we))
 			for i := range fs {
 				if fs[i].Kind == skew.KindJobEnd {
 					ends++

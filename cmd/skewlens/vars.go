@@ -7,7 +7,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/ops"
 	"github.com/skewlens/skewlens/pipeline/simfeed"
@@ -35,7 +35,7 @@ func defaultVars() kong.Vars {
 	sim := simulate.DefaultConfig()
 	fleet := simulate.DefaultFleetConfig()
 	src := kafkasrc.DefaultConfig()
-	trk := alert.DefaultTrackerConfig()
+	hyst := incident.DefaultConfig().Hysteresis
 	win := window.DefaultConfig()
 	return kong.Vars{
 		// Engine thresholds (analyze and run).
@@ -92,8 +92,8 @@ func defaultVars() kong.Vars {
 		"plan_cooldown":     fmtDuration(pl.Cooldown),
 		"plan_ttl":          fmtDuration(pl.TTL),
 		"override_poll":     fmtDuration(planpub.DefaultOverridePoll),
-		"alert_for":         fmtDuration(trk.For),
-		"alert_resolve":     fmtDuration(trk.ResolveAfter),
+		"alert_for":         fmtDuration(hyst.For),
+		"alert_resolve":     fmtDuration(hyst.ResolveAfter),
 
 		// serve (run serves no API unless asked).
 		"serve_listen": serve.DefaultConfig().Addr,

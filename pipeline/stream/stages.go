@@ -32,8 +32,8 @@ type Observer interface {
 //
 //   - Write stores the batch (the windows closed together, of one or more
 //     jobs), then gives it to each Observer in turn; each does its I/O
-//     once per batch (the trackers fold a batch window by window:
-//     alert.EachWindow);
+//     once per batch (the incident tracker, the one fold of findings,
+//     takes a batch window by window);
 //   - Advance and Resume call the Observers in order.
 //
 // The first error stops a call and is returned as it is.

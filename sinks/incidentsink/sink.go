@@ -44,11 +44,11 @@ type Sink struct {
 	unreg     func()
 	closeOnce sync.Once
 
-	mu       sync.Mutex
-	tr       *incident.Tracker
-	pending  []incident.Change
-	index    map[string]int // position in pending, by incident id
-	onChange []func(incident.Change)
+	mu        sync.Mutex
+	tr        *incident.Tracker
+	pending   []incident.Change
+	index     map[string]int // position in pending, by incident id
+	onChanges []func([]incident.Change)
 }
 
 // New returns a Sink writing incidents to store, tracking them with tr,
@@ -70,14 +70,23 @@ func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Reg
 	return s, nil
 }
 
-// OnChange adds a function called with every change once it is stored,
-// in order (for example to print it, or to give an alert its receipt);
-// functions are called in the order they were added. They run under the
-// Sink's lock and must not block. Add them before the first Observe.
-func (s *Sink) OnChange(f func(incident.Change)) {
+// OnChanges adds a function called with the changes of each store, in
+// order, once they are stored: the alerts (deliver.Alerter.Apply), the
+// printed lines. Functions are called in the order they were added. They
+// run under the Sink's lock, must not block, and must not keep the slice.
+// Add them before the first Observe.
+func (s *Sink) OnChanges(f func([]incident.Change)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.onChange = append(s.onChange, f)
+	s.onChanges = append(s.onChanges, f)
+}
+
+// Open returns the open incidents (incident.Tracker.Open): after Resume,
+// those restored.
+func (s *Sink) Open() []incident.Incident {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tr.Open()
 }
 
 // Close unregisters the Sink's metrics; it does not close the store, and
@@ -167,9 +176,9 @@ func (s *Sink) flush(ctx context.Context) error {
 	}
 	for _, c := range s.pending {
 		s.m.changes.WithLabelValues(string(c.Kind)).Inc()
-		for _, f := range s.onChange {
-			f(c)
-		}
+	}
+	for _, f := range s.onChanges {
+		f(s.pending)
 	}
 	clear(s.pending)
 	s.pending = s.pending[:0]

@@ -78,7 +78,11 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := newSink(t, store, reg)
 	var kinds []incident.ChangeKind
-	s.OnChange(func(c incident.Change) { kinds = append(kinds, c.Kind) })
+	s.OnChanges(func(cs []incident.Change) {
+		for _, c := range cs {
+			kinds = append(kinds, c.Kind)
+		}
+	})
 	if err := s.Observe(ctx, 1, skewed(0)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package alert
+package incident
 
 import (
 	"crypto/sha256"
@@ -9,16 +9,18 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// CauseHotKey is the cause of alerts made from hot_key findings, beside
+// CauseHotKey is the cause of incidents made from hot_key findings, beside
 // the engine's saturation causes (skew.CauseDataSkew and the others).
 const CauseHotKey = "hot_key"
 
-// Causes returns every cause an alert can have, in a fixed order.
+// Causes returns every cause an incident (and its alert) can have, in a
+// fixed order.
 func Causes() []string {
 	return []string{CauseHotKey, skew.CauseDataSkew, skew.CauseRotatingHotKey, skew.CauseSlowSubtask, skew.CauseUnderProvisioned, skew.CauseCheckpointRisk}
 }
 
-// Identity is what makes two findings the same alert.
+// Identity is what makes two findings the same condition: one alert, and
+// one incident (for hot_key, one incident per key).
 type Identity struct {
 	JobID    string
 	TaskName string
@@ -46,8 +48,8 @@ func (id Identity) String() string {
 	return b.String()
 }
 
-// compare orders identities, for deterministic output.
-func (id Identity) compare(o Identity) int {
+// Compare orders identities: by job, task, subtask, then cause.
+func (id Identity) Compare(o Identity) int {
 	if c := strings.Compare(id.JobID, o.JobID); c != 0 {
 		return c
 	}
@@ -63,14 +65,14 @@ func (id Identity) compare(o Identity) int {
 	return strings.Compare(id.Cause, o.Cause)
 }
 
-// identityOf returns the identity of an alertable finding, and false for
-// findings that make no alert (other kinds, malformed findings, hot keys
-// that are not skew.HotKey.Actionable).
+// IdentityOf returns the identity of a finding that makes incidents (and
+// so alerts), and false for findings that make none (other kinds,
+// malformed findings, hot keys that are not skew.HotKey.Actionable).
 //
 // A rotating hot key is task-wide: its hot spot moves from subtask to
 // subtask by design (a time-bucketed key), and an identity per subtask
 // would resolve and re-fire at every move.
-func identityOf(f *skew.Finding) (Identity, bool) {
+func IdentityOf(f *skew.Finding) (Identity, bool) {
 	if f.JobID == "" || f.TaskName == "" {
 		return Identity{}, false
 	}
@@ -107,13 +109,6 @@ func identityOf(f *skew.Finding) (Identity, bool) {
 	return id, true
 }
 
-// IdentityOf returns the identity of a finding that makes alerts (and
-// incidents), and false for the others; see identityOf.
-func IdentityOf(f *skew.Finding) (Identity, bool) { return identityOf(f) }
-
-// Compare orders identities: by job, task, subtask, then cause.
-func (id Identity) Compare(o Identity) int { return id.compare(o) }
-
 // IncidentID returns the id of the incident of a condition (package
 // incident): 16 hex digits of a SHA-256 over the identity, the hot key
 // ("" for causes other than hot_key) and the start of the incident's
@@ -131,12 +126,12 @@ func IncidentID(id Identity, key string, start int64) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// EachWindow calls fn with each run of recs that share a window end, in
+// eachWindow calls fn with each run of recs that share a window end, in
 // order, and the earliest window start among them: windows that end at
 // or before that start are complete, and a condition missing from them
 // is absent. recs must be sorted by window end; finding gives a record's
-// finding. The trackers of alerts and incidents fold findings this way.
-func EachWindow[R any](recs []R, finding func(*R) *skew.Finding, fn func(start, end int64, group []R)) {
+// finding.
+func eachWindow[R any](recs []R, finding func(*R) *skew.Finding, fn func(start, end int64, group []R)) {
 	for i := 0; i < len(recs); {
 		end := finding(&recs[i]).WindowEnd
 		j, start := i, end
