@@ -7,12 +7,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Alert statuses.
-const (
-	StatusFiring   = "firing"
-	StatusResolved = "resolved"
-)
-
 // Alert is one alert's state as delivered to notifiers. Its JSON form is
 // the body element of the webhook and the value on the alerts Kafka topic
 // (docs/alerts.md); field order is fixed. All times are event time, in
@@ -24,7 +18,8 @@ type Alert struct {
 	// incident; for hot_key alerts, the hottest key's incident). The
 	// incidents table and GET /v1/incidents know it by this id.
 	IncidentID string `json:"incident_id"`
-	Status     string `json:"status"`
+	// Status is StatusFiring or StatusResolved.
+	Status string `json:"status"`
 	// Labels identify the alert to Alertmanager and routing rules. They
 	// are fixed when the alert fires and do not change until it resolves,
 	// because Alertmanager tells alerts apart by their whole label set.
@@ -56,6 +51,12 @@ type Alert struct {
 // Identity returns the alert's identity (the zero Identity for an Alert
 // decoded from JSON).
 func (a *Alert) Identity() incident.Identity { return a.id }
+
+// Alert statuses (Alert.Status).
+const (
+	StatusFiring   = "firing"
+	StatusResolved = "resolved"
+)
 
 // EventKind names a transition of the state machine.
 type EventKind string

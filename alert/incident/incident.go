@@ -18,7 +18,7 @@ const (
 // /v1/incidents; field order is fixed. Times are event time in epoch
 // milliseconds.
 type Incident struct {
-	// ID is alert.IncidentID of the condition and Start.
+	// ID is IncidentID of the condition and Start.
 	ID       string `json:"id"`
 	JobID    string `json:"job_id"`
 	JobName  string `json:"job_name,omitempty"`

@@ -20,23 +20,19 @@ func newMetrics(s *Sink) *metrics {
 			return f()
 		}
 	}
+	// opts names the metric skewlens_incidents_<name>.
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "skewlens", Subsystem: "incidents", Name: name, Help: help}
+	}
 	return &metrics{
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "skewlens", Subsystem: "incidents", Name: "pending_changes",
-			Help: "Incident changes waiting to be stored.",
-		}),
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "incidents", Name: "changes_total",
-			Help: "Incident changes stored, by kind (opened, updated, closed).",
-		}, []string{"kind"}),
-		open: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "skewlens", Subsystem: "incidents", Name: "open",
-			Help: "Incidents open now.",
-		}, read(func() float64 { return float64(s.tr.OpenCount()) })),
-		refused: prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "incidents", Name: "refused_total",
-			Help: "Findings of new conditions ignored because the most incidents were open (overflow policy of incident.Config.MaxOpen).",
-		}, read(func() float64 { return float64(s.tr.Refused()) })),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts(opts("pending_changes", "Incident changes waiting to be stored."))),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("changes_total",
+			"Incident changes stored, by kind (opened, updated, closed).")), []string{"kind"}),
+		open: prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("open", "Incidents open now.")),
+			read(func() float64 { return float64(s.tr.OpenCount()) })),
+		refused: prometheus.NewCounterFunc(prometheus.CounterOpts(opts("refused_total",
+			"Findings of new conditions ignored because the most incidents were open (overflow policy of incident.Config.MaxOpen).")),
+			read(func() float64 { return float64(s.tr.Refused()) })),
 	}
 }
 
