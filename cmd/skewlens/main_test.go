@@ -110,6 +110,8 @@ func TestUsageErrors(t *testing.T) {
 		{"top without ClickHouse", []string{"top"}, 2, "missing flags: --clickhouse-addr"},
 		{"serve without ClickHouse", []string{"serve"}, 2, "missing flags: --clickhouse-addr"},
 		{"migrate without ClickHouse", []string{"migrate"}, 2, "missing flags: --clickhouse-addr"},
+		{"migrate print unknown dialect", []string{"migrate", "--print", "mysql"}, 2, `--print must be one of`},
+		{"migrate print bad database", []string{"migrate", "--print", "legacy", "--database", "a;b"}, 1, "database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +120,19 @@ func TestUsageErrors(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d containing %q", code, errOut, tt.wantCode, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestMigratePrint: migrate --print writes the DDL of a dialect with no
+// ClickHouse address, the database name in it.
+func TestMigratePrint(t *testing.T) {
+	clearEnv(t)
+	for _, d := range []string{"legacy", "modern"} {
+		code, out, errOut := runCLI(t, "", "migrate", "--print", d, "--database", "analytics")
+		if code != 0 || !strings.HasPrefix(out, "-- skewlens schema, "+d+" dialect, database analytics\nCREATE DATABASE IF NOT EXISTS `analytics`;\n") ||
+			!strings.Contains(out, "CREATE TABLE IF NOT EXISTS `analytics`.job_state") || strings.Contains(out, "LowCardinality") != (d == "modern") {
+			t.Fatalf("migrate --print %s: exit %d, stderr %q, stdout:\n%s", d, code, errOut, out)
+		}
 	}
 }
 

@@ -12,19 +12,28 @@ import (
 )
 
 type migrateCmd struct {
-	clickhouseFlags `set:"clickhouse_addr_note=Required; the database is created when missing."`
+	clickhouseFlags `set:"clickhouse_addr_note=Required, but with --print; the database is created when missing."`
 	logFlags
+	Print string `enum:",legacy,modern" default:"" placeholder:"DIALECT" help:"Print the DDL for a manual install instead of applying it, connecting to nothing: legacy (ClickHouse 18.16 to 20.2) or modern (20.3 and later). With --clickhouse-cluster, in its cluster form."`
 }
 
 // Validate is called by kong after parsing.
-func (c *migrateCmd) Validate() error { return c.requireAddr() }
+func (c *migrateCmd) Validate() error {
+	if c.Print != "" {
+		return nil
+	}
+	return c.requireAddr()
+}
 
 // check is called before Run (checkCommand).
 func (c *migrateCmd) check() error { return c.checkStore() }
 
 // Run applies the versioned schema idempotently, as `run` does at startup,
-// picking the dialect from the server version.
+// picking the dialect from the server version, or with --print writes it.
 func (c *migrateCmd) Run(e *env) error {
+	if c.Print != "" {
+		return clickhouse.WriteDDL(e.stdout, clickhouse.Dialect(c.Print), c.storeConfig())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := c.logger(e.stderr, nil)

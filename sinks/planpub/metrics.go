@@ -14,23 +14,16 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
+	// opts names the metric skewlens_planpub_<name>.
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "skewlens", Subsystem: "planpub", Name: name, Help: help}
+	}
 	return &metrics{
-		plans: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "planpub", Name: "plans_published_total",
-			Help: "Plan versions acknowledged by the plans topic.",
-		}),
-		tombstones: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "planpub", Name: "tombstones_published_total",
-			Help: "Retirements (tombstones) acknowledged by the plans topic.",
-		}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "planpub", Name: "failures_total",
-			Help: "Failed publish and ensure-topic attempts, by class (retryable, fatal, canceled).",
-		}, []string{"class"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skewlens", Subsystem: "planpub", Name: "retries_total",
-			Help: "Retries after retryable errors.",
-		}),
+		plans:      prometheus.NewCounter(prometheus.CounterOpts(opts("plans_published_total", "Plan versions acknowledged by the plans topic."))),
+		tombstones: prometheus.NewCounter(prometheus.CounterOpts(opts("tombstones_published_total", "Retirements (tombstones) acknowledged by the plans topic."))),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts(opts("failures_total",
+			"Failed publish and ensure-topic attempts, by class (retryable, fatal, canceled).")), []string{"class"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts(opts("retries_total", "Retries after retryable errors."))),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "skewlens", Subsystem: "planpub", Name: "publish_duration_seconds",
 			Help:    "Time of one successful Publish call, retries included.",

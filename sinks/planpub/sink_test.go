@@ -42,18 +42,58 @@ func (p *fakePublisher) Publish(_ context.Context, cs []plans.Change) error {
 	return nil
 }
 
+// sinkOp is one call of a Sink test: Resume, Advance, SetOverrides or
+// Observe (the first that its fields ask for), with the errors the fakes
+// return, and what is expected after it.
+type sinkOp struct {
+	fs      []skew.Finding // Observe
+	advance int64          // Advance to this second, when set
+	ovs     []plans.Override
+	resume  bool
+	owns    []string // the jobs owned at the resume
+	pubErr  error    // of the publisher
+	loadErr error    // of the stored plans
+	wantErr bool
+	pending int
+}
+
+// play runs ops on s; l may be nil (no stored plans).
+func play(t *testing.T, s *Sink, p *fakePublisher, l *fakeLoader, ops []sinkOp) {
+	t.Helper()
+	ctx := context.Background()
+	for i, o := range ops {
+		p.err = o.pubErr
+		if l != nil {
+			l.err = o.loadErr
+		}
+		var err error
+		switch {
+		case o.resume:
+			err = s.Resume(ctx, func(job string) bool { return slices.Contains(o.owns, job) })
+		case o.advance != 0:
+			err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
+		case o.ovs != nil:
+			err = s.SetOverrides(ctx, o.ovs)
+		default:
+			err = s.Observe(ctx, uint64(i), o.fs)
+		}
+		if (err != nil) != o.wantErr {
+			t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
+		}
+		if got := s.Pending(); got != o.pending {
+			t.Fatalf("op %d: %d pending, want %d", i, got, o.pending)
+		}
+		if got := testutil.ToFloat64(s.m.pending); got != float64(o.pending) {
+			t.Fatalf("op %d: pending metric %v, want %d", i, got, o.pending)
+		}
+	}
+}
+
 func TestSink(t *testing.T) {
 	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), planFinding("j", "join", 10, salted("k", 2))}
 	w2 := []skew.Finding{planFinding("j", "agg", 20, salted("hot", 4), salted("cold", 2))}
 	down := errors.New("broker down")
-	type op struct {
-		fs      []skew.Finding // Observe
-		advance int64          // Advance to this second, when set
-		ovs     []plans.Override
-		pubErr  error // of the publisher
-		wantErr bool
-		pending int
-	}
+	type op = sinkOp
 	tests := []struct {
 		name string
 		ops  []op
@@ -113,27 +153,7 @@ func TestSink(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ctx := context.Background()
-			for i, o := range tt.ops {
-				p.err = o.pubErr
-				switch {
-				case o.advance != 0:
-					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
-				case o.ovs != nil:
-					err = s.SetOverrides(ctx, o.ovs)
-				default:
-					err = s.Observe(ctx, uint64(i), o.fs)
-				}
-				if (err != nil) != o.wantErr {
-					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
-				}
-				if got := s.Pending(); got != o.pending {
-					t.Fatalf("op %d: %d pending, want %d", i, got, o.pending)
-				}
-				if got := testutil.ToFloat64(s.m.pending); got != float64(o.pending) {
-					t.Fatalf("op %d: pending metric %v, want %d", i, got, o.pending)
-				}
-			}
+			play(t, s, p, nil, tt.ops)
 			if !eq(p.published, tt.want) {
 				t.Fatalf("published %q, want %q", p.published, tt.want)
 			}
@@ -207,17 +227,7 @@ func TestSinkResume(t *testing.T) {
 	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4))}
 	down := errors.New("ClickHouse down")
 	excludeCold := []plans.Override{{JobID: "j", TaskName: "agg", Action: plans.ActionExclude, Key: "cold"}}
-	type op struct {
-		fs      []skew.Finding // Write
-		advance int64          // Advance to this second, when set
-		ovs     []plans.Override
-		resume  bool
-		owns    []string // the jobs owned at the resume
-		pubErr  error    // of the publisher
-		loadErr error    // of the stored plans
-		wantErr bool
-		pending int
-	}
+	type op = sinkOp
 	tests := []struct {
 		name string
 		ops  []op
@@ -267,29 +277,7 @@ func TestSinkResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ctx := context.Background()
-			for i, o := range tt.ops {
-				p.err, l.err = o.pubErr, o.loadErr
-				switch {
-				case o.resume:
-					err = s.Resume(ctx, func(job string) bool { return slices.Contains(o.owns, job) })
-				case o.advance != 0:
-					err = s.Advance(ctx, time.UnixMilli(t0ms+o.advance*1000))
-				case o.ovs != nil:
-					err = s.SetOverrides(ctx, o.ovs)
-				default:
-					err = s.Observe(ctx, uint64(i), o.fs)
-				}
-				if (err != nil) != o.wantErr {
-					t.Fatalf("op %d: error %v, want error %v", i, err, o.wantErr)
-				}
-				if got := s.Pending(); got != o.pending {
-					t.Fatalf("op %d: %d pending, want %d", i, got, o.pending)
-				}
-				if got := testutil.ToFloat64(s.m.pending); got != float64(o.pending) {
-					t.Fatalf("op %d: pending metric %v, want %d", i, got, o.pending)
-				}
-			}
+			play(t, s, p, l, tt.ops)
 			if !eq(p.published, tt.want) {
 				t.Fatalf("published %q, want %q", p.published, tt.want)
 			}

@@ -21,7 +21,8 @@
 //     cross-window state (SaveState, LoadState) and the alert state
 //     machine's (SaveAlertState, LoadAlertState; alert.Tracker.Snapshot),
 //     so that a restart does not fire ongoing alerts again. It replaced
-//     engine_state and alert_state (migration 0008);
+//     engine_state and alert_state (migration 0008, which copies their
+//     rows where an older release created them: its upgrade section);
 //   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
 //     versions and retirements, operators' overrides, and who changed what;

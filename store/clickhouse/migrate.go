@@ -1,8 +1,10 @@
 package clickhouse
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -18,7 +20,8 @@ const clusterDDLTimeout = 180 * time.Second
 
 // Migrate creates the database and applies every schema migration that
 // the ledger (schema_migrations) does not list, in the dialect of the
-// server. It is idempotent: every statement is CREATE ... IF NOT EXISTS
+// server, with its upgrades (Migration.Upgrades) where their tables
+// exist. It is idempotent: every statement is CREATE ... IF NOT EXISTS
 // or ALTER ... ADD COLUMN IF NOT EXISTS (see applyStatement), so a
 // migration interrupted before it was recorded is simply re-run.
 // Retryable errors are retried; it blocks until done or ctx ends.
@@ -117,6 +120,27 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err := exec(op, stmts...); err != nil {
 			return err
 		}
+		ups, err := m.RenderUpgrades(s.cfg.Database, s.cfg.TTLDays)
+		if err != nil {
+			return permanentErr("migrate", err)
+		}
+		for _, u := range ups {
+			// The table of a retired migration exists only where an older
+			// release created it: a fresh database has nothing to copy.
+			var n uint64
+			err := s.retry(ctx, op+" upgrade from "+u.Table, "migrate", func(ctx context.Context) error {
+				return s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", s.cfg.Database, u.Table).Scan(&n)
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue
+			}
+			if err := exec(op+" upgrade from "+u.Table, u.SQL); err != nil {
+				return err
+			}
+		}
 		rec := []row{{uint32(m.Version), m.Name, string(s.dialect), time.Now().UTC().Truncate(time.Second)}}
 		err = s.retry(ctx, "record "+op, "migrate", func(ctx context.Context) error {
 			return s.insertRows(ctx, "schema_migrations", []string{"version", "name", "dialect", "applied_at"}, rec)
@@ -202,4 +226,59 @@ func columnExists(ctx context.Context, conn driver.Conn, ac addColumn) (bool, er
 	err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
 		ac.database, ac.table, ac.column).Scan(&n)
 	return n > 0, err
+}
+
+// WriteDDL writes the schema as Migrate would apply it to a fresh
+// database of dialect d (in cfg's cluster form when cfg.Cluster is set),
+// for a manual install: each migration's statements, each ending with
+// ';', under a comment naming the migration, and its upgrades commented
+// out, with the table each needs. On the legacy dialect ADD COLUMN has no
+// IF NOT EXISTS (18.16 does not know the clause): run those once. It
+// connects to nothing.
+func WriteDDL(w io.Writer, d Dialect, cfg Config) error {
+	if d != DialectLegacy && d != DialectModern {
+		return fmt.Errorf("dialect %q: want %s or %s", d, DialectLegacy, DialectModern)
+	}
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	forms := func(stmts []string) ([]string, error) { return stmts, nil }
+	if cfg.Cluster != "" {
+		cs, err := newClusterSchema(ms, d, cfg.Database, cfg.Cluster, cfg.TTLDays)
+		if err != nil {
+			return err
+		}
+		forms = cs.rewriteAll
+	}
+	bw := bufio.NewWriter(w)
+	db, err := forms([]string{"CREATE DATABASE IF NOT EXISTS `" + cfg.Database + "`"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(bw, "-- skewlens schema, %s dialect, database %s\n%s;\n", d, cfg.Database, db[0])
+	for _, m := range ms {
+		stmts, err := m.Render(d, cfg.Database, cfg.TTLDays)
+		if err != nil {
+			return err
+		}
+		if stmts, err = forms(stmts); err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "\n-- %04d_%s\n", m.Version, m.Name)
+		for _, s := range stmts {
+			if ac, ok := parseAddColumn(s); ok && d == DialectLegacy {
+				s = ac.plain
+			}
+			fmt.Fprintf(bw, "%s;\n", s)
+		}
+		ups, err := m.RenderUpgrades(cfg.Database, cfg.TTLDays)
+		if err != nil {
+			return err
+		}
+		for _, u := range ups {
+			fmt.Fprintf(bw, "-- upgrade: only if the database has the table %s:\n-- %s;\n", u.Table, strings.ReplaceAll(u.SQL, "\n", "\n-- "))
+		}
+	}
+	return bw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,14 +27,50 @@ type Migration struct {
 	// without the trailing semicolons and with the placeholders
 	// {{database}} and {{ttl_days}} still in place.
 	Statements map[Dialect][]string
+	// Upgrades are the statements of its `-- upgrade:` section, for both
+	// dialects: each copies (INSERT INTO ... SELECT ... FROM
+	// {{database}}.table) the rows of a table that only databases set up
+	// by older releases have, because the migration that created it is
+	// retired. Migrate runs each after Statements, and only where its
+	// table exists.
+	Upgrades []string
 }
 
-// dialectAll marks a section that applies to both dialects.
-const dialectAll Dialect = "all"
+// dialectAll marks a section that applies to both dialects; sectionUpgrade
+// the upgrade section (Migration.Upgrades).
+const (
+	dialectAll     Dialect = "all"
+	sectionUpgrade Dialect = "upgrade"
+)
+
+// What a modern statement has that ClickHouse 18.16 lacks (legacyForm).
+var (
+	lowCardinalityRE = regexp.MustCompile(`LowCardinality\(((?:[^()]|\([^()]*\))*)\)`)
+	codecRE          = regexp.MustCompile(` CODEC\((?:[^()]|\([^()]*\))*\)`)
+	ttlRE            = regexp.MustCompile(`\n\s*(TTL [^\n]*|SETTINGS ttl_only_drop_parts = 1)`)
+)
+
+// legacyForm returns the legacy dialect's form of a statement of an `all`
+// section, which is written in the modern one: without what 18.16 lacks.
+// LowCardinality(T) becomes T, and column codecs, the table TTL and its
+// ttl_only_drop_parts setting go (legacy tables are pruned by dropping
+// partitions by hand). A statement needing anything else goes in
+// `legacy` and `modern` sections of its own.
+func legacyForm(stmt string) string {
+	stmt = lowCardinalityRE.ReplaceAllString(stmt, "$1")
+	stmt = codecRE.ReplaceAllString(stmt, "")
+	return ttlRE.ReplaceAllString(stmt, "")
+}
+
+// upgradeRE matches an upgrade statement and captures the table it reads.
+var upgradeRE = regexp.MustCompile(`(?is)^INSERT\s+INTO\s.*\sSELECT\s.*\sFROM\s+\{\{database\}\}\.(\w+)$`)
 
 // parseMigration parses one schema file. The file is a sequence of
 // sections, each introduced by a line `-- dialect: legacy`, `-- dialect:
-// modern` or `-- dialect: all`; text before the first marker is a comment.
+// modern`, `-- dialect: all` or `-- upgrade:` (Migration.Upgrades, the
+// rest of the line a comment); text before the first marker is a comment.
+// An `all` section is written in the modern dialect; the legacy one gets
+// its legacyForm, so a table is declared once.
 // A statement ends at a line that ends with ';' and is not a comment.
 // Every migration must end up with statements for both dialects.
 func parseMigration(name string, text string) (Migration, error) {
@@ -66,8 +103,15 @@ func parseMigration(name string, text string) (Migration, error) {
 		if section == "" {
 			return fmt.Errorf("schema file %s:%d: statement before the first `-- dialect:` line", name, lineNo)
 		}
+		if section == sectionUpgrade {
+			if !upgradeRE.MatchString(stmt) {
+				return fmt.Errorf("schema file %s:%d: an upgrade must be INSERT INTO ... SELECT ... FROM {{database}}.table", name, lineNo)
+			}
+			m.Upgrades = append(m.Upgrades, stmt)
+			return nil
+		}
 		if section == dialectAll {
-			m.Statements[DialectLegacy] = append(m.Statements[DialectLegacy], stmt)
+			m.Statements[DialectLegacy] = append(m.Statements[DialectLegacy], legacyForm(stmt))
 			m.Statements[DialectModern] = append(m.Statements[DialectModern], stmt)
 		} else {
 			m.Statements[section] = append(m.Statements[section], stmt)
@@ -80,6 +124,14 @@ func parseMigration(name string, text string) (Migration, error) {
 		lineNo++
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "-- upgrade:") {
+			if strings.TrimSpace(cur.String()) != "" && !onlyComments(cur.String()) {
+				return Migration{}, fmt.Errorf("schema file %s:%d: statement not terminated with ';' before the upgrade marker", name, lineNo)
+			}
+			cur.Reset()
+			section = sectionUpgrade
+			continue
+		}
 		if rest, ok := strings.CutPrefix(trimmed, "-- dialect:"); ok {
 			if strings.TrimSpace(cur.String()) != "" && !onlyComments(cur.String()) {
 				return Migration{}, fmt.Errorf("schema file %s:%d: statement not terminated with ';' before the dialect marker", name, lineNo)
@@ -189,6 +241,34 @@ func (m Migration) Render(d Dialect, database string, ttlDays int) ([]string, er
 	if !ok {
 		return nil, fmt.Errorf("migration %04d: no statements for dialect %q", m.Version, d)
 	}
+	return m.render(stmts, database, ttlDays)
+}
+
+// Upgrade is an upgrade statement of a migration, rendered: it copies
+// the rows of Table, when the database has it.
+type Upgrade struct {
+	Table, SQL string
+}
+
+// RenderUpgrades returns m.Upgrades with the placeholders filled in, as
+// Render does.
+func (m Migration) RenderUpgrades(database string, ttlDays int) ([]Upgrade, error) {
+	if !validIdentifier(database) {
+		return nil, fmt.Errorf("migration %04d: bad database name %q", m.Version, database)
+	}
+	out := make([]Upgrade, len(m.Upgrades))
+	sqls, err := m.render(m.Upgrades, database, ttlDays)
+	if err != nil {
+		return nil, err
+	}
+	for i, u := range m.Upgrades {
+		out[i] = Upgrade{Table: upgradeRE.FindStringSubmatch(u)[1], SQL: sqls[i]}
+	}
+	return out, nil
+}
+
+// render fills the placeholders of stmts.
+func (m Migration) render(stmts []string, database string, ttlDays int) ([]string, error) {
 	r := strings.NewReplacer("{{database}}", "`"+database+"`", "{{ttl_days}}", strconv.Itoa(ttlDays))
 	out := make([]string, len(stmts))
 	for i, s := range stmts {

@@ -12,6 +12,7 @@ func TestParseMigration(t *testing.T) {
 		text    string
 		legacy  []string
 		modern  []string
+		upgrade []string
 		wantErr string
 	}{
 		{
@@ -28,6 +29,15 @@ func TestParseMigration(t *testing.T) {
 			legacy: []string{"CREATE TABLE x (v UInt32) ENGINE = MergeTree ORDER BY v"},
 			modern: []string{"CREATE TABLE x (v UInt32) ENGINE = MergeTree ORDER BY v"},
 		},
+		{
+			name:    "upgrade",
+			file:    "0008_x.sql",
+			text:    "-- dialect: all\nCREATE TABLE x (v UInt32);\n-- upgrade: where old exists\nINSERT INTO {{database}}.x (v)\nSELECT v FROM {{database}}.old;\n",
+			legacy:  []string{"CREATE TABLE x (v UInt32)"},
+			modern:  []string{"CREATE TABLE x (v UInt32)"},
+			upgrade: []string{"INSERT INTO {{database}}.x (v)\nSELECT v FROM {{database}}.old"},
+		},
+		{name: "upgrade not a copy", file: "0008_x.sql", text: "-- dialect: all\nSELECT 1;\n-- upgrade:\nDROP TABLE {{database}}.old;\n", wantErr: "an upgrade must be"},
 		{name: "missing modern", file: "0001_a.sql", text: "-- dialect: legacy\nSELECT 1;\n", wantErr: "no statements for dialect modern"},
 		{name: "unterminated", file: "0001_a.sql", text: "-- dialect: all\nSELECT 1\n", wantErr: "not terminated"},
 		{name: "unterminated before marker", file: "0001_a.sql", text: "-- dialect: legacy\nSELECT 1\n-- dialect: modern\nSELECT 2;\n", wantErr: "not terminated"},
@@ -54,6 +64,12 @@ func TestParseMigration(t *testing.T) {
 			}
 			if got := m.Statements[DialectModern]; !equalStrings(got, tt.modern) {
 				t.Errorf("modern = %q, want %q", got, tt.modern)
+			}
+			if !equalStrings(m.Upgrades, tt.upgrade) {
+				t.Errorf("upgrades = %q, want %q", m.Upgrades, tt.upgrade)
+			}
+			if ups, err := m.RenderUpgrades("db", 1); err != nil || len(ups) != len(tt.upgrade) || len(ups) > 0 && (ups[0].Table != "old" || !strings.Contains(ups[0].SQL, "FROM `db`.old")) {
+				t.Errorf("rendered upgrades %+v, %v", ups, err)
 			}
 		})
 	}
@@ -95,14 +111,7 @@ func TestEmbeddedMigrations(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range stmts {
-				// A copy is idempotent when its target deduplicates: the
-				// rows copied again have the same key and version.
-				if into, ok := strings.CutPrefix(firstLine(s), "INSERT INTO `skewlens`."); ok {
-					target, _, _ := strings.Cut(into, " ")
-					if !strings.Contains(tables[target], "ReplacingMergeTree(version)") {
-						t.Errorf("%s %04d: copies into %s, which is not a ReplacingMergeTree(version) an earlier statement creates", d, m.Version, target)
-					}
-				} else if !strings.Contains(s, "IF NOT EXISTS") {
+				if !strings.Contains(s, "IF NOT EXISTS") {
 					t.Errorf("%s %04d: statement is not idempotent: %s", d, m.Version, firstLine(s))
 				}
 				if strings.Contains(s, "{{") {
@@ -122,6 +131,26 @@ func TestEmbeddedMigrations(t *testing.T) {
 					}
 					_, def, _ := strings.Cut(s, " "+ac.column+" ")
 					tables[ac.table] = ddl + "\n    " + ac.column + " " + def
+				}
+			}
+		}
+		// An upgrade copies from a table no migration creates now (its
+		// migration is retired), into one an earlier statement created: a
+		// copy is idempotent when that table deduplicates, as the rows
+		// copied again have the same key and version.
+		for _, m := range ms {
+			ups, err := m.RenderUpgrades("skewlens", 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range ups {
+				into, _ := strings.CutPrefix(firstLine(u.SQL), "INSERT INTO `skewlens`.")
+				target, _, _ := strings.Cut(into, " ")
+				if !strings.Contains(tables[target], "ReplacingMergeTree(version)") {
+					t.Errorf("%s %04d: copies into %q, which is not a ReplacingMergeTree(version) a migration creates", d, m.Version, target)
+				}
+				if _, ok := tables[u.Table]; ok {
+					t.Errorf("%s %04d: upgrades from %s, which a migration still creates", d, m.Version, u.Table)
 				}
 			}
 		}
@@ -215,5 +244,24 @@ func TestRender(t *testing.T) {
 	}
 	if _, err := m.Render(DialectModern, "db", 0); err == nil {
 		t.Error("ttl 0: want error")
+	}
+}
+
+// TestLegacyForm: an `all` section is written in the modern dialect, and
+// the legacy one drops what ClickHouse 18.16 lacks, nothing else.
+func TestLegacyForm(t *testing.T) {
+	tests := []struct{ name, modern, legacy string }{
+		{"low cardinality", "a LowCardinality(String),\n    b LowCardinality(Nullable(String))", "a String,\n    b Nullable(String)"},
+		{"codecs", "a Int64 CODEC(Delta, ZSTD(1)),\n    b String CODEC(ZSTD(3)) AFTER c", "a Int64,\n    b String AFTER c"},
+		{"ttl", "ORDER BY (a, b)\nTTL window_date + INTERVAL {{ttl_days}} DAY\nSETTINGS ttl_only_drop_parts = 1", "ORDER BY (a, b)"},
+		{"other settings stay", "ORDER BY a\nSETTINGS index_granularity = 8192", "ORDER BY a\nSETTINGS index_granularity = 8192"},
+		{"plain", "CREATE TABLE IF NOT EXISTS {{database}}.t (a String) ENGINE = MergeTree ORDER BY a", "CREATE TABLE IF NOT EXISTS {{database}}.t (a String) ENGINE = MergeTree ORDER BY a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := legacyForm(tt.modern); got != tt.legacy {
+				t.Errorf("legacyForm(%q) = %q, want %q", tt.modern, got, tt.legacy)
+			}
+		})
 	}
 }

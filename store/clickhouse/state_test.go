@@ -3,7 +3,9 @@ package clickhouse
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +80,14 @@ func TestJobStateUpgrade(t *testing.T) {
 	defer cancel()
 	s, _ := newTestSink(t, Config{Database: testDatabase("jobstate_upgrade")})
 	migrateBefore(ctx, t, s, 8)
+	// The old tables, as the retired migrations 0002 and 0006 created
+	// them (engine_state had closed_up_to too).
+	for table, extra := range map[string]string{"engine_state": "closed_up_to Int64,", "alert_state": ""} {
+		if err := s.conn.Exec(ctx, "CREATE TABLE "+s.table(table)+" (consumer_group String, job_id String, "+extra+
+			" state String, version UInt64, saved_at DateTime) ENGINE = ReplacingMergeTree(version) ORDER BY (consumer_group, job_id)"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	saved := time.Now().UTC().Truncate(time.Second)
 	engine := func(job string, closed int64) string {
 		b, err := json.Marshal(skew.JobState{JobID: job, WindowMs: 10000, ClosedUpTo: closed})
@@ -137,5 +147,100 @@ func TestJobStateUpgrade(t *testing.T) {
 	}
 	if alerts, err = w.LoadAlertState(ctx, "g"); err != nil || len(alerts) != 1 || alerts[0].JobID != "a" {
 		t.Fatalf("alert states after an engine save: %q, %v, want a's", alerts, err)
+	}
+}
+
+// TestFreshDatabaseHasNoRetiredTables: a database this release sets up
+// has job_state and none of the tables retired migrations created; the
+// upgrade finds nothing to copy, and a second Migrate changes nothing.
+func TestFreshDatabaseHasNoRetiredTables(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("fresh")})
+	for range 2 {
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(table string) uint64 {
+		var n uint64
+		if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", s.cfg.Database, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if count("job_state") != 1 || count("engine_state")+count("alert_state") != 0 {
+		t.Fatalf("tables job_state %d, engine_state %d, alert_state %d: want job_state only", count("job_state"), count("engine_state"), count("alert_state"))
+	}
+}
+
+// TestWriteDDL checks the printed schema: the legacy form has nothing
+// ClickHouse 18.16 lacks, the cluster form names the cluster, and the
+// upgrades are comments only.
+func TestWriteDDL(t *testing.T) {
+	render := func(d Dialect, cluster string) string {
+		var b strings.Builder
+		cfg := DefaultConfig()
+		cfg.Cluster = cluster
+		if err := WriteDDL(&b, d, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	legacy, modern := render(DialectLegacy, ""), render(DialectModern, "")
+	for _, no := range []string{"LowCardinality", "CODEC", "TTL ", "ADD COLUMN IF NOT EXISTS", "\nINSERT"} {
+		if strings.Contains(legacy, no) {
+			t.Errorf("legacy DDL has %q", no)
+		}
+	}
+	for _, want := range []string{"LowCardinality(String)", "TTL window_date + INTERVAL 30 DAY", "ADD COLUMN IF NOT EXISTS", "-- upgrade: only if the database has the table engine_state"} {
+		if !strings.Contains(modern, want) {
+			t.Errorf("modern DDL lacks %q", want)
+		}
+	}
+	if c := render(DialectModern, "prod"); !strings.Contains(c, "ON CLUSTER `prod`") || !strings.Contains(c, "ENGINE = Distributed") {
+		t.Errorf("cluster DDL:\n%s", c)
+	}
+	if err := WriteDDL(io.Discard, "mysql", DefaultConfig()); err == nil {
+		t.Error("WriteDDL of an unknown dialect succeeded")
+	}
+}
+
+// TestWriteDDLInstalls applies the printed schema of the server's dialect
+// by hand, statement by statement, as a DBA would: the tables are there,
+// and Migrate then finds nothing it cannot apply again.
+func TestWriteDDLInstalls(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("ddl")})
+	var b strings.Builder
+	if err := WriteDDL(&b, s.Dialect(), s.cfg); err != nil {
+		t.Fatal(err)
+	}
+	var sql []string
+	for line := range strings.SplitSeq(b.String(), "\n") {
+		if !strings.HasPrefix(line, "--") {
+			sql = append(sql, line)
+		}
+	}
+	n := 0
+	for stmt := range strings.SplitSeq(strings.Join(sql, "\n"), ";\n") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			if err := s.conn.Exec(ctx, stmt); err != nil {
+				t.Fatalf("statement %d: %v\n%s", n+1, err, stmt)
+			}
+			n++
+		}
+	}
+	for _, table := range append(tableOrder(), "job_state", "incidents", "plans") {
+		var c uint64
+		if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", s.cfg.Database, table).Scan(&c); err != nil || c != 1 {
+			t.Fatalf("table %s after the printed DDL: %d, %v", table, c, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -20,8 +20,5 @@
 -- dialect Migrate adds the column only when system.columns does not list
 -- it (see Store.applyStatement), which gives the same result.
 
--- dialect: legacy
-ALTER TABLE {{database}}.subtask_stats ADD COLUMN IF NOT EXISTS busy_source String AFTER saturated;
-
--- dialect: modern
+-- dialect: all
 ALTER TABLE {{database}}.subtask_stats ADD COLUMN IF NOT EXISTS busy_source LowCardinality(String) AFTER saturated;

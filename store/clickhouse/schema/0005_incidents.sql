@@ -20,37 +20,7 @@
 -- incident.Incident JSON, which GET /v1/incidents returns. The table is
 -- small (one row per incident in the end) and never expires.
 
--- dialect: legacy
-CREATE TABLE IF NOT EXISTS {{database}}.incidents
-(
-    id                 String,
-    job_id             String,
-    job_name           String,
-    task_name          String,
-    subtask            Int32,
-    cause              String,
-    key                String,
-    state              String,
-    incident_start     Int64,
-    incident_end       Int64,
-    last_seen          Int64,
-    windows            UInt32,
-    peak_busy_ms_per_s Float64,
-    mean_busy_ms_per_s Float64,
-    peak_input_ratio   Float64,
-    mean_input_ratio   Float64,
-    peak_share         Float64,
-    mean_share         Float64,
-    hot_keys           Array(String),
-    summary            String,
-    body               String,
-    version            UInt64,
-    inserted_at        DateTime
-)
-ENGINE = ReplacingMergeTree(version)
-ORDER BY (job_id, id);
-
--- dialect: modern
+-- dialect: all
 CREATE TABLE IF NOT EXISTS {{database}}.incidents
 (
     id                 String,

@@ -20,15 +20,7 @@
 -- dialect Migrate adds each column only when system.columns does not
 -- list it (see Store.applyStatement and migration 0004).
 
--- dialect: legacy
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS share_margin Float64 AFTER share;
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS rule String AFTER estimated_records;
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS subtask_share Float64 AFTER rule;
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS subtask_share_margin Float64 AFTER subtask_share;
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS subtask_excess Float64 AFTER subtask_share_margin;
-ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS excess_explained Float64 AFTER subtask_excess;
-
--- dialect: modern
+-- dialect: all
 ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS share_margin Float64 CODEC(ZSTD(1)) AFTER share;
 ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS rule LowCardinality(String) AFTER estimated_records;
 ALTER TABLE {{database}}.hot_keys ADD COLUMN IF NOT EXISTS subtask_share Float64 CODEC(ZSTD(1)) AFTER rule;

@@ -5,10 +5,12 @@
 -- close, after the findings and before the Kafka offsets those windows
 -- freed are committed: 'engine' (skew.JobState as JSON, SaveState) and
 -- 'alerts' (alert.JobSnapshot.State, SaveAlertState). They were two
--- tables of one shape, engine_state (0002) and alert_state (0006); this
--- table replaces both, and their rows are copied here. The old tables are
--- no longer written or read; drop them by hand once no older skewlens
--- reads this database.
+-- tables of one shape, engine_state and alert_state, which migrations
+-- 0002 and 0006 of older releases created; this table replaces both, and
+-- those migrations are retired. Where a database has the old tables (an
+-- older release set it up), their rows are copied here (the upgrade
+-- section). The old tables are no longer written or read; drop them by
+-- hand once no older skewlens reads this database.
 --
 -- ReplacingMergeTree(version) keeps one row per (consumer_group, part,
 -- job_id) in the end; readers take argMax(state, version). An empty state
@@ -17,20 +19,7 @@
 -- copies have the same key and version. The table is small (a row per
 -- live job and part) and never partitioned or expired.
 
--- dialect: legacy
-CREATE TABLE IF NOT EXISTS {{database}}.job_state
-(
-    consumer_group String,
-    part           String,
-    job_id         String,
-    state          String,
-    version        UInt64,
-    saved_at       DateTime
-)
-ENGINE = ReplacingMergeTree(version)
-ORDER BY (consumer_group, part, job_id);
-
--- dialect: modern
+-- dialect: all
 CREATE TABLE IF NOT EXISTS {{database}}.job_state
 (
     consumer_group LowCardinality(String),
@@ -43,7 +32,7 @@ CREATE TABLE IF NOT EXISTS {{database}}.job_state
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (consumer_group, part, job_id);
 
--- dialect: all
+-- upgrade: only where the old tables exist
 INSERT INTO {{database}}.job_state (consumer_group, part, job_id, state, version, saved_at)
 SELECT consumer_group, 'engine', job_id, state, version, saved_at FROM {{database}}.engine_state;
 INSERT INTO {{database}}.job_state (consumer_group, part, job_id, state, version, saved_at)
