@@ -1,6 +1,16 @@
-// Package flinktest gives integration tests real Flink jobs: the test
-// code of deploy/flink (the scenario jobs of io.github.skewlens.flink.scenario)
-// run as plain `java` processes, each a Flink MiniCluster.
+// Package flinktest gives integration tests real Flink jobs, two ways:
+//
+//   - the test code of deploy/flink (the scenario jobs of
+//     io.github.skewlens.flink.scenario) run as plain `java` processes,
+//     each a Flink MiniCluster (Classpath, StartScenario);
+//   - a standalone session cluster as production runs one (StartCluster):
+//     a JobManager and TaskManagers, each a JVM of its own, started from
+//     Maven Central's jars (deploy/flink/cluster's pom: there is no Flink
+//     distribution to download) with a conf/config.yaml and a plugins/
+//     directory, on Flink 2 (Flink2) or the 1.20 LTS (Flink1). Jars builds
+//     the reporter plugin and the example job jar (deploy/flink/example)
+//     as a user would, and Cluster.Submit runs the job through the REST
+//     API (/jars/upload, /jars/:id/run).
 //
 // Classpath builds the Maven module once per test process (mvn
 // test-compile and dependency:build-classpath; Maven's own incremental
@@ -15,7 +25,10 @@
 // and StartScenario skip the test; otherwise nothing here skips: a build or
 // start failure fails the test with the tail of the output.
 //
-// Classpath and StartScenario block and are safe for concurrent use. The
+// Classpath, StartScenario, StartCluster and Jars block and are safe for
+// concurrent use; a Cluster's methods block on its REST API. The cluster's
+// processes stop when the test ends (TaskManagers first) and die with the
+// test process (Pdeathsig). The
 // package keeps the build result of the test process in a
 // sync.Once-guarded value, as the module is built once per process.
 package flinktest

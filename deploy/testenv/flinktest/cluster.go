@@ -1,0 +1,456 @@
+package flinktest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skewlens/skewlens/deploy/testenv"
+)
+
+// Flink versions the cluster runs: the one the module builds against,
+// and the LTS line.
+const (
+	Flink2 = "2.3.0"
+	Flink1 = "1.20.5"
+)
+
+// ClusterConfig says what cluster StartCluster starts. Zero fields take
+// the defaults given.
+type ClusterConfig struct {
+	// Version is the Flink version (Flink2, the default, or Flink1).
+	Version string
+	// TaskManagers is the number of TaskManager JVMs (default 1), Slots
+	// their task slots each (default 4).
+	TaskManagers, Slots int
+	// Plugins maps a directory name under plugins/ to the jar put in it,
+	// as an operator installs a plugin.
+	Plugins map[string]string
+	// Config holds more config.yaml entries (reporters, for one).
+	Config map[string]string
+}
+
+// Cluster is a running standalone Flink session cluster: a JobManager
+// (StandaloneSessionClusterEntrypoint) and TaskManagers
+// (TaskManagerRunner), each a JVM of its own, started from Maven
+// Central's jars with a conf/ and a plugins/ directory, as a cluster
+// without a Flink distribution runs. Its processes stop when the test
+// ends, and die with the test process.
+type Cluster struct {
+	// REST is the base URL of the JobManager's REST API.
+	REST string
+	// Dir holds conf/, plugins/, tmp/ and each process's log.
+	Dir string
+
+	procs []*exec.Cmd
+	logs  []string
+	stop  sync.Once
+}
+
+// The memory of a TaskManager, set explicitly: without the start-up
+// scripts (BashJavaUtils), TaskManagerRunner requires every component.
+// 320 MB heap, 192 MB direct and 256 MB metaspace; the JVM flags match.
+var tmMemory = map[string]string{
+	"taskmanager.cpu.cores":                      "2.0",
+	"taskmanager.memory.framework.heap.size":     "128m",
+	"taskmanager.memory.task.heap.size":          "192m",
+	"taskmanager.memory.framework.off-heap.size": "128m",
+	"taskmanager.memory.task.off-heap.size":      "0m",
+	"taskmanager.memory.network.min":             "64m",
+	"taskmanager.memory.network.max":             "64m",
+	"taskmanager.memory.managed.size":            "64m",
+	"taskmanager.memory.jvm-metaspace.size":      "256m",
+	"taskmanager.memory.jvm-overhead.min":        "192m",
+	"taskmanager.memory.jvm-overhead.max":        "192m",
+}
+
+var tmJVM = []string{"-Xmx320m", "-Xms320m", "-XX:MaxDirectMemorySize=192m", "-XX:MaxMetaspaceSize=256m", "-XX:+UseSerialGC"}
+
+// javaOpens are the module openings Flink's own scripts pass on Java 17.
+var javaOpens = []string{
+	"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.net=ALL-UNNAMED",
+	"--add-opens=java.base/java.io=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
+	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens=java.base/java.text=ALL-UNNAMED", "--add-opens=java.base/java.time=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED", "--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED",
+}
+
+const log4jConfig = `rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = Console
+appender.console.name = Console
+appender.console.type = CONSOLE
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss,SSS} %-5p %c{1} - %m%n
+`
+
+// StartCluster starts a cluster and waits (at most three minutes) until
+// its TaskManagers have registered. It fails t on any error, with the
+// tail of the processes' logs.
+func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
+	t.Helper()
+	testenv.SkipShort(t, "a Flink cluster")
+	cfg.Version = cmp.Or(cfg.Version, Flink2)
+	cfg.TaskManagers = max(cfg.TaskManagers, 1)
+	if cfg.Slots <= 0 {
+		cfg.Slots = 4
+	}
+	cp := clusterClasspath(t, cfg.Version)
+	c := &Cluster{Dir: t.TempDir()}
+	t.Cleanup(c.Stop)
+	conf, plugins, tmp := filepath.Join(c.Dir, "conf"), filepath.Join(c.Dir, "plugins"), filepath.Join(c.Dir, "tmp")
+	for _, d := range []string{conf, plugins, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, jar := range cfg.Plugins {
+		if err := os.MkdirAll(filepath.Join(plugins, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(jar)
+		if err != nil {
+			t.Fatalf("flinktest: plugin %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(plugins, name, filepath.Base(jar)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rpcPort, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restPort, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{
+		"jobmanager.rpc.address":        "127.0.0.1",
+		"jobmanager.rpc.port":           strconv.Itoa(rpcPort),
+		"jobmanager.bind-host":          "127.0.0.1",
+		"rest.address":                  "127.0.0.1",
+		"rest.bind-address":             "127.0.0.1",
+		"rest.port":                     strconv.Itoa(restPort),
+		"taskmanager.host":              "127.0.0.1",
+		"taskmanager.bind-host":         "127.0.0.1",
+		"taskmanager.numberOfTaskSlots": strconv.Itoa(cfg.Slots),
+		"io.tmp.dirs":                   tmp,
+		"web.tmpdir":                    filepath.Join(c.Dir, "web"),
+		"heartbeat.timeout":             "20000",
+	}
+	maps.Copy(settings, tmMemory)
+	maps.Copy(settings, cfg.Config)
+	var yaml strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		fmt.Fprintf(&yaml, "%s: %s\n", k, settings[k])
+	}
+	// config.yaml, flat: Flink 2 reads only it, and 1.20 reads it when
+	// there is no flink-conf.yaml.
+	if err := os.WriteFile(filepath.Join(conf, "config.yaml"), []byte(yaml.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(conf, "log4j.properties"), []byte(log4jConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.REST = "http://127.0.0.1:" + strconv.Itoa(restPort)
+	start := func(name, main string, jvm []string) {
+		logPath := filepath.Join(c.Dir, name+".log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		args := append(slices.Clone(jvm), javaOpens...)
+		args = append(args, "-Dlog4j.configurationFile=file:"+filepath.Join(conf, "log4j.properties"), "-cp", cp, main, "-c", conf)
+		cmd := exec.Command("java", args...)
+		cmd.Dir = c.Dir
+		cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins, "FLINK_CONF_DIR="+conf)
+		cmd.Stdout, cmd.Stderr = f, f
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("flinktest: start %s: %v", name, err)
+		}
+		c.procs = append(c.procs, cmd)
+		c.logs = append(c.logs, logPath)
+	}
+	start("jobmanager", "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", []string{"-Xmx512m", "-XX:+UseSerialGC"})
+	for i := range cfg.TaskManagers {
+		start("taskmanager-"+strconv.Itoa(i), "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", tmJVM)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var o struct {
+			TaskManagers int    `json:"taskmanagers"`
+			Version      string `json:"flink-version"`
+		}
+		if err := c.get("/overview", &o); err == nil && o.TaskManagers >= cfg.TaskManagers {
+			if o.Version != cfg.Version {
+				t.Fatalf("flinktest: the cluster runs Flink %s, want %s", o.Version, cfg.Version)
+			}
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flinktest: Flink %s cluster not up after 3 minutes:\n%s", cfg.Version, c.LogTail(40))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Stop stops the processes, the TaskManagers first (SIGTERM, SIGKILL
+// after 20 s). It is safe to call twice.
+func (c *Cluster) Stop() {
+	c.stop.Do(func() {
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			p := c.procs[i]
+			_ = p.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = p.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = p.Process.Kill()
+				<-done
+			}
+		}
+	})
+}
+
+// LogTail returns the last n lines of each process's log.
+func (c *Cluster) LogTail(n int) string {
+	var b strings.Builder
+	for _, l := range c.logs {
+		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(l), testenv.FileTail(l, n))
+	}
+	return b.String()
+}
+
+// Log returns the whole log of a process ("jobmanager", "taskmanager-0").
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, name+".log"))
+	return string(b)
+}
+
+// Submit uploads a job jar (REST /jars/upload) and runs its entry class
+// with args (/jars/:id/run), as an operator submits a job to a session
+// cluster, and returns the job id.
+func (c *Cluster) Submit(t testing.TB, jar, entryClass string, args ...string) string {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("jarfile", filepath.Base(jar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(jar)
+	if err != nil {
+		t.Fatalf("flinktest: job jar: %v", err)
+	}
+	if _, err := fw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		Filename string `json:"filename"`
+		Status   string `json:"status"`
+	}
+	if err := c.do(http.MethodPost, "/jars/upload", mw.FormDataContentType(), &body, &up); err != nil || up.Status != "success" {
+		t.Fatalf("flinktest: upload %s: %v (%+v)", jar, err, up)
+	}
+	run, err := json.Marshal(map[string]any{"entryClass": entryClass, "programArgsList": args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		JobID string `json:"jobid"`
+	}
+	if err := c.do(http.MethodPost, "/jars/"+url.PathEscape(filepath.Base(up.Filename))+"/run", "application/json", bytes.NewReader(run), &out); err != nil || out.JobID == "" {
+		t.Fatalf("flinktest: run %s: %v\n%s", entryClass, err, c.LogTail(30))
+	}
+	return out.JobID
+}
+
+// WaitRunning waits (at most timeout) until every task of the job runs.
+func (c *Cluster) WaitRunning(t testing.TB, jobID string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var j struct {
+			State    string `json:"state"`
+			Vertices []struct {
+				Status string `json:"status"`
+			} `json:"vertices"`
+		}
+		err := c.get("/jobs/"+jobID, &j)
+		if err == nil && j.State == "RUNNING" && len(j.Vertices) > 0 &&
+			!slices.ContainsFunc(j.Vertices, func(v struct {
+				Status string `json:"status"`
+			}) bool {
+				return v.Status != "RUNNING"
+			}) {
+			return
+		}
+		if err == nil && (j.State == "FAILED" || j.State == "CANCELED" || j.State == "FINISHED") {
+			t.Fatalf("flinktest: job %s is %s:\n%s", jobID, j.State, c.LogTail(40))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flinktest: job %s not running after %s (%v, state %q):\n%s", jobID, timeout, err, j.State, c.LogTail(40))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Cancel cancels a job and waits (at most a minute) until it is.
+func (c *Cluster) Cancel(t testing.TB, jobID string) {
+	t.Helper()
+	if err := c.do(http.MethodPatch, "/jobs/"+jobID+"?mode=cancel", "", nil, nil); err != nil {
+		t.Fatalf("flinktest: cancel %s: %v", jobID, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var j struct {
+			State string `json:"state"`
+		}
+		if err := c.get("/jobs/"+jobID, &j); err == nil && j.State == "CANCELED" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flinktest: job %s not cancelled after a minute", jobID)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) get(path string, out any) error {
+	return c.do(http.MethodGet, path, "", nil, out)
+}
+
+// do sends one REST request and decodes a 2xx answer into out (nil: the
+// body is dropped).
+func (c *Cluster) do(method, path, contentType string, body io.Reader, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.REST+path, body)
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, testenv.Tail(string(b), 20))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// clusterClasspath resolves the cluster's jars (deploy/flink/cluster's
+// pom, at version) once per version and test process.
+func clusterClasspath(t testing.TB, version string) string {
+	t.Helper()
+	cpOnce.mu.Lock()
+	defer cpOnce.mu.Unlock()
+	if cp, ok := cpOnce.cps[version]; ok {
+		return cp
+	}
+	dir := filepath.Join(testenv.DeployDir("flink"), "cluster")
+	out := "target/classpath-" + version + ".txt"
+	script := `set -e
+mkdir -p target
+exec 9>target/.build.lock
+flock 9
+mvn -B -q dependency:build-classpath -Dflink.version="$1" -Dmdep.outputFile="$2"`
+	cmd := exec.Command("bash", "-c", script, "bash", version, out)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("flinktest: resolve the Flink %s cluster's jars: %v\n%s", version, err, testenv.Tail(string(b), 30))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := strings.TrimSpace(string(b))
+	if cpOnce.cps == nil {
+		cpOnce.cps = map[string]string{}
+	}
+	cpOnce.cps[version] = cp
+	return cp
+}
+
+var cpOnce struct {
+	mu  sync.Mutex
+	cps map[string]string
+}
+
+// HotKeyJob is the entry class of the example job jar (Jars).
+const HotKeyJob = "io.github.skewlens.example.HotKeyJob"
+
+// Jars builds (once per test process) the reporter plugin jar and the
+// example job jar as a user would: `mvn install` of deploy/flink (the
+// thin jar and target/skewlens-flink-VERSION-plugin.jar), then `mvn
+// package` of deploy/flink/example (its shaded job jar).
+func Jars(t testing.TB) (plugin, job string) {
+	t.Helper()
+	testenv.SkipShort(t, "Java and Maven to build the jars")
+	jars.once.Do(func() {
+		dir, err := ModuleDir()
+		if err != nil {
+			jars.err = err
+			return
+		}
+		script := `set -e
+mkdir -p target
+exec 9>target/.build.lock
+flock 9
+mvn -B -q -DskipTests install
+cd example
+mvn -B -q package`
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = dir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			jars.err = fmt.Errorf("build the jars: %w\n%s", err, testenv.Tail(string(b), 40))
+			return
+		}
+		jars.plugin = filepath.Join(dir, "target", "skewlens-flink-0.1.0-plugin.jar")
+		jars.job = filepath.Join(dir, "example", "target", "skewlens-example-job-0.1.0.jar")
+	})
+	if jars.err != nil {
+		t.Fatalf("flinktest: %v", jars.err)
+	}
+	return jars.plugin, jars.job
+}
+
+var jars struct {
+	once        sync.Once
+	plugin, job string
+	err         error
+}
