@@ -21,14 +21,14 @@
 // (SIGTERM, then SIGKILL), and the kernel kills it should the test process
 // die first (Pdeathsig).
 //
-// Java 17+ and Maven must be installed. Under go test -short, Classpath
-// and StartScenario skip the test; otherwise nothing here skips: a build or
+// Java 17+ and Maven must be installed. Under go test -short, Classpath,
+// StartScenario, StartCluster and Jars skip the test; otherwise nothing here skips: a build or
 // start failure fails the test with the tail of the output.
 //
 // Classpath, StartScenario, StartCluster and Jars block and are safe for
 // concurrent use; a Cluster's methods block on its REST API. The cluster's
 // processes stop when the test ends (TaskManagers first) and die with the
-// test process (Pdeathsig). The
-// package keeps the build result of the test process in a
-// sync.Once-guarded value, as the module is built once per process.
+// test process (Pdeathsig). The package keeps the build results of the
+// test process (the module, the jars, each version's classpath) in
+// guarded values, as each is built once per process.
 package flinktest
