@@ -131,7 +131,7 @@ func hotKeyDetection(b *testing.B, variant string, windowMs int64, runArgs, jobA
 	// window found skewed, and from that end to the row in ClickHouse.
 	var windowEnd int64
 	if err := l.conn.QueryRow(context.Background(), "SELECT max(window_end) FROM "+l.db+
-		".findings WHERE job_id = ? AND window_start = ?", l.job.ID, det.windowStart).Scan(&windowEnd); err != nil {
+		".findings WHERE job_id = ? AND window_start = ?", l.job.JobID(), det.windowStart).Scan(&windowEnd); err != nil {
 		b.Logf("window end: %v", err)
 	}
 	b.Logf("%s run %d: data_skew on #%d %.1f s after the hot key started (%s); window %s-%s: its end %.1f s after the start, the row %.1f s after its end; reports every %d ms",

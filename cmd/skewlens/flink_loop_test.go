@@ -26,6 +26,7 @@ import (
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/flinktest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/skew/keygroup"
 )
 
 // The closed loop on a real Flink job: a Flink 2.3 MiniCluster job
@@ -50,12 +51,24 @@ type loop struct {
 	db       string
 	api      string
 	run      *runProc
-	job      *flinktest.Job
+	job      loopJob
+	keyed    string // the keyed task whose busy time followFlinkMetrics follows
 	out      string // the job's truth files
 	conn     ch.Conn
 	flinkMu  sync.Mutex
 	flink    map[int][]counterPoint // keyed task subtask -> accumulateBusyTimeMs reports
 	sinkBusy map[int][]counterPoint // sink task subtask -> accumulateBusyTimeMs reports
+}
+
+// loopJob is the Flink job of a loop: a MiniCluster process
+// (flinktest.Job) or a job on a standalone cluster (flinktest.ClusterJob).
+type loopJob interface {
+	JobID() string
+	StartedAt() time.Time
+	Done() <-chan struct{}
+	Output() string
+	Tail(n int) string
+	Stop()
 }
 
 type counterPoint struct {
@@ -82,6 +95,10 @@ type loopOptions struct {
 	runArgs []string // added to `skewlens run`'s flags
 	jobArgs []string // added to the job's flags (after the defaults, so they win)
 	observe bool     // follow Flink's busy-time reports (busySince, busyBetween)
+	// cluster runs deploy/flink/example's HotKeyJob (its flags jobArgs) on
+	// a standalone Flink 2 cluster, two TaskManagers with the reporter in
+	// plugins/, instead of a ScenarioJob on a MiniCluster.
+	cluster bool
 }
 
 // startLoopWith is startLoop with the options of o.
@@ -95,10 +112,16 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 		name = o.name
 	}
 	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(name, "_", "-"), db: "flink_" + strings.ReplaceAll(name, "-", "_"),
-		flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
+		keyed: keyedTask, flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
 	l.brokers = kafkatest.Start(t)
 	l.chAddr = chtest.Start(t)
-	flinktest.Classpath(t) // build before the clock of the loop starts
+	// Build before the clock of the loop starts.
+	var pluginJar, jobJar string
+	if o.cluster {
+		pluginJar, jobJar = flinktest.Jars(t)
+	} else {
+		flinktest.Classpath(t)
+	}
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +145,26 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
-	args := l.jobArgs(o.scenario, o.jobArgs)
-	if o.salting {
-		args = append(args, "--salting-url", "http://"+l.api, "--salting-poll-interval", "2s")
+	if o.cluster {
+		c := flinktest.StartCluster(t, flinktest.ClusterConfig{TaskManagers: 2, Slots: 4,
+			Plugins: map[string]string{"skewlens": pluginJar},
+			Config: map[string]string{
+				"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
+				"metrics.reporter.skewlens.bootstrap.servers": l.brokers[0],
+				"metrics.reporter.skewlens.topic":             l.prefix + "-metrics",
+				"metrics.reporter.skewlens.interval":          "5 s",
+			}})
+		l.keyed = "Partial sums"
+		l.job = c.Run(t, jobJar, flinktest.HotKeyJob, append([]string{"--brokers", l.brokers[0],
+			"--salting-url", "http://" + l.api, "--samples-topic", l.prefix + "-samples", "--job-name", name}, o.jobArgs...)...)
+	} else {
+		args := l.jobArgs(o.scenario, o.jobArgs)
+		if o.salting {
+			args = append(args, "--salting-url", "http://"+l.api, "--salting-poll-interval", "2s")
+		}
+		l.job = flinktest.StartScenario(t, args...)
 	}
-	l.job = flinktest.StartScenario(t, args...)
-	t.Logf("job %s ready", l.job.ID)
+	t.Logf("job %s ready", l.job.JobID())
 	if o.observe {
 		go l.followFlinkMetrics()
 	}
@@ -199,7 +236,7 @@ func (l *loop) followFlinkMetrics() {
 				} `json:"tags"`
 			}
 			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Name != "taskmanager.job.task.accumulateBusyTimeMs" ||
-				line.Tags.JobID != l.job.ID {
+				line.Tags.JobID != l.job.JobID() {
 				continue
 			}
 			sub, err := strconv.Atoi(line.Tags.Subtask)
@@ -208,7 +245,7 @@ func (l *loop) followFlinkMetrics() {
 			}
 			l.flinkMu.Lock()
 			switch line.Tags.TaskName {
-			case keyedTask:
+			case l.keyed:
 				l.flink[sub] = append(l.flink[sub], counterPoint{line.TS, line.Value})
 			case sinkTask:
 				l.sinkBusy[sub] = append(l.sinkBusy[sub], counterPoint{line.TS, line.Value})
@@ -294,7 +331,7 @@ type loopFinding struct {
 
 func (l *loop) findings(ctx context.Context, kind string) []loopFinding {
 	rows, err := l.conn.Query(ctx, "SELECT cause, task_name, subtask_index, window_start, key, evidence FROM "+l.db+
-		".findings FINAL WHERE job_id = ? AND kind = ? ORDER BY window_start, task_name, subtask_index", l.job.ID, kind)
+		".findings FINAL WHERE job_id = ? AND kind = ? ORDER BY window_start, task_name, subtask_index", l.job.JobID(), kind)
 	if err != nil {
 		l.t.Logf("query findings: %v", err)
 		return nil
@@ -333,7 +370,7 @@ func (l *loop) firstFinding(ctx context.Context, what string, match func(loopFin
 // wrote subtask statistics for: windows up to there are closed.
 func (l *loop) closedUpTo(ctx context.Context) int64 {
 	var end int64
-	if err := l.conn.QueryRow(ctx, "SELECT max(window_end) FROM "+l.db+".subtask_stats WHERE job_id = ?", l.job.ID).Scan(&end); err != nil {
+	if err := l.conn.QueryRow(ctx, "SELECT max(window_end) FROM "+l.db+".subtask_stats WHERE job_id = ?", l.job.JobID()).Scan(&end); err != nil {
 		return 0
 	}
 	return end
@@ -376,7 +413,7 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 		runArgs: []string{"--alert-webhook-url", hook.URL},
 		jobArgs: []string{"--hot-key", hotKey, "--hot-share", "0.7", "--rate", "1400"}})
 	ctx := context.Background()
-	start := l.job.Started
+	start := l.job.StartedAt()
 	planWatch := l.watchPlan(keyedTask)
 
 	// Where Flink routed the hot key, from the job's own record.
@@ -407,7 +444,7 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 	// samples then come from the salted subtasks too.)
 	var hotKeyWindows uint64
 	if err := l.conn.QueryRow(ctx, "SELECT count() FROM "+l.db+".hot_keys FINAL WHERE job_id = ? AND task_name = ? AND key = ? AND subtask_index = ?",
-		l.job.ID, keyedTask, hotKey, int32(hotSub)).Scan(&hotKeyWindows); err != nil {
+		l.job.JobID(), keyedTask, hotKey, int32(hotSub)).Scan(&hotKeyWindows); err != nil {
 		t.Fatal(err)
 	}
 	if hotKeyWindows == 0 {
@@ -559,7 +596,7 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 
 // incidents returns the latest state of the job's incidents.
 func (l *loop) incidents(ctx context.Context) []incident.Incident {
-	rows, err := l.conn.Query(ctx, "SELECT argMax(body, version) FROM "+l.db+".incidents WHERE job_id = ? GROUP BY id", l.job.ID)
+	rows, err := l.conn.Query(ctx, "SELECT argMax(body, version) FROM "+l.db+".incidents WHERE job_id = ? GROUP BY id", l.job.JobID())
 	if err != nil {
 		l.t.Logf("query incidents: %v", err)
 		return nil
@@ -586,7 +623,7 @@ func TestFlinkSlowSink(t *testing.T) {
 	l := startLoop(t, "slow_sink", false, "--slow-subtask", "2")
 	ctx := context.Background()
 	det, detectedAt := l.firstFinding(ctx, "a finding on the sink", func(f loopFinding) bool { return f.task == sinkTask })
-	t.Logf("slow_subtask found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
+	t.Logf("slow_subtask found %s after the job started", detectedAt.Sub(l.job.StartedAt()).Round(100*time.Millisecond))
 	if det.cause != "slow_subtask" || det.subtask != 2 {
 		t.Fatalf("finding on %q: %s on subtask %d, want slow_subtask on 2", det.task, det.cause, det.subtask)
 	}
@@ -615,7 +652,7 @@ func TestFlinkUnderProvisioned(t *testing.T) {
 	l := startLoop(t, "under_provisioned", false)
 	ctx := context.Background()
 	det, detectedAt := l.firstFinding(ctx, "a finding on the keyed task", func(f loopFinding) bool { return f.task == keyedTask })
-	t.Logf("under_provisioned found %s after the job started", detectedAt.Sub(l.job.Started).Round(100*time.Millisecond))
+	t.Logf("under_provisioned found %s after the job started", detectedAt.Sub(l.job.StartedAt()).Round(100*time.Millisecond))
 	var ev struct {
 		Recommended int `json:"recommended_parallelism"`
 	}
@@ -698,4 +735,87 @@ func (l *loop) plan(task string) (map[string]any, error) {
 	}
 	var p map[string]any
 	return p, json.Unmarshal(body, &p)
+}
+
+// TestFlinkClusterClosedLoop is the hot-key loop as production runs it:
+// the example job (deploy/flink/example, packaged as a user packages a
+// job) submitted through the REST API to a standalone Flink 2 session
+// cluster, a JobManager and two TaskManagers in JVMs of their own that
+// load the skewlens reporter from plugins/. skewlens names the subtask
+// Flink routes the hot key to, serves a plan, the running job applies it,
+// the subtask's busy time falls in Flink's own metrics, and the data_skew
+// incident closes resolved by the plan.
+func TestFlinkClusterClosedLoop(t *testing.T) {
+	const hotKey = "customer-42"
+	// As TestFlinkClosedLoopHotKey: 1400 orders/s, 70 % of them the hot
+	// key, 1 ms each in "Partial sums": its subtask is offered 1.09×
+	// what it can do, the others 0.11×.
+	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "cluster", salting: true, observe: true, cluster: true,
+		jobArgs: []string{"--hot-share", "0.7", "--rate", "1400", "--cost-ms", "1", "--parallelism", "4", "--max-parallelism", "128"}})
+	ctx := context.Background()
+	start := l.job.StartedAt()
+	planWatch := l.watchPlan(l.keyed)
+	router, err := keygroup.NewRouter(4, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hotSub := router.Subtask(hotKey)
+
+	// 1. data_skew on the subtask Flink's key-group assignment gives the key.
+	det, detectedAt := l.firstFinding(ctx, "a data_skew finding", func(f loopFinding) bool {
+		return f.cause == "data_skew" && f.task == l.keyed
+	})
+	t.Logf("step 1: data_skew on %q #%d %s after the job ran", det.task, det.subtask, detectedAt.Sub(start).Round(100*time.Millisecond))
+	if int(det.subtask) != hotSub {
+		t.Fatalf("data_skew on subtask %d, but Flink routes %s to subtask %d", det.subtask, hotKey, hotSub)
+	}
+
+	// 2. A plan from the API.
+	var plannedAt time.Time
+	var plan map[string]any
+	l.waitFor(2*time.Minute, "a salting plan from the API", func() bool {
+		plan, plannedAt = planWatch()
+		return plan != nil
+	})
+	t.Logf("step 2: plan v%v served %s after the job ran", plan["version"], plannedAt.Sub(start).Round(100*time.Millisecond))
+
+	// 3. The job, on the TaskManagers, applies it.
+	l.waitFor(time.Minute, "the job applying the plan", func() bool {
+		return strings.Contains(l.job.Output(), "skewlens salting: applying plan v")
+	})
+	appliedAt := time.Now()
+
+	// 4. Flink's own metrics: no subtask of the task is saturated any more.
+	reliefAt := l.waitFor(2*time.Minute, "every subtask of the task below 800 ms/s busy in Flink's metrics", func() bool {
+		worst, all := 0.0, true
+		for s := range 4 {
+			b, ok := l.busySince(s, appliedAt.Add(2*time.Second))
+			all = all && ok
+			worst = max(worst, b)
+		}
+		return all && worst < 800
+	})
+	before, _ := l.busyBetween(hotSub, start, plannedAt)
+	after, _ := l.busySince(hotSub, appliedAt.Add(2*time.Second))
+	t.Logf("step 4: hot subtask %d busy %.0f ms/s before the plan, %.0f after, %s after it was applied",
+		hotSub, before, after, reliefAt.Sub(appliedAt).Round(100*time.Millisecond))
+	if before < 800 {
+		t.Errorf("the hot subtask was busy only %.0f ms/s before the plan: not saturated", before)
+	}
+
+	// 5. The receipt.
+	var receipt incident.Incident
+	l.waitFor(2*time.Minute, "the data_skew incident resolved by the plan", func() bool {
+		for _, in := range l.incidents(ctx) {
+			if in.Cause == "data_skew" && in.Subtask == hotSub && strings.HasPrefix(in.Resolution, "resolved by plan v") {
+				receipt = in
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("step 5: incident %s: %s", receipt.ID, receipt.Why())
+	if p := receipt.Plan; p == nil || p.BusyBefore < 800 || p.BusyAfter >= 800 {
+		t.Errorf("receipt %+v: want busy from at least 800 ms/s to under it", p)
+	}
 }

@@ -29,7 +29,7 @@ func TestFlinkJobRestart(t *testing.T) {
 	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "restart", jobArgs: jobArgs})
 	ctx := context.Background()
 	isSkew := func(f loopFinding) bool { return f.cause == "data_skew" && f.task == keyedTask }
-	first := l.job
+	first := l.job.(*flinktest.Job)
 	_, found1 := l.firstFinding(ctx, "data_skew of the first run", isSkew)
 	latency1 := found1.Sub(first.Started)
 	t.Logf("first run %s: data_skew %s after it started", first.ID, latency1.Round(100*time.Millisecond))
@@ -112,7 +112,7 @@ func (l *loop) jobArgs(scenario string, extra []string) []string {
 
 // planPath is the salting API's path of the plan of the job's task.
 func (l *loop) planPath(task string) string {
-	return "/v1/salting/" + url.PathEscape(l.job.ID) + "/" + url.PathEscape(task)
+	return "/v1/salting/" + url.PathEscape(l.job.JobID()) + "/" + url.PathEscape(task)
 }
 
 // getJSON decodes the 200 answer of the API to GET path into v.

@@ -454,3 +454,78 @@ var jars struct {
 	plugin, job string
 	err         error
 }
+
+// ClusterJob is a job running on a Cluster.
+type ClusterJob struct {
+	// ID is the Flink job id; Started is when all its tasks ran.
+	ID      string
+	Started time.Time
+
+	c    *Cluster
+	done chan struct{}
+	stop sync.Once
+}
+
+// Run submits a job (Submit), waits until all its tasks run (at most
+// two minutes) and returns it; the job is cancelled when the test ends.
+// Done is closed once the job leaves RUNNING.
+func (c *Cluster) Run(t testing.TB, jar, entryClass string, args ...string) *ClusterJob {
+	t.Helper()
+	j := &ClusterJob{ID: c.Submit(t, jar, entryClass, args...), c: c, done: make(chan struct{})}
+	c.WaitRunning(t, j.ID, 2*time.Minute)
+	j.Started = time.Now()
+	go func() {
+		defer close(j.done)
+		for {
+			time.Sleep(time.Second)
+			var s struct {
+				State string `json:"state"`
+			}
+			if err := c.get("/jobs/"+j.ID, &s); err != nil || s.State != "RUNNING" {
+				return
+			}
+		}
+	}()
+	t.Cleanup(j.Stop)
+	return j
+}
+
+// JobID returns the Flink job id.
+func (j *ClusterJob) JobID() string { return j.ID }
+
+// StartedAt returns when all the job's tasks ran.
+func (j *ClusterJob) StartedAt() time.Time { return j.Started }
+
+// Done is closed once the job has left RUNNING (or the cluster is gone).
+func (j *ClusterJob) Done() <-chan struct{} { return j.done }
+
+// Output returns the logs of the cluster's processes, where the job's
+// code logs: the JobManager's, then each TaskManager's.
+func (j *ClusterJob) Output() string {
+	var b strings.Builder
+	for _, l := range j.c.logs {
+		s, _ := os.ReadFile(l)
+		b.Write(s)
+	}
+	return b.String()
+}
+
+// Tail returns the last n lines of each process's log.
+func (j *ClusterJob) Tail(n int) string { return j.c.LogTail(n) }
+
+// Stop cancels the job if it still runs, and waits for its end. It is
+// safe to call twice.
+func (j *ClusterJob) Stop() {
+	j.stop.Do(func() {
+		select {
+		case <-j.done:
+			return
+		default:
+		}
+		_ = j.c.do(http.MethodPatch, "/jobs/"+j.ID+"?mode=cancel", "", nil, nil)
+		select {
+		case <-j.done:
+		case <-time.After(time.Minute):
+		}
+	})
+}

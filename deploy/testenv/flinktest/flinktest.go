@@ -164,6 +164,12 @@ func (j *Job) Stop() {
 // Done is closed when the process has exited.
 func (j *Job) Done() <-chan struct{} { return j.done }
 
+// JobID returns the Flink job id.
+func (j *Job) JobID() string { return j.ID }
+
+// StartedAt returns when the job printed SCENARIO_READY.
+func (j *Job) StartedAt() time.Time { return j.Started }
+
 // Output returns everything the job printed so far.
 func (j *Job) Output() string {
 	j.mu.Lock()
