@@ -95,10 +95,11 @@ type loopOptions struct {
 	runArgs []string // added to `skewlens run`'s flags
 	jobArgs []string // added to the job's flags (after the defaults, so they win)
 	observe bool     // follow Flink's busy-time reports (busySince, busyBetween)
-	// cluster runs deploy/flink/example's HotKeyJob (its flags jobArgs) on
-	// a standalone Flink 2 cluster, two TaskManagers with the reporter in
+	// cluster, a Flink version (flinktest.Flink2 or Flink1), runs
+	// deploy/flink/example's HotKeyJob (its flags jobArgs) on a standalone
+	// cluster of that version, two TaskManagers with the reporter in
 	// plugins/, instead of a ScenarioJob on a MiniCluster.
-	cluster bool
+	cluster string
 }
 
 // startLoopWith is startLoop with the options of o.
@@ -117,7 +118,7 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	l.chAddr = chtest.Start(t)
 	// Build before the clock of the loop starts.
 	var pluginJar, jobJar string
-	if o.cluster {
+	if o.cluster != "" {
 		pluginJar, jobJar = flinktest.Jars(t)
 	} else {
 		flinktest.Classpath(t)
@@ -145,8 +146,8 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
-	if o.cluster {
-		c := flinktest.StartCluster(t, flinktest.ClusterConfig{TaskManagers: 2, Slots: 4,
+	if o.cluster != "" {
+		c := flinktest.StartCluster(t, flinktest.ClusterConfig{Version: o.cluster, TaskManagers: 2, Slots: 4,
 			Plugins: map[string]string{"skewlens": pluginJar},
 			Config: map[string]string{
 				"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
@@ -737,20 +738,26 @@ func (l *loop) plan(task string) (map[string]any, error) {
 	return p, json.Unmarshal(body, &p)
 }
 
-// TestFlinkClusterClosedLoop is the hot-key loop as production runs it:
-// the example job (deploy/flink/example, packaged as a user packages a
-// job) submitted through the REST API to a standalone Flink 2 session
-// cluster, a JobManager and two TaskManagers in JVMs of their own that
-// load the skewlens reporter from plugins/. skewlens names the subtask
-// Flink routes the hot key to, serves a plan, the running job applies it,
-// the subtask's busy time falls in Flink's own metrics, and the data_skew
-// incident closes resolved by the plan.
+// TestFlinkClusterClosedLoop is the hot-key loop as production runs it,
+// on Flink 2 and on the 1.20 LTS: the example job (deploy/flink/example,
+// packaged as a user packages a job) submitted through the REST API to a
+// standalone session cluster, a JobManager and two TaskManagers in JVMs
+// of their own that load the skewlens reporter from plugins/. skewlens
+// names the subtask Flink routes the hot key to, serves a plan, the
+// running job applies it, the subtask's busy time falls in Flink's own
+// metrics, and the data_skew incident closes resolved by the plan.
 func TestFlinkClusterClosedLoop(t *testing.T) {
+	for _, c := range []struct{ name, version string }{{"flink2", flinktest.Flink2}, {"flink1", flinktest.Flink1}} {
+		t.Run(c.version, func(t *testing.T) { clusterClosedLoop(t, c.name, c.version) })
+	}
+}
+
+func clusterClosedLoop(t *testing.T, name, version string) {
 	const hotKey = "customer-42"
 	// As TestFlinkClosedLoopHotKey: 1400 orders/s, 70 % of them the hot
 	// key, 1 ms each in "Partial sums": its subtask is offered 1.09×
 	// what it can do, the others 0.11×.
-	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "cluster", salting: true, observe: true, cluster: true,
+	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "cluster-" + name, salting: true, observe: true, cluster: version,
 		jobArgs: []string{"--hot-share", "0.7", "--rate", "1400", "--cost-ms", "1", "--parallelism", "4", "--max-parallelism", "128"}})
 	ctx := context.Background()
 	start := l.job.StartedAt()
