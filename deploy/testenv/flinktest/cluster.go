@@ -417,16 +417,18 @@ const HotKeyJob = "io.github.skewlens.example.HotKeyJob"
 // Jars builds (once per test process) the reporter plugin jar and the
 // example job jar as a user would: `mvn install` of deploy/flink (the
 // thin jar and target/skewlens-flink-VERSION-plugin.jar), then `mvn
-// package` of deploy/flink/example (its shaded job jar).
+// package` of deploy/flink/example (its shaded job jar). It returns copies
+// in t's temporary directory, taken under the module's build lock: another
+// test process may package the module again meanwhile, which rewrites
+// the jars in target/.
 func Jars(t testing.TB) (plugin, job string) {
 	t.Helper()
 	testenv.SkipShort(t, "Java and Maven to build the jars")
+	dir, err := ModuleDir()
+	if err != nil {
+		t.Fatalf("flinktest: %v", err)
+	}
 	jars.once.Do(func() {
-		dir, err := ModuleDir()
-		if err != nil {
-			jars.err = err
-			return
-		}
 		script := `set -e
 mkdir -p target
 exec 9>target/.build.lock
@@ -438,21 +440,27 @@ mvn -B -q package`
 		cmd.Dir = dir
 		if b, err := cmd.CombinedOutput(); err != nil {
 			jars.err = fmt.Errorf("build the jars: %w\n%s", err, testenv.Tail(string(b), 40))
-			return
 		}
-		jars.plugin = filepath.Join(dir, "target", "skewlens-flink-0.1.0-plugin.jar")
-		jars.job = filepath.Join(dir, "example", "target", "skewlens-example-job-0.1.0.jar")
 	})
 	if jars.err != nil {
 		t.Fatalf("flinktest: %v", jars.err)
 	}
-	return jars.plugin, jars.job
+	out := t.TempDir()
+	copyJars := `set -e
+exec 9>target/.build.lock
+flock 9
+cp target/skewlens-flink-0.1.0-plugin.jar example/target/skewlens-example-job-0.1.0.jar "$1"/`
+	cmd := exec.Command("bash", "-c", copyJars, "bash", out)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("flinktest: copy the jars: %v\n%s", err, b)
+	}
+	return filepath.Join(out, "skewlens-flink-0.1.0-plugin.jar"), filepath.Join(out, "skewlens-example-job-0.1.0.jar")
 }
 
 var jars struct {
-	once        sync.Once
-	plugin, job string
-	err         error
+	once sync.Once
+	err  error
 }
 
 // ClusterJob is a job running on a Cluster.
