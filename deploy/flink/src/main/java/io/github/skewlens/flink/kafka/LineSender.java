@@ -167,6 +167,9 @@ public final class LineSender implements AutoCloseable {
         p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(Math.max(1024 * 1024, cfg.maxRecordBytes + 4096)));
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        // No client telemetry pushed to the broker (KIP-714): the plugin jar
+        // leaves its classes out to stay small.
+        p.put(ProducerConfig.ENABLE_METRICS_PUSH_CONFIG, "false");
         p.putAll(cfg.producer);
         // kafka-clients loads its classes through the context class loader;
         // inside Flink's plugin or user-code class loader that must be ours.
