@@ -537,3 +537,34 @@ func (j *ClusterJob) Stop() {
 		}
 	})
 }
+
+// RunLocal runs a job jar's entry class from main(), as a developer
+// runs a job in local mode (Flink starts a MiniCluster in the JVM): the
+// job jar and Flink's jars of version on the classpath, nothing in
+// plugins/. The process is killed when the test ends; it returns the
+// process, whose output is in the returned log file.
+func RunLocal(t testing.TB, version, jar, entryClass string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	testenv.SkipShort(t, "a Flink job")
+	cp := jar + string(os.PathListSeparator) + clusterClasspath(t, cmp.Or(version, Flink2))
+	logPath := filepath.Join(t.TempDir(), "local.log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	jvm := append([]string{"-Xmx768m", "-XX:+UseSerialGC"}, javaOpens...)
+	cmd := exec.Command("java", append(append(jvm, "-cp", cp, entryClass), args...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("flinktest: start %s: %v", entryClass, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return cmd, logPath
+}

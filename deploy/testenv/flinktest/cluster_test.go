@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/deploy/testenv"
 	"github.com/skewlens/skewlens/deploy/testenv/flinktest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 )
@@ -78,6 +79,36 @@ func wantLine(t *testing.T, brokers []string, topic string, ok func(string) bool
 		}
 		n++
 		if ok(string(m.Value)) {
+			return
+		}
+	}
+}
+
+// TestLocalModeReports runs the example job from main(), as a developer
+// runs it from an IDE, with the reporter configured in the job's
+// Configuration (docs/flink.md, "Local mode"): its metrics arrive, with
+// nothing in plugins/.
+func TestLocalModeReports(t *testing.T) {
+	_, job := flinktest.Jars(t)
+	brokers := kafkatest.Start(t)
+	metricsTopic, samplesTopic := "local-metrics", "local-samples"
+	kafkatest.CreateTopics(t, brokers, metricsTopic, samplesTopic)
+	plans := httptest.NewServer(http.NotFoundHandler())
+	defer plans.Close()
+	_, log := flinktest.RunLocal(t, flinktest.Flink2, job, flinktest.HotKeyJob, "--brokers", brokers[0], "--salting-url", plans.URL,
+		"--parallelism", "2", "--rate", "400", "--samples-topic", samplesTopic, "--job-name", "local-hotkey",
+		"--report-to", brokers[0], "--report-topic", metricsTopic)
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: metricsTopic, Partition: 0, MaxWait: 500 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("no busy time of the local job's \"Partial sums\" task (%v):\n%s", err, testenv.FileTail(log, 40))
+		}
+		if l := string(m.Value); strings.Contains(l, `"job_name":"local-hotkey"`) && strings.Contains(l, `"task_name":"Partial sums"`) &&
+			strings.Contains(l, "accumulateBusyTimeMs") {
 			return
 		}
 	}

@@ -269,6 +269,29 @@ class DocsSnippetsTest {
         assertEquals(SkewlensReporter.DEFAULT_METRICS, defaults.metrics);
     }
 
+    /**
+     * Local mode of docs/flink.md: the reporter's keys in the job's
+     * Configuration reach the environment, and the factory they name is on
+     * the classpath (the thin jar's service file), where a MiniCluster in
+     * the job's JVM looks for it.
+     */
+    @Test
+    void localMode() throws Exception {
+        Configuration conf = new Configuration();
+        conf.setString("metrics.reporter.skewlens.factory.class", "io.github.skewlens.flink.reporter.SkewlensReporterFactory");
+        conf.setString("metrics.reporter.skewlens.bootstrap.servers", "localhost:9092");
+        conf.setString("metrics.reporter.skewlens.interval", "10 s");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+
+        assertEquals("localhost:9092", env.getConfiguration().toMap().get("metrics.reporter.skewlens.bootstrap.servers"));
+        boolean found = false;
+        for (org.apache.flink.metrics.reporter.MetricReporterFactory f
+                : java.util.ServiceLoader.load(org.apache.flink.metrics.reporter.MetricReporterFactory.class)) {
+            found |= f.getClass().getName().equals(conf.toMap().get("metrics.reporter.skewlens.factory.class"));
+        }
+        assertTrue(found, "the reporter factory is not on the classpath");
+    }
+
     /** The SQL options of docs/flink.md: the keys exist in Flink 2.3.0 and the values parse. */
     @Test
     void sqlOptions() {

@@ -17,6 +17,7 @@ import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -41,7 +42,11 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *       its peers are not;</li>
  *   <li>{@code --sample-rate}: the key sampler's rate [0.05], and
  *       {@code --samples-topic} its topic [flink-key-samples];</li>
- *   <li>{@code --job-name} [hotkey-job].</li>
+ *   <li>{@code --job-name} [hotkey-job];</li>
+ *   <li>{@code --report-to}: Kafka bootstrap servers for skewlens'
+ *       reporter when the job runs from {@code main()} (local mode), and
+ *       {@code --report-topic} its topic [flink-metrics]; on a cluster
+ *       the cluster's configuration decides [none].</li>
  * </ul>
  */
 public final class HotKeyJob {
@@ -63,7 +68,19 @@ public final class HotKeyJob {
         double hotShare = Double.parseDouble(a.getOrDefault("hot-share", "0.5"));
         double costMs = Double.parseDouble(a.getOrDefault("cost-ms", "0.9"));
 
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        // Run from main() or an IDE, Flink starts a MiniCluster in this JVM:
+        // the reporter then comes from the classpath (the skewlens-flink
+        // dependency) and its keys from this Configuration. On a cluster
+        // they are ignored: its config.yaml and plugins/ decide.
+        Configuration conf = new Configuration();
+        if (a.containsKey("report-to")) {
+            conf.setString("metrics.reporter.skewlens.factory.class",
+                    "io.github.skewlens.flink.reporter.SkewlensReporterFactory");
+            conf.setString("metrics.reporter.skewlens.bootstrap.servers", a.get("report-to"));
+            conf.setString("metrics.reporter.skewlens.topic", a.getOrDefault("report-topic", "flink-metrics"));
+            conf.setString("metrics.reporter.skewlens.interval", "5 s");
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         env.setMaxParallelism(maxParallelism);
         DataGeneratorSource<Order> source = new DataGeneratorSource<>(new Orders(hotShare), Long.MAX_VALUE,
                 RateLimiterStrategy.perSecond(rate), TypeInformation.of(Order.class));
