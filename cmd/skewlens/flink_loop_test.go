@@ -786,11 +786,18 @@ func clusterClosedLoop(t *testing.T, name, version string) {
 	})
 	t.Logf("step 2: plan v%v served %s after the job ran", plan["version"], plannedAt.Sub(start).Round(100*time.Millisecond))
 
-	// 3. The job, on the TaskManagers, applies it.
+	// 3. The job, on the TaskManagers, applies it: its log says so, and
+	// so does the salting operator's metric in Flink's REST API
+	// (docs/flink.md, "Is the plan applied?").
 	l.waitFor(time.Minute, "the job applying the plan", func() bool {
 		return strings.Contains(l.job.Output(), "skewlens salting: applying plan v")
 	})
 	appliedAt := time.Now()
+	cj := l.job.(*flinktest.ClusterJob)
+	l.waitFor(time.Minute, "the plan's version in the salting operator's metric", func() bool {
+		v, ok := cj.Cluster().VertexMetric(cj.ID, "Salt keys for Partial sums", "skewlens.saltingPlanVersion")
+		return ok && v == fmt.Sprint(plan["version"])
+	})
 
 	// 4. Flink's own metrics: no subtask of the task is saturated any more.
 	reliefAt := l.waitFor(2*time.Minute, "every subtask of the task below 800 ms/s busy in Flink's metrics", func() bool {

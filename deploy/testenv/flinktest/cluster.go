@@ -568,3 +568,49 @@ func RunLocal(t testing.TB, version, jar, entryClass string, args ...string) (*e
 	})
 	return cmd, logPath
 }
+
+// VertexMetric returns the value of the job's metric whose id ends with
+// suffix, in the first vertex whose name contains vertex, as Flink's REST
+// API shows it (/jobs/:id/vertices/:vid/metrics: ids are
+// "<subtask>.<operator>.<name>"); ok is false while there is none.
+func (c *Cluster) VertexMetric(jobID, vertex, suffix string) (value string, ok bool) {
+	var job struct {
+		Vertices []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"vertices"`
+	}
+	if err := c.get("/jobs/"+jobID, &job); err != nil {
+		return "", false
+	}
+	for _, v := range job.Vertices {
+		if !strings.Contains(v.Name, vertex) {
+			continue
+		}
+		var ids []struct {
+			ID string `json:"id"`
+		}
+		path := "/jobs/" + jobID + "/vertices/" + v.ID + "/metrics"
+		if err := c.get(path, &ids); err != nil {
+			return "", false
+		}
+		for _, m := range ids {
+			if !strings.HasSuffix(m.ID, suffix) {
+				continue
+			}
+			var vals []struct {
+				ID    string `json:"id"`
+				Value string `json:"value"`
+			}
+			if err := c.get(path+"?get="+url.QueryEscape(m.ID), &vals); err != nil || len(vals) == 0 {
+				return "", false
+			}
+			return vals[0].Value, true
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// Cluster returns the cluster the job runs on.
+func (j *ClusterJob) Cluster() *Cluster { return j.c }
