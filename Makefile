@@ -66,7 +66,7 @@ API         ?= 127.0.0.1:8080
 
 run: build ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline, salting API.
 	bash deploy/clickhouse/install.sh
-	./$(BIN) run --simulate all --speed 10 --duration $(DURATION) --api-listen $(API)
+	./$(BIN) demo --simulate all --speed 10 --duration $(DURATION) --api-listen $(API)
 
 demo: build ## Replay each simulated incident from files through `skewlens analyze`.
 	@./scripts/demo.sh $(BIN)

@@ -393,7 +393,7 @@ func startRun(t testing.TB, brokers []string, chAddr, prefix, group, db string, 
 		t.Fatal(err)
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"run", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+	args := []string{"run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", db, "--group", group, "--topics", prefix + "-metrics," + prefix + "-samples", "--dead-letter-topic", prefix + "-dead",
 		"--plans-topic", prefix + "-plans-" + db, "--listen", listen, "--quiet", "--log-format", "json"}
 	r := startChild(t, db, append(args, extra...)...)

@@ -243,7 +243,7 @@ func TestDocsAPICommandsRun(t *testing.T) {
 		t.Skip("starts ClickHouse and runs the pipeline for 40 s")
 	}
 	chAddr := chtest.Start(t)
-	if code, _, errOut := runCLI(t, "", "run", "--simulate", "hot_key", "--speed", "20", "--duration", "40s",
+	if code, _, errOut := runCLI(t, "", "demo", "--simulate", "hot_key", "--speed", "20", "--duration", "40s",
 		"--clickhouse-addr", chAddr, "--database", "e2e_docs_api", "--group", "e2e-docs-api",
 		"--state-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--quiet", "--log-format", "json"); code != 0 {
 		t.Fatalf("run: exit %d:\n%s", code, tail([]byte(errOut)))

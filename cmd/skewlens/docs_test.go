@@ -224,7 +224,7 @@ func TestMakeRunDurationIsThePlayTime(t *testing.T) {
 				t.Fatalf("Makefile: %s: %v", l, err)
 			}
 		}
-		if strings.Contains(l, "run --simulate all") {
+		if strings.Contains(l, "demo --simulate all") {
 			if _, err := fmt.Sscanf(l[strings.Index(l, "--speed "):], "--speed %g", &speed); err != nil {
 				t.Fatalf("Makefile: %s: no --speed: %v", l, err)
 			}

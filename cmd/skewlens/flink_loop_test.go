@@ -133,7 +133,7 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(port)
 	l.api = "127.0.0.1:" + strconv.Itoa(apiPort)
-	runArgs := append([]string{"run", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
+	runArgs := append([]string{"run", "--create-topics", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
 		"--database", l.db, "--group", l.prefix, "--topics", l.prefix + "-metrics," + l.prefix + "-samples",
 		"--dead-letter-topic", l.prefix + "-dead", "--plans-topic", l.prefix + "-plans",
 		"--listen", listen, "--api-listen", l.api, "--quiet", "--log-format", "json"}, o.runArgs...)

@@ -25,6 +25,7 @@ type cli struct {
 	Keygroup keygroupCmd `cmd:"" help:"Print Flink's key group and subtask for keys, bit-exact with the JVM."`
 	Simulate simulateCmd `cmd:"" help:"Write a simulated Flink job's metrics and key samples for a named incident, or a whole fleet's (--jobs, --subtasks)."`
 	Run      runCmd      `cmd:"" help:"Run the pipeline: consume Kafka, diagnose in event-time windows, write to ClickHouse."`
+	Demo     demoCmd     `cmd:"" help:"Run the pipeline on an embedded broker and a local ClickHouse, with simulated incidents if asked (make run)."`
 	Serve    serveCmd    `cmd:"" help:"Serve salting plans and findings over HTTP from ClickHouse (stateless; docs/api.md)."`
 	Top      topCmd      `cmd:"" help:"Show each job's hot keys and saturated subtasks from ClickHouse, refreshed live."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply the ClickHouse schema (idempotent; run does it at startup too)."`
@@ -99,6 +100,9 @@ func run(args []string, e *env) (code int) {
 	// Every value is checked, whatever set it, before anything starts.
 	if err := checkCommand(ctx, defaultVars()); err != nil {
 		fmt.Fprintf(e.stderr, "skewlens %s: %v\n", ctx.Command(), err)
+		if errors.As(err, new(usageError)) {
+			return 2
+		}
 		return 1
 	}
 	if err := ctx.Run(); err != nil {

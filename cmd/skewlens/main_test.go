@@ -110,6 +110,8 @@ func TestUsageErrors(t *testing.T) {
 		{"top without ClickHouse", []string{"top"}, 2, "missing flags: --clickhouse-addr"},
 		{"serve without ClickHouse", []string{"serve"}, 2, "missing flags: --clickhouse-addr"},
 		{"migrate without ClickHouse", []string{"migrate"}, 2, "missing flags: --clickhouse-addr"},
+		{"run without servers", []string{"run"}, 2, "missing flags: --brokers=HOST:PORT, --clickhouse-addr=HOST:PORT (to try skewlens on an embedded broker and a local ClickHouse: skewlens demo)"},
+		{"run without ClickHouse", []string{"run", "--brokers", "kafka-1:9092"}, 2, "missing flags: --clickhouse-addr=HOST:PORT"},
 		{"migrate print unknown dialect", []string{"migrate", "--print", "mysql"}, 2, `--print must be one of`},
 		{"migrate print bad database", []string{"migrate", "--print", "legacy", "--database", "a;b"}, 1, "database"},
 	}

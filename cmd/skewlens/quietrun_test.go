@@ -31,7 +31,7 @@ func TestRunHealthyLogsNoWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "", "run", "--simulate", "all", "--speed", "10", "--duration", "2m",
+	code, out, errOut := runCLI(t, "", "demo", "--simulate", "all", "--speed", "10", "--duration", "2m",
 		"--api-listen", fmt.Sprintf("127.0.0.1:%d", port), "--clickhouse-addr", chAddr,
 		"--database", "e2e_quiet", "--group", "e2e-quiet", "--state-dir", t.TempDir(),
 		"--listen", "127.0.0.1:0", "--log-format", "json")

@@ -20,7 +20,6 @@ import (
 	oklogrun "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/skewlens/skewlens/alert/alertmanager"
@@ -46,15 +45,18 @@ import (
 
 type runCmd struct {
 	configFlags
-	Brokers         []string      `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Empty: start an embedded in-process broker on loopback."`
-	BrokerWait      time.Duration `default:"${broker_wait}" help:"How long to wait at start for one of --brokers to answer (brokers that start after skewlens)." range:"(0s,]"`
-	Group           string        `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions." range:"[1,]"`
-	Topics          []string      `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)." range:"[1,]"`
-	DeadLetterTopic string        `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header." range:"[1,]"`
-	clickhouseFlags `set:"clickhouse_addr_note=Empty: start a local clickhouse-server under --state-dir."`
-	StateDir        string `default:".state" help:"Where embedded servers keep their data." range:"[1,]"`
-	Listen          string `default:"${ops_listen}" help:"Address of /metrics, /healthz, /readyz and /debug/pprof." range:"[1,]"`
-	MemoryLimit     int    `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
+	Brokers                []string      `placeholder:"HOST:PORT" help:"Kafka bootstrap brokers. Required by run; demo starts an embedded in-process broker on loopback without them."`
+	BrokerWait             time.Duration `default:"${broker_wait}" help:"How long to wait at start for one of --brokers to answer (brokers that start after skewlens)." range:"(0s,]"`
+	Group                  string        `default:"${group}" help:"Kafka consumer group; instances in one group split the partitions." range:"[1,]"`
+	Topics                 []string      `default:"${topics}" help:"Topics to consume (metrics and key samples, any format)." range:"[1,]"`
+	DeadLetterTopic        string        `default:"${dead_letter_topic}" help:"Where bad records go, with the reason in a header." range:"[1,]"`
+	CreateTopics           bool          `help:"Create the topics of --topics and --dead-letter-topic when missing, with --topic-partitions and --topic-replication-factor (default: stop, naming the command that creates them). demo always creates them."`
+	TopicPartitions        int           `default:"${topic_partitions}" help:"Partitions of a topic --create-topics creates: at least the instances of the consumer group (README, Running at scale)." range:"[1,]"`
+	TopicReplicationFactor int           `default:"${topic_replication_factor}" help:"Replication factor of a topic --create-topics creates: 3 on a production cluster." range:"[1,]"`
+	clickhouseFlags        `set:"clickhouse_addr_note=Required by run; demo starts a local clickhouse-server under --state-dir without it."`
+	StateDir               string `default:".state" help:"Where demo's embedded servers keep their data." range:"[1,]"`
+	Listen                 string `default:"${ops_listen}" help:"Address of /metrics, /healthz, /readyz and /debug/pprof." range:"[1,]"`
+	MemoryLimit            int    `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
 	logFlags
 	Duration time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
 	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario; fleet: a fleet of --jobs or --subtasks, seed 1)."`
@@ -93,7 +95,11 @@ type runCmd struct {
 // creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
 // store close, and the local ClickHouse and the embedded broker stop.
-func (c *runCmd) Run(e *env) error {
+func (c *runCmd) Run(e *env) error { return c.start(e, false) }
+
+// start runs the pipeline; demo starts an embedded broker and a local
+// ClickHouse when their addresses are not given, and creates the topics.
+func (c *runCmd) start(e *env, demo bool) error {
 	if _, err := c.lineWidth(e); err != nil {
 		return err
 	}
@@ -131,11 +137,7 @@ func (c *runCmd) Run(e *env) error {
 		brokers = cluster.ListenAddrs()
 		log.Info("started embedded Kafka broker", "addr", brokers[0])
 	}
-	topics := make([]kafka.TopicConfig, 0, len(c.Topics)+1)
-	for _, t := range append(append([]string(nil), c.Topics...), c.DeadLetterTopic) {
-		topics = append(topics, kafka.TopicConfig{Topic: t, NumPartitions: 4, ReplicationFactor: 1})
-	}
-	if err := kafkasrc.EnsureTopics(ctx, brokers, topics); err != nil {
+	if err := c.topics(ctx, brokers, demo, log); err != nil {
 		return err
 	}
 
@@ -593,6 +595,25 @@ func (c *runCmd) incidentConfig() incident.Config {
 // reject later, once brokers, ClickHouse and migrations had started, is
 // rejected here first. Each error names the flags of the part it checks.
 func (c *runCmd) check() error {
+	if err := c.checkSettings(); err != nil {
+		return err
+	}
+	// run is for production: it starts no server and installs nothing.
+	var missing []string
+	if len(c.Brokers) == 0 {
+		missing = append(missing, "--brokers=HOST:PORT")
+	}
+	if c.ClickhouseAddr == "" {
+		missing = append(missing, "--clickhouse-addr=HOST:PORT")
+	}
+	if len(missing) > 0 {
+		return usageError{fmt.Errorf("missing flags: %s (to try skewlens on an embedded broker and a local ClickHouse: skewlens demo)", strings.Join(missing, ", "))}
+	}
+	return nil
+}
+
+// checkSettings checks what run and demo share.
+func (c *runCmd) checkSettings() error {
 	if err := c.checkEngine(); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
 	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
@@ -35,7 +36,7 @@ func TestRunBrokerNeverComes(t *testing.T) {
 	}
 	broker := "127.0.0.1:" + strconv.Itoa(kafkaPort)
 	begin := time.Now()
-	code, out, errOut := runCLI(t, "", "run", "--brokers", broker, "--broker-wait", "2s",
+	code, out, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", broker, "--broker-wait", "2s",
 		"--clickhouse-addr", "127.0.0.1:"+strconv.Itoa(chPort), "--listen", "127.0.0.1:0", "--quiet")
 	took := time.Since(begin)
 	if code != 1 {
@@ -64,7 +65,7 @@ func TestRunBrokerNeverComes(t *testing.T) {
 func TestRunBrokerWaitMustBePositive(t *testing.T) {
 	clearEnv(t)
 	for _, v := range []string{"0s", "-1s"} {
-		code, _, errOut := runCLI(t, "", "run", "--brokers", "127.0.0.1:1", "--broker-wait="+v, "--clickhouse-addr", "127.0.0.1:2")
+		code, _, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", "127.0.0.1:1", "--broker-wait="+v, "--clickhouse-addr", "127.0.0.1:2")
 		if code == 0 || !strings.Contains(errOut, "--broker-wait "+v) || !strings.Contains(errOut, "must be above 0s") {
 			t.Errorf("--broker-wait %s: exit %d, %s", v, code, errOut)
 		}
@@ -88,7 +89,7 @@ func TestRunWaitsForLateBroker(t *testing.T) {
 	var out, errOut string
 	go func() {
 		defer close(done)
-		code, out, errOut = runCLI(t, "", "run", "--brokers", broker.Addr, "--broker-wait", "2m",
+		code, out, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", broker.Addr, "--broker-wait", "2m",
 			"--clickhouse-addr", chAddr, "--database", "e2e_late_broker", "--group", "e2e-late-broker",
 			"--topics", "late-metrics,late-samples", "--dead-letter-topic", "late-dead",
 			"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "12s",
@@ -126,7 +127,7 @@ func TestRunTwiceEmbeddedBroker(t *testing.T) {
 	state := t.TempDir()
 	opened := regexp.MustCompile(`(?m)^\S+ \S+ UTC  opened  data_skew +hot_key \(\w+\)/`)
 	for i := 1; i <= 2; i++ {
-		code, out, errOut := runCLI(t, "", "run", "--state-dir", state, "--clickhouse-addr", chAddr,
+		code, out, errOut := runCLI(t, "", "demo", "--state-dir", state, "--clickhouse-addr", chAddr,
 			"--database", "e2e_twice", "--group", "e2e-twice", "--listen", "127.0.0.1:0",
 			"--simulate", "hot_key", "--speed", "50", "--duration", "15s")
 		if code != 0 {
@@ -338,4 +339,50 @@ func awayPlan(now time.Time) plans.Plan {
 	}
 	p.HotKeys = append(p.HotKeys, hk)
 	return p
+}
+
+// TestRunNeedsItsTopics: against a real broker without the topics, run
+// stops (exit 1) with the kafka-topics.sh commands that create them, and
+// creates nothing; with --create-topics it creates them with the
+// partitions and replication factor given.
+func TestRunNeedsItsTopics(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	prefix := "needs-topics"
+	topics := []string{prefix + "-metrics", prefix + "-samples", prefix + "-dead"}
+	code, _, errOut := runCLI(t, "", "run", "--brokers", brokers[0], "--clickhouse-addr", "127.0.0.1:1",
+		"--topics", topics[0]+","+topics[1], "--dead-letter-topic", topics[2], "--topic-partitions", "3", "--duration", "1s")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	for _, topic := range topics {
+		want := "kafka-topics.sh --bootstrap-server " + brokers[0] + " --create --topic " + topic + " --partitions 3 --replication-factor 1"
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(errOut, "or pass --create-topics") {
+		t.Errorf("stderr does not name --create-topics:\n%s", errOut)
+	}
+	have := func() map[string]int {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m, err := kafkaclient.TopicPartitions(ctx, kafkaclient.AdminConfig{Brokers: brokers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := have(); m[topics[0]] != 0 {
+		t.Fatalf("run created %s without --create-topics", topics[0])
+	}
+	// With --create-topics the topics are made; the run then fails on the
+	// missing ClickHouse, which is not what this test is about.
+	runCLI(t, "", "run", "--create-topics", "--brokers", brokers[0], "--clickhouse-addr", "127.0.0.1:1",
+		"--topics", topics[0]+","+topics[1], "--dead-letter-topic", topics[2], "--topic-partitions", "3", "--duration", "1s")
+	m := have()
+	for _, topic := range topics {
+		if m[topic] != 3 {
+			t.Errorf("topic %s has %d partitions, want 3", topic, m[topic])
+		}
+	}
 }

@@ -86,14 +86,18 @@ func defaultVars() kong.Vars {
 		"broker_wait":       fmtDuration(src.BrokerWait),
 		"topics":            strings.Join(src.Topics, ","),
 		"dead_letter_topic": src.DeadLetterTopic,
-		"ops_listen":        ops.DefaultConfig().Listen,
-		"speed":             fmtFloat(simfeed.DefaultConfig().Speed),
-		"plans_topic":       planpub.DefaultConfig().Topic,
-		"plan_cooldown":     fmtDuration(pl.Cooldown),
-		"plan_ttl":          fmtDuration(pl.TTL),
-		"override_poll":     fmtDuration(planpub.DefaultOverridePoll),
-		"alert_for":         fmtDuration(hyst.For),
-		"alert_resolve":     fmtDuration(hyst.ResolveAfter),
+		// A topic run or demo creates: 4 partitions, enough for a few
+		// instances; replication 1, which a production cluster raises.
+		"topic_partitions":         "4",
+		"topic_replication_factor": "1",
+		"ops_listen":               ops.DefaultConfig().Listen,
+		"speed":                    fmtFloat(simfeed.DefaultConfig().Speed),
+		"plans_topic":              planpub.DefaultConfig().Topic,
+		"plan_cooldown":            fmtDuration(pl.Cooldown),
+		"plan_ttl":                 fmtDuration(pl.TTL),
+		"override_poll":            fmtDuration(planpub.DefaultOverridePoll),
+		"alert_for":                fmtDuration(hyst.For),
+		"alert_resolve":            fmtDuration(hyst.ResolveAfter),
 
 		// serve (run serves no API unless asked).
 		"serve_listen": serve.DefaultConfig().Addr,

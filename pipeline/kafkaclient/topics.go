@@ -189,3 +189,30 @@ func topicsReady(ctx context.Context, cl *kafka.Client, names []string) error {
 	}
 	return nil
 }
+
+// TopicPartitions returns the partition count of every topic the brokers
+// have (one metadata request for all topics, so that a broker that
+// creates topics on demand creates none), retrying transient errors
+// with c's policy.
+func TopicPartitions(ctx context.Context, c AdminConfig) (map[string]int, error) {
+	cl, policy, done := c.client()
+	defer done()
+	var out map[string]int
+	err := retry.Do(ctx, policy, c.notify("listing topics", nil), func(ctx context.Context) error {
+		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
+		if err != nil {
+			return Classify("metadata", err)
+		}
+		out = make(map[string]int, len(md.Topics))
+		for _, t := range md.Topics {
+			if t.Error == nil {
+				out[t.Name] = len(t.Partitions)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	return out, nil
+}
