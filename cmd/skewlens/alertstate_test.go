@@ -70,7 +70,7 @@ func TestRunAlertStateSurvivesRestart(t *testing.T) {
 	defer hook.Close()
 	run := func(duration string) string {
 		t.Helper()
-		code, _, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		code, _, errOut := runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 			"--database", "e2e_alertstate", "--group", "e2e-alertstate", "--topics", "as-metrics,as-samples",
 			"--dead-letter-topic", "as-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "1",
 			"--alert-for", "10s", "--alert-resolve-after", "30s", "--alert-webhook-url", hook.URL,

@@ -210,7 +210,11 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		for _, source := range []string{"flag", "env", "config"} {
 			t.Run(tt.flag+"="+tt.value+" by "+source, func(t *testing.T) {
 				state := filepath.Join(t.TempDir(), "state")
-				args := []string{"run", "--state-dir", state, "--duration", "1s"}
+				cmd := "run"
+				if tt.flag == "speed" { // a flag of demo's simulation
+					cmd = "demo"
+				}
+				args := []string{cmd, "--state-dir", state, "--duration", "1s"}
 				var wantSource string
 				switch source {
 				case "flag":
@@ -280,7 +284,7 @@ func TestOtherCommandsCheckBeforeRunning(t *testing.T) {
 		{"simulate duration", []string{"simulate", "hot_key", "--duration", "1s", "--interval", "2s"}, "--duration 1s: must be at least --interval (2s)"},
 		{"simulate interval", []string{"simulate", "hot_key", "--interval", "1500ms", "--duration", "10s"}, ""},
 		{"keygroup parallelism", []string{"keygroup", "-p", "0", "x"}, "--parallelism 0: must be in [1,32768]"},
-		{"run scenario", []string{"run", "--simulate", "hot_kye"}, `--simulate "hot_kye": want all or some of`},
+		{"demo scenario", []string{"demo", "--simulate", "hot_kye"}, `--simulate "hot_kye": want all or some of`},
 		{"run separator", []string{"run", "--salt-separator", "a\nb"}, "--plan-cooldown, --plan-ttl, --salt-separator: plans config: separator"},
 		{"run alertmanager", []string{"run", "--alertmanager-url", "::bad"}, "--alertmanager-url: "},
 		{"run tls", []string{"run", "--api-listen", "127.0.0.1:0", "--tls-cert", "check_test.go"}, "--api-listen, --token-file, --tls-cert, --tls-key: serve config: tls"},

@@ -2,30 +2,62 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/pipeline/kafkaclient"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
 // demoCmd is run with demo plumbing: without --brokers an embedded
 // in-process broker, without --clickhouse-addr a local clickhouse-server
-// (installed when missing), and its topics created. make run calls it.
+// (installed when missing), its topics created, and simulated incidents
+// played into the brokers. make run calls it.
 type demoCmd struct {
 	runCmd
+	Simulate []string `placeholder:"SCENARIO" help:"Play these simulated incidents into the brokers, one job each (all: every scenario; fleet: a fleet of --jobs or --subtasks, seed 1)."`
+	Speed    float64  `default:"${speed}" help:"Speed-up of the simulated incidents over real time." range:"(0,]"`
+	fleetFlags
 }
 
 // Run runs the pipeline as run does, on embedded servers where no
-// address is given.
-func (c *demoCmd) Run(e *env) error { return c.start(e, true) }
+// address is given, with the simulated incidents.
+func (c *demoCmd) Run(e *env) error { return c.start(e, c) }
 
-// check is run's, but for the addresses run requires.
-func (c *demoCmd) check() error { return c.checkSettings() }
+// check is run's, but for the addresses run requires, and the
+// simulation's.
+func (c *demoCmd) check() error {
+	if err := c.checkSettings(); err != nil {
+		return err
+	}
+	for _, name := range c.Simulate {
+		if !slices.Contains(simulate.Scenarios(), simulate.Scenario(name)) && !((name == "all" || name == "fleet") && len(c.Simulate) == 1) {
+			return fmt.Errorf("--simulate %q: want all or some of %v, or fleet", name, simulate.Scenarios())
+		}
+	}
+	if err := c.checkFleet(); err != nil {
+		return err
+	}
+	fleet := len(c.Simulate) == 1 && c.Simulate[0] == "fleet"
+	switch {
+	case fleet && !c.fleet():
+		return errors.New("--simulate fleet: give --jobs or --subtasks")
+	case !fleet && c.fleet():
+		return errors.New("--jobs, --subtasks: only with --simulate fleet")
+	case fleet:
+		if err := c.runFleetConfig(time.Now()).Validate(); err != nil {
+			return fmt.Errorf("--jobs, --subtasks, --incidents, --fleet-max-parallelism, --sampled-tasks: %w", err)
+		}
+	}
+	return nil
+}
 
 // usageError is a command line that lacks what the command needs: exit
 // status 2, as for a flag kong finds missing.

@@ -26,7 +26,7 @@ func TestRunDrainsOnStop(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
 	const db = "e2e_drain"
-	code, _, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+	code, _, errOut := runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", db, "--group", "e2e-drain", "--topics", "drain-metrics,drain-samples",
 		"--dead-letter-topic", "drain-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key,slow_sink",
 		"--speed", "20", "--duration", "22s", "--quiet", "--log-format", "json")

@@ -78,7 +78,7 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 		{"dead-letter-topic", r.DeadLetterTopic, kafkasrc.DefaultDeadLetterTopic},
 		{"database", r.Database, ch.Database},
 		{"listen", r.Listen, ops.DefaultConfig().Listen},
-		{"speed", r.Speed, simfeed.DefaultConfig().Speed},
+		{"speed (demo)", parse(t, "demo").Demo.Speed, simfeed.DefaultConfig().Speed},
 		{"plans-topic", r.PlansTopic, planpub.DefaultConfig().Topic},
 		{"plan-cooldown", r.PlanCooldown, pl.Cooldown},
 		{"plan-ttl", r.PlanTTL, pl.TTL},

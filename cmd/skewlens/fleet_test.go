@@ -73,9 +73,9 @@ func TestSimulateFleetUsage(t *testing.T) {
 		{"bad scenario", []string{"simulate", "frob"}, 2, `<scenario> must be one of "healthy"`},
 		{"sampled share", []string{"simulate", "--jobs", "3", "--sampled-tasks", "0"}, 1, "--sampled-tasks 0: must be in (0,1]"},
 		{"max parallelism", []string{"simulate", "--jobs", "3", "--fleet-max-parallelism", "2"}, 1, "--fleet-max-parallelism 2"},
-		{"run fleet without size", []string{"run", "--simulate", "fleet"}, 1, "--simulate fleet: give --jobs or --subtasks"},
-		{"run jobs without fleet", []string{"run", "--simulate", "hot_key", "--jobs", "3"}, 1, "--jobs, --subtasks: only with --simulate fleet"},
-		{"run fleet with scenarios", []string{"run", "--simulate", "fleet", "--simulate", "hot_key", "--jobs", "3"}, 1, `--simulate "fleet": want all or some of`},
+		{"demo fleet without size", []string{"demo", "--simulate", "fleet"}, 1, "--simulate fleet: give --jobs or --subtasks"},
+		{"demo jobs without fleet", []string{"demo", "--simulate", "hot_key", "--jobs", "3"}, 1, "--jobs, --subtasks: only with --simulate fleet"},
+		{"demo fleet with scenarios", []string{"demo", "--simulate", "fleet", "--simulate", "hot_key", "--jobs", "3"}, 1, `--simulate "fleet": want all or some of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

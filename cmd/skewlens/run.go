@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -58,12 +57,9 @@ type runCmd struct {
 	Listen                 string `default:"${ops_listen}" help:"Address of /metrics, /healthz, /readyz and /debug/pprof." range:"[1,]"`
 	MemoryLimit            int    `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
 	logFlags
-	Duration time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
-	Simulate []string      `placeholder:"SCENARIO" help:"Also play these simulated incidents into the brokers, one job each (all: every scenario; fleet: a fleet of --jobs or --subtasks, seed 1)."`
-	Speed    float64       `default:"${speed}" help:"Speed-up of the simulated incidents over real time." range:"(0,]"`
-	fleetFlags
-	Quiet     bool `help:"Do not print findings to the terminal."`
-	PerWindow bool `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
+	Duration  time.Duration `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
+	Quiet     bool          `help:"Do not print findings to the terminal."`
+	PerWindow bool          `help:"Print every finding and every incident update, a line per window, not only incidents as they open and close."`
 	textFlags
 	Stats           bool          `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
 	PlansTopic      string        `default:"${plans_topic}" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
@@ -95,11 +91,12 @@ type runCmd struct {
 // creation: the alerter drains its notifier queues, the plan store and
 // publisher, the dead-letter writer, the Kafka source and the ClickHouse
 // store close, and the local ClickHouse and the embedded broker stop.
-func (c *runCmd) Run(e *env) error { return c.start(e, false) }
+func (c *runCmd) Run(e *env) error { return c.start(e, nil) }
 
-// start runs the pipeline; demo starts an embedded broker and a local
-// ClickHouse when their addresses are not given, and creates the topics.
-func (c *runCmd) start(e *env, demo bool) error {
+// start runs the pipeline; with demo it starts an embedded broker and a
+// local ClickHouse when their addresses are not given, creates the
+// topics, and plays demo's simulated incidents into the brokers.
+func (c *runCmd) start(e *env, demo *demoCmd) error {
 	if _, err := c.lineWidth(e); err != nil {
 		return err
 	}
@@ -137,7 +134,7 @@ func (c *runCmd) start(e *env, demo bool) error {
 		brokers = cluster.ListenAddrs()
 		log.Info("started embedded Kafka broker", "addr", brokers[0])
 	}
-	if err := c.topics(ctx, brokers, demo, log); err != nil {
+	if err := c.topics(ctx, brokers, demo != nil, log); err != nil {
 		return err
 	}
 
@@ -345,8 +342,8 @@ func (c *runCmd) start(e *env, demo bool) error {
 	log.Info("serving /metrics, /healthz, /readyz", "addr", opsSrv.Addr())
 
 	var g oklogrun.Group
-	if len(c.Simulate) > 0 {
-		feed, err := c.feed(brokers, log)
+	if demo != nil && len(demo.Simulate) > 0 {
+		feed, err := demo.feed(brokers, log)
 		if err != nil {
 			return err
 		}
@@ -450,7 +447,7 @@ func simJobs(names []string, now time.Time) []simulate.Config {
 // runFleetConfig is the fleet of --simulate fleet: seed 1, the
 // simulator's default duration and interval, and, as simJobs, event time
 // starting one duration before now.
-func (c *runCmd) runFleetConfig(now time.Time) simulate.FleetConfig {
+func (c *demoCmd) runFleetConfig(now time.Time) simulate.FleetConfig {
 	d := simulate.DefaultConfig()
 	start := now.Add(-d.Duration).Truncate(d.Interval).UnixMilli()
 	return c.fleetConfig(1, start, d.Duration, d.Interval, d.SamplesPerInterval)
@@ -492,7 +489,7 @@ func hostLocal(rawURL string) bool {
 	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
-func (c *runCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
+func (c *demoCmd) feed(brokers []string, log *slog.Logger) (*simfeed.Feed, error) {
 	names := c.Simulate
 	if len(names) == 1 && names[0] == "all" {
 		names = nil
@@ -616,25 +613,6 @@ func (c *runCmd) check() error {
 func (c *runCmd) checkSettings() error {
 	if err := c.checkEngine(); err != nil {
 		return err
-	}
-	for _, name := range c.Simulate {
-		if !slices.Contains(simulate.Scenarios(), simulate.Scenario(name)) && !((name == "all" || name == "fleet") && len(c.Simulate) == 1) {
-			return fmt.Errorf("--simulate %q: want all or some of %v, or fleet", name, simulate.Scenarios())
-		}
-	}
-	if err := c.checkFleet(); err != nil {
-		return err
-	}
-	fleet := len(c.Simulate) == 1 && c.Simulate[0] == "fleet"
-	switch {
-	case fleet && !c.fleet():
-		return errors.New("--simulate fleet: give --jobs or --subtasks")
-	case !fleet && c.fleet():
-		return errors.New("--jobs, --subtasks: only with --simulate fleet")
-	case fleet:
-		if err := c.runFleetConfig(time.Now()).Validate(); err != nil {
-			return fmt.Errorf("--jobs, --subtasks, --incidents, --fleet-max-parallelism, --sampled-tasks: %w", err)
-		}
 	}
 	part := func(flags string, err error) error {
 		if err != nil {

@@ -34,7 +34,7 @@ func TestRunEndToEnd(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
 	db := "e2e_run"
-	code, out, errOut := runCLI(t, "", "run", "--create-topics",
+	code, out, errOut := runCLI(t, "", "demo",
 		"--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr, "--database", db,
 		"--group", "e2e", "--topics", "e2e-metrics,e2e-samples", "--dead-letter-topic", "e2e-dead",
 		"--listen", "127.0.0.1:0", "--simulate", "hot_key,slow_sink", "--speed", "50",
@@ -243,7 +243,7 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	var errOut string
 	go func() {
 		defer close(done)
-		code, _, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 			"--database", "e2e_outage", "--group", "e2e-outage", "--topics", "outage-metrics,outage-samples",
 			"--dead-letter-topic", "outage-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
 			"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
@@ -291,7 +291,7 @@ func TestRunSurvivesBrokerRestart(t *testing.T) {
 	var errOut string
 	go func() {
 		defer close(done)
-		code, _, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 			"--database", "e2e_restart", "--group", "e2e-restart", "--topics", "restart-metrics,restart-samples",
 			"--dead-letter-topic", "restart-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
 			"--speed", "20", "--duration", "50s", "--quiet", "--log-format", "json")
@@ -336,7 +336,7 @@ func assertNoLostWindow(t *testing.T, chAddr, db, log string) uint64 {
 func TestTopOnce(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
-	code, _, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+	code, _, errOut := runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", "e2e_top", "--group", "e2e-top", "--topics", "top-metrics,top-samples", "--dead-letter-topic", "top-dead",
 		"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "15s", "--quiet", "--log-format", "json")
 	if code != 0 {

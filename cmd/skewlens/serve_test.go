@@ -41,7 +41,7 @@ func TestRunServesPlansAndAlerts(t *testing.T) {
 	var errOut string
 	go func() {
 		defer close(done)
-		code, _, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 			"--database", "e2e_serve", "--group", "e2e-serve", "--topics", "serve-metrics,serve-samples",
 			"--dead-letter-topic", "serve-dead", "--plans-topic", "serve-plans", "--listen", "127.0.0.1:0",
 			"--api-listen", api, "--alertmanager-url", am.URL, "--simulate", "hot_key", "--speed", "20",

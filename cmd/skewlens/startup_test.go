@@ -89,7 +89,7 @@ func TestRunWaitsForLateBroker(t *testing.T) {
 	var out, errOut string
 	go func() {
 		defer close(done)
-		code, out, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", broker.Addr, "--broker-wait", "2m",
+		code, out, errOut = runCLI(t, "", "demo", "--brokers", broker.Addr, "--broker-wait", "2m",
 			"--clickhouse-addr", chAddr, "--database", "e2e_late_broker", "--group", "e2e-late-broker",
 			"--topics", "late-metrics,late-samples", "--dead-letter-topic", "late-dead",
 			"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "12s",

@@ -94,7 +94,7 @@ func TestWebView(t *testing.T) {
 	var errOut string
 	go func() {
 		defer close(done)
-		code, _, errOut = runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 			"--database", "e2e_web", "--group", "e2e-web", "--topics", "web-metrics,web-samples",
 			"--dead-letter-topic", "web-dead", "--plans-topic", "web-plans", "--listen", "127.0.0.1:0",
 			"--api-listen", api, "--simulate", "all", "--speed", "20", "--duration", "75s", "--quiet", "--log-format", "json")
