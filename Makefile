@@ -12,7 +12,7 @@ DURATION    ?= 75s
 # Benchmarks run on one core (-cpu 1), as the README figures are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build deps test java test-fuzz bench lint run demo fleet incidents flink-fixtures clean
+.PHONY: help build deps deps-run test java test-fuzz bench lint run demo fleet incidents flink-fixtures clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -31,7 +31,10 @@ deps: ## Install what the tests and `make run` need when absent: clickhouse-serv
 	bash deploy/clickhouse/install-chdb.sh >/dev/null
 	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
 
-test: deps java ## Build and test deploy/flink, then vet and run every Go test; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters (CI runs this).
+deps-run: ## Install only what `make run` (skewlens demo) needs when absent: clickhouse-server (apt). skewlens run against your own servers needs nothing.
+	bash deploy/clickhouse/install.sh
+
+test: deps java ## Build and test deploy/flink, then vet and run every Go test; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters and standalone clusters (CI runs this).
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 
