@@ -67,8 +67,7 @@ flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one 
 # The salting API of `make run` (curl http://$(API)/v1/salting).
 API         ?= 127.0.0.1:8080
 
-run: build ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline, salting API.
-	bash deploy/clickhouse/install.sh
+run: build deps-run ## The whole system on embedded defaults: broker, ClickHouse, simulated incidents, pipeline, salting API (skewlens demo).
 	./$(BIN) demo --simulate all --speed 10 --duration $(DURATION) --api-listen $(API)
 
 demo: build ## Replay each simulated incident from files through `skewlens analyze`.
