@@ -10,11 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -421,6 +425,132 @@ func TestDocsAlertsCommandsRun(t *testing.T) {
 			t.Errorf("after %q, %s does not answer 200: %v", l, ready, err)
 		case strings.Contains(l, "stop.sh") && up:
 			t.Errorf("after %q, Alertmanager still answers", l)
+		}
+	}
+}
+
+// TestDocsProductionCommandsRun runs docs/production.md's commands in
+// its order, as a reader on one machine would, with the hosts, ports and
+// directories of the page replaced by the test's own: the trial broker
+// and ClickHouse from the project's scripts, the topics the
+// kafka-topics.sh lines name (created with their partitions; replication
+// 1 on one broker), migrate --print and migrate, run with the example
+// configuration, and serve. kafka-topics.sh itself is not run: it ships
+// with Kafka's distribution, which the tests do not install; its lines
+// must have the form run prints (TestRunNeedsItsTopics checks run's).
+func TestDocsProductionCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Kafka broker and ClickHouse from the docs' commands")
+	}
+	var lines []string
+	for _, b := range docBlocks(t, "../../docs/production.md") {
+		if b.lang == "sh" {
+			lines = append(lines, strings.Split(strings.TrimSpace(b.text), "\n")...)
+		}
+	}
+	root := filepath.Join("..", "..")
+	free := func() string {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Itoa(p)
+	}
+	kafkaDir, chDir := t.TempDir(), t.TempDir()
+	kafkaPort, chPort, apiPort := free(), free(), free()
+	broker, chAddr := "127.0.0.1:"+kafkaPort, "127.0.0.1:"+chPort
+	db := "e2e_production_docs"
+	script := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("bash", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KAFKA_WATCH_PID="+strconv.Itoa(os.Getpid()), "SKEWLENS_CH_WATCH_PID="+strconv.Itoa(os.Getpid()))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, tail(out))
+		}
+	}
+	topicLine := regexp.MustCompile(`^kafka-topics\.sh --bootstrap-server \S+ --create --topic (\S+) --partitions (\d+) --replication-factor \d+$`)
+	var topics []kafka.TopicConfig
+	ran := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+		case f[0] == "kafka-topics.sh":
+			m := topicLine.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("%q: not the form run prints", l)
+			}
+			n, _ := strconv.Atoi(m[2])
+			topics = append(topics, kafka.TopicConfig{Topic: m[1], NumPartitions: n, ReplicationFactor: 1})
+		case f[0] == "deploy/kafka/install.sh":
+			script(f[0], kafkaDir)
+		case f[0] == "deploy/kafka/start.sh":
+			script(f[0], kafkaDir, kafkaPort)
+			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "deploy/kafka/stop.sh"), kafkaDir).Run() })
+			kafkatest.CreateTopicConfigs(t, []string{broker}, topics...)
+		case f[0] == "deploy/clickhouse/install.sh":
+			script(f[0]) // idempotent: installed already where tests run
+		case f[0] == "deploy/clickhouse/start.sh":
+			script(f[0], chDir, chPort)
+			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "deploy/clickhouse/stop.sh"), chDir).Run() })
+		case f[0] == "skewlens":
+			args := f[1:]
+			for i, a := range args {
+				switch {
+				case i > 0 && args[i-1] == "--brokers":
+					args[i] = broker
+				case i > 0 && args[i-1] == "--clickhouse-addr":
+					args[i] = chAddr
+				case i > 0 && args[i-1] == "--database":
+					args[i] = db
+				case i > 0 && args[i-1] == "--api-listen":
+					args[i] = "127.0.0.1:" + apiPort
+				case a == "skewlens.yaml":
+					args[i] = filepath.Join(root, "deploy", "config", "skewlens.yaml")
+				case a == "tokens.yaml":
+					args[i] = writeFile(t, "tokens.yaml", "ops: "+strings.Repeat("t", 48)+"\n")
+				}
+			}
+			switch args[0] {
+			case "migrate":
+				code, out, errOut := runCLI(t, "", args...)
+				if code != 0 || (slices.Contains(args, "--print") && !strings.Contains(out, "CREATE TABLE IF NOT EXISTS `"+db+"`.job_state")) {
+					t.Fatalf("%s: exit %d\n%s\n%s", l, code, tail([]byte(out)), tail([]byte(errOut)))
+				}
+			case "run":
+				args = append(args, "--database", db, "--listen", "127.0.0.1:"+free(), "--duration", "15s", "--quiet")
+				code, _, errOut := runCLI(t, "", args...)
+				if code != 0 || !strings.Contains(errOut, "ClickHouse ready") {
+					t.Fatalf("%s: exit %d\n%s", l, code, tail([]byte(errOut)))
+				}
+			case "serve":
+				srv := startChild(t, "production-serve", append(args, "--database", db)...)
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					resp, err := http.Get("http://127.0.0.1:" + apiPort + "/healthz")
+					if err == nil {
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							break
+						}
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: no /healthz in 30 s:\n%s", l, srv.logTail())
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+			default:
+				t.Fatalf("%s: a command this test does not know", l)
+			}
+		default:
+			t.Fatalf("%q: a command this test does not know", l)
+		}
+		ran[f[0]+" "+strings.Join(f[1:min(2, len(f))], "")] = true
+	}
+	for _, want := range []string{"deploy/kafka/start.sh ~/.cache/skewlens/kafka", "deploy/clickhouse/start.sh /var/tmp/skewlens-clickhouse", "skewlens run", "skewlens serve", "skewlens migrate"} {
+		if !ran[want] {
+			t.Errorf("the page no longer has %q, or the test no longer runs it (ran %v)", want, ran)
 		}
 	}
 }
