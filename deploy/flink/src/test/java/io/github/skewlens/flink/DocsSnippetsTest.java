@@ -292,6 +292,29 @@ class DocsSnippetsTest {
         assertTrue(found, "the reporter factory is not on the classpath");
     }
 
+    /**
+     * Every Java snippet of docs/flink.md starts with its imports, and
+     * each import names a class of this module or of Flink 2.3.0.
+     */
+    @Test
+    void docImportsResolve() throws Exception {
+        String doc = java.nio.file.Files.readString(java.nio.file.Path.of("..", "..", "docs", "flink.md"));
+        java.util.regex.Matcher blocks = java.util.regex.Pattern.compile("(?s)```java\\n(.*?)```").matcher(doc);
+        int snippets = 0;
+        int imports = 0;
+        while (blocks.find()) {
+            snippets++;
+            String code = blocks.group(1);
+            assertTrue(code.startsWith("import "), "a snippet without imports:\n" + code);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^import ([\\w.]+);$").matcher(code);
+            while (m.find()) {
+                imports++;
+                Class.forName(m.group(1), false, getClass().getClassLoader());
+            }
+        }
+        assertTrue(snippets >= 6 && imports >= 15, snippets + " snippets, " + imports + " imports");
+    }
+
     /** The SQL options of docs/flink.md: the keys exist in Flink 2.3.0 and the values parse. */
     @Test
     void sqlOptions() {
