@@ -280,6 +280,18 @@ func (l *loop) busySince(sub int, from time.Time) (busy float64, ok bool) {
 	return (last.value - first.value) / float64(last.ts-first.ts) * 1000, true
 }
 
+// worstBusySince is the highest busySince of the keyed task's first n
+// subtasks; all is false while one of them has no figure yet.
+func (l *loop) worstBusySince(n int, from time.Time) (worst float64, all bool) {
+	all = true
+	for s := range n {
+		b, ok := l.busySince(s, from)
+		all = all && ok
+		worst = max(worst, b)
+	}
+	return worst, all
+}
+
 // busyBetween is busySince over the reports between from and to.
 func (l *loop) busyBetween(sub int, from, to time.Time) (float64, bool) {
 	l.flinkMu.Lock()
@@ -507,12 +519,7 @@ func TestFlinkClosedLoopHotKey(t *testing.T) {
 
 	// 4. Flink's own metrics: no keyed subtask is saturated any more.
 	reliefAt := l.waitFor(2*time.Minute, "every keyed subtask below 800 ms/s busy in Flink's metrics", func() bool {
-		worst, all := 0.0, true
-		for s := range 4 {
-			b, ok := l.busySince(s, appliedAt.Add(2*time.Second))
-			all = all && ok
-			worst = max(worst, b)
-		}
+		worst, all := l.worstBusySince(4, appliedAt.Add(2*time.Second))
 		return all && worst < 800
 	})
 	before, _ := l.busyBetween(hotSub, start, appliedAt)
@@ -801,12 +808,7 @@ func clusterClosedLoop(t *testing.T, name, version string) {
 
 	// 4. Flink's own metrics: no subtask of the task is saturated any more.
 	reliefAt := l.waitFor(2*time.Minute, "every subtask of the task below 800 ms/s busy in Flink's metrics", func() bool {
-		worst, all := 0.0, true
-		for s := range 4 {
-			b, ok := l.busySince(s, appliedAt.Add(2*time.Second))
-			all = all && ok
-			worst = max(worst, b)
-		}
+		worst, all := l.worstBusySince(4, appliedAt.Add(2*time.Second))
 		return all && worst < 800
 	})
 	before, _ := l.busyBetween(hotSub, start, plannedAt)

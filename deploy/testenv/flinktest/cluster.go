@@ -384,14 +384,7 @@ func clusterClasspath(t testing.TB, version string) string {
 	}
 	dir := filepath.Join(testenv.DeployDir("flink"), "cluster")
 	out := "target/classpath-" + version + ".txt"
-	script := `set -e
-mkdir -p target
-exec 9>target/.build.lock
-flock 9
-mvn -B -q dependency:build-classpath -Dflink.version="$1" -Dmdep.outputFile="$2"`
-	cmd := exec.Command("bash", "-c", script, "bash", version, out)
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
+	if b, err := underBuildLock(dir, `mvn -B -q dependency:build-classpath -Dflink.version="$1" -Dmdep.outputFile="$2"`, version, out); err != nil {
 		t.Fatalf("flinktest: resolve the Flink %s cluster's jars: %v\n%s", version, err, testenv.Tail(string(b), 30))
 	}
 	b, err := os.ReadFile(filepath.Join(dir, out))
@@ -429,16 +422,7 @@ func Jars(t testing.TB) (plugin, job string) {
 		t.Fatalf("flinktest: %v", err)
 	}
 	jars.once.Do(func() {
-		script := `set -e
-mkdir -p target
-exec 9>target/.build.lock
-flock 9
-mvn -B -q -DskipTests install
-cd example
-mvn -B -q package`
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Dir = dir
-		if b, err := cmd.CombinedOutput(); err != nil {
+		if b, err := underBuildLock(dir, "mvn -B -q -DskipTests install\ncd example\nmvn -B -q package"); err != nil {
 			jars.err = fmt.Errorf("build the jars: %w\n%s", err, testenv.Tail(string(b), 40))
 		}
 	})
@@ -446,13 +430,7 @@ mvn -B -q package`
 		t.Fatalf("flinktest: %v", jars.err)
 	}
 	out := t.TempDir()
-	copyJars := `set -e
-exec 9>target/.build.lock
-flock 9
-cp target/skewlens-flink-0.1.0-plugin.jar example/target/skewlens-example-job-0.1.0.jar "$1"/`
-	cmd := exec.Command("bash", "-c", copyJars, "bash", out)
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
+	if b, err := underBuildLock(dir, `cp target/skewlens-flink-0.1.0-plugin.jar example/target/skewlens-example-job-0.1.0.jar "$1"/`, out); err != nil {
 		t.Fatalf("flinktest: copy the jars: %v\n%s", err, b)
 	}
 	return filepath.Join(out, "skewlens-flink-0.1.0-plugin.jar"), filepath.Join(out, "skewlens-example-job-0.1.0.jar")

@@ -57,18 +57,8 @@ func buildModule() (string, error) {
 		return "", err
 	}
 	cpFile := filepath.Join(dir, "target", "test-classpath.txt")
-	// flock serialises test processes (go test runs packages in parallel)
-	// that would otherwise write target/ at the same time.
-	script := `set -e
-mkdir -p target
-exec 9>target/.build.lock
-flock 9
-mvn -B -q -DskipTests test-compile dependency:build-classpath \
-  -Dmdep.includeScope=test -Dmdep.outputFile=target/test-classpath.txt`
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	if out, err := underBuildLock(dir, "mvn -B -q -DskipTests test-compile dependency:build-classpath "+
+		"-Dmdep.includeScope=test -Dmdep.outputFile=target/test-classpath.txt"); err != nil {
 		return "", fmt.Errorf("build deploy/flink: %w\n%s", err, testenv.Tail(string(out), 40))
 	}
 	deps, err := os.ReadFile(cpFile)
@@ -81,6 +71,16 @@ mvn -B -q -DskipTests test-compile dependency:build-classpath \
 		strings.TrimSpace(string(deps)),
 	}, string(os.PathListSeparator))
 	return cp, nil
+}
+
+// underBuildLock runs a bash script in the Maven module dir (the
+// script's $1, $2, ... are args) holding target/.build.lock: flock
+// serialises the test processes (go test runs packages in parallel) that
+// would otherwise write, or read while another writes, target/.
+func underBuildLock(dir, script string, args ...string) ([]byte, error) {
+	cmd := exec.Command("bash", append([]string{"-c", "set -e\nmkdir -p target\nexec 9>target/.build.lock\nflock 9\n" + script, "bash"}, args...)...)
+	cmd.Dir = dir
+	return cmd.CombinedOutput()
 }
 
 // Job is a running ScenarioJob process.
