@@ -21,7 +21,7 @@ build: ## Build bin/skewlens.
 	$(GO) build -o $(BIN) ./cmd/skewlens
 
 deps: ## Install what the tests and `make run` need when absent: clickhouse-server, zookeeper (the cluster test), prometheus-alertmanager, chromium, promtool and systemd-analyze (apt), kubernetes-validate (PyPI), chDB (npm), Kafka jars (Maven).
-	bash deploy/clickhouse/install.sh
+	bash internal/localch/install.sh
 	bash deploy/zookeeper/install.sh
 	bash deploy/alertmanager/install.sh
 	bash deploy/chromium/install.sh
@@ -32,7 +32,7 @@ deps: ## Install what the tests and `make run` need when absent: clickhouse-serv
 	bash deploy/kafka/install.sh "$(KAFKA_HOME)"
 
 deps-run: ## Install only what `make run` (skewlens demo) needs when absent: clickhouse-server (apt). skewlens run against your own servers needs nothing.
-	bash deploy/clickhouse/install.sh
+	bash internal/localch/install.sh
 
 test: deps java ## Build and test deploy/flink, then vet and run every Go test; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters and standalone clusters (CI runs this).
 	$(GO) vet ./...

@@ -141,7 +141,7 @@ func TestImpurities(t *testing.T) {
 		{"net/http", `package p; import "net/http"; var _ = http.Get`, "imports net/http: network I/O"},
 		{"sync", `package p; import "sync"; var _ sync.Mutex`, "imports sync"},
 		{"prometheus", `package p; import "github.com/prometheus/client_golang/prometheus"; var _ = prometheus.NewRegistry`, "imports github.com/prometheus/client_golang/prometheus"},
-		{"pipeline", `package p; import "github.com/skewlens/skewlens/pipeline/retry"; var _ = retry.Do`, "imports github.com/skewlens/skewlens/pipeline/retry"},
+		{"pipeline", `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Do`, "imports github.com/skewlens/skewlens/internal/retry"},
 		{"clock", `package p; import "time"; var _ = time.Now()`, "reads the clock: time.Now"},
 		{"renamed clock", `package p; import clk "time"; var _ = clk.Since`, "reads the clock: time.Since"},
 		{"goroutine", `package p; func f() { go f() }`, "starts a goroutine"},

@@ -2,7 +2,7 @@ package serve
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 )
 
 // metrics are the Server's Prometheus metrics.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // set changes what the fake store does: err fails every call,

@@ -13,7 +13,7 @@ import (
 // with the types they carry (AuditEntry, FindingsQuery, StatsQuery), so that serve
 // depends on no database: the ClickHouse store implements them, and the
 // tests use an in-memory fake. Every method must return promptly when its
-// context ends, and must classify its errors with pipeline/retry (a
+// context ends, and must classify its errors with internal/retry (a
 // permanent error is one no retry can fix): the Server is the layer that
 // retries a store call, within Config.StoreTimeout.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/deploy/testenv/browsertest"
+	"github.com/skewlens/skewlens/internal/testenv/browsertest"
 	"github.com/skewlens/skewlens/skew"
 )
 

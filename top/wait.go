@@ -8,7 +8,7 @@ import (
 	"github.com/skewlens/skewlens/top/termtext"
 )
 
-// WaitNotice returns a notify function for pipeline/retry's Do (it has
+// WaitNotice returns a notify function for internal/retry's Do (it has
 // retry.Notify's signature) that writes one line to out per failed
 // attempt to reach the view's source at start: "waiting for ClickHouse at
 // ch-1:9000 (try 3: dial tcp ...: connection refused); next try in 1.6s".

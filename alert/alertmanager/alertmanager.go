@@ -18,8 +18,8 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
-	"github.com/skewlens/skewlens/pipeline/promreg"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/promreg"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Name is the notifier's name in errors and the default Target name.

@@ -14,8 +14,8 @@ import (
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/alert/internal/alerttest"
-	"github.com/skewlens/skewlens/deploy/testenv/amtest"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv/amtest"
 	"github.com/skewlens/skewlens/skew"
 )
 

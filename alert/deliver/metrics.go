@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 )
 
 // fanoutMetrics are a Fanout's metrics, by notifier.

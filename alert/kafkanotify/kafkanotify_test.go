@@ -14,8 +14,8 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/internal/alerttest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew"
 )
 

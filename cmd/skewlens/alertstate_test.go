@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
 // webhookRecorder records the alerts posted to it, in order, as

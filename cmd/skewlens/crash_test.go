@@ -22,9 +22,9 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
-	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 

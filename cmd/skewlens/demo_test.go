@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skewlens/skewlens/deploy/testenv"
+	"github.com/skewlens/skewlens/internal/testenv"
 )
 
 // TestDemoScript runs scripts/demo.sh (`make demo`) with this test

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -489,11 +489,11 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 			script(f[0], kafkaDir, kafkaPort)
 			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "deploy/kafka/stop.sh"), kafkaDir).Run() })
 			kafkatest.CreateTopicConfigs(t, []string{broker}, topics...)
-		case f[0] == "deploy/clickhouse/install.sh":
+		case f[0] == "internal/localch/install.sh":
 			script(f[0]) // idempotent: installed already where tests run
-		case f[0] == "deploy/clickhouse/start.sh":
+		case f[0] == "internal/localch/start.sh":
 			script(f[0], chDir, chPort)
-			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "deploy/clickhouse/stop.sh"), chDir).Run() })
+			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "internal/localch/stop.sh"), chDir).Run() })
 		case f[0] == "skewlens":
 			args := f[1:]
 			for i, a := range args {
@@ -548,7 +548,7 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 		}
 		ran[f[0]+" "+strings.Join(f[1:min(2, len(f))], "")] = true
 	}
-	for _, want := range []string{"deploy/kafka/start.sh ~/.cache/skewlens/kafka", "deploy/clickhouse/start.sh /var/tmp/skewlens-clickhouse", "skewlens run", "skewlens serve", "skewlens migrate"} {
+	for _, want := range []string{"deploy/kafka/start.sh ~/.cache/skewlens/kafka", "internal/localch/start.sh /var/tmp/skewlens-clickhouse", "skewlens run", "skewlens serve", "skewlens migrate"} {
 		if !ran[want] {
 			t.Errorf("the page no longer has %q, or the test no longer runs it (ran %v)", want, ran)
 		}

@@ -329,7 +329,7 @@ func TestReadmeNamesWhatMakeDepsInstalls(t *testing.T) {
 	mk, readme := read("Makefile"), read("README.md")
 	// What each script installs, as the README and `make help` name it.
 	installs := map[string]string{
-		"deploy/clickhouse/install.sh":      "clickhouse-server",
+		"internal/localch/install.sh":       "clickhouse-server",
 		"deploy/zookeeper/install.sh":       "zookeeper",
 		"deploy/alertmanager/install.sh":    "prometheus-alertmanager",
 		"deploy/chromium/install.sh":        "chromium",
@@ -352,7 +352,7 @@ func TestReadmeNamesWhatMakeDepsInstalls(t *testing.T) {
 	}
 	list := readme[j:]
 	list = strings.Join(strings.Fields(list[:strings.Index(list, ")")]), " ")
-	scripts := regexp.MustCompile(`deploy/[a-z]+/install[a-z-]*\.sh`).FindAllString(target, -1)
+	scripts := regexp.MustCompile(`(?:deploy|internal)/[a-z]+/install[a-z-]*\.sh`).FindAllString(target, -1)
 	if len(scripts) < len(installs) {
 		t.Errorf("make deps runs %d scripts %v, want the %d known", len(scripts), scripts, len(installs))
 	}

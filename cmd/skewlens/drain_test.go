@@ -10,8 +10,8 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
 // TestRunDrainsOnStop: `run --duration` against the real broker and

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
-	"github.com/skewlens/skewlens/deploy/testenv"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/serve"
 )
 

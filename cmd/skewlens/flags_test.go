@@ -11,9 +11,9 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/skewlens/skewlens/internal/ops"
+	"github.com/skewlens/skewlens/internal/simfeed"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
-	"github.com/skewlens/skewlens/pipeline/ops"
-	"github.com/skewlens/skewlens/pipeline/simfeed"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"

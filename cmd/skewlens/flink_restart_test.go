@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/deploy/testenv/flinktest"
+	"github.com/skewlens/skewlens/internal/testenv/flinktest"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
-	"github.com/skewlens/skewlens/pipeline/simfeed"
+	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
 )
 
 // TestRunHealthyLogsNoWarnings runs what make run runs (`run --simulate

@@ -12,10 +12,10 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/deploy/testenv"
-	"github.com/skewlens/skewlens/deploy/testenv/amtest"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv"
+	"github.com/skewlens/skewlens/internal/testenv/amtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
 // TestMain stops the servers that tests started; tests that need none

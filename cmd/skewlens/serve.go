@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"gopkg.in/yaml.v3"
 
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/store/clickhouse"
 )

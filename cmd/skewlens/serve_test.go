@@ -13,9 +13,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/deploy/testenv/amtest"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/amtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )

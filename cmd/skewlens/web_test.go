@@ -17,9 +17,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/skewlens/skewlens/deploy/testenv/browsertest"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/browsertest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
 

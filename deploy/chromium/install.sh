@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh installs Debian's Chromium (package chromium) when
 # /usr/bin/chromium is missing: the web view's browser test drives it
-# headless (deploy/testenv/browsertest). Idempotent; concurrent runs are
+# headless (internal/testenv/browsertest). Idempotent; concurrent runs are
 # serialised with flock.
 #
 # Usage: deploy/chromium/install.sh

@@ -16,7 +16,7 @@ root=$(cd "$here/../.." && pwd)
 cd "$here"
 mkdir -p target
 (
-  # The same lock as deploy/testenv/flinktest: one build of target/ at a time.
+  # The same lock as internal/testenv/flinktest: one build of target/ at a time.
   exec 9>target/.build.lock
   flock 9
   mvn -B -q -DskipTests test-compile dependency:build-classpath \

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/deploy/testenv"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"gopkg.in/yaml.v3"
 )
 

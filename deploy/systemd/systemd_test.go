@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/deploy/testenv"
+	"github.com/skewlens/skewlens/internal/testenv"
 )
 
 // binaryPath is where the units expect the skewlens binary.

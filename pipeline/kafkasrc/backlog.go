@@ -10,8 +10,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Backlog returns every partition of the topics (all) and those that hold

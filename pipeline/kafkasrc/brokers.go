@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 )
 
 // WaitBrokers waits up to cfg.BrokerWait (a zero one: its default) for

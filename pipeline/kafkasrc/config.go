@@ -8,7 +8,7 @@ import (
 )
 
 // Defaults, used by DefaultConfig and named for the flags (cmd/skewlens)
-// and the simulator feed (pipeline/simfeed).
+// and the simulator feed (internal/simfeed).
 const (
 	DefaultGroupID            = "skewlens"
 	DefaultMetricsTopic       = "flink-metrics"

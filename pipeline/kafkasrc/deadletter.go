@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
-	"github.com/skewlens/skewlens/pipeline/promreg"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/promreg"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Dead-letter header names.

@@ -3,7 +3,7 @@ package kafkasrc
 import (
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // retryPolicy paces the retries of Fetch, Commit, Send, Backlog and the

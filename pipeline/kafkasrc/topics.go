@@ -7,7 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 )
 
 // EnsureTopics creates the topics that do not exist yet and waits until

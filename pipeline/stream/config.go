@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Config configures a Runner.

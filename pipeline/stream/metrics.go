@@ -3,7 +3,7 @@ package stream
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/skew"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/skew"
 )
 

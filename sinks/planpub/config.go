@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Config configures a Publisher. DefaultConfig returns it with the

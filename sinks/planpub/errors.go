@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/kafkaclient"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // ErrClosed is returned (marked retry.Permanent) by calls on a closed

@@ -3,7 +3,7 @@ package planpub
 import (
 	"testing"
 
-	"github.com/skewlens/skewlens/deploy/testenv/kafkatest"
+	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }

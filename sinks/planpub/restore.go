@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 

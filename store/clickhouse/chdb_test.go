@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/serve"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Config configures a Store. DefaultConfig returns it with the defaults

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 func TestConfigValidate(t *testing.T) {

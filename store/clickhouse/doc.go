@@ -80,7 +80,7 @@
 //
 // # Errors and retries
 //
-// Errors are classified once, here, in the vocabulary of pipeline/retry:
+// Errors are classified once, here, in the vocabulary of internal/retry:
 // an error retrying cannot fix is permanent (retry.IsPermanent): a
 // finding that cannot be stored, a missing table or column, a syntax
 // error, failed authentication, a closed Store. Server exceptions are

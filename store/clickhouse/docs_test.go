@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
 )
 
 // docQuery is one ```sql block of docs/queries.md.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/serve"

@@ -3,7 +3,7 @@ package clickhouse
 import (
 	"testing"
 
-	"github.com/skewlens/skewlens/deploy/testenv/chtest"
+	"github.com/skewlens/skewlens/internal/testenv/chtest"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.

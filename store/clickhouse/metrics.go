@@ -2,7 +2,7 @@ package clickhouse
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/skewlens/skewlens/pipeline/promreg"
+	"github.com/skewlens/skewlens/internal/promreg"
 )
 
 // metrics are the Store's Prometheus metrics.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top"
 )

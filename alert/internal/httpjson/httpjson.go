@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // maxErrorBody is how much of an error response is kept in the error.

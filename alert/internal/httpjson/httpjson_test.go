@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/pipeline/retry"
+	"github.com/skewlens/skewlens/internal/retry"
 )
 
 func TestPost(t *testing.T) {
