@@ -21,8 +21,9 @@ import (
 const (
 	// MaxNameBytes bounds a job id, task name, job name and By.
 	MaxNameBytes = 256
-	// MaxSeparatorBytes bounds a plan's salt separator.
-	MaxSeparatorBytes = 16
+	// MaxSeparatorBytes bounds a plan's salt separator, as it bounds the
+	// engine's.
+	MaxSeparatorBytes = skew.MaxSaltSeparatorBytes
 	// MaxKeyBytes bounds a key and a salted key.
 	MaxKeyBytes = 64 << 10
 	// MaxReasonBytes bounds an override's Reason.

@@ -18,91 +18,16 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// engineFlags are the engine thresholds as flags; shared by every command
-// that runs the engine.
+// engineFlags bind the engine's Config: each threshold is a flag, as its
+// tags declare it; shared by every command that runs the engine.
 type engineFlags struct {
-	Window                   time.Duration `help:"Tumbling event-time window." default:"${window}" group:"Engine" range:"[1ms,]"`
-	TopK                     int           `name:"top-k" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found." default:"${top_k}" group:"Engine" range:"[2,${max_top_k}]"`
-	HotKeyShare              float64       `help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot." default:"${hot_key_share}" group:"Engine" range:"(0,1]"`
-	HotKeyFairShare          float64       `help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share)." default:"${hot_key_fair_share}" group:"Engine" range:"(0,1]"`
-	HotKeyConfidence         float64       `help:"One-sided confidence with which a key's share must be above a hot-key threshold (exact lower bound over its pooled sampled records)." default:"${hot_key_confidence}" group:"Engine" range:"[0.5,1)"`
-	HotKeyPoolWindows        int           `help:"Windows over which a key's sampled records add up for the hot-key rules; a key is dropped in the first window without it." default:"${hot_key_pool_windows}" group:"Engine" range:"[1,${max_hot_key_pool_windows}]"`
-	HotKeyExcessShare        float64       `help:"On a saturated subtask with skewed input, name a key that alone carries at least this share of the subtask's input above its peers' median." default:"${hot_key_excess_share}" group:"Engine" range:"(0,1]"`
-	MaxHotKeys               int           `help:"Most hot_key findings per task and window." default:"${max_hot_keys}" group:"Engine" range:"[1,${max_top_k}]"`
-	MinSamples               int           `help:"Sampled records (the key samples' summed weight) a task needs in a key's pooled windows before the key can be hot." default:"${min_samples}" group:"Engine" range:"[1,]"`
-	BusyThreshold            float64       `help:"busyTimeMsPerSecond at or above which a subtask is saturated." default:"${busy}" group:"Engine" range:"(0,1000]"`
-	PoolUsage                float64       `help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)." default:"${pool_usage}" group:"Engine" range:"(0,1]"`
-	Sustain                  time.Duration `help:"How long a subtask stays saturated before a saturation finding: saturated windows that cover it, or an unbroken run of busy-counter readings that lasts it." default:"${sustain}" group:"Engine" range:"[1ms,]"`
-	SkewRatio                float64       `help:"Input rate over the peers' median that counts as disproportionate." default:"${skew_ratio}" group:"Engine" range:"(1,]"`
-	UnderProvisionedFraction float64       `help:"Fraction of subtasks saturated, with balanced input, for under_provisioned." default:"${up_fraction}" group:"Engine" range:"(0,1]"`
-	UnderProvisionedBusy     float64       `help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned." default:"${up_busy}" group:"Engine" range:"(0,1000]"`
-	BalancedSkewScore        float64       `help:"Highest Flink skew score (0-100) that still counts as balanced input." default:"${balanced_skew}" group:"Engine" range:"(0,100]"`
-	BackpressureThreshold    float64       `help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured." default:"${backpressured}" group:"Engine" range:"(0,1000]"`
-	RotationLookback         int           `help:"Windows within which a move of the hot subtask marks skew as rotating." default:"${rotation_lookback}" group:"Engine" range:"[1,${history_windows}]"`
-	TargetUtilization        float64       `help:"Busy ratio the recommended parallelism aims for (Flink autoscaler style)." default:"${target_utilization}" group:"Engine" range:"(0,1]"`
-	SaltSeparator            string        `help:"Joins a key and its salt in salted keys." default:"${salt_separator}" group:"Engine" range:"[1,${max_separator}]"`
-	MaxSaltBuckets           int           `help:"Most salt buckets for one hot key." default:"${max_salt_buckets}" group:"Engine" range:"[2,${max_parallelism}]"`
-	PlanMinImbalance         float64       `help:"Max/mean subtask load at which a salting plan is proposed." default:"${plan_min_imbalance}" group:"Engine" range:"[1,]"`
-	CheckpointTimeout        time.Duration `help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)." default:"${checkpoint_timeout}" group:"Engine" range:"[1ms,]"`
-	CheckpointRiskFraction   float64       `help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up." default:"${checkpoint_risk_fraction}" group:"Engine" range:"(0,1]"`
-	JobEndAfter              time.Duration `help:"How long a job may send nothing before its run ends: a job_end finding closes its incidents and retires its salting plans, and its state is freed. A run that another of the same job name replaces ends at once." default:"${job_end_after}" group:"Engine" range:"[1ms,]"`
-	MaxJobs                  int           `help:"Most jobs tracked at once; the events of further jobs are rejected until a run ends." default:"${max_jobs}" group:"Engine" range:"[1,]"`
+	Engine skew.Config `embed:""`
 }
 
-// windowFlags are the watermark settings of every command that windows
+// windowFlags bind the watermark settings of every command that windows
 // events.
 type windowFlags struct {
-	OutOfOrderness  time.Duration `default:"${out_of_orderness}" help:"How late an event may arrive behind the newest one and still count." range:"[0s,]"`
-	AllowedLateness time.Duration `default:"${allowed_lateness}" help:"Extra time a window stays open for late events." range:"[0s,]"`
-}
-
-func (f *windowFlags) windowConfig() window.Config {
-	return window.Config{OutOfOrderMs: max(f.OutOfOrderness.Milliseconds(), 1), AllowedLatenessMs: f.AllowedLateness.Milliseconds()}
-}
-
-// checkEngine checks what the flags' ranges cannot: the rules between
-// thresholds, then the engine's own Validate, which names the flags.
-func (f *engineFlags) checkEngine() error {
-	if floor := 1 / float64(f.TopK); f.HotKeyShare < floor {
-		return fmt.Errorf("--hot-key-share %s: must be at least 1/--top-k (%s): hot keys that small are not guaranteed to be found",
-			fmtFloat(f.HotKeyShare), fmtFloat(floor))
-	}
-	if err := f.config().Validate(); err != nil {
-		return fmt.Errorf("engine configuration: %w", err)
-	}
-	return nil
-}
-
-// config returns skew.DefaultConfig with the thresholds of the flags.
-func (f *engineFlags) config() skew.Config {
-	c := skew.DefaultConfig()
-	c.WindowMs = f.Window.Milliseconds()
-	c.TopK = f.TopK
-	c.HotKeyShare = f.HotKeyShare
-	c.HotKeyFairShare = f.HotKeyFairShare
-	c.HotKeyConfidence = f.HotKeyConfidence
-	c.HotKeyPoolWindows = f.HotKeyPoolWindows
-	c.HotKeyExcessShare = f.HotKeyExcessShare
-	c.MaxHotKeys = f.MaxHotKeys
-	c.MinSamples = f.MinSamples
-	c.BusyMsPerSecond = f.BusyThreshold
-	c.PoolUsage = f.PoolUsage
-	c.SustainMs = f.Sustain.Milliseconds()
-	c.SkewRatio = f.SkewRatio
-	c.UnderProvisionedFraction = f.UnderProvisionedFraction
-	c.UnderProvisionedBusy = f.UnderProvisionedBusy
-	c.BalancedSkewScore = f.BalancedSkewScore
-	c.BackPressuredMsPerSecond = f.BackpressureThreshold
-	c.RotationLookbackWindows = f.RotationLookback
-	c.TargetUtilization = f.TargetUtilization
-	c.SaltSeparator = f.SaltSeparator
-	c.MaxSaltBuckets = f.MaxSaltBuckets
-	c.PlanMinImbalance = f.PlanMinImbalance
-	c.CheckpointTimeoutMs = f.CheckpointTimeout.Milliseconds()
-	c.CheckpointRiskFraction = f.CheckpointRiskFraction
-	c.JobEndAfterMs = f.JobEndAfter.Milliseconds()
-	c.MaxJobs = f.MaxJobs
-	return c
+	Window window.Config `embed:""`
 }
 
 type analyzeCmd struct {
@@ -138,7 +63,7 @@ func (c *analyzeCmd) check() error {
 			return fmt.Errorf("--kind %q: want hot_key, saturation, salting_plan, subtask_stats or job_end", k)
 		}
 	}
-	return c.checkEngine()
+	return c.Engine.Validate()
 }
 
 // foldsIncidents reports whether the text output is one line per
@@ -146,7 +71,7 @@ func (c *analyzeCmd) check() error {
 func (c *analyzeCmd) foldsIncidents() bool { return c.Output == "text" && !c.PerWindow }
 
 func (c *analyzeCmd) Run(e *env) error {
-	cfg := c.config()
+	cfg := c.Engine
 	// The incident fold takes statistics as the jobs' reports (see
 	// incident.Config.RequireReports); they are printed only with --stats.
 	cfg.EmitStats = c.Stats || c.foldsIncidents()
@@ -155,7 +80,7 @@ func (c *analyzeCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	stage, err := window.New(c.windowConfig(), eng)
+	stage, err := window.New(c.Window, eng)
 	if err != nil {
 		return err
 	}

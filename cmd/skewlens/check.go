@@ -1,40 +1,27 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
-// A flag's valid values are stated once, in its range tag, which both the
-// check before a command runs (checkFlags) and its help text
-// (helpWithRange) read:
-//
-//	range:"(0,1]"    a number in the interval, bounds excluded by ( and )
-//	range:"[1ms,]"   a duration of at least 1ms, no upper bound
-//	range:"[1,${max_top_k}]"  bounds may name a kong variable (defaultVars)
-//	range:"[1,16]"   on a string: its length in bytes; on a list: its items
-//
-// Components keep their own zero-means-default Config semantics for
-// library users; the command line rejects a value that would silently
-// become the default, or that is out of range, before anything starts.
-
-// valueRange is a parsed range tag.
-type valueRange struct {
-	lo, hi         string // bounds as written; "" is unbounded
-	loOpen, hiOpen bool   // the bound itself is excluded
-}
+// A flag's valid values are stated once, in its range tag (package
+// internal/knob reads it): the check before a command runs (checkFlags)
+// and its help text (helpWithRange) both read it. Most flags are the
+// fields of a component's Config, whose own Validate reads the same tag.
+// Components keep their zero-means-default Config semantics for library
+// users; the command line rejects a value that would silently become the
+// default, or that is out of range, before anything starts.
 
 // parseRange parses a range tag, expanding ${var} from vars.
-func parseRange(tag string, vars kong.Vars) (valueRange, error) {
+func parseRange(tag string, vars kong.Vars) (knob.Range, error) {
 	var missing []string
 	s := os.Expand(tag, func(k string) string {
 		v, ok := vars[k]
@@ -44,129 +31,19 @@ func parseRange(tag string, vars kong.Vars) (valueRange, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		return valueRange{}, fmt.Errorf("range %q: unknown variables %v", tag, missing)
+		return knob.Range{}, fmt.Errorf("range %q: unknown variables %v", tag, missing)
 	}
-	if len(s) < 3 || !strings.ContainsRune("[(", rune(s[0])) || !strings.ContainsRune("])", rune(s[len(s)-1])) {
-		return valueRange{}, fmt.Errorf("range %q: want [lo,hi] with ( or ) for an excluded bound", tag)
-	}
-	lo, hi, ok := strings.Cut(s[1:len(s)-1], ",")
-	if !ok || (lo == "" && hi == "") {
-		return valueRange{}, fmt.Errorf("range %q: want [lo,hi] with at least one bound", tag)
-	}
-	return valueRange{lo: strings.TrimSpace(lo), hi: strings.TrimSpace(hi), loOpen: s[0] == '(', hiOpen: s[len(s)-1] == ')'}, nil
-}
-
-var durationType = reflect.TypeFor[time.Duration]()
-
-// measure returns the number a range applies to for v: the value of a
-// number or duration (in nanoseconds), the length of a string or list;
-// parse reads a bound in the same unit. ok is false for other kinds.
-func measure(v reflect.Value) (x float64, parse func(string) (float64, error), ok bool) {
-	parseInt := func(s string) (float64, error) {
-		n, err := strconv.ParseInt(s, 10, 64)
-		return float64(n), err
-	}
-	switch {
-	case v.Type() == durationType:
-		return float64(v.Int()), func(s string) (float64, error) {
-			d, err := time.ParseDuration(s)
-			return float64(d), err
-		}, true
-	case v.CanInt():
-		return float64(v.Int()), parseInt, true
-	case v.CanUint():
-		return float64(v.Uint()), parseInt, true
-	case v.CanFloat():
-		return v.Float(), func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, true
-	case v.Kind() == reflect.String, v.Kind() == reflect.Slice:
-		return float64(v.Len()), parseInt, true
-	}
-	return 0, nil, false
-}
-
-// contains reports whether v is in r; err reports a bound that does not
-// parse as v's type.
-func (r valueRange) contains(v reflect.Value) (bool, error) {
-	x, parse, ok := measure(v)
-	if !ok {
-		return false, fmt.Errorf("a range does not apply to %s", v.Type())
-	}
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return false, nil
-	}
-	if r.lo != "" {
-		lo, err := parse(r.lo)
-		if err != nil {
-			return false, fmt.Errorf("range bound %q: %w", r.lo, err)
-		}
-		if x < lo || (r.loOpen && x == lo) {
-			return false, nil
-		}
-	}
-	if r.hi != "" {
-		hi, err := parse(r.hi)
-		if err != nil {
-			return false, fmt.Errorf("range bound %q: %w", r.hi, err)
-		}
-		if x > hi || (r.hiOpen && x == hi) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// rule states the range as a rule, for errors and help: "must be in
-// (0, 1]", "must be at least 1ms"; of a string or list, its length.
-func (r valueRange) rule(t reflect.Type) string {
-	if t.Kind() == reflect.String || t.Kind() == reflect.Slice {
-		what := "bytes long"
-		if t.Kind() == reflect.Slice {
-			what = "items"
-		}
-		switch {
-		case r.lo == "1" && r.hi == "" && !r.loOpen:
-			return "must not be empty"
-		case r.hi == "":
-			return fmt.Sprintf("must be at least %s %s", r.lo, what)
-		}
-		return fmt.Sprintf("must be %s to %s %s", cmp.Or(r.lo, "0"), r.hi, what)
-	}
-	switch {
-	case r.lo != "" && r.hi != "":
-		return fmt.Sprintf("must be in %s%s,%s%s", bracket(r.loOpen, "(", "["), r.lo, r.hi, bracket(r.hiOpen, ")", "]"))
-	case r.lo != "" && !r.loOpen && (r.lo == "0" || r.lo == "0s"):
-		return "must not be negative"
-	case r.lo != "":
-		return bracket(r.loOpen, "must be above ", "must be at least ") + r.lo
-	}
-	return bracket(r.hiOpen, "must be below ", "must be at most ") + r.hi
-}
-
-func bracket(open bool, ifOpen, ifClosed string) string {
-	if open {
-		return ifOpen
-	}
-	return ifClosed
+	return knob.ParseRange(s)
 }
 
 // valueText writes a flag's value as it would be written on the command
-// line.
-func valueText(v reflect.Value) string {
-	switch {
-	case v.Type() == durationType:
-		return fmtDuration(time.Duration(v.Int()))
-	case v.CanFloat():
-		return fmtFloat(v.Float())
-	case v.Kind() == reflect.String:
-		return strconv.Quote(v.String())
-	case v.Kind() == reflect.Slice:
-		parts := make([]string, v.Len())
-		for i := range parts {
-			parts[i] = fmt.Sprint(v.Index(i).Interface())
-		}
-		return strconv.Quote(strings.Join(parts, ","))
+// line, strings and lists quoted.
+func valueText(f *kong.Flag, v reflect.Value) string {
+	text := knob.Format(v, f.Tag.Type == "ms")
+	if v.Kind() == reflect.String || v.Kind() == reflect.Slice {
+		return strconv.Quote(text)
 	}
-	return fmt.Sprint(v.Interface())
+	return text
 }
 
 // flagSource says where a flag's value came from, for error messages:
@@ -197,7 +74,7 @@ func flagSource(kctx *kong.Context, f *kong.Flag) string {
 
 // flagError is a flag's value that is out of its range.
 func flagError(kctx *kong.Context, f *kong.Flag, v reflect.Value, rule string) error {
-	msg := fmt.Sprintf("--%s %s: %s", f.Name, valueText(v), rule)
+	msg := fmt.Sprintf("--%s %s: %s", f.Name, valueText(f, v), rule)
 	if src := flagSource(kctx, f); src != "" {
 		msg += " (set by " + src + ")"
 	}
@@ -219,12 +96,12 @@ func checkFlags(kctx *kong.Context, vars kong.Vars) error {
 			return fmt.Errorf("--%s: %w", f.Name, err) // a bad tag: a bug
 		}
 		v := f.Target
-		ok, err := r.contains(v)
+		ok, err := r.Contains(v)
 		if err != nil {
 			return fmt.Errorf("--%s: %w", f.Name, err)
 		}
 		if !ok {
-			errs = append(errs, flagError(kctx, f, v, r.rule(v.Type())))
+			errs = append(errs, flagError(kctx, f, v, r.Rule(v.Type())))
 		}
 	}
 	return errors.Join(errs...)
@@ -237,7 +114,7 @@ func helpWithRange(vars kong.Vars) kong.HelpValueFormatter {
 		if tag := v.Tag.Get("range"); tag != "" {
 			rule := "range " + tag // unparsable: TestRangeTags fails
 			if r, err := parseRange(tag, vars); err == nil {
-				rule = r.rule(v.Target.Type())
+				rule = r.Rule(v.Target.Type())
 			}
 			cp := *v
 			cp.Help = strings.TrimSuffix(v.Help, ".") + "; " + rule + "."

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	pwindow "github.com/skewlens/skewlens/pipeline/window"
+
 	"github.com/skewlens/skewlens/alert/incident"
 
 	"github.com/skewlens/skewlens/alert"
@@ -56,9 +58,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		}
 		return fmt.Sprint(n)
 	}
-	// run's watermark default is the flag's: pipeline/window has no
-	// Default function to read it from.
-	outOfOrder := parse(t, "run").Run.OutOfOrderness
+	outOfOrder := time.Duration(pwindow.DefaultConfig().OutOfOrderMs) * time.Millisecond
 
 	tests := []struct {
 		file   string

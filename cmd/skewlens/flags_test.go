@@ -56,15 +56,15 @@ func clearEnv(t *testing.T) {
 func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 	clearEnv(t)
 	an := parse(t, "analyze", "-i", "x").Analyze
-	if got := an.config(); got != skew.DefaultConfig() {
+	if got := an.Engine; got != skew.DefaultConfig() {
 		t.Errorf("analyze engine config\n got %+v\nwant %+v", got, skew.DefaultConfig())
 	}
-	if an.AllowedLateness != 0 {
-		t.Errorf("allowed lateness %s, want 0", an.AllowedLateness)
+	if an.Window.AllowedLatenessMs != 0 {
+		t.Errorf("allowed lateness %d ms, want 0", an.Window.AllowedLatenessMs)
 	}
 
 	r := parse(t, "run").Run
-	if got := r.config(); got != skew.DefaultConfig() {
+	if got := r.Engine; got != skew.DefaultConfig() {
 		t.Errorf("run engine config\n got %+v\nwant %+v", got, skew.DefaultConfig())
 	}
 	pl := plans.DefaultConfig()

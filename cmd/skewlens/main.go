@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/top/termtext"
 )
 
@@ -56,6 +58,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // newParser returns the command-line parser filling c, writing to e.
 func newParser(c *cli, e *env) (*kong.Kong, error) {
+	resetConfigs(reflect.ValueOf(c).Elem())
 	vars := defaultVars()
 	return kong.New(c,
 		kong.Name("skewlens"),
@@ -67,9 +70,28 @@ func newParser(c *cli, e *env) (*kong.Kong, error) {
 		vars,
 		kong.Vars{"version": versionText(debug.ReadBuildInfo())},
 		kong.ValueFormatter(helpWithRange(vars)),
+		kong.NamedMapper("ms", millisMapper{}),
 		kong.DefaultEnvars("SKEWLENS"),
 		kong.Bind(e),
 	)
+}
+
+// resetConfigs sets every component Config the commands bind (an
+// embed:"" field) to the defaults its tags declare, before kong sets the
+// flags: the settings no flag sets keep their defaults too.
+func resetConfigs(v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if !f.IsExported() && !f.Anonymous || fv.Kind() != reflect.Struct {
+			continue
+		}
+		if _, ok := f.Tag.Lookup("embed"); ok {
+			knob.Reset(fv.Addr().Interface())
+			continue
+		}
+		resetConfigs(fv)
+	}
 }
 
 func run(args []string, e *env) (code int) {

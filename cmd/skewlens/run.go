@@ -185,7 +185,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 	}
 	defer dead.Close()
 
-	cfg := c.config()
+	cfg := c.Engine
 	cfg.EmitStats = c.Stats
 	eng, err := skew.New(cfg)
 	if err != nil {
@@ -213,7 +213,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 	if err != nil {
 		return err
 	}
-	stage, err := window.NewPartitioned(c.windowConfig(), eng, wms)
+	stage, err := window.NewPartitioned(c.Window, eng, wms)
 	if err != nil {
 		return err
 	}
@@ -544,7 +544,7 @@ func (c *runCmd) incidentSink(mgr *plans.Manager, store *clickhouse.Store, log *
 
 func (c *runCmd) plansConfig() plans.Config {
 	cfg := plans.DefaultConfig()
-	cfg.Cooldown, cfg.TTL, cfg.Separator = c.PlanCooldown, c.PlanTTL, c.SaltSeparator
+	cfg.Cooldown, cfg.TTL, cfg.Separator = c.PlanCooldown, c.PlanTTL, c.Engine.SaltSeparator
 	return cfg
 }
 
@@ -611,7 +611,7 @@ func (c *runCmd) check() error {
 
 // checkSettings checks what run and demo share.
 func (c *runCmd) checkSettings() error {
-	if err := c.checkEngine(); err != nil {
+	if err := c.Engine.Validate(); err != nil {
 		return err
 	}
 	part := func(flags string, err error) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/internal/simfeed"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
@@ -28,7 +29,6 @@ import (
 // component, and -h shows it. Defaults that belong to the command line
 // alone (output formats, --state-dir, ...) stay in the flag tags.
 func defaultVars() kong.Vars {
-	eng := skew.DefaultConfig()
 	pl := plans.DefaultConfig()
 	ch := clickhouse.DefaultConfig()
 	tp := top.DefaultConfig()
@@ -36,47 +36,9 @@ func defaultVars() kong.Vars {
 	fleet := simulate.DefaultFleetConfig()
 	src := kafkasrc.DefaultConfig()
 	hyst := incident.DefaultConfig().Hysteresis
-	win := window.DefaultConfig()
-	return kong.Vars{
-		// Engine thresholds (analyze and run).
-		"window":                   fmtDuration(time.Duration(eng.WindowMs) * time.Millisecond),
-		"top_k":                    strconv.Itoa(eng.TopK),
-		"hot_key_share":            fmtFloat(eng.HotKeyShare),
-		"hot_key_fair_share":       fmtFloat(eng.HotKeyFairShare),
-		"hot_key_confidence":       fmtFloat(eng.HotKeyConfidence),
-		"hot_key_pool_windows":     strconv.Itoa(eng.HotKeyPoolWindows),
-		"hot_key_excess_share":     fmtFloat(eng.HotKeyExcessShare),
-		"max_hot_keys":             strconv.Itoa(eng.MaxHotKeys),
-		"min_samples":              strconv.Itoa(eng.MinSamples),
-		"busy":                     fmtFloat(eng.BusyMsPerSecond),
-		"pool_usage":               fmtFloat(eng.PoolUsage),
-		"sustain":                  fmtDuration(time.Duration(eng.SustainMs) * time.Millisecond),
-		"skew_ratio":               fmtFloat(eng.SkewRatio),
-		"up_fraction":              fmtFloat(eng.UnderProvisionedFraction),
-		"balanced_skew":            fmtFloat(eng.BalancedSkewScore),
-		"up_busy":                  fmtFloat(eng.UnderProvisionedBusy),
-		"backpressured":            fmtFloat(eng.BackPressuredMsPerSecond),
-		"rotation_lookback":        strconv.Itoa(eng.RotationLookbackWindows),
-		"target_utilization":       fmtFloat(eng.TargetUtilization),
-		"salt_separator":           eng.SaltSeparator,
-		"max_salt_buckets":         strconv.Itoa(eng.MaxSaltBuckets),
-		"plan_min_imbalance":       fmtFloat(eng.PlanMinImbalance),
-		"checkpoint_timeout":       fmtDuration(time.Duration(eng.CheckpointTimeoutMs) * time.Millisecond),
-		"checkpoint_risk_fraction": fmtFloat(eng.CheckpointRiskFraction),
-		"job_end_after":            fmtDuration(time.Duration(eng.JobEndAfterMs) * time.Millisecond),
-		"max_jobs":                 strconv.Itoa(eng.MaxJobs),
-		// Limits of the flags' ranges (range tags, check.go).
-		"max_top_k":                strconv.Itoa(skew.MaxTopK),
-		"max_hot_key_pool_windows": strconv.Itoa(skew.MaxHotKeyPoolWindows),
-		"history_windows":          strconv.Itoa(eng.HistoryWindows),
-		"max_separator":            strconv.Itoa(plans.MaxSeparatorBytes),
-		"max_parallelism":          strconv.Itoa(keygroup.UpperBoundMaxParallelism),
-		"max_subtask":              strconv.Itoa(keygroup.UpperBoundMaxParallelism - 1),
-		"max_width":                strconv.Itoa(top.MaxWidth),
-
-		// Watermark (analyze and run).
-		"out_of_orderness": fmtDuration(time.Duration(win.OutOfOrderMs) * time.Millisecond),
-		"allowed_lateness": fmtDuration(time.Duration(win.AllowedLatenessMs) * time.Millisecond),
+	vars := kong.Vars{
+		"max_subtask": strconv.Itoa(keygroup.UpperBoundMaxParallelism - 1),
+		"max_width":   strconv.Itoa(top.MaxWidth),
 
 		// ClickHouse (run, serve, top, migrate).
 		"database": ch.Database,
@@ -136,23 +98,17 @@ func defaultVars() kong.Vars {
 		"fleet_max_jobs":         strconv.Itoa(simulate.MaxFleetJobs),
 		"fleet_max_subtasks":     strconv.Itoa(simulate.MaxFleetSubtasks),
 	}
+	// The range bounds the components' Configs name.
+	for k, v := range knob.Vars(skew.Config{}, window.Config{}) {
+		vars[k] = v
+	}
+	return vars
 }
 
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-// fmtDuration writes d as people write it in flags: 10m rather than
-// time.Duration's 10m0s, 1h rather than 1h0m0s. time.ParseDuration
-// reads both.
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// fmtDuration writes d as people write it in flags (knob.Duration).
+func fmtDuration(d time.Duration) string { return knob.Duration(d) }
 
 // simScenarios lists simulate's scenarios for its help.
 func simScenarios() string {

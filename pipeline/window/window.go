@@ -1,47 +1,35 @@
 package window
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
 	"math"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Config configures a Stage.
+// Config configures a Stage. Its tags declare each setting once
+// (internal/knob).
 type Config struct {
-	// OutOfOrderMs is how far behind the newest event time an event may
-	// arrive and still count (default 5000). Flink reporters send every
-	// subtask's metrics at nearly the same instant, so a few seconds is
-	// plenty for one stream; raise it when merging streams with lag.
-	OutOfOrderMs int64
-	// AllowedLatenessMs delays closing a window by this much more (default 0).
-	AllowedLatenessMs int64
+	// OutOfOrderMs: Flink reporters send every subtask's metrics at nearly
+	// the same instant, so a few seconds is plenty for one stream; raise
+	// it when merging streams with lag.
+	OutOfOrderMs      int64 `name:"out-of-orderness" type:"ms" default:"5s" range:"[1ms,]" help:"How late an event may arrive behind the newest one and still count."`
+	AllowedLatenessMs int64 `name:"allowed-lateness" type:"ms" default:"0s" range:"[0s,]" help:"Extra time a window stays open for late events."`
 }
 
-// DefaultConfig returns the Config whose fields are the defaults stated
-// in their comments.
-func DefaultConfig() Config { return Config{OutOfOrderMs: 5000} }
+// DefaultConfig returns the defaults the tags declare.
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
 // withDefaults returns c with a zero OutOfOrderMs set to its default: New
 // and NewPartitioned apply it, as the Config literals of callers rely on.
 func (c Config) withDefaults() Config {
-	c.OutOfOrderMs = cmp.Or(c.OutOfOrderMs, DefaultConfig().OutOfOrderMs)
+	knob.FillZero(&c)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing.
-func (c Config) Validate() error {
-	var errs []error
-	if c.OutOfOrderMs < 0 {
-		errs = append(errs, fmt.Errorf("out-of-orderness %d ms: must not be negative", c.OutOfOrderMs))
-	}
-	if c.AllowedLatenessMs < 0 {
-		errs = append(errs, fmt.Errorf("allowed lateness %d ms: must not be negative", c.AllowedLatenessMs))
-	}
-	return errors.Join(errs...)
-}
+func (c Config) Validate() error { return knob.Check(c) }
 
 // Counts are the Stage's event counters.
 type Counts struct {

@@ -1,0 +1,250 @@
+package knob
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+)
+
+// Setting is one declared setting of a Config.
+type Setting struct {
+	Name    string // the flag name: window; "" for a setting no flag sets
+	Field   string // the Go field path: WindowMs
+	Default string // as declared; "" when none
+	Range   string // as declared, variables expanded; "" when any value goes
+	Help    string
+	Group   string
+	Millis  bool // an int64 of milliseconds, written as a duration
+	Type    reflect.Type
+	index   []int
+}
+
+// Key is the YAML key of the setting named name: hot_key_share.
+func Key(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+// Env is the environment variable of the setting named name under
+// prefix: SKEWLENS_HOT_KEY_SHARE, as kong.DefaultEnvars derives it.
+func Env(prefix, name string) string {
+	return prefix + "_" + strings.ToUpper(Key(name))
+}
+
+// varser is a Config whose range bounds name variables.
+type varser interface{ KnobVars() map[string]string }
+
+// Vars returns the range variables of the given Configs, merged.
+func Vars(cfgs ...any) map[string]string {
+	out := map[string]string{}
+	for _, c := range cfgs {
+		addVars(reflect.TypeOf(c), out)
+	}
+	return out
+}
+
+func addVars(t reflect.Type, out map[string]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	if v, ok := reflect.Zero(t).Interface().(varser); ok {
+		for k, x := range v.KnobVars() {
+			out[k] = x
+		}
+	}
+	for i := range t.NumField() {
+		if f := t.Field(i); hasTag(f, "embed") {
+			addVars(f.Type, out)
+		}
+	}
+}
+
+func hasTag(f reflect.StructField, key string) bool {
+	_, ok := f.Tag.Lookup(key)
+	return ok
+}
+
+// Settings returns the settings cfg (a struct or a pointer to one)
+// declares, in field order, nested embed:"" structs included.
+func Settings(cfg any) ([]Setting, error) {
+	t := reflect.TypeOf(cfg)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("knob: %T is not a struct", cfg)
+	}
+	vars := map[string]string{}
+	addVars(t, vars)
+	var out []Setting
+	err := walk(t, nil, "", vars, &out)
+	return out, err
+}
+
+func walk(t reflect.Type, index []int, path string, vars map[string]string, out *[]Setting) error {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		idx := append(append([]int(nil), index...), i)
+		if !f.IsExported() {
+			continue
+		}
+		if hasTag(f, "embed") {
+			if f.Type.Kind() != reflect.Struct {
+				return fmt.Errorf("knob: %s%s: embed on a %s", path, f.Name, f.Type)
+			}
+			if err := walk(f.Type, idx, path+f.Name+".", vars, out); err != nil {
+				return err
+			}
+			continue
+		}
+		name := f.Tag.Get("name")
+		if name == "" && !hasTag(f, "default") && !hasTag(f, "range") {
+			continue
+		}
+		s := Setting{
+			Name: name, Field: path + f.Name, Default: f.Tag.Get("default"), Help: f.Tag.Get("help"),
+			Group: f.Tag.Get("group"), Millis: f.Tag.Get("type") == "ms", Type: f.Type, index: idx,
+		}
+		if s.Millis && f.Type.Kind() != reflect.Int64 {
+			return fmt.Errorf("knob: %s: type:\"ms\" on a %s, want int64", s.Field, f.Type)
+		}
+		if r := f.Tag.Get("range"); r != "" {
+			expanded, err := expand(r, vars)
+			if err != nil {
+				return fmt.Errorf("knob: %s: %w", s.Field, err)
+			}
+			if _, err := ParseRange(expanded); err != nil {
+				return fmt.Errorf("knob: %s: %w", s.Field, err)
+			}
+			s.Range = expanded
+		}
+		if s.Default != "" {
+			if _, err := s.parse(s.Default); err != nil {
+				return fmt.Errorf("knob: %s: default: %w", s.Field, err)
+			}
+		}
+		*out = append(*out, s)
+	}
+	return nil
+}
+
+// expand replaces ${name} with its variable.
+func expand(s string, vars map[string]string) (string, error) {
+	var missing []string
+	out := os.Expand(s, func(k string) string {
+		v, ok := vars[k]
+		if !ok {
+			missing = append(missing, k)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("range %q: unknown variables %v (KnobVars)", s, missing)
+	}
+	return out, nil
+}
+
+// parse reads text as a value of the setting's type.
+func (s Setting) parse(text string) (reflect.Value, error) {
+	return Parse(text, s.Type, s.Millis)
+}
+
+// Value returns the setting's field in the Config cfg points to.
+func (s Setting) Value(cfg any) reflect.Value {
+	return reflect.ValueOf(cfg).Elem().FieldByIndex(s.index)
+}
+
+// Text writes the setting's value in cfg (a struct or a pointer to one)
+// as it is written on the command line.
+func (s Setting) Text(cfg any) string {
+	v := reflect.Indirect(reflect.ValueOf(cfg)).FieldByIndex(s.index)
+	return Format(v, s.Millis)
+}
+
+// Rule states the setting's range as a rule ("must be in (0,1]"), or ""
+// when it has none.
+func (s Setting) Rule() string {
+	if s.Range == "" {
+		return ""
+	}
+	r, _ := ParseRange(s.Range) // checked by Settings
+	return r.Rule(s.Type)
+}
+
+// Defaults returns a T with every setting at its declared default and
+// the other fields zero. It panics on a malformed declaration (a
+// programming error, which the package's tests catch).
+func Defaults[T any]() T {
+	var c T
+	Reset(&c)
+	return c
+}
+
+// Reset sets every setting of the Config cfg points to that declares a
+// default to it, and leaves the other fields alone. It panics on a
+// malformed declaration.
+func Reset(cfg any) {
+	ss, err := Settings(cfg)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range ss {
+		if s.Default == "" {
+			continue
+		}
+		v, _ := s.parse(s.Default) // checked by Settings
+		s.Value(cfg).Set(v)
+	}
+}
+
+// FillZero sets each zero setting of the Config cfg points to whose
+// range excludes zero to its default: for a library user a zero field
+// means "the default", unless zero is a valid value of its own (a
+// lateness of 0s). It panics on a malformed declaration.
+func FillZero(cfg any) {
+	ss, err := Settings(cfg)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range ss {
+		f := s.Value(cfg)
+		if s.Default == "" || !f.IsZero() || s.Range == "" {
+			continue
+		}
+		r, _ := ParseRange(s.Range)
+		if ok, _ := r.Contains(f); ok {
+			continue
+		}
+		v, _ := s.parse(s.Default)
+		f.Set(v)
+	}
+}
+
+// Check checks every setting of cfg (a struct or a pointer to one)
+// against its range and reports every value out of it, each as
+// "name value: rule".
+func Check(cfg any) error {
+	ss, err := Settings(cfg)
+	if err != nil {
+		return err
+	}
+	v := reflect.Indirect(reflect.ValueOf(cfg))
+	var errs []error
+	for _, s := range ss {
+		if s.Range == "" {
+			continue
+		}
+		r, _ := ParseRange(s.Range)
+		f := v.FieldByIndex(s.index)
+		ok, err := r.Contains(f)
+		if err != nil {
+			return fmt.Errorf("knob: %s: %w", s.Field, err)
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s %s: %s", s.Name, Format(f, s.Millis), r.Rule(f.Type())))
+		}
+	}
+	return errors.Join(errs...)
+}
