@@ -69,7 +69,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("`%s` (`--plans-topic`)", planpub.DefaultConfig().Topic)},
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
-		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultOverridePoll))},
+		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultConfig().OverridePoll))},
 		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", fmtDuration(incident.DefaultFor))},
 		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(incident.DefaultResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},

@@ -57,7 +57,7 @@ func defaultVars() kong.Vars {
 		"plans_topic":              planpub.DefaultConfig().Topic,
 		"plan_cooldown":            fmtDuration(pl.Cooldown),
 		"plan_ttl":                 fmtDuration(pl.TTL),
-		"override_poll":            fmtDuration(planpub.DefaultOverridePoll),
+		"override_poll":            fmtDuration(planpub.DefaultConfig().OverridePoll),
 		"alert_for":                fmtDuration(hyst.For),
 		"alert_resolve":            fmtDuration(hyst.ResolveAfter),
 

@@ -15,6 +15,9 @@
 //     for none; on a string its length in bytes, on a list its items.
 //     A bound may name a variable, ${max_top_k}, that the Config gives
 //     through a KnobVars method.
+//   - zero:"default": a zero value means the default, though zero is in
+//     the range (FillZero); for a library user a zero field otherwise
+//     means the default only when the range excludes it.
 //   - type:"ms": an int64 field holding milliseconds, written as a
 //     duration (10s).
 //   - help, group, placeholder, enum: documentation, as kong reads them.

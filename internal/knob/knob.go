@@ -19,6 +19,9 @@ type Setting struct {
 	Millis  bool // an int64 of milliseconds, written as a duration
 	Type    reflect.Type
 	index   []int
+	// zeroDefault: a zero value means the default (zero:"default"),
+	// though zero is in the range or there is none.
+	zeroDefault bool
 }
 
 // Key is the YAML key of the setting named name: hot_key_share.
@@ -106,6 +109,7 @@ func walk(t reflect.Type, index []int, path string, vars map[string]string, out 
 		s := Setting{
 			Name: name, Field: path + f.Name, Default: f.Tag.Get("default"), Help: f.Tag.Get("help"),
 			Group: f.Tag.Get("group"), Millis: f.Tag.Get("type") == "ms", Type: f.Type, index: idx,
+			zeroDefault: f.Tag.Get("zero") == "default",
 		}
 		if s.Millis && f.Type.Kind() != reflect.Int64 {
 			return fmt.Errorf("knob: %s: type:\"ms\" on a %s, want int64", s.Field, f.Type)
@@ -200,9 +204,10 @@ func Reset(cfg any) {
 }
 
 // FillZero sets each zero setting of the Config cfg points to whose
-// range excludes zero to its default: for a library user a zero field
-// means "the default", unless zero is a valid value of its own (a
-// lateness of 0s). It panics on a malformed declaration.
+// range excludes zero, or that is tagged zero:"default", to its default:
+// for a library user a zero field means "the default", unless zero is a
+// valid value of its own (a lateness of 0s). It panics on a malformed
+// declaration.
 func FillZero(cfg any) {
 	ss, err := Settings(cfg)
 	if err != nil {
@@ -210,12 +215,14 @@ func FillZero(cfg any) {
 	}
 	for _, s := range ss {
 		f := s.Value(cfg)
-		if s.Default == "" || !f.IsZero() || s.Range == "" {
+		if s.Default == "" || !f.IsZero() || !s.zeroDefault && s.Range == "" {
 			continue
 		}
-		r, _ := ParseRange(s.Range)
-		if ok, _ := r.Contains(f); ok {
-			continue
+		if !s.zeroDefault {
+			r, _ := ParseRange(s.Range)
+			if ok, _ := r.Contains(f); ok {
+				continue
+			}
 		}
 		v, _ := s.parse(s.Default)
 		f.Set(v)

@@ -13,56 +13,55 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 )
 
-// Config configures a Feed. Start from DefaultConfig, which has the
-// defaults given in the field comments.
+// Config configures a Feed. Its tags declare each setting once
+// (internal/knob).
 type Config struct {
 	// Brokers to write to (required).
-	Brokers []string
-	// MetricsTopic and SamplesTopic (defaults "flink-metrics" and
-	// "flink-key-samples": kafkasrc.DefaultMetricsTopic and
-	// DefaultSamplesTopic, the topics the pipeline reads by default).
-	MetricsTopic, SamplesTopic string
-	// Speed divides the wall-clock time between reporting intervals
-	// (default 1: real time).
-	Speed float64
+	Brokers []string `kong:"-"`
+	// MetricsTopic and SamplesTopic default to the topics the pipeline
+	// reads by default (kafkasrc).
+	MetricsTopic, SamplesTopic string `kong:"-"`
+	// Speed divides the wall-clock time between reporting intervals.
+	Speed float64 `name:"speed" default:"1" range:"(0,]" help:"Speed-up of the simulated incidents over real time."`
 	// Backlog is how much simulated time, from the start, is written at
-	// once, before the pacing at Speed begins (default 0): a consumer
-	// then starts on a backlog and goes on reading live.
-	Backlog time.Duration
+	// once, before the pacing at Speed begins: a consumer then starts on
+	// a backlog and goes on reading live.
+	Backlog time.Duration `kong:"-" range:"[0s,]"`
 	// Jobs are the simulated jobs, played side by side (required).
-	Jobs []simulate.Config
+	Jobs []simulate.Config `kong:"-"`
 }
 
-// DefaultConfig returns a Config with every default filled in (no brokers
-// and no jobs, which are required); it is the one place their values live.
+// DefaultConfig returns the defaults (no brokers and no jobs, which are
+// required).
 func DefaultConfig() Config {
-	return Config{MetricsTopic: kafkasrc.DefaultMetricsTopic, SamplesTopic: kafkasrc.DefaultSamplesTopic, Speed: 1}
+	c := knob.Defaults[Config]()
+	topics := kafkasrc.DefaultConfig().Topics
+	c.MetricsTopic, c.SamplesTopic = topics[0], topics[len(topics)-1]
+	return c
 }
 
 // Validate reports every invalid field; it changes nothing.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("simfeed: no brokers"))
+		errs = append(errs, errors.New("no brokers"))
 	}
 	if c.MetricsTopic == "" || c.SamplesTopic == "" {
-		errs = append(errs, fmt.Errorf("simfeed: topics %q, %q: both must be set", c.MetricsTopic, c.SamplesTopic))
-	}
-	if !(c.Speed > 0) { // also rejects NaN
-		errs = append(errs, fmt.Errorf("simfeed: speed %g must be positive", c.Speed))
-	}
-	if c.Backlog < 0 {
-		errs = append(errs, fmt.Errorf("simfeed: backlog %s must not be negative", c.Backlog))
+		errs = append(errs, fmt.Errorf("topics %q, %q: both must be set", c.MetricsTopic, c.SamplesTopic))
 	}
 	if len(c.Jobs) == 0 {
-		errs = append(errs, errors.New("simfeed: no jobs"))
+		errs = append(errs, errors.New("no jobs"))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("simfeed: %w", err)
+	}
+	return nil
 }
 
 // Feed writes simulated jobs to Kafka.

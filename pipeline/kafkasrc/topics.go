@@ -26,7 +26,7 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []kafka.TopicCon
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultStartupTimeout)
+		ctx, cancel = context.WithTimeout(ctx, DefaultConfig().StartupTimeout)
 		defer cancel()
 	}
 	if _, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers, Retry: retryPolicy()}, topics...); err != nil {

@@ -1,7 +1,6 @@
 package planpub
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -10,62 +9,51 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
-// Config configures a Publisher. DefaultConfig returns it with the
-// defaults given in the field comments; New also reads a zero field as its
-// default.
+// Config configures a Publisher and the override poller. Its tags
+// declare each setting once (internal/knob); New also reads a zero field
+// as its default.
 type Config struct {
 	// Brokers are the bootstrap brokers, host:port. Required.
-	Brokers []string
-	// Topic is the compacted plans topic (default
-	// "skewlens.salting-plans").
-	Topic string
+	Brokers []string `kong:"-"`
+	// Topic is the compacted plans topic.
+	Topic string `name:"plans-topic" default:"skewlens.salting-plans" zero:"default" group:"Plans" help:"Compacted Kafka topic the salting plans are published to (docs/salting-plans.md); empty: not published."`
 	// Partitions is the partition count EnsureTopic creates the topic
-	// with (default 1: plans are few, and one partition keeps them in one
-	// total order). An existing topic is left as it is.
-	Partitions int
+	// with: plans are few, and one partition keeps them in one total
+	// order. An existing topic is left as it is.
+	Partitions int `kong:"-" default:"1" range:"[1,]"`
 	// ReplicationFactor is the replication EnsureTopic creates the topic
-	// with (default -1: the broker's default.replication.factor).
-	ReplicationFactor int
+	// with; -1 is the broker's default.replication.factor.
+	ReplicationFactor int `kong:"-" default:"-1" zero:"default" range:"[-1,32767]"`
 	// TopicConfigs are further topic configurations EnsureTopic creates
 	// the topic with, e.g. min.cleanable.dirty.ratio or segment.ms to
-	// compact sooner (default none). cleanup.policy is always compact and
-	// may not be set here.
-	TopicConfigs map[string]string
-	// DialTimeout bounds connecting to a broker (default 5s).
-	DialTimeout time.Duration
-	// WriteTimeout bounds one produce or admin request (default 10s).
-	WriteTimeout time.Duration
+	// compact sooner. cleanup.policy is always compact and may not be set
+	// here.
+	TopicConfigs map[string]string `kong:"-"`
+	// DialTimeout bounds connecting to a broker.
+	DialTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
+	// WriteTimeout bounds one produce or admin request.
+	WriteTimeout time.Duration `kong:"-" default:"10s" range:"(0s,]"`
 	// Retry is the policy of EnsureTopic and Load, which retry retryable
-	// errors themselves (Publish makes one attempt: its callers retry).
-	// Default 10 retries, with backoff from 100ms doubling to 5s (each wait
-	// jittered between half and all of its step). A zero Policy means the
-	// default; in any other, MaxRetries is taken as it is (retry.Policy's
-	// meaning: 0 never retries, retry.Unlimited retries until the context
-	// ends) and a zero backoff field is its default: to never retry, set
-	// Retry.MaxRetries to 0 on DefaultConfig().
-	Retry retry.Policy
+	// errors themselves (Publish makes one attempt: its callers retry). A
+	// zero Policy means the default; in any other, MaxRetries is taken as
+	// it is (retry.Policy's meaning: 0 never retries, retry.Unlimited
+	// retries until the context ends) and a zero backoff field is its
+	// default: to never retry, set Retry.MaxRetries to 0 on
+	// DefaultConfig().
+	Retry retry.Policy `kong:"-"`
 	// MaxMessageBytes is the largest message (key, value and headers)
-	// Publish sends, and the largest batch (default 1000000, just under
-	// the broker's default message.max.bytes of 1048588). A larger plan
-	// is a permanent error (retry.IsPermanent).
-	MaxMessageBytes int
+	// Publish sends, and the largest batch: just under the broker's
+	// default message.max.bytes of 1048588. A larger plan is a permanent
+	// error (retry.IsPermanent).
+	MaxMessageBytes int `kong:"-" default:"1000000" range:"[1024,]"`
+	// OverridePoll is how often the override poller reads operators'
+	// overrides: they take effect within it.
+	OverridePoll time.Duration `name:"override-poll" default:"5s" range:"(0s,]" group:"Plans" help:"How often operators' plan overrides (made through skewlens serve) are read from ClickHouse."`
 }
-
-// Defaults, used by DefaultConfig and named for the tests.
-const (
-	DefaultTopic             = "skewlens.salting-plans"
-	DefaultPartitions        = 1
-	DefaultReplicationFactor = -1 // the broker's default.replication.factor
-	DefaultDialTimeout       = 5 * time.Second
-	DefaultWriteTimeout      = 10 * time.Second
-	DefaultMaxRetries        = 10
-	DefaultMinBackoff        = 100 * time.Millisecond
-	DefaultMaxBackoff        = 5 * time.Second
-	DefaultMaxMessageBytes   = 1000000
-)
 
 // validTopic reports whether s is a legal Kafka topic name: 1 to 249
 // characters of [a-zA-Z0-9._-], not "." or "..".
@@ -82,41 +70,26 @@ func validTopic(s string) bool {
 	return true
 }
 
-// DefaultConfig returns a Config with every default filled in (Brokers,
-// required, stays empty): the values named by the constants above, which
-// the field comments state in words. Callers start from it and override
-// what they configure.
+// DefaultConfig returns the defaults (Brokers, required, stays empty).
 func DefaultConfig() Config {
-	return Config{
-		Topic:             DefaultTopic,
-		Partitions:        DefaultPartitions,
-		ReplicationFactor: DefaultReplicationFactor,
-		DialTimeout:       DefaultDialTimeout,
-		WriteTimeout:      DefaultWriteTimeout,
-		Retry:             retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
-		MaxMessageBytes:   DefaultMaxMessageBytes,
-	}
+	c := knob.Defaults[Config]()
+	c.Retry = retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultConfig (Retry as retry.Policy.OrDefault says). New applies it,
-// so a zero field means its default.
+// withDefaults returns c with every zero field set to its default (Retry
+// as retry.Policy.OrDefault says). New applies it, so a zero field means
+// its default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.Topic = cmp.Or(c.Topic, d.Topic)
-	c.Partitions = cmp.Or(c.Partitions, d.Partitions)
-	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, d.ReplicationFactor)
-	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
-	c.Retry = c.Retry.OrDefault(d.Retry)
-	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, d.MaxMessageBytes)
+	knob.FillZero(&c)
+	c.Retry = c.Retry.OrDefault(DefaultConfig().Retry)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the
 // zero fields with their defaults before it validates.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("brokers: none given"))
 	}
@@ -129,12 +102,6 @@ func (c Config) Validate() error {
 	}
 	if !validTopic(c.Topic) {
 		errs = append(errs, fmt.Errorf("topic %q: must be 1 to 249 characters of [a-zA-Z0-9._-]", c.Topic))
-	}
-	if c.Partitions < 1 {
-		errs = append(errs, fmt.Errorf("partitions %d: must be positive", c.Partitions))
-	}
-	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
-		errs = append(errs, fmt.Errorf("replication factor %d: must be positive or -1 (broker default)", c.ReplicationFactor))
 	}
 	names := make([]string, 0, len(c.TopicConfigs))
 	for k := range c.TopicConfigs {
@@ -149,14 +116,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("topic configs: bad name %q", k))
 		}
 	}
-	if c.DialTimeout < 0 || c.WriteTimeout < 0 {
-		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.DialTimeout, c.WriteTimeout))
-	}
 	if err := c.Retry.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if c.MaxMessageBytes < 1024 {
-		errs = append(errs, fmt.Errorf("max message bytes %d: must be at least 1024", c.MaxMessageBytes))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("planpub config: %w", err)

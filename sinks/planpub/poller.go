@@ -48,12 +48,9 @@ type OverrideDiff struct {
 // Empty reports whether the sets are the same.
 func (d OverrideDiff) Empty() bool { return d == OverrideDiff{} }
 
-// DefaultOverridePoll is the poll interval skewlens run uses unless told
-// otherwise: overrides made through the API take effect within it.
-const DefaultOverridePoll = 5 * time.Second
-
 // NewOverridePoller returns a poller reading src every interval (it
-// must be positive; DefaultOverridePoll is the usual one) and handing changes to dst. initial is the set dst
+// must be positive; Config.OverridePoll is the usual one) and handing
+// changes to dst. initial is the set dst
 // has already (read at start-up). log may be nil.
 func NewOverridePoller(every time.Duration, src OverrideReader, dst OverrideSetter, initial []plans.Override, log *slog.Logger) (*OverridePoller, error) {
 	if every <= 0 {

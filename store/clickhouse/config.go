@@ -1,61 +1,57 @@
 package clickhouse
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
-// Config configures a Store. DefaultConfig returns it with the defaults
-// given in the field comments; New also reads a zero field as its default.
+// Config configures a Store. Its tags declare each setting once
+// (internal/knob); New also reads a zero field as its default.
 type Config struct {
 	// Addr is the host:port of the server's native protocol (TCP) port.
-	// Default "127.0.0.1:9000". The HTTP interface is not used: ClickHouse
-	// 18.16 speaks only the native protocol to clickhouse-go.
-	Addr string
+	// The HTTP interface is not used: ClickHouse 18.16 speaks only the
+	// native protocol to clickhouse-go.
+	Addr string `kong:"-" default:"127.0.0.1:9000" range:"[1,]"`
 	// Database holds the skewlens tables; Migrate creates it. It must be a
-	// plain identifier ([A-Za-z_][A-Za-z0-9_]*). Default "skewlens".
-	Database string
-	// Username and Password authenticate the connection. Default user
-	// "default" with an empty password.
-	Username string
-	Password string
+	// plain identifier ([A-Za-z_][A-Za-z0-9_]*).
+	Database string `name:"database" default:"skewlens" range:"[1,64]" help:"ClickHouse database."`
+	// Username and Password authenticate the connection.
+	Username string `kong:"-" default:"default" range:"[1,]"`
+	Password string `kong:"-"`
 	// DialTimeout bounds connecting and the server version query in New.
-	// Default 5s.
-	DialTimeout time.Duration
-	// ReadTimeout bounds waiting for one server response. Default 30s.
-	ReadTimeout time.Duration
+	DialTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
+	// ReadTimeout bounds waiting for one server response.
+	ReadTimeout time.Duration `kong:"-" default:"30s" range:"(0s,]"`
 	// BatchMaxRows is the most rows one INSERT carries; larger writes are
-	// split. Default 50000.
-	BatchMaxRows int
+	// split.
+	BatchMaxRows int `kong:"-" default:"50000" range:"[1,]"`
 	// FlushInterval is the least time between two inserts into the same
 	// table: Write waits (context-aware) when it would insert sooner, so a
-	// table sees at most about one insert per FlushInterval. Default 1s; a
-	// negative value disables the pacing.
-	FlushInterval time.Duration
+	// table sees at most about one insert per FlushInterval. A negative
+	// value disables the pacing.
+	FlushInterval time.Duration `kong:"-" default:"1s" zero:"default"`
 	// Retry is the policy of the callers that retry with
 	// Store.RetryPolicy: Migrate's steps, and the start-up reads and the
 	// API's store calls that skewlens wires with it. The pipeline's writes
-	// are retried by its runner instead, without bound. Default 10
-	// retries, with backoff from 100ms doubling to 10s (each wait jittered
-	// between half and all of its step). A zero Policy means the default;
-	// in any other, MaxRetries is taken as it is (retry.Policy's
-	// meaning: 0 never retries, retry.Unlimited retries until the context
-	// ends) and a zero backoff field is its default: to never retry, set
-	// Retry.MaxRetries to 0 on DefaultConfig().
-	Retry retry.Policy
+	// are retried by its runner instead, without bound. A zero Policy
+	// means the default; in any other, MaxRetries is taken as it is
+	// (retry.Policy's meaning: 0 never retries, retry.Unlimited retries
+	// until the context ends) and a zero backoff field is its default: to
+	// never retry, set Retry.MaxRetries to 0 on DefaultConfig().
+	Retry retry.Policy `kong:"-"`
 	// TTLDays is the retention of the finding tables, in days, applied by
 	// the modern dialect only (18.16 has no TTL; drop old daily partitions
-	// there). Default 30.
-	TTLDays int
+	// there).
+	TTLDays int `kong:"-" default:"30" range:"[1,36500]"`
 	// Dialect forces the schema dialect: "legacy" (ClickHouse < 20.3) or
-	// "modern". Default "" picks it from the server version.
-	Dialect string
+	// "modern". Empty picks it from the server version.
+	Dialect string `kong:"-"`
 	// Cluster, when not empty, names the ClickHouse cluster (an entry of
 	// the servers' remote_servers) that Migrate creates the schema on:
 	// every migration runs ON CLUSTER, each table is a Replicated* table
@@ -66,24 +62,9 @@ type Config struct {
 	// the caller commits its input. The servers need ZooKeeper, the
 	// {shard} and {replica} macros and the distributed_ddl section;
 	// Addr is any server of the cluster. At most 128 bytes of
-	// [A-Za-z0-9_.-]. Default "": one server, plain tables.
-	Cluster string
+	// [A-Za-z0-9_.-]. Empty: one server, plain tables.
+	Cluster string `name:"clickhouse-cluster" placeholder:"NAME" help:"ClickHouse cluster (a remote_servers name) to keep the tables on: ON CLUSTER DDL, Replicated and Distributed tables (docs/queries.md). Empty: one server."`
 }
-
-// Defaults, used by DefaultConfig and named for the tests.
-const (
-	DefaultAddr          = "127.0.0.1:9000"
-	DefaultDatabase      = "skewlens"
-	DefaultUsername      = "default"
-	DefaultDialTimeout   = 5 * time.Second
-	DefaultReadTimeout   = 30 * time.Second
-	DefaultBatchMaxRows  = 50000
-	DefaultFlushInterval = time.Second
-	DefaultMaxRetries    = 10
-	DefaultMinBackoff    = 100 * time.Millisecond
-	DefaultMaxBackoff    = 10 * time.Second
-	DefaultTTLDays       = 30
-)
 
 // validIdentifier reports whether s is a plain SQL identifier
 // ([A-Za-z_][A-Za-z0-9_]*). Database is spliced into SQL as an identifier
@@ -120,44 +101,27 @@ func validClusterName(s string) bool {
 	return true
 }
 
-// DefaultConfig returns a Config with every default filled in: the
-// values named by the constants above, which the field comments state in
-// words. Callers start from it and override what they configure.
+// DefaultConfig returns the defaults the tags declare, and the retry
+// policy.
 func DefaultConfig() Config {
-	return Config{
-		Addr:          DefaultAddr,
-		Database:      DefaultDatabase,
-		Username:      DefaultUsername,
-		DialTimeout:   DefaultDialTimeout,
-		ReadTimeout:   DefaultReadTimeout,
-		BatchMaxRows:  DefaultBatchMaxRows,
-		FlushInterval: DefaultFlushInterval,
-		Retry:         retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
-		TTLDays:       DefaultTTLDays,
-	}
+	c := knob.Defaults[Config]()
+	c.Retry = retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultConfig (Retry as retry.Policy.OrDefault says). New applies it,
-// so a zero field means its default.
+// withDefaults returns c with every zero field set to its default (Retry
+// as retry.Policy.OrDefault says). New applies it, so a zero field means
+// its default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.Addr = cmp.Or(c.Addr, d.Addr)
-	c.Database = cmp.Or(c.Database, d.Database)
-	c.Username = cmp.Or(c.Username, d.Username)
-	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
-	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
-	c.BatchMaxRows = cmp.Or(c.BatchMaxRows, d.BatchMaxRows)
-	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
-	c.Retry = c.Retry.OrDefault(d.Retry)
-	c.TTLDays = cmp.Or(c.TTLDays, d.TTLDays)
+	knob.FillZero(&c)
+	c.Retry = c.Retry.OrDefault(DefaultConfig().Retry)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing; New fills the
 // zero fields with their defaults before it validates.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if host, port, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
 	} else if host == "" {
@@ -168,20 +132,8 @@ func (c Config) Validate() error {
 	if !validIdentifier(c.Database) {
 		errs = append(errs, fmt.Errorf("database %q: must be a plain identifier [A-Za-z_][A-Za-z0-9_]* of at most 64 bytes", c.Database))
 	}
-	if c.DialTimeout < 0 {
-		errs = append(errs, fmt.Errorf("dial timeout %s: must be positive", c.DialTimeout))
-	}
-	if c.ReadTimeout < 0 {
-		errs = append(errs, fmt.Errorf("read timeout %s: must be positive", c.ReadTimeout))
-	}
-	if c.BatchMaxRows < 0 {
-		errs = append(errs, fmt.Errorf("batch max rows %d: must be positive", c.BatchMaxRows))
-	}
 	if err := c.Retry.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if c.TTLDays < 0 || c.TTLDays > 36500 {
-		errs = append(errs, fmt.Errorf("ttl days %d: must be between 1 and 36500", c.TTLDays))
 	}
 	if c.Cluster != "" && !validClusterName(c.Cluster) {
 		errs = append(errs, fmt.Errorf("cluster %q: must be at most 128 bytes of [A-Za-z0-9_.-]", c.Cluster))
