@@ -9,8 +9,9 @@
 // # State
 //
 // The Server keeps no state of its own beyond a short-lived cache: every
-// answer comes from the Store (a *clickhouse.Sink in production), so any
-// number of servers can run side by side. GET /v1/salting and GET
+// answer comes from its store (a servestore.Store: the contract serve
+// declares and storage implements, the ClickHouse store in production),
+// so any number of servers can run side by side. GET /v1/salting and GET
 // /v1/salting/{job_id}/{task_name} are built from one snapshot (current
 // plans plus overrides) that is reused for Config.CacheTTL, so many
 // pollers cost one pair of queries per TTL; one refresh runs at a time

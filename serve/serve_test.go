@@ -18,6 +18,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 const jobID = "84dce1ec8aa5a4df2d1758d6e9278693"
@@ -463,7 +464,7 @@ func TestWritesAndAudit(t *testing.T) {
 		t.Fatalf("audit: %d %s", r.code, r.body)
 	}
 	var audit struct {
-		Entries []AuditEntry `json:"entries"`
+		Entries []servestore.AuditEntry `json:"entries"`
 	}
 	if err := json.Unmarshal([]byte(r.body), &audit); err != nil {
 		t.Fatal(err)
@@ -631,7 +632,7 @@ func TestFindingsParameters(t *testing.T) {
 	if r.code != 200 {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	want := FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
+	want := servestore.FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
 	if store.lastQuery != want {
 		t.Errorf("query %+v, want %+v", store.lastQuery, want)
 	}
@@ -664,19 +665,19 @@ func TestStatsParameters(t *testing.T) {
 	tests := []struct {
 		name   string
 		target string
-		want   StatsQuery
+		want   servestore.StatsQuery
 		body   string
 	}{
 		{
 			name:   "every parameter",
 			target: "/v1/stats?job_id=" + jobID + "&task_name=Window%28Tumbling%29+%E2%86%92+Sink&since=1772366400000&limit=1",
-			want:   StatsQuery{JobID: jobID, TaskName: "Window(Tumbling) → Sink", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1},
+			want:   servestore.StatsQuery{JobID: jobID, TaskName: "Window(Tumbling) → Sink", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1},
 			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1}]}` + "\n",
 		},
 		{
 			name:   "task alone, since as RFC 3339",
 			target: "/v1/stats?task_name=Enrich&since=2026-03-01T12:00:00Z&limit=1000",
-			want:   StatsQuery{TaskName: "Enrich", Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Limit: 1000},
+			want:   servestore.StatsQuery{TaskName: "Enrich", Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Limit: 1000},
 			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1},{"kind":"subtask_stats","subtask_index":0}]}` + "\n",
 		},
 	}

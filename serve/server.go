@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/serve/webui"
 )
 
@@ -30,7 +31,7 @@ type Registry interface {
 // Server is the skewlens HTTP API. Create it with New, then Run it.
 type Server struct {
 	cfg     Config
-	store   Store
+	store   servestore.Store
 	log     *slog.Logger
 	m       *metrics
 	gather  prometheus.Gatherer
@@ -58,12 +59,12 @@ type Server struct {
 // registers the metrics with reg (nil: a registry of the Server's own)
 // and listens on cfg.Addr. It does not serve until Run. log may be nil to
 // discard the Server's log records.
-func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, error) {
+func New(cfg Config, store servestore.Store, log *slog.Logger, reg Registry) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := store.check(); err != nil {
+	if err := checkStore(store); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -124,6 +125,14 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 	}
 	s.ln = ln
 	return s, nil
+}
+
+// checkStore reports a field of store left nil (Incidents may be).
+func checkStore(s servestore.Store) error {
+	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil || s.Stats == nil {
+		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit, Findings or Stats)")
+	}
+	return nil
 }
 
 // Addr returns the address the Server listens on, e.g. "127.0.0.1:8080".
