@@ -21,10 +21,13 @@
 // those two endpoints answer at once from the last good snapshot, marked
 // with Warning 110 and X-Skewlens-Stale-Since, and one refresh at a time
 // keeps trying in the background; before any good snapshot they answer
-// 503. GET /readyz answers 503 with the store's NotReadyError reason
-// when it has one. Every JSON answer
-// carries a strong ETag over its exact bytes; a client that sends it back
-// in If-None-Match gets 304 Not Modified.
+// 503. Every JSON answer carries a strong ETag over its exact bytes; a
+// client that sends it back in If-None-Match gets 304 Not Modified.
+//
+// GET /metrics, /healthz and /readyz are package ops's Endpoints, the
+// same as on skewlens run's ops port. The Server registers one readiness
+// check, store: /readyz answers 503 while the store does not answer, with
+// the store's NotReadyError reason when it has one.
 //
 // # Writes and authentication
 //

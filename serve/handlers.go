@@ -455,27 +455,21 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// GET /healthz: the process answers.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// GET /readyz: the store answers.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	if err := s.store.Ready.Ping(ctx); err != nil {
-		s.m.storeErrors.WithLabelValues("ping").Inc()
-		s.log.Warn("skewlens API: store not ready", "err", err)
-		reason := "the store does not answer"
-		var nr servestore.NotReadyError
-		if errors.As(err, &nr) {
-			reason = nr.NotReadyReason()
-		}
-		writeError(w, http.StatusServiceUnavailable, reason)
-		return
+// storeReady is the readiness check of GET /readyz: the store answers.
+// Its error is the store's NotReadyError reason, or that it does not
+// answer: never the store's own message, which may name addresses.
+func (s *Server) storeReady(ctx context.Context) error {
+	err := s.store.Ready.Ping(ctx)
+	if err == nil {
+		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	s.m.storeErrors.WithLabelValues("ping").Inc()
+	s.log.Warn("skewlens API: store not ready", "err", err)
+	var nr servestore.NotReadyError
+	if errors.As(err, &nr) {
+		return errors.New(nr.NotReadyReason())
+	}
+	return errors.New("the store does not answer")
 }
 
 // beginWrite starts a change of the overrides: it takes a store slot and

@@ -815,3 +815,50 @@ func isBadRequest(err error) bool {
 	var br *badRequest
 	return errors.As(err, &br)
 }
+
+// notReady is a store's NotReadyError.
+type notReady struct{}
+
+func (notReady) Error() string          { return "dial tcp 10.0.0.7:9000: connection refused" }
+func (notReady) NotReadyReason() string { return "not connected to ClickHouse yet" }
+
+// TestReadyz: GET /readyz is package ops's, with one check, store, whose
+// failure shows the store's NotReadyError reason or that it does not
+// answer, never the store's own message.
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		code int
+		body string
+	}{
+		{"ready", nil, 200, `{"status":"ready","checks":{"store":"ok"}}` + "\n"},
+		{"not ready", fmt.Errorf("connect: %w", notReady{}), 503, `{"status":"not ready","checks":{"store":"not connected to ClickHouse yet"}}` + "\n"},
+		{"failing", errors.New("dial tcp 10.0.0.7:9000: connection refused"), 503, `{"status":"not ready","checks":{"store":"the store does not answer"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newFakeStore()
+			store.err = tt.err
+			s, reg := newTestServer(t, Config{}, store)
+			r := do(t, s.Handler(), request{method: "GET", target: "/readyz"})
+			if r.code != tt.code || r.body != tt.body {
+				t.Errorf("readyz: %d %q, want %d %q", r.code, r.body, tt.code, tt.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			want := 0.0
+			if tt.err != nil {
+				want = 1
+			}
+			if n := testutil.ToFloat64(s.m.storeErrors.WithLabelValues("ping")); n != want {
+				t.Errorf("store_errors_total{op=ping} = %v, want %v", n, want)
+			}
+			if n := testutil.CollectAndCount(reg, "skewlens_serve_requests_total"); n != 1 {
+				t.Errorf("requests_total has %d series, want the one of /readyz", n)
+			}
+		})
+	}
+}
