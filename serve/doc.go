@@ -9,8 +9,9 @@
 // # State
 //
 // The Server keeps no state of its own beyond a short-lived cache: every
-// answer comes from the Store (a *clickhouse.Sink in production), so any
-// number of servers can run side by side. GET /v1/salting and GET
+// answer comes from its store (a servestore.Store: the contract serve
+// declares and storage implements, the ClickHouse store in production),
+// so any number of servers can run side by side. GET /v1/salting and GET
 // /v1/salting/{job_id}/{task_name} are built from one snapshot (current
 // plans plus overrides) that is reused for Config.CacheTTL, so many
 // pollers cost one pair of queries per TTL; one refresh runs at a time
@@ -20,10 +21,13 @@
 // those two endpoints answer at once from the last good snapshot, marked
 // with Warning 110 and X-Skewlens-Stale-Since, and one refresh at a time
 // keeps trying in the background; before any good snapshot they answer
-// 503. GET /readyz answers 503 with the store's NotReadyError reason
-// when it has one. Every JSON answer
-// carries a strong ETag over its exact bytes; a client that sends it back
-// in If-None-Match gets 304 Not Modified.
+// 503. Every JSON answer carries a strong ETag over its exact bytes; a
+// client that sends it back in If-None-Match gets 304 Not Modified.
+//
+// GET /metrics, /healthz and /readyz are package ops's Endpoints, the
+// same as on skewlens run's ops port. The Server registers one readiness
+// check, store: /readyz answers 503 while the store does not answer, with
+// the store's NotReadyError reason when it has one.
 //
 // # Writes and authentication
 //

@@ -1,9 +1,8 @@
 package serve
 
 // The integration tests (package serve_test) run the Server on the
-// ClickHouse store, which imports serve for the types of its interfaces;
-// a test inside package serve cannot import it. These are the unit tests'
-// helpers they share.
+// ClickHouse store, as a user of the package does. These are the unit
+// tests' helpers they share.
 var (
 	NewTestServer = newStoreServer
 	TestPlan      = testPlan

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
@@ -26,11 +27,11 @@ type fakeStore struct {
 	mu        sync.Mutex
 	plans     []plans.Plan
 	overrides []plans.Override
-	audit     []AuditEntry
+	audit     []servestore.AuditEntry
 	findings  []json.RawMessage
-	lastQuery FindingsQuery
+	lastQuery servestore.FindingsQuery
 	stats     []json.RawMessage
-	lastStats StatsQuery
+	lastStats servestore.StatsQuery
 	calls     map[string]int
 	// err, when set, fails every call; block, when set, makes calls wait
 	// for it to be closed (or their context to end).
@@ -99,7 +100,7 @@ func (f *fakeStore) Overrides(ctx context.Context) ([]plans.Override, error) {
 	return slices.Clone(f.overrides), nil
 }
 
-func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a AuditEntry) error {
+func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a servestore.AuditEntry) error {
 	if err := f.enter(ctx, "put"); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (f *fakeStore) PutOverride(ctx context.Context, o plans.Override, a AuditEn
 	return nil
 }
 
-func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key string, a AuditEntry) error {
+func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key string, a servestore.AuditEntry) error {
 	if err := f.enter(ctx, "delete"); err != nil {
 		return err
 	}
@@ -126,13 +127,13 @@ func (f *fakeStore) DeleteOverride(ctx context.Context, job, task, action, key s
 	return nil
 }
 
-func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]AuditEntry, error) {
+func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]servestore.AuditEntry, error) {
 	if err := f.enter(ctx, "audit"); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []AuditEntry
+	var out []servestore.AuditEntry
 	for i := len(f.audit) - 1; i >= 0 && len(out) < limit; i-- {
 		if job == "" || f.audit[i].JobID == job {
 			out = append(out, f.audit[i])
@@ -141,7 +142,7 @@ func (f *fakeStore) Audit(ctx context.Context, job string, limit int) ([]AuditEn
 	return out, nil
 }
 
-func (f *fakeStore) Findings(ctx context.Context, q FindingsQuery) ([]json.RawMessage, error) {
+func (f *fakeStore) Findings(ctx context.Context, q servestore.FindingsQuery) ([]json.RawMessage, error) {
 	if err := f.enter(ctx, "findings"); err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (f *fakeStore) Findings(ctx context.Context, q FindingsQuery) ([]json.RawMe
 	return f.findings[:min(len(f.findings), q.Limit)], nil
 }
 
-func (f *fakeStore) Stats(ctx context.Context, q StatsQuery) ([]json.RawMessage, error) {
+func (f *fakeStore) Stats(ctx context.Context, q servestore.StatsQuery) ([]json.RawMessage, error) {
 	if err := f.enter(ctx, "stats"); err != nil {
 		return nil, err
 	}
@@ -163,19 +164,19 @@ func (f *fakeStore) Stats(ctx context.Context, q StatsQuery) ([]json.RawMessage,
 
 // allStore is one value that is every part of a Store, as fakeStore is.
 type allStore interface {
-	Pinger
-	PlanReader
-	OverrideWriter
-	AuditReader
-	FindingReader
-	StatsReader
+	servestore.Pinger
+	servestore.PlanReader
+	servestore.OverrideWriter
+	servestore.AuditReader
+	servestore.FindingReader
+	servestore.StatsReader
 }
 
 var _ allStore = (*fakeStore)(nil)
 
 // storeOf returns the Store whose every part is a.
-func storeOf(a allStore) Store {
-	return Store{Ready: a, Plans: a, Overrides: a, Audit: a, Findings: a, Stats: a}
+func storeOf(a allStore) servestore.Store {
+	return servestore.Store{Ready: a, Plans: a, Overrides: a, Audit: a, Findings: a, Stats: a}
 }
 
 // testPlan returns a valid engine plan for job and task with two buckets
@@ -216,7 +217,7 @@ func newTestServer(t *testing.T, cfg Config, store allStore) (*Server, *promethe
 }
 
 // newStoreServer is newTestServer on a Store made of parts.
-func newStoreServer(t *testing.T, cfg Config, store Store) (*Server, *prometheus.Registry) {
+func newStoreServer(t *testing.T, cfg Config, store servestore.Store) (*Server, *prometheus.Registry) {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"

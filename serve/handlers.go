@@ -13,6 +13,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // Results recorded in the audit log.
@@ -163,7 +164,7 @@ func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fq := FindingsQuery{JobID: lq.params["job_id"], Kind: lq.params["kind"], Since: lq.since, Limit: lq.limit}
+	fq := servestore.FindingsQuery{JobID: lq.params["job_id"], Kind: lq.params["kind"], Since: lq.since, Limit: lq.limit}
 	fs, ok := s.readList(w, r, "findings", func(ctx context.Context) ([]json.RawMessage, error) {
 		return s.store.Findings.Findings(ctx, fq)
 	})
@@ -183,7 +184,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sq := StatsQuery{JobID: lq.params["job_id"], TaskName: lq.params["task_name"], Since: lq.since, Limit: lq.limit}
+	sq := servestore.StatsQuery{JobID: lq.params["job_id"], TaskName: lq.params["task_name"], Since: lq.since, Limit: lq.limit}
 	rows, ok := s.readList(w, r, "stats", func(ctx context.Context) ([]json.RawMessage, error) {
 		return s.store.Stats.Stats(ctx, sq)
 	})
@@ -232,7 +233,7 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	var entries []AuditEntry
+	var entries []servestore.AuditEntry
 	err = s.call(ctx, "audit", func(ctx context.Context) (err error) {
 		entries, err = s.store.Audit.Audit(ctx, q["job_id"], limit)
 		return err
@@ -242,10 +243,10 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if entries == nil {
-		entries = []AuditEntry{}
+		entries = []servestore.AuditEntry{}
 	}
 	body, err := encodeJSON(struct {
-		Entries []AuditEntry `json:"entries"`
+		Entries []servestore.AuditEntry `json:"entries"`
 	}{entries})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the answer failed")
@@ -360,7 +361,7 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, "internal error: encoding the override failed")
 			return
 		}
-		audit := AuditEntry{
+		audit := servestore.AuditEntry{
 			At: o.At, By: who, Method: r.Method, Action: action, JobID: t.job, TaskName: t.task,
 			Key: o.Key, What: bytes.TrimSuffix(what, []byte("\n")), RemoteAddr: r.RemoteAddr, Result: result,
 		}
@@ -435,7 +436,7 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal error: encoding the audit entry failed")
 		return
 	}
-	audit := AuditEntry{
+	audit := servestore.AuditEntry{
 		At: s.clock.next(existing.At), By: who, Method: r.Method, Action: action, JobID: t.job,
 		TaskName: t.task, Key: key, What: bytes.TrimSuffix(what, []byte("\n")),
 		RemoteAddr: r.RemoteAddr, Result: resultDeleted,
@@ -454,27 +455,21 @@ func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// GET /healthz: the process answers.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// GET /readyz: the store answers.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	if err := s.store.Ready.Ping(ctx); err != nil {
-		s.m.storeErrors.WithLabelValues("ping").Inc()
-		s.log.Warn("skewlens API: store not ready", "err", err)
-		reason := "the store does not answer"
-		var nr NotReadyError
-		if errors.As(err, &nr) {
-			reason = nr.NotReadyReason()
-		}
-		writeError(w, http.StatusServiceUnavailable, reason)
-		return
+// storeReady is the readiness check of GET /readyz: the store answers.
+// Its error is the store's NotReadyError reason, or that it does not
+// answer: never the store's own message, which may name addresses.
+func (s *Server) storeReady(ctx context.Context) error {
+	err := s.store.Ready.Ping(ctx)
+	if err == nil {
+		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	s.m.storeErrors.WithLabelValues("ping").Inc()
+	s.log.Warn("skewlens API: store not ready", "err", err)
+	var nr servestore.NotReadyError
+	if errors.As(err, &nr) {
+		return errors.New(nr.NotReadyReason())
+	}
+	return errors.New("the store does not answer")
 }
 
 // beginWrite starts a change of the overrides: it takes a store slot and

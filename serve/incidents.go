@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // incidentStates are the states GET /v1/incidents filters on (the
@@ -30,7 +32,7 @@ func (s *Server) getIncidents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	iq := IncidentsQuery{JobID: lq.params["job_id"], State: lq.params["state"], Since: lq.since, Limit: lq.limit}
+	iq := servestore.IncidentsQuery{JobID: lq.params["job_id"], State: lq.params["state"], Since: lq.since, Limit: lq.limit}
 	ins, ok := s.readList(w, r, "incidents", func(ctx context.Context) ([]json.RawMessage, error) {
 		return s.store.Incidents.Incidents(ctx, iq)
 	})

@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // fakeIncidents is an in-memory IncidentReader.
 type fakeIncidents struct {
 	list []json.RawMessage
-	last IncidentsQuery
+	last servestore.IncidentsQuery
 }
 
-func (f *fakeIncidents) Incidents(_ context.Context, q IncidentsQuery) ([]json.RawMessage, error) {
+func (f *fakeIncidents) Incidents(_ context.Context, q servestore.IncidentsQuery) ([]json.RawMessage, error) {
 	f.last = q
 	return f.list[:min(len(f.list), q.Limit)], nil
 }
@@ -38,7 +40,7 @@ func TestIncidentsEndpoint(t *testing.T) {
 	if r.code != 200 || r.body != `{"incidents":[{"id":"a"}]}`+"\n" {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	want := IncidentsQuery{JobID: jobID, State: "open", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1}
+	want := servestore.IncidentsQuery{JobID: jobID, State: "open", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1}
 	if inc.last != want {
 		t.Errorf("query %+v, want %+v", inc.last, want)
 	}

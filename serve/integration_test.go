@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/serve/servestore"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
@@ -62,14 +63,14 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 }
 
 // chStore is the Store of the ClickHouse sink.
-func chStore(s *clickhouse.Store) serve.Store {
-	return serve.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(),
+func chStore(s *clickhouse.Store) servestore.Store {
+	return servestore.Store{Ready: s, Plans: s.Plans(), Overrides: s.Writer(), Audit: s.Audit(),
 		Findings: s.Findings(), Stats: s.Stats(), Incidents: s.Incidents()}
 }
 
 // runServer runs a serve.Server on store on a real loopback listener and
 // returns its base URL.
-func runServer(t *testing.T, cfg serve.Config, store serve.Store) (*serve.Server, string) {
+func runServer(t *testing.T, cfg serve.Config, store servestore.Store) (*serve.Server, string) {
 	t.Helper()
 	if cfg.StoreTimeout == 0 {
 		// A loaded CI machine must not turn slow inserts into 504s.
@@ -226,7 +227,7 @@ func TestHostileInput(t *testing.T) {
 	// The audit log has the keys verbatim too.
 	r := call(t, "GET", base+"/v1/audit?limit=1000&job_id="+job, serve.AliceToken, "", nil)
 	var audit struct {
-		Entries []serve.AuditEntry `json:"entries"`
+		Entries []servestore.AuditEntry `json:"entries"`
 	}
 	if r.code != 200 || json.Unmarshal([]byte(r.body), &audit) != nil {
 		t.Fatalf("audit: %d %.200s", r.code, r.body)

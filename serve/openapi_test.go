@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/serve/servestore"
 
 	"gopkg.in/yaml.v3"
 
@@ -154,7 +155,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"SaltTarget":      skew.SaltTarget{},
 		"SubtaskStats":    skew.SubtaskStats{},
 		"Override":        plans.Override{},
-		"AuditEntry":      AuditEntry{},
+		"AuditEntry":      servestore.AuditEntry{},
 		"Error":           apiError{},
 		"PinRequest":      pinRequest{},
 		"OverrideRequest": overrideRequest{},

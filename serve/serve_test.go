@@ -18,6 +18,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 const jobID = "84dce1ec8aa5a4df2d1758d6e9278693"
@@ -463,7 +464,7 @@ func TestWritesAndAudit(t *testing.T) {
 		t.Fatalf("audit: %d %s", r.code, r.body)
 	}
 	var audit struct {
-		Entries []AuditEntry `json:"entries"`
+		Entries []servestore.AuditEntry `json:"entries"`
 	}
 	if err := json.Unmarshal([]byte(r.body), &audit); err != nil {
 		t.Fatal(err)
@@ -631,7 +632,7 @@ func TestFindingsParameters(t *testing.T) {
 	if r.code != 200 {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	want := FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
+	want := servestore.FindingsQuery{JobID: jobID, Kind: "saturation", Since: time.UnixMilli(1772366400000).UTC(), Limit: 7}
 	if store.lastQuery != want {
 		t.Errorf("query %+v, want %+v", store.lastQuery, want)
 	}
@@ -664,19 +665,19 @@ func TestStatsParameters(t *testing.T) {
 	tests := []struct {
 		name   string
 		target string
-		want   StatsQuery
+		want   servestore.StatsQuery
 		body   string
 	}{
 		{
 			name:   "every parameter",
 			target: "/v1/stats?job_id=" + jobID + "&task_name=Window%28Tumbling%29+%E2%86%92+Sink&since=1772366400000&limit=1",
-			want:   StatsQuery{JobID: jobID, TaskName: "Window(Tumbling) → Sink", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1},
+			want:   servestore.StatsQuery{JobID: jobID, TaskName: "Window(Tumbling) → Sink", Since: time.UnixMilli(1772366400000).UTC(), Limit: 1},
 			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1}]}` + "\n",
 		},
 		{
 			name:   "task alone, since as RFC 3339",
 			target: "/v1/stats?task_name=Enrich&since=2026-03-01T12:00:00Z&limit=1000",
-			want:   StatsQuery{TaskName: "Enrich", Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Limit: 1000},
+			want:   servestore.StatsQuery{TaskName: "Enrich", Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Limit: 1000},
 			body:   `{"stats":[{"kind":"subtask_stats","subtask_index":1},{"kind":"subtask_stats","subtask_index":0}]}` + "\n",
 		},
 	}
@@ -813,4 +814,51 @@ func TestLifecycle(t *testing.T) {
 func isBadRequest(err error) bool {
 	var br *badRequest
 	return errors.As(err, &br)
+}
+
+// notReady is a store's NotReadyError.
+type notReady struct{}
+
+func (notReady) Error() string          { return "dial tcp 10.0.0.7:9000: connection refused" }
+func (notReady) NotReadyReason() string { return "not connected to ClickHouse yet" }
+
+// TestReadyz: GET /readyz is package ops's, with one check, store, whose
+// failure shows the store's NotReadyError reason or that it does not
+// answer, never the store's own message.
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		code int
+		body string
+	}{
+		{"ready", nil, 200, `{"status":"ready","checks":{"store":"ok"}}` + "\n"},
+		{"not ready", fmt.Errorf("connect: %w", notReady{}), 503, `{"status":"not ready","checks":{"store":"not connected to ClickHouse yet"}}` + "\n"},
+		{"failing", errors.New("dial tcp 10.0.0.7:9000: connection refused"), 503, `{"status":"not ready","checks":{"store":"the store does not answer"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newFakeStore()
+			store.err = tt.err
+			s, reg := newTestServer(t, Config{}, store)
+			r := do(t, s.Handler(), request{method: "GET", target: "/readyz"})
+			if r.code != tt.code || r.body != tt.body {
+				t.Errorf("readyz: %d %q, want %d %q", r.code, r.body, tt.code, tt.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			want := 0.0
+			if tt.err != nil {
+				want = 1
+			}
+			if n := testutil.ToFloat64(s.m.storeErrors.WithLabelValues("ping")); n != want {
+				t.Errorf("store_errors_total{op=ping} = %v, want %v", n, want)
+			}
+			if n := testutil.CollectAndCount(reg, "skewlens_serve_requests_total"); n != 1 {
+				t.Errorf("requests_total has %d series, want the one of /readyz", n)
+			}
+		})
+	}
 }

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/serve/webui"
 )
 
@@ -29,21 +30,21 @@ type Registry interface {
 
 // Server is the skewlens HTTP API. Create it with New, then Run it.
 type Server struct {
-	cfg     Config
-	store   Store
-	log     *slog.Logger
-	m       *metrics
-	gather  prometheus.Gatherer
-	tokens  []token
-	snaps   *snapshots
-	queries chan struct{} // semaphore of MaxConcurrentQueries
-	writes  chan struct{} // one slot: serialises writes, context-aware
-	clock   *clock
-	authLog *authLog
-	handler http.Handler
-	ln      net.Listener
-	srv     *http.Server
-	tls     bool
+	cfg       Config
+	store     servestore.Store
+	log       *slog.Logger
+	m         *metrics
+	endpoints *ops.Endpoints // GET /metrics, /healthz, /readyz
+	tokens    []token
+	snaps     *snapshots
+	queries   chan struct{} // semaphore of MaxConcurrentQueries
+	writes    chan struct{} // one slot: serialises writes, context-aware
+	clock     *clock
+	authLog   *authLog
+	handler   http.Handler
+	ln        net.Listener
+	srv       *http.Server
+	tls       bool
 
 	mu       sync.Mutex
 	started  bool
@@ -58,12 +59,12 @@ type Server struct {
 // registers the metrics with reg (nil: a registry of the Server's own)
 // and listens on cfg.Addr. It does not serve until Run. log may be nil to
 // discard the Server's log records.
-func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, error) {
+func New(cfg Config, store servestore.Store, log *slog.Logger, reg Registry) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := store.check(); err != nil {
+	if err := checkStore(store); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -77,15 +78,17 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, store: store, log: log, m: m, gather: reg,
-		tokens:  newTokens(cfg.Tokens),
-		queries: make(chan struct{}, cfg.MaxConcurrentQueries),
-		writes:  make(chan struct{}, 1),
-		clock:   &clock{now: time.Now},
-		authLog: &authLog{log: log, interval: AuthFailureLogInterval, now: time.Now},
-		stopCh:  make(chan struct{}),
-		runDone: make(chan struct{}),
+		cfg: cfg, store: store, log: log, m: m,
+		endpoints: ops.NewEndpoints(reg, cfg.StoreTimeout),
+		tokens:    newTokens(cfg.Tokens),
+		queries:   make(chan struct{}, cfg.MaxConcurrentQueries),
+		writes:    make(chan struct{}, 1),
+		clock:     &clock{now: time.Now},
+		authLog:   &authLog{log: log, interval: AuthFailureLogInterval, now: time.Now},
+		stopCh:    make(chan struct{}),
+		runDone:   make(chan struct{}),
 	}
+	s.endpoints.AddCheck("store", s.storeReady)
 	s.snaps = &snapshots{
 		ttl: cfg.CacheTTL, timeout: cfg.StoreTimeout, now: time.Now, m: m,
 		build: func(ctx context.Context) (snap *snapshot, err error) {
@@ -124,6 +127,14 @@ func New(cfg Config, store Store, log *slog.Logger, reg Registry) (*Server, erro
 	}
 	s.ln = ln
 	return s, nil
+}
+
+// checkStore reports a field of store left nil (Incidents may be).
+func checkStore(s servestore.Store) error {
+	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil || s.Stats == nil {
+		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit, Findings or Stats)")
+	}
+	return nil
 }
 
 // Addr returns the address the Server listens on, e.g. "127.0.0.1:8080".
@@ -207,9 +218,9 @@ type route struct {
 }
 
 // routes lists every endpoint; docs/openapi.yaml describes exactly these
-// (a test checks).
+// (a test checks). GET /metrics, /healthz and /readyz are package ops's.
 func (s *Server) routes() []route {
-	return []route{
+	rs := []route{
 		{http.MethodGet, "/v1/salting", s.getPlans},
 		{http.MethodGet, "/v1/salting/{job_id}/{task_name}", s.getPlan},
 		{http.MethodPost, "/v1/salting/{job_id}/{task_name}/pin", s.postOverride(plans.ActionPin)},
@@ -220,10 +231,11 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/incidents", s.getIncidents},
 		{http.MethodGet, "/v1/stats", s.getStats},
 		{http.MethodGet, "/v1/audit", s.getAudit},
-		{http.MethodGet, "/healthz", s.healthz},
-		{http.MethodGet, "/readyz", s.readyz},
-		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}).ServeHTTP},
 	}
+	for _, rt := range s.endpoints.Routes() {
+		rs = append(rs, route{rt.Method, rt.Pattern, rt.Handler})
+	}
+	return rs
 }
 
 // buildHandler registers the routes, each instrumented, and the web view

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // planTask identifies one task's plan.
@@ -168,7 +169,7 @@ func (c *snapshots) invalidate() {
 
 // buildSnapshot reads the current plans and overrides and applies the
 // overrides to each task's plan.
-func buildSnapshot(ctx context.Context, store Store, now time.Time) (*snapshot, error) {
+func buildSnapshot(ctx context.Context, store servestore.Store, now time.Time) (*snapshot, error) {
 	stored, err := store.Plans.CurrentPlans(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("read current plans: %w", err)

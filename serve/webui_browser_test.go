@@ -14,6 +14,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv/browsertest"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -43,19 +44,19 @@ func marshalAll[T any](items []T, keep func(T) bool) ([]json.RawMessage, error) 
 	return out, nil
 }
 
-func (p *pageStore) Findings(_ context.Context, q FindingsQuery) ([]json.RawMessage, error) {
+func (p *pageStore) Findings(_ context.Context, q servestore.FindingsQuery) ([]json.RawMessage, error) {
 	return marshalAll(p.findings, func(f skew.Finding) bool {
 		return (q.JobID == "" || f.JobID == q.JobID) && (q.Kind == "" || f.Kind == q.Kind)
 	})
 }
 
-func (p *pageStore) Stats(_ context.Context, q StatsQuery) ([]json.RawMessage, error) {
+func (p *pageStore) Stats(_ context.Context, q servestore.StatsQuery) ([]json.RawMessage, error) {
 	return marshalAll(p.stats, func(f skew.Finding) bool {
 		return (q.JobID == "" || f.JobID == q.JobID) && (q.TaskName == "" || f.TaskName == q.TaskName)
 	})
 }
 
-func (p *pageStore) Incidents(_ context.Context, q IncidentsQuery) ([]json.RawMessage, error) {
+func (p *pageStore) Incidents(_ context.Context, q servestore.IncidentsQuery) ([]json.RawMessage, error) {
 	return marshalAll(p.incidents, func(in incident.Incident) bool {
 		return (q.JobID == "" || in.JobID == q.JobID) && (q.State == "" || in.State == q.State)
 	})

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
-// Defaults, used by DefaultConfig and named for the tests.
+// Defaults, used by DefaultConfig and named for the tests. Windows and
+// Lookback default to the store query's (topstore.DefaultWindows,
+// topstore.DefaultLookback), so a zero Query reads what a default Config
+// shows.
 const (
 	DefaultRefresh      = 2 * time.Second
 	DefaultMaxRows      = 10
-	DefaultWindows      = 3
-	DefaultLookback     = time.Hour
 	DefaultTimeout      = 10 * time.Second
 	DefaultKeyWidth     = 40
 	DefaultNameWidth    = 32
@@ -87,8 +90,8 @@ func DefaultConfig() Config {
 	return Config{
 		Refresh:      DefaultRefresh,
 		MaxRows:      DefaultMaxRows,
-		Windows:      DefaultWindows,
-		Lookback:     DefaultLookback,
+		Windows:      topstore.DefaultWindows,
+		Lookback:     topstore.DefaultLookback,
 		Timeout:      DefaultTimeout,
 		Color:        ColorAuto,
 		KeyWidth:     DefaultKeyWidth,

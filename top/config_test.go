@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 func TestConfigValidate(t *testing.T) {
-	defaults := Config{Refresh: DefaultRefresh, MaxRows: DefaultMaxRows, Windows: DefaultWindows,
-		Lookback: DefaultLookback, Timeout: DefaultTimeout, Color: ColorAuto,
+	defaults := Config{Refresh: DefaultRefresh, MaxRows: DefaultMaxRows, Windows: topstore.DefaultWindows,
+		Lookback: topstore.DefaultLookback, Timeout: DefaultTimeout, Color: ColorAuto,
 		KeyWidth: DefaultKeyWidth, NameWidth: DefaultNameWidth, SummaryWidth: DefaultSummaryWidth}
 	tests := []struct {
 		name    string

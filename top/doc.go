@@ -1,9 +1,10 @@
 // Package top is the terminal view of `skewlens top`: per Flink job, the
 // hot keys, the saturated subtasks and the skew score of each task in the
-// job's newest windows, read through a Reader (the ClickHouse store's top
-// reader in production) and redrawn every few seconds. The package owns
-// what it reads (Query, Snapshot and the row types), so it compiles
-// without any store.
+// job's newest windows, read through a topstore.Reader (the ClickHouse
+// store's TopReader in production) and redrawn every few seconds. The
+// view owns what it reads: its subpackage topstore declares the Reader,
+// the Query and the Snapshot with its row types, so the view compiles
+// without any store and a store without the view.
 //
 // Render draws one frame as text; it is pure (the same arguments give the
 // same bytes), so golden files test it. Every string that comes from the

@@ -16,13 +16,14 @@ import (
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.
 func TestMain(m *testing.M) { chtest.Main(m) }
 
-// The ClickHouse store's top reader is a top.Reader.
-var _ top.Reader = (*clickhouse.TopReader)(nil)
+// The ClickHouse store's top reader is a topstore.Reader.
+var _ topstore.Reader = (*clickhouse.TopReader)(nil)
 
 // newSink connects to the chtest server with a database of its own,
 // dropped when the test ends.

@@ -9,13 +9,14 @@ import (
 
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // Frame is what one screen shows: the last snapshot read and how the last
 // refresh went.
 type Frame struct {
 	// Snapshot is the last snapshot read successfully.
-	Snapshot Snapshot
+	Snapshot topstore.Snapshot
 	// Updated is when Snapshot was read; zero while no refresh succeeded.
 	Updated time.Time
 	// Err is the error of the last refresh, nil when it succeeded. It is
@@ -149,7 +150,7 @@ func (r *renderer) header(f Frame) {
 
 // windowRange returns the oldest start and the newest end of the jobs'
 // windows.
-func windowRange(jobs []Job) (lo, hi int64, ok bool) {
+func windowRange(jobs []topstore.Job) (lo, hi int64, ok bool) {
 	for _, j := range jobs {
 		for _, w := range j.Windows {
 			if !ok || w.Start < lo {
@@ -164,7 +165,7 @@ func windowRange(jobs []Job) (lo, hi int64, ok bool) {
 	return lo, hi, ok
 }
 
-func (r *renderer) job(j *Job) {
+func (r *renderer) job(j *topstore.Job) {
 	r.line("")
 	name := "JOB "
 	if j.JobName != "" {

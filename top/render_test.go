@@ -12,6 +12,7 @@ import (
 
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -23,38 +24,38 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
 func ms(d time.Duration) int64 { return testNow.Add(d).UnixMilli() }
 
 // win returns the 10 s window that ends at testNow - 5s - i*10s.
-func win(i int) Window {
+func win(i int) topstore.Window {
 	end := ms(-5*time.Second - time.Duration(i)*10*time.Second)
-	return Window{Start: end - 10_000, End: end}
+	return topstore.Window{Start: end - 10_000, End: end}
 }
 
-func testQuery() Query {
-	return Query{Since: testNow.Add(-time.Hour), Windows: 3, Limit: 10, MaxStringBytes: 244}
+func testQuery() topstore.Query {
+	return topstore.Query{Since: testNow.Add(-time.Hour), Windows: 3, Limit: 10, MaxStringBytes: 244}
 }
 
 // fixtureSnapshot is a snapshot like the store's top reader returns for the sink's test
 // fixtures: a job with a hot key saturating a subtask and a job with a
 // slow subtask and an under-provisioned task.
-func fixtureSnapshot() Snapshot {
-	newest := []Window{win(0), win(1), win(2)}
-	return Snapshot{
+func fixtureSnapshot() topstore.Snapshot {
+	newest := []topstore.Window{win(0), win(1), win(2)}
+	return topstore.Snapshot{
 		Query: testQuery(),
-		Jobs: []Job{
+		Jobs: []topstore.Job{
 			{
 				JobID: "84dce1ec8aa5a4df2d1758d6e9278693", JobName: "clickstream-sessions", Windows: newest,
-				Tasks: []Task{
+				Tasks: []topstore.Task{
 					{TaskName: "SessionWindow", SkewScore: 62, MaxMedianRatio: 5, Window: win(0)},
 					{TaskName: "Dedup", SkewScore: 40, MaxMedianRatio: 3, Window: win(0)},
 				},
 				TasksTotal: 2,
-				HotKeys: []HotKey{
+				HotKeys: []topstore.HotKey{
 					{TaskName: "SessionWindow", SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.6, EstimatedRecords: 1_234_567, Window: win(0), Windows: 3,
 						ShareMargin: 0.031, SubtaskShare: 0.86, SubtaskShareMargin: 0.024},
 					// Written before the engine gave margins: as before.
 					{TaskName: "SessionWindow", SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30_000, Window: win(1), Windows: 2},
 				},
 				HotKeysTotal: 2,
-				Saturated: []Saturated{
+				Saturated: []topstore.Saturated{
 					{TaskName: "SessionWindow", SubtaskIndex: 3, Cause: skew.CauseDataSkew, BusyMsPerSecond: 950,
 						Host: "tm-3.flink.internal", Summary: "Subtask 3 of SessionWindow is saturated by hot key user-42.",
 						SummaryBytes: 59, Window: win(0), Windows: 3},
@@ -66,12 +67,12 @@ func fixtureSnapshot() Snapshot {
 			},
 			{
 				JobID: "f3c1a2b4d5e6f708192a3b4c5d6e7f80", JobName: "payments-fraud", Windows: newest,
-				Tasks: []Task{
+				Tasks: []topstore.Task{
 					{TaskName: "Enrich", SkewScore: 4, MaxMedianRatio: 1.05, Window: win(0)},
 					{TaskName: "FraudScore", SkewScore: 3, MaxMedianRatio: 1.1, Window: win(0)},
 				},
 				TasksTotal: 2,
-				Saturated: []Saturated{
+				Saturated: []topstore.Saturated{
 					{TaskName: "FraudScore", SubtaskIndex: 5, Cause: skew.CauseSlowSubtask, BusyMsPerSecond: 990, BackPressuredMsPerSecond: 0,
 						Host: "tm-9.flink.internal", Summary: "Subtask 5 of FraudScore on tm-9.flink.internal is slow; look at its sink client.",
 						SummaryBytes: 81, Window: win(0), Windows: 3},
@@ -87,13 +88,13 @@ func fixtureSnapshot() Snapshot {
 // hostileSnapshot has keys and names that try to break the screen:
 // terminal escapes, newlines, invalid UTF-8, bidi overrides, stacked
 // combining marks, wide characters and keys cut by the source.
-func hostileSnapshot() Snapshot {
-	key := func(k string, full int) HotKey {
-		return HotKey{TaskName: "task\t\x1b[2J" + k[:min(len(k), 10)], SubtaskIndex: 0,
+func hostileSnapshot() topstore.Snapshot {
+	key := func(k string, full int) topstore.HotKey {
+		return topstore.HotKey{TaskName: "task\t\x1b[2J" + k[:min(len(k), 10)], SubtaskIndex: 0,
 			Key: k, KeyBytes: full, Share: 0.05, EstimatedRecords: 999, Window: win(0), Windows: 1}
 	}
 	long := strings.Repeat("k", 244)
-	keys := []HotKey{
+	keys := []topstore.HotKey{
 		key("\x1b[2J\x1b[31mred\x1b]0;title\x07", 0),
 		key("new\nline\r\ttab", 0),
 		key("\xff\xfe invalid UTF-8 \xc3\x28", 0),
@@ -112,18 +113,18 @@ func hostileSnapshot() Snapshot {
 		}
 		keys[i].SubtaskIndex = i
 	}
-	return Snapshot{
-		Query: Query{Jobs: []string{"hostile'job\\\n", "\x1b[2J"}, Since: testNow.Add(-time.Hour),
+	return topstore.Snapshot{
+		Query: topstore.Query{Jobs: []string{"hostile'job\\\n", "\x1b[2J"}, Since: testNow.Add(-time.Hour),
 			Windows: 1, Limit: 20, MaxStringBytes: 244},
-		Jobs: []Job{{
+		Jobs: []topstore.Job{{
 			JobID: "hostile'job\\\n", JobName: "name\x1b[31m\nwith 中文 " + strings.Repeat("n", 100),
-			Windows: []Window{win(0)},
-			Tasks: []Task{
+			Windows: []topstore.Window{win(0)},
+			Tasks: []topstore.Task{
 				{TaskName: "Source: Kafka\n-> Map -> Filter -> " + strings.Repeat("Operator -> ", 20) + "Sink", SkewScore: 99.95, MaxMedianRatio: 100, Window: win(0)},
 			},
 			TasksTotal: 1,
 			HotKeys:    keys, HotKeysTotal: len(keys),
-			Saturated: []Saturated{{
+			Saturated: []topstore.Saturated{{
 				TaskName: "task\x00", SubtaskIndex: 2147483647, Cause: "cause\x1b[0m", BusyMsPerSecond: 1000, BackPressuredMsPerSecond: 600,
 				Host: "host\x1b[2J\n🔥", Summary: "line one\nline two \x1b[31m" + strings.Repeat("s", 300), SummaryBytes: 10000,
 				Window: win(0), Windows: 1,
@@ -147,7 +148,7 @@ func TestRenderGolden(t *testing.T) {
 	// Windows of yesterday and of the future show their date and "in".
 	otherDay := fixtureSnapshot()
 	otherDay.Jobs = otherDay.Jobs[:1]
-	otherDay.Jobs[0].Windows = []Window{{Start: ms(10 * time.Second), End: ms(20 * time.Second)},
+	otherDay.Jobs[0].Windows = []topstore.Window{{Start: ms(10 * time.Second), End: ms(20 * time.Second)},
 		win(0), {Start: ms(-25 * time.Hour), End: ms(-25*time.Hour + 10*time.Second)}}
 
 	updated := testNow.Add(-7 * time.Second)
@@ -169,7 +170,7 @@ func TestRenderGolden(t *testing.T) {
 		{"hostile-color-width-80", Frame{Snapshot: hostileSnapshot(), Updated: testNow}, Style{Color: true, Width: 80}},
 		{"truncated", Frame{Snapshot: truncated, Updated: testNow}, Style{}},
 		{"other-day", Frame{Snapshot: otherDay, Updated: testNow}, Style{}},
-		{"empty", Frame{Snapshot: Snapshot{Query: Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"},
+		{"empty", Frame{Snapshot: topstore.Snapshot{Query: topstore.Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"},
 			Since: testNow.Add(-time.Hour), Windows: 3}}, Updated: testNow}, Style{}},
 		{"error-stale", Frame{Snapshot: fixture, Updated: updated, Refresh: 2 * time.Second, Failures: 3,
 			Err: errors.New("clickhouse sink: top view: read hot keys: dial tcp 127.0.0.1:9000: connect: connection refused\n\x1b[2Jstack")}, Style{}},

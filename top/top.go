@@ -10,18 +10,8 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/top/topstore"
 )
-
-// Reader is where the view reads its snapshots; the ClickHouse store's
-// top reader is one. The view declares it, with the types it reads
-// (Query, Snapshot), so that it depends on no store.
-type Reader interface {
-	// View returns the newest windows of each job and what was wrong in
-	// them; it fills in q's defaults with Query.WithDefaults and returns
-	// the result as Snapshot.Query. It must return promptly when ctx
-	// ends. The view retries nothing: each refresh is the next attempt.
-	View(ctx context.Context, q Query) (Snapshot, error)
-}
 
 // Screen control: cursor home, then clear the screen.
 const clearScreen = "\x1b[H\x1b[2J"
@@ -34,7 +24,7 @@ const separator = "-------------------------------------------------------------
 // Run.
 type Top struct {
 	cfg   Config
-	src   Reader
+	src   topstore.Reader
 	out   io.Writer
 	log   *slog.Logger
 	style Style
@@ -49,7 +39,7 @@ type Top struct {
 // out. Frames are redrawn in place, fitted to the terminal's width, when
 // out is a terminal, and printed one after the other, separated by a
 // line, otherwise. log may be nil to discard log records.
-func New(cfg Config, src Reader, out io.Writer, log *slog.Logger) (*Top, error) {
+func New(cfg Config, src topstore.Reader, out io.Writer, log *slog.Logger) (*Top, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -118,8 +108,8 @@ func (t *Top) Run(ctx context.Context) error {
 }
 
 // query is the source query of a refresh at now.
-func (t *Top) query(now time.Time) Query {
-	return Query{
+func (t *Top) query(now time.Time) topstore.Query {
+	return topstore.Query{
 		Jobs:    t.cfg.Jobs,
 		Since:   now.Add(-t.cfg.Lookback),
 		Windows: t.cfg.Windows,

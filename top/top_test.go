@@ -11,11 +11,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // response is one answer of fakeSource.
 type response struct {
-	snap Snapshot
+	snap topstore.Snapshot
 	err  error
 	// block makes the call wait for its context to end.
 	block bool
@@ -27,24 +29,24 @@ type fakeSource struct {
 	mu      sync.Mutex
 	script  []response
 	cancel  context.CancelFunc
-	queries []Query
+	queries []topstore.Query
 }
 
-func (f *fakeSource) View(ctx context.Context, q Query) (Snapshot, error) {
+func (f *fakeSource) View(ctx context.Context, q topstore.Query) (topstore.Snapshot, error) {
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	if len(f.script) == 0 {
 		f.mu.Unlock()
 		f.cancel()
 		<-ctx.Done()
-		return Snapshot{}, ctx.Err()
+		return topstore.Snapshot{}, ctx.Err()
 	}
 	r := f.script[0]
 	f.script = f.script[1:]
 	f.mu.Unlock()
 	if r.block {
 		<-ctx.Done()
-		return Snapshot{}, ctx.Err()
+		return topstore.Snapshot{}, ctx.Err()
 	}
 	return r.snap, r.err
 }
@@ -110,7 +112,7 @@ func TestRunRefreshesAndShowsErrors(t *testing.T) {
 		}
 	}
 	// Every refresh asked the same query, built from the Config.
-	want := Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"}, Since: testNow.Add(-DefaultLookback),
+	want := topstore.Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"}, Since: testNow.Add(-topstore.DefaultLookback),
 		Windows: 2, Limit: 5, MaxStringBytes: 4*DefaultSummaryWidth + 4}
 	if len(src.queries) != 5 {
 		t.Errorf("%d refreshes, want 5", len(src.queries))
@@ -239,7 +241,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       Config
-		src       Reader
+		src       topstore.Reader
 		out       *bytes.Buffer
 		wantErr   string
 		wantColor bool

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // exampleDeliberate are the keys deploy/config/skewlens.yaml sets to
@@ -195,17 +196,17 @@ func isEmptyList(v any) bool {
 	return rv.Kind() == reflect.Slice && rv.Len() == 0
 }
 
-// exampleStore is enough of a serve.Store for the API to start and
+// exampleStore is enough of a servestore.Store for the API to start and
 // answer GET /v1/audit: the nil interfaces it embeds are never called.
 type exampleStore struct {
-	serve.PlanReader
-	serve.OverrideWriter
-	serve.FindingReader
-	serve.StatsReader
+	servestore.PlanReader
+	servestore.OverrideWriter
+	servestore.FindingReader
+	servestore.StatsReader
 }
 
 func (exampleStore) Ping(context.Context) error { return nil }
-func (exampleStore) Audit(context.Context, string, int) ([]serve.AuditEntry, error) {
+func (exampleStore) Audit(context.Context, string, int) ([]servestore.AuditEntry, error) {
 	return nil, nil
 }
 
@@ -229,7 +230,7 @@ func TestExampleTokens(t *testing.T) {
 		t.Fatalf("%s: %d tokens, want at least 2 to show the format", file, len(tokens))
 	}
 	st := exampleStore{}
-	store := serve.Store{Ready: st, Plans: st, Overrides: st, Audit: st, Findings: st, Stats: st}
+	store := servestore.Store{Ready: st, Plans: st, Overrides: st, Audit: st, Findings: st, Stats: st}
 	start := func(file string) (*serve.Server, error) {
 		c := parse(t, "serve", "--clickhouse-addr", "127.0.0.1:9000", "--api-listen", "127.0.0.1:0", "--token-file", file).Serve
 		return c.server(store, nil, prometheus.NewRegistry())

@@ -323,7 +323,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 		}
 	})
 
-	opsSrv, err := ops.New(c.opsConfig(), reg, log)
+	opsSrv, err := ops.New(c.opsConfig(), log, reg)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/store/clickhouse"
 )
 
@@ -30,7 +31,7 @@ type apiFlags struct {
 
 // server returns the API server on store, or nil when --api-listen is
 // empty.
-func (f *apiFlags) server(store serve.Store, log *slog.Logger, reg serve.Registry) (*serve.Server, error) {
+func (f *apiFlags) server(store servestore.Store, log *slog.Logger, reg serve.Registry) (*serve.Server, error) {
 	if f.APIListen == "" {
 		return nil, nil
 	}
@@ -189,13 +190,13 @@ func (c *serveCmd) Run(e *env) error {
 
 // connectorStore is the API's store while it may not be connected yet:
 // the connector is every part.
-func connectorStore(c *clickhouse.Connector) serve.Store {
-	return serve.Store{Ready: c, Plans: c, Overrides: c, Audit: c, Findings: c, Stats: c, Incidents: c}
+func connectorStore(c *clickhouse.Connector) servestore.Store {
+	return servestore.Store{Ready: c, Plans: c, Overrides: c, Audit: c, Findings: c, Stats: c, Incidents: c}
 }
 
 // serveStore is the API's store: the parts of the ClickHouse store it
 // reads and writes.
-func serveStore(st *clickhouse.Store) serve.Store {
-	return serve.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(),
+func serveStore(st *clickhouse.Store) servestore.Store {
+	return servestore.Store{Ready: st, Plans: st.Plans(), Overrides: st.Writer(), Audit: st.Audit(),
 		Findings: st.Findings(), Stats: st.Stats(), Incidents: st.Incidents()}
 }

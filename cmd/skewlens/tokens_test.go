@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // TestTokenFileFormats: --token-file takes a YAML map of name: token; a
@@ -21,7 +21,7 @@ func TestTokenFileFormats(t *testing.T) {
 	clearEnv(t)
 	const tok = "0123456789abcdef0123"
 	st := exampleStore{}
-	store := serve.Store{Ready: st, Plans: st, Overrides: st, Audit: st, Findings: st, Stats: st}
+	store := servestore.Store{Ready: st, Plans: st, Overrides: st, Audit: st, Findings: st, Stats: st}
 	for _, tc := range []struct {
 		name, file string
 		tokens     int      // tokens loaded when no error is wanted

@@ -1,11 +1,16 @@
-// Package ops serves the operational endpoints of a skewlens process:
-// /metrics in the Prometheus text format, /healthz (the process is alive:
-// {"status":"ok"}, the same JSON as skewlens serve's /healthz) and /readyz
-// (every registered readiness check passes: {"status":"ready"} as serve
-// answers, with each check's result under "checks"; 503 and
-// "not ready" otherwise).
+// Package ops owns the operational endpoints of a skewlens process, one
+// implementation of each: GET /metrics in the Prometheus text format,
+// GET /healthz (the process is alive: {"status":"ok"}) and GET /readyz
+// (every registered readiness check passes: {"status":"ready"} with each
+// check's result under "checks"; 503 and "not ready" otherwise).
 //
-// A Server is safe for concurrent use. Checks run on each /readyz request
-// with the request's context, so they must be quick and must not block
-// past it.
+// Endpoints holds them and the readiness checks. A Server serves them on
+// a listener of its own, with Go's profiles under /debug/pprof/ (skewlens
+// run's --listen); skewlens serve's API mounts the same Endpoints' Routes
+// beside its own and registers its store as a check, so both ports
+// answer alike and one probe configuration fits both.
+//
+// Endpoints and Server are safe for concurrent use. Checks run on each
+// /readyz request with the request's context, so they must be quick and
+// must not block past it.
 package ops

@@ -18,13 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Config configures a Server. Start from DefaultConfig, which has the
-// defaults given in the field comments.
+// Config configures a Server; start from DefaultConfig.
 type Config struct {
-	// Listen is the address to serve on (default 127.0.0.1:9464; ":0" or a
-	// port of 0 picks a free one, see Addr).
+	// Listen is the address to serve on (":0" or a port of 0 picks a free
+	// one, see Addr).
 	Listen string
-	// ReadyTimeout bounds each readiness check (default 2s).
+	// ReadyTimeout bounds each readiness check.
 	ReadyTimeout time.Duration
 }
 
@@ -49,51 +48,56 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Check reports whether one dependency is ready.
+// Check reports whether one dependency is ready. Its error's text is what
+// GET /readyz shows for it, to any client.
 type Check func(ctx context.Context) error
 
-// Server is the ops HTTP server.
-type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	srv    *http.Server
-	ln     net.Listener
-	mu     sync.Mutex
-	checks map[string]Check
-	stop   sync.Once
+// Route is one endpoint: method, path pattern (net/http syntax) and
+// handler.
+type Route struct {
+	Method, Pattern string
+	Handler         http.HandlerFunc
 }
 
-// New validates cfg, listens on cfg.Listen and serves the metrics
-// gathered by g.
-func New(cfg Config, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("ops listen %s: %w", cfg.Listen, err)
-	}
-	s := &Server{cfg: cfg, log: log, ln: ln, checks: map[string]Check{}}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", healthz)
-	mux.HandleFunc("GET /readyz", s.ready)
-	// Go's profiles (heap, CPU, goroutines), as Prometheus and
-	// VictoriaMetrics serve them: what an operator needs when memory or
-	// CPU grows. The listener is loopback by default (the command line
-	// and heap are the process's own; no secret is passed as a flag).
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	return s, nil
+// Endpoints is the one implementation of GET /metrics, /healthz and
+// /readyz, with the readiness checks /readyz runs. The ops Server serves
+// it; another server (skewlens serve's API) mounts its Routes beside its
+// own.
+type Endpoints struct {
+	metrics      http.Handler
+	readyTimeout time.Duration
+	mu           sync.Mutex
+	checks       map[string]Check
 }
 
-// healthBody is the /healthz answer of every skewlens process, this ops
-// server's and skewlens serve's alike, so one probe configuration fits
-// both ports.
+// NewEndpoints returns the endpoints serving the metrics gathered by g,
+// with no readiness check yet; readyTimeout (positive) bounds each check.
+func NewEndpoints(g prometheus.Gatherer, readyTimeout time.Duration) *Endpoints {
+	return &Endpoints{
+		metrics:      promhttp.HandlerFor(g, promhttp.HandlerOpts{}),
+		readyTimeout: readyTimeout,
+		checks:       map[string]Check{},
+	}
+}
+
+// AddCheck registers a readiness check under name, replacing the one of
+// that name.
+func (e *Endpoints) AddCheck(name string, c Check) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.checks[name] = c
+}
+
+// Routes returns GET /metrics, /healthz and /readyz.
+func (e *Endpoints) Routes() []Route {
+	return []Route{
+		{http.MethodGet, "/metrics", e.metrics.ServeHTTP},
+		{http.MethodGet, "/healthz", healthz},
+		{http.MethodGet, "/readyz", e.ready},
+	}
+}
+
+// healthBody is the /healthz answer of every skewlens process.
 const healthBody = `{"status":"ok"}` + "\n"
 
 // healthz answers that the process is alive: it checks nothing else.
@@ -104,34 +108,23 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, healthBody)
 }
 
-// Addr is the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
-
-// AddCheck registers a readiness check under name.
-func (s *Server) AddCheck(name string, c Check) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.checks[name] = c
-}
-
 // readyBody is the /readyz answer: "ready" with every check "ok", or
-// "not ready" with the failed checks' errors. Its status field is the one
-// skewlens serve's /readyz answers with, so one probe fits both ports.
+// "not ready" with the failed checks' errors.
 type readyBody struct {
 	Status string            `json:"status"`
 	Checks map[string]string `json:"checks"`
 }
 
-// ready runs every check, each bounded by ReadyTimeout, and answers 200
+// ready runs every check, each bounded by readyTimeout, and answers 200
 // when all pass, else 503.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	checks := maps.Clone(s.checks)
-	s.mu.Unlock()
+func (e *Endpoints) ready(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	checks := maps.Clone(e.checks)
+	e.mu.Unlock()
 	body := readyBody{Status: "ready", Checks: make(map[string]string, len(checks))}
 	status := http.StatusOK
 	for n, check := range checks {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), e.readyTimeout)
 		err := check(ctx)
 		cancel()
 		if err != nil {
@@ -146,6 +139,54 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body) // map keys are written sorted
 }
+
+// Server is the ops HTTP server: the Endpoints and Go's profiles on a
+// listener of their own.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	ep   *Endpoints
+	srv  *http.Server
+	ln   net.Listener
+	stop sync.Once
+}
+
+// New validates cfg, listens on cfg.Listen and serves the metrics
+// gathered by g. log may be nil to discard the Server's log records.
+func New(cfg Config, log *slog.Logger, g prometheus.Gatherer) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ops listen %s: %w", cfg.Listen, err)
+	}
+	s := &Server{cfg: cfg, log: log, ln: ln, ep: NewEndpoints(g, cfg.ReadyTimeout)}
+	mux := http.NewServeMux()
+	for _, rt := range s.ep.Routes() {
+		mux.Handle(rt.Method+" "+rt.Pattern, rt.Handler)
+	}
+	// Go's profiles (heap, CPU, goroutines), as Prometheus and
+	// VictoriaMetrics serve them: what an operator needs when memory or
+	// CPU grows. The listener is loopback by default (the command line
+	// and heap are the process's own; no secret is passed as a flag).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// AddCheck registers a readiness check under name (Endpoints.AddCheck).
+func (s *Server) AddCheck(name string, c Check) { s.ep.AddCheck(name, c) }
 
 // Serve serves until Stop; it returns nil after Stop.
 func (s *Server) Serve() error {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +43,7 @@ func TestEndpoints(t *testing.T) {
 	c.Add(3)
 	cfg := DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
-	s, err := New(cfg, reg, nil)
+	s, err := New(cfg, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +110,44 @@ func TestConfigValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one about %q", err, tt.wantErr)
 			}
-			if _, err := New(tt.cfg(), prometheus.NewRegistry(), nil); err == nil {
+			if _, err := New(tt.cfg(), nil, prometheus.NewRegistry()); err == nil {
 				t.Fatal("New accepted the config")
 			}
 		})
 	}
 	if d := DefaultConfig(); d.Listen != "127.0.0.1:9464" || d.ReadyTimeout != 2*time.Second {
 		t.Errorf("defaults: %+v", d)
+	}
+}
+
+// TestEndpointsMounted: another server mounts the Routes (as skewlens
+// serve's API does) and answers as the ops Server does; the profiles are
+// the ops Server's alone.
+func TestEndpointsMounted(t *testing.T) {
+	e := NewEndpoints(prometheus.NewRegistry(), 50*time.Millisecond)
+	mux := http.NewServeMux()
+	var patterns []string
+	for _, rt := range e.Routes() {
+		mux.Handle(rt.Method+" "+rt.Pattern, rt.Handler)
+		patterns = append(patterns, rt.Method+" "+rt.Pattern)
+	}
+	if want := []string{"GET /metrics", "GET /healthz", "GET /readyz"}; !slices.Equal(patterns, want) {
+		t.Errorf("routes %v, want %v", patterns, want)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 || body != `{"status":"ok"}`+"\n" {
+		t.Errorf("healthz %d %q", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/debug/pprof/"); code != 404 {
+		t.Errorf("profiles mounted with the routes: %d", code)
+	}
+	e.AddCheck("store", func(ctx context.Context) error {
+		<-ctx.Done() // bounded by the ready timeout
+		return errors.New("the store does not answer")
+	})
+	const notReady = `{"status":"not ready","checks":{"store":"the store does not answer"}}` + "\n"
+	if code, body := get(t, srv.URL+"/readyz"); code != 503 || body != notReady {
+		t.Errorf("readyz %d %q, want 503 %q", code, body, notReady)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // The modern dialect is checked against chDB, the in-process ClickHouse
@@ -217,7 +217,7 @@ func TestModernDialectChDB(t *testing.T) {
 	seenQ, openQ := loadIncidentsQueries(itable)
 	add("load incidents seen", seenQ)
 	add("load incidents open", inlineArgs(t, openQ, []any{incident.StateOpen}))
-	readQ, readArgs := incidentsQuery(itable, serve.IncidentsQuery{JobID: final[0].JobID, State: final[0].State, Since: time.UnixMilli(final[0].Start)})
+	readQ, readArgs := incidentsQuery(itable, servestore.IncidentsQuery{JobID: final[0].JobID, State: final[0].State, Since: time.UnixMilli(final[0].Start)})
 	add("read incidents", inlineArgs(t, readQ, readArgs))
 	qs := docQueriesFor(t, DialectModern, db)
 	for _, q := range qs {

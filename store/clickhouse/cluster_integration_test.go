@@ -15,8 +15,8 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
-	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/top"
+	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // TestClusterIntegration migrates a database onto a real cluster of
@@ -193,7 +193,7 @@ func TestClusterIntegration(t *testing.T) {
 	// serve's findings reader and top's view: the same through the
 	// cluster as from one server.
 	t.Run("serve findings", func(t *testing.T) {
-		for _, fq := range []serve.FindingsQuery{{}, {JobID: jobB}, {Kind: "hot_key", Limit: 2}} {
+		for _, fq := range []servestore.FindingsQuery{{}, {JobID: jobB}, {Kind: "hot_key", Limit: 2}} {
 			got, err := s.Findings().Findings(ctx, fq)
 			if err != nil {
 				t.Fatal(err)
@@ -208,7 +208,7 @@ func TestClusterIntegration(t *testing.T) {
 		}
 	})
 	t.Run("top view", func(t *testing.T) {
-		q := top.Query{Since: now.Add(-time.Hour)}
+		q := topstore.Query{Since: now.Add(-time.Hour)}
 		got, err := s.Top().View(ctx, q)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // Connector is a Store that connects in the background, for a process
@@ -26,7 +26,7 @@ import (
 // Its methods are those of the interfaces package serve declares (Ping,
 // the PlanReader, OverrideWriter, AuditReader, FindingReader,
 // StatsReader and IncidentReader methods), so one Connector fills every
-// field of a serve.Store. It is safe for concurrent use; Close is safe
+// field of a servestore.Store. It is safe for concurrent use; Close is safe
 // to call more than once.
 type Connector struct {
 	cfg Config
@@ -162,12 +162,12 @@ func (e *NotConnectedError) Error() string {
 }
 
 // NotReadyReason says why the store is not ready in words fit for any
-// client (serve.NotReadyError): no address, no server message.
+// client (servestore.NotReadyError): no address, no server message.
 func (e *NotConnectedError) NotReadyReason() string {
 	return fmt.Sprintf("not connected to ClickHouse yet (%d attempts since %s)", e.Attempts, e.Since.UTC().Format(time.RFC3339))
 }
 
-var _ serve.NotReadyError = (*NotConnectedError)(nil)
+var _ servestore.NotReadyError = (*NotConnectedError)(nil)
 
 // current returns the connected Store, or the error to answer with.
 func (c *Connector) current() (*Store, error) {
@@ -182,7 +182,7 @@ func (c *Connector) current() (*Store, error) {
 	return c.store, nil
 }
 
-// Ping checks that the server answers (serve.Pinger); before Run has
+// Ping checks that the server answers (servestore.Pinger); before Run has
 // connected it fails with a *NotConnectedError.
 func (c *Connector) Ping(ctx context.Context) error {
 	s, err := c.current()
@@ -220,7 +220,7 @@ func (c *Connector) Overrides(ctx context.Context) ([]plans.Override, error) {
 }
 
 // PutOverride is Writer.PutOverride once connected.
-func (c *Connector) PutOverride(ctx context.Context, o plans.Override, audit serve.AuditEntry) error {
+func (c *Connector) PutOverride(ctx context.Context, o plans.Override, audit servestore.AuditEntry) error {
 	s, err := c.current()
 	if err != nil {
 		return err
@@ -229,7 +229,7 @@ func (c *Connector) PutOverride(ctx context.Context, o plans.Override, audit ser
 }
 
 // DeleteOverride is Writer.DeleteOverride once connected.
-func (c *Connector) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit serve.AuditEntry) error {
+func (c *Connector) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit servestore.AuditEntry) error {
 	s, err := c.current()
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (c *Connector) DeleteOverride(ctx context.Context, jobID, taskName, action,
 }
 
 // Audit is AuditReader.Audit once connected.
-func (c *Connector) Audit(ctx context.Context, jobID string, limit int) ([]serve.AuditEntry, error) {
+func (c *Connector) Audit(ctx context.Context, jobID string, limit int) ([]servestore.AuditEntry, error) {
 	s, err := c.current()
 	if err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (c *Connector) Audit(ctx context.Context, jobID string, limit int) ([]serve
 }
 
 // Findings is FindingReader.Findings once connected.
-func (c *Connector) Findings(ctx context.Context, q serve.FindingsQuery) ([]json.RawMessage, error) {
+func (c *Connector) Findings(ctx context.Context, q servestore.FindingsQuery) ([]json.RawMessage, error) {
 	s, err := c.current()
 	if err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (c *Connector) Findings(ctx context.Context, q serve.FindingsQuery) ([]json
 }
 
 // Stats is StatsReader.Stats once connected.
-func (c *Connector) Stats(ctx context.Context, q serve.StatsQuery) ([]json.RawMessage, error) {
+func (c *Connector) Stats(ctx context.Context, q servestore.StatsQuery) ([]json.RawMessage, error) {
 	s, err := c.current()
 	if err != nil {
 		return nil, err
@@ -265,7 +265,7 @@ func (c *Connector) Stats(ctx context.Context, q serve.StatsQuery) ([]json.RawMe
 }
 
 // Incidents is IncidentReader.Incidents once connected.
-func (c *Connector) Incidents(ctx context.Context, q serve.IncidentsQuery) ([]json.RawMessage, error) {
+func (c *Connector) Incidents(ctx context.Context, q servestore.IncidentsQuery) ([]json.RawMessage, error) {
 	s, err := c.current()
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // TestConnectorWhileDown: with no server at the address, a Connector's
@@ -57,18 +57,18 @@ func TestConnectorWhileDown(t *testing.T) {
 			return err
 		},
 		"findings": func() error {
-			_, err := c.Findings(context.Background(), serve.FindingsQuery{})
+			_, err := c.Findings(context.Background(), servestore.FindingsQuery{})
 			return err
 		},
 		"put": func() error {
-			return c.PutOverride(context.Background(), plans.Override{JobID: "j", TaskName: "T", Action: plans.ActionPin}, serve.AuditEntry{})
+			return c.PutOverride(context.Background(), plans.Override{JobID: "j", TaskName: "T", Action: plans.ActionPin}, servestore.AuditEntry{})
 		},
 	}
 	for name, call := range calls {
 		begin := time.Now()
 		err := call()
 		var nc *NotConnectedError
-		var nr serve.NotReadyError
+		var nr servestore.NotReadyError
 		if !errors.As(err, &nc) || !errors.As(err, &nr) || retry.IsPermanent(err) {
 			t.Errorf("%s: %v, want a retryable *NotConnectedError", name, err)
 			continue

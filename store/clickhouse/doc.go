@@ -43,9 +43,11 @@
 // which must start and answer /readyz while ClickHouse is down; its
 // calls fail at once with a retryable *NotConnectedError until then.
 // The readers
-// implement the interfaces their consumers declare (serve.PlanReader,
-// top.Reader, ...), with the consumers' types: this package imports
-// serve and top, never the other way round.
+// implement the contracts their consumers declare, with the consumers'
+// types: package servestore of serve (servestore.PlanReader, ...) and
+// package topstore of top (topstore.Reader). This package imports those
+// two contracts, never serve's HTTP server or top's terminal view
+// (TestImportsNoViews checks), and neither view's code imports it.
 //
 // # Dialects
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -128,7 +128,7 @@ func TestEngineFindingsRoundTrip(t *testing.T) {
 	}
 	// Statistics are not in findings: the StatsReader rebuilds their JSON
 	// from subtask_stats.
-	stats, err := s.Stats().Stats(ctx, serve.StatsQuery{Limit: MaxStatsLimit})
+	stats, err := s.Stats().Stats(ctx, servestore.StatsQuery{Limit: MaxStatsLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

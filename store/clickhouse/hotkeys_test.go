@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // TestHotKeyMarginsUpgrade upgrades a database made by the migrations
@@ -84,14 +84,14 @@ func TestHotKeyMarginsUpgrade(t *testing.T) {
 	}
 
 	// skewlens top reads the margins; the old row has none.
-	snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobA}})
+	snap, err := s.Top().View(ctx, topstore.Query{Jobs: []string{jobA}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Jobs) != 1 || len(snap.Jobs[0].HotKeys) != 2 {
 		t.Fatalf("top view: %+v", snap.Jobs)
 	}
-	byKey := map[string]top.HotKey{}
+	byKey := map[string]topstore.HotKey{}
 	for _, h := range snap.Jobs[0].HotKeys {
 		byKey[h.Key] = h
 	}
@@ -103,7 +103,7 @@ func TestHotKeyMarginsUpgrade(t *testing.T) {
 	}
 
 	// The API's findings: the body carries every field.
-	bodies, err := s.Findings().Findings(ctx, serve.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey})
+	bodies, err := s.Findings().Findings(ctx, servestore.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // tableIncidents is the table of migration 0005.
@@ -141,7 +141,7 @@ func loadIncidentsQueries(table string) (seen, open string) {
 		"SELECT id, argMax(body, version) AS b, argMax(state, version) AS st FROM " + table + " GROUP BY id HAVING st = ? ORDER BY id"
 }
 
-// IncidentReader reads incidents (serve.IncidentReader).
+// IncidentReader reads incidents (servestore.IncidentReader).
 type IncidentReader struct{ s *Store }
 
 // Incidents returns the Store's reader of incidents.
@@ -151,7 +151,7 @@ func (s *Store) Incidents() *IncidentReader { return &IncidentReader{s} }
 // latest start first: the latest state of each (argMax by version, so
 // replays count once), filtered by job, state and since (incidents whose
 // latest window ended at or after it).
-func (r *IncidentReader) Incidents(ctx context.Context, iq serve.IncidentsQuery) ([]json.RawMessage, error) {
+func (r *IncidentReader) Incidents(ctx context.Context, iq servestore.IncidentsQuery) ([]json.RawMessage, error) {
 	q, args := incidentsQuery(r.s.table(tableIncidents), iq)
 	var out []json.RawMessage
 	err := r.s.query(ctx, "read incidents", q, args, func(rows rowScanner) error {
@@ -180,7 +180,7 @@ func (r *IncidentReader) Incidents(ctx context.Context, iq serve.IncidentsQuery)
 }
 
 // incidentsQuery builds the query of Incidents; values are parameters.
-func incidentsQuery(table string, iq serve.IncidentsQuery) (string, []any) {
+func incidentsQuery(table string, iq servestore.IncidentsQuery) (string, []any) {
 	var (
 		where  []string
 		having []string

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -116,7 +116,7 @@ func testIncidents(ctx context.Context, t *testing.T, s *Store, fs []skew.Findin
 			t.Fatalf("WriteIncidents #%d: %v", i+1, err)
 		}
 	}
-	got, err := s.Incidents().Incidents(ctx, serve.IncidentsQuery{Limit: MaxIncidentsLimit})
+	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{Limit: MaxIncidentsLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func testIncidents(ctx context.Context, t *testing.T, s *Store, fs []skew.Findin
 	// Filters: one job, one state, since.
 	job, state := final[0].JobID, final[0].State
 	since := time.UnixMilli(final[0].LastSeen)
-	filtered, err := s.Incidents().Incidents(ctx, serve.IncidentsQuery{JobID: job, State: state, Since: since})
+	filtered, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: job, State: state, Since: since})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
@@ -195,9 +195,9 @@ func TestOverridesAndAudit(t *testing.T) {
 	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
-	audit := func(method string, o plans.Override, result string) serve.AuditEntry {
+	audit := func(method string, o plans.Override, result string) servestore.AuditEntry {
 		what, _ := json.Marshal(o)
-		return serve.AuditEntry{At: o.At, By: "alice", Method: method, Action: o.Action, JobID: o.JobID,
+		return servestore.AuditEntry{At: o.At, By: "alice", Method: method, Action: o.Action, JobID: o.JobID,
 			TaskName: o.TaskName, Key: o.Key, What: what, RemoteAddr: "192.0.2.1:5555", Result: result}
 	}
 	put := func(o plans.Override, result string) {
@@ -391,19 +391,19 @@ func TestFindingsQuery(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		q    serve.FindingsQuery
+		q    servestore.FindingsQuery
 		want int
 	}{
-		{"all", serve.FindingsQuery{Limit: MaxFindingsLimit}, all},
-		{"default limit", serve.FindingsQuery{}, min(all, DefaultFindingsLimit)},
-		{"no statistics", serve.FindingsQuery{Kind: skew.KindSubtaskStats, Limit: 1000}, 0},
-		{"limit", serve.FindingsQuery{Limit: 3}, 3},
-		{"job", serve.FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
-		{"hostile job", serve.FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
-		{"kind", serve.FindingsQuery{Kind: skew.KindHotKey, Limit: 1000}, count(func(f *skew.Finding) bool { return f.Kind == skew.KindHotKey })},
-		{"since", serve.FindingsQuery{Since: time.UnixMilli(base + 3*windowMs), Limit: 1000}, count(func(f *skew.Finding) bool { return f.WindowStart >= base+3*windowMs })},
-		{"since the future", serve.FindingsQuery{Since: now.Add(time.Hour)}, 0},
-		{"injection", serve.FindingsQuery{JobID: "x' OR 1=1 --", Kind: "'; DROP TABLE findings; --"}, 0},
+		{"all", servestore.FindingsQuery{Limit: MaxFindingsLimit}, all},
+		{"default limit", servestore.FindingsQuery{}, min(all, DefaultFindingsLimit)},
+		{"no statistics", servestore.FindingsQuery{Kind: skew.KindSubtaskStats, Limit: 1000}, 0},
+		{"limit", servestore.FindingsQuery{Limit: 3}, 3},
+		{"job", servestore.FindingsQuery{JobID: jobA, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobA })},
+		{"hostile job", servestore.FindingsQuery{JobID: jobHostile, Limit: 1000}, count(func(f *skew.Finding) bool { return f.JobID == jobHostile })},
+		{"kind", servestore.FindingsQuery{Kind: skew.KindHotKey, Limit: 1000}, count(func(f *skew.Finding) bool { return f.Kind == skew.KindHotKey })},
+		{"since", servestore.FindingsQuery{Since: time.UnixMilli(base + 3*windowMs), Limit: 1000}, count(func(f *skew.Finding) bool { return f.WindowStart >= base+3*windowMs })},
+		{"since the future", servestore.FindingsQuery{Since: now.Add(time.Hour)}, 0},
+		{"injection", servestore.FindingsQuery{JobID: "x' OR 1=1 --", Kind: "'; DROP TABLE findings; --"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -540,12 +540,12 @@ func TestPlanQueriesChDB(t *testing.T) {
 		{job, "T", "exclude", "k2", `{"key":"k2"}`, "alice", ms0, uint8(0), uint64(3), ins},
 		{job, "T", "pin", "", `{"action":"pin"}`, "alice", ms0, uint8(0), uint64(4), ins},
 	})
-	a1, err := auditRow(serve.AuditEntry{At: now, By: "alice", Method: "POST", Action: "pin", JobID: job, TaskName: "T", Result: "created", What: json.RawMessage(`{"a":1}`)})
+	a1, err := auditRow(servestore.AuditEntry{At: now, By: "alice", Method: "POST", Action: "pin", JobID: job, TaskName: "T", Result: "created", What: json.RawMessage(`{"a":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := auditRow(serve.AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
-	a3, _ := auditRow(serve.AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
+	a2, _ := auditRow(servestore.AuditEntry{At: now.Add(time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: job, TaskName: "T", Result: "deleted"})
+	a3, _ := auditRow(servestore.AuditEntry{At: now.Add(2 * time.Second), By: "bob", Method: "DELETE", Action: "pin", JobID: "other", TaskName: "T", Result: "deleted"})
 	insert("audit", tablePlanAudit, auditColumns(), []row{a1, a2, a3})
 	fsNow := time.Now()
 	fs := fixtures(fsNow)
@@ -583,16 +583,16 @@ func TestPlanQueriesChDB(t *testing.T) {
 		"overrides":     func() (string, []any) { return overridesQuery(table(tablePlanOverrides)), nil },
 		"audit":         func() (string, []any) { return auditQuery(table(tablePlanAudit), job, 10) },
 		"findings": func() (string, []any) {
-			return findingsQuery(table(tableFindings), serve.FindingsQuery{Limit: MaxFindingsLimit})
+			return findingsQuery(table(tableFindings), servestore.FindingsQuery{Limit: MaxFindingsLimit})
 		},
 		"stats": func() (string, []any) {
-			return statsQuery(table(tableSubtaskStats), serve.StatsQuery{Limit: MaxStatsLimit})
+			return statsQuery(table(tableSubtaskStats), servestore.StatsQuery{Limit: MaxStatsLimit})
 		},
 		"stats of a task since": func() (string, []any) {
-			return statsQuery(table(tableSubtaskStats), serve.StatsQuery{JobID: jobA, TaskName: taskA, Since: time.UnixMilli(base + 3*windowMs), Limit: 5})
+			return statsQuery(table(tableSubtaskStats), servestore.StatsQuery{JobID: jobA, TaskName: taskA, Since: time.UnixMilli(base + 3*windowMs), Limit: 5})
 		},
 		"findings of a job since": func() (string, []any) {
-			return findingsQuery(table(tableFindings), serve.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(base), Limit: 3})
+			return findingsQuery(table(tableFindings), servestore.FindingsQuery{JobID: jobA, Kind: skew.KindHotKey, Since: time.UnixMilli(base), Limit: 3})
 		},
 	}
 	for name, q := range queries {

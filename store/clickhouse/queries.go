@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -69,7 +69,7 @@ func auditQuery(table, jobID string, limit int) (string, []any) {
 
 // findingsQuery reads the latest version of each finding matching fq,
 // newest window first, never a subtask_stats row.
-func findingsQuery(table string, fq serve.FindingsQuery) (string, []any) {
+func findingsQuery(table string, fq servestore.FindingsQuery) (string, []any) {
 	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
 	var (
 		conds []string
@@ -113,7 +113,7 @@ func statsColumns() []string {
 // sq, newest window first. LIMIT 1 BY (no window functions on 18.16)
 // keeps, of the rows with one key, the first in ORDER BY order: the
 // highest version.
-func statsQuery(table string, sq serve.StatsQuery) (string, []any) {
+func statsQuery(table string, sq servestore.StatsQuery) (string, []any) {
 	limit := clampLimit(sq.Limit, DefaultStatsLimit, MaxStatsLimit)
 	var (
 		conds []string

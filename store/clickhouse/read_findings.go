@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 )
 
 // Limits of Findings and Audit.
@@ -21,14 +21,14 @@ const (
 // Audit returns the newest entries of the audit log, newest first: of one
 // job, or of all when jobID is "". limit 0 means DefaultAuditLimit; it is
 // at most MaxAuditLimit.
-func (r *AuditReader) Audit(ctx context.Context, jobID string, limit int) ([]serve.AuditEntry, error) {
+func (r *AuditReader) Audit(ctx context.Context, jobID string, limit int) ([]servestore.AuditEntry, error) {
 	q, args := auditQuery(r.s.table(tablePlanAudit), jobID, limit)
-	var out []serve.AuditEntry
+	var out []servestore.AuditEntry
 	err := r.s.query(ctx, "read audit log", q, args, func(rows rowScanner) error {
 		out = out[:0]
 		for rows.Next() {
 			var (
-				a    serve.AuditEntry
+				a    servestore.AuditEntry
 				at   int64
 				what string
 			)
@@ -58,7 +58,7 @@ func (r *AuditReader) Audit(ctx context.Context, jobID string, limit int) ([]ser
 // Findings returns findings (their body, the skew.Finding JSON contract)
 // newest window first: the latest version of each finding (argMax by
 // version over the table's sort key, so replays count once).
-func (r *FindingReader) Findings(ctx context.Context, fq serve.FindingsQuery) ([]json.RawMessage, error) {
+func (r *FindingReader) Findings(ctx context.Context, fq servestore.FindingsQuery) ([]json.RawMessage, error) {
 	q, args := findingsQuery(r.s.table(tableFindings), fq)
 	var out []json.RawMessage
 	err := r.s.query(ctx, "read findings", q, args, func(rows rowScanner) error {

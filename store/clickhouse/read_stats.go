@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -22,7 +22,7 @@ const (
 // migration 0004 have no busy_source; a row JSON cannot carry (NaN, from
 // another tool) is skipped with a warning. It makes one attempt (the
 // caller retries) and is safe for concurrent use, also with Write.
-func (r *StatsReader) Stats(ctx context.Context, sq serve.StatsQuery) ([]json.RawMessage, error) {
+func (r *StatsReader) Stats(ctx context.Context, sq servestore.StatsQuery) ([]json.RawMessage, error) {
 	q, args := statsQuery(r.s.table(tableSubtaskStats), sq)
 	var out []json.RawMessage
 	err := r.s.query(ctx, "read subtask stats", q, args, func(rows rowScanner) error {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -55,7 +55,7 @@ func TestStatsQuery(t *testing.T) {
 
 	// want returns the JSON of the statistics q selects, in the reader's
 	// order.
-	want := func(q serve.StatsQuery) []string {
+	want := func(q servestore.StatsQuery) []string {
 		sel := []skew.Finding{}
 		for _, f := range stats {
 			if q.JobID != "" && f.JobID != q.JobID || q.TaskName != "" && f.TaskName != q.TaskName ||
@@ -93,18 +93,18 @@ func TestStatsQuery(t *testing.T) {
 	base := fixtureBase(now)
 	tests := []struct {
 		name string
-		q    serve.StatsQuery
+		q    servestore.StatsQuery
 		n    int // the number of rows, when known
 	}{
-		{name: "all", q: serve.StatsQuery{Limit: MaxStatsLimit}, n: len(stats)},
-		{name: "default limit", q: serve.StatsQuery{}},
-		{name: "limit", q: serve.StatsQuery{Limit: 5}, n: 5},
-		{name: "job", q: serve.StatsQuery{JobID: jobB, Limit: 100}, n: 3},
-		{name: "task in every job", q: serve.StatsQuery{TaskName: taskA, Limit: 100}, n: 4 * fixtureWin},
-		{name: "job and task since", q: serve.StatsQuery{JobID: jobA, TaskName: taskA, Since: time.UnixMilli(base + 4*windowMs), Limit: 100}, n: 8},
-		{name: "job without statistics", q: serve.StatsQuery{JobID: jobHostile}, n: 0},
-		{name: "since the future", q: serve.StatsQuery{Since: now.Add(time.Hour)}, n: 0},
-		{name: "injection", q: serve.StatsQuery{JobID: "x' OR 1=1 --", TaskName: "'; DROP TABLE subtask_stats; --"}, n: 0},
+		{name: "all", q: servestore.StatsQuery{Limit: MaxStatsLimit}, n: len(stats)},
+		{name: "default limit", q: servestore.StatsQuery{}},
+		{name: "limit", q: servestore.StatsQuery{Limit: 5}, n: 5},
+		{name: "job", q: servestore.StatsQuery{JobID: jobB, Limit: 100}, n: 3},
+		{name: "task in every job", q: servestore.StatsQuery{TaskName: taskA, Limit: 100}, n: 4 * fixtureWin},
+		{name: "job and task since", q: servestore.StatsQuery{JobID: jobA, TaskName: taskA, Since: time.UnixMilli(base + 4*windowMs), Limit: 100}, n: 8},
+		{name: "job without statistics", q: servestore.StatsQuery{JobID: jobHostile}, n: 0},
+		{name: "since the future", q: servestore.StatsQuery{Since: now.Add(time.Hour)}, n: 0},
+		{name: "injection", q: servestore.StatsQuery{JobID: "x' OR 1=1 --", TaskName: "'; DROP TABLE subtask_stats; --"}, n: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestStatsQuery(t *testing.T) {
 		t.Errorf("findings table: (rows, statistics rows) = %v, want %v", got, want)
 	}
 	// Every row is a finding of the contract.
-	raw, err := s.Stats().Stats(ctx, serve.StatsQuery{JobID: jobB})
+	raw, err := s.Stats().Stats(ctx, servestore.StatsQuery{JobID: jobB})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,19 +54,19 @@ type Store struct {
 // each other and with Migrate.
 type Writer struct{ s *Store }
 
-// PlanReader reads the current plans and overrides (serve.PlanReader).
+// PlanReader reads the current plans and overrides (servestore.PlanReader).
 type PlanReader struct{ s *Store }
 
-// FindingReader reads findings (serve.FindingReader).
+// FindingReader reads findings (servestore.FindingReader).
 type FindingReader struct{ s *Store }
 
-// StatsReader reads the per-subtask statistics (serve.StatsReader).
+// StatsReader reads the per-subtask statistics (servestore.StatsReader).
 type StatsReader struct{ s *Store }
 
-// AuditReader reads the audit log (serve.AuditReader).
+// AuditReader reads the audit log (servestore.AuditReader).
 type AuditReader struct{ s *Store }
 
-// TopReader reads the view of skewlens top (top.Reader).
+// TopReader reads the view of skewlens top (topstore.Reader).
 type TopReader struct{ s *Store }
 
 // Writer returns the Store's writer.

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
-// View reads (top.Reader), for the newest windows of each job since q.Since, the
+// View reads (topstore.Reader), for the newest windows of each job since q.Since, the
 // current hot keys, the saturated subtasks and the latest skew score per
 // task. Windows are those of the findings and subtask_stats tables, which
 // Write inserts after hot_keys and salting_plans (see tableOrder), so a
@@ -23,26 +23,26 @@ import (
 // ctx ends. Errors that a retry cannot fix (e.g. the tables do not exist
 // yet) are permanent (retry.IsPermanent); the caller may still try again
 // later, for example after a migration. It is safe for concurrent use, also with Write.
-func (t *TopReader) View(ctx context.Context, q top.Query) (top.Snapshot, error) {
+func (t *TopReader) View(ctx context.Context, q topstore.Query) (topstore.Snapshot, error) {
 	s := t.s
 	q, err := q.WithDefaults(time.Now())
 	if err != nil {
-		return top.Snapshot{}, permanentErr("top view", err)
+		return topstore.Snapshot{}, permanentErr("top view", err)
 	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return top.Snapshot{}, permanentErr("top view", ErrClosed)
+		return topstore.Snapshot{}, permanentErr("top view", ErrClosed)
 	}
-	jobs := map[string]*top.Job{}
+	jobs := map[string]*topstore.Job{}
 	if err := s.topRun(ctx, s.topWindowsRead(q), jobs); err != nil {
-		return top.Snapshot{}, err
+		return topstore.Snapshot{}, err
 	}
 	if len(jobs) > 0 {
 		for _, r := range s.topDetailReads(newTopFilter(s, q, jobs)) {
 			if err := s.topRun(ctx, r, jobs); err != nil {
-				return top.Snapshot{}, err
+				return topstore.Snapshot{}, err
 			}
 		}
 	}
@@ -50,8 +50,8 @@ func (t *TopReader) View(ctx context.Context, q top.Query) (top.Snapshot, error)
 }
 
 // topSnapshot returns the jobs sorted by name, then id.
-func topSnapshot(q top.Query, jobs map[string]*top.Job) top.Snapshot {
-	snap := top.Snapshot{Query: q}
+func topSnapshot(q topstore.Query, jobs map[string]*topstore.Job) topstore.Snapshot {
+	snap := topstore.Snapshot{Query: q}
 	for _, j := range jobs {
 		snap.Jobs = append(snap.Jobs, *j)
 	}
@@ -73,11 +73,11 @@ type topRead struct {
 	sql  string
 	args []any
 	// row scans one row with scan and stores it in jobs.
-	row func(jobs map[string]*top.Job, scan func(dest ...any) error) error
+	row func(jobs map[string]*topstore.Job, scan func(dest ...any) error) error
 }
 
 // topRun runs r and stores its rows in jobs.
-func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*top.Job) error {
+func (s *Store) topRun(ctx context.Context, r topRead, jobs map[string]*topstore.Job) error {
 	sql := r.sql
 	if s.cfg.Cluster != "" {
 		// The view filters with IN (subquery) over Distributed tables,
@@ -132,7 +132,7 @@ func (s *Store) topWindowsSQL(columns string, jobs int) string {
 
 // topWindowArgs are the arguments of topWindowsSQL: the bounds and jobs
 // once per table, then the number of windows.
-func topWindowArgs(q top.Query, lower, upper int64) []any {
+func topWindowArgs(q topstore.Query, lower, upper int64) []any {
 	bounds := []any{time.UnixMilli(lower).UTC().Format(time.DateOnly), lower, upper}
 	for _, j := range q.Jobs {
 		bounds = append(bounds, j)
@@ -142,21 +142,21 @@ func topWindowArgs(q top.Query, lower, upper int64) []any {
 
 // topWindowsRead reads the newest windows per job; its rows create the
 // jobs.
-func (s *Store) topWindowsRead(q top.Query) topRead {
+func (s *Store) topWindowsRead(q topstore.Query) topRead {
 	return topRead{
 		op:   "read newest windows",
 		sql:  s.topWindowsSQL("job_id, any(job_name) AS name, window_start, max(window_end) AS last_end", len(q.Jobs)),
 		args: topWindowArgs(q, q.Since.UnixMilli(), math.MaxInt64),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id, name string
-			var w top.Window
+			var w topstore.Window
 			if err := scan(&id, &name, &w.Start, &w.End); err != nil {
 				return err
 			}
 			j := jobs[id]
 			if j == nil {
 				// Rows come newest first: the name is the newest window's.
-				j = &top.Job{JobID: id, JobName: name}
+				j = &topstore.Job{JobID: id, JobName: name}
 				jobs[id] = j
 			}
 			j.Windows = append(j.Windows, w)
@@ -177,7 +177,7 @@ type topFilter struct {
 	limit, maxBytes int64
 }
 
-func newTopFilter(s *Store, q top.Query, jobs map[string]*top.Job) topFilter {
+func newTopFilter(s *Store, q topstore.Query, jobs map[string]*topstore.Job) topFilter {
 	lower, upper := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, j := range jobs {
 		for _, w := range j.Windows {
@@ -224,9 +224,9 @@ func (s *Store) topTasksRead(f topFilter) topRead {
 			" FROM (" + s.topScoresSQL(f) + ")" +
 			" GROUP BY job_id, task_name ORDER BY job_id, skew DESC, task_name LIMIT ? BY job_id",
 		args: append(f.with([]any{skew.KindSaturation}), f.with(nil, f.limit)...),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
-			var t top.Task
+			var t topstore.Task
 			if err := scan(&id, &t.TaskName, &t.SkewScore, &t.MaxMedianRatio, &t.Window.Start, &t.Window.End); err != nil {
 				return err
 			}
@@ -260,11 +260,11 @@ func (s *Store) topHotKeysRead(f topFilter) topRead {
 			" ORDER BY job_id, share_latest DESC, last_start DESC, task_name, subtask_index, key" +
 			" LIMIT ? BY job_id",
 		args: f.with([]any{f.maxBytes}, f.limit),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
 			var sub int32
 			var keyBytes, windows uint64
-			var h top.HotKey
+			var h topstore.HotKey
 			if err := scan(&id, &h.TaskName, &sub, &h.Key, &keyBytes, &h.Share, &h.EstimatedRecords,
 				&h.Window.Start, &h.Window.End, &windows, &h.ShareMargin, &h.SubtaskShare, &h.SubtaskShareMargin); err != nil {
 				return err
@@ -299,11 +299,11 @@ func (s *Store) topSaturatedRead(f topFilter) topRead {
 			" ORDER BY job_id, last_start DESC, busy_latest DESC, task_name, subtask_index, cause" +
 			" LIMIT ? BY job_id",
 		args: f.with([]any{f.maxBytes, skew.KindSaturation}, f.limit),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
 			var sub int32
 			var summaryBytes, windows uint64
-			var st top.Saturated
+			var st topstore.Saturated
 			if err := scan(&id, &st.TaskName, &sub, &st.Cause, &st.BusyMsPerSecond, &st.BackPressuredMsPerSecond,
 				&st.Host, &st.Summary, &summaryBytes, &st.Window.Start, &st.Window.End, &windows); err != nil {
 				return err
@@ -324,7 +324,7 @@ func (s *Store) topHotKeyTotalsRead(f topFilter) topRead {
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
 			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id",
 		args: f.with(nil),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
 			var n uint64
 			if err := scan(&id, &n); err != nil {
@@ -346,7 +346,7 @@ func (s *Store) topSaturatedTotalsRead(f topFilter) topRead {
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, cause) AS saturated" +
 			" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql + " GROUP BY job_id",
 		args: f.with([]any{skew.KindSaturation}),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
 			var n uint64
 			if err := scan(&id, &n); err != nil {
@@ -367,7 +367,7 @@ func (s *Store) topTaskTotalsRead(f topFilter) topRead {
 		op:   "count tasks",
 		sql:  "SELECT job_id, uniqExact(task_name) AS tasks FROM (" + s.topScoresSQL(f) + ") GROUP BY job_id",
 		args: append(f.with([]any{skew.KindSaturation}), f.args...),
-		row: func(jobs map[string]*top.Job, scan func(...any) error) error {
+		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
 			var id string
 			var n uint64
 			if err := scan(&id, &n); err != nil {

@@ -12,33 +12,33 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top"
+	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // topFixtureJobs returns what TopView should read from fixtures(now) with
 // the default query: for each fixture job, the job as TopView returns it.
-func topFixtureJobs(now time.Time) map[string]top.Job {
+func topFixtureJobs(now time.Time) map[string]topstore.Job {
 	base := fixtureBase(now)
-	win := func(w int) top.Window {
+	win := func(w int) topstore.Window {
 		s := base + int64(w)*windowMs
-		return top.Window{Start: s, End: s + windowMs}
+		return topstore.Window{Start: s, End: s + windowMs}
 	}
-	newest := []top.Window{win(5), win(4), win(3)}
-	jobs := map[string]top.Job{
+	newest := []topstore.Window{win(5), win(4), win(3)}
+	jobs := map[string]topstore.Job{
 		jobA: {
 			JobID: jobA, JobName: jobAName, Windows: newest,
-			Tasks: []top.Task{
+			Tasks: []topstore.Task{
 				{TaskName: taskA, SkewScore: 62, MaxMedianRatio: 5, Window: win(5)},
 				{TaskName: taskADedup, SkewScore: 40, MaxMedianRatio: 3, Window: win(5)},
 			},
 			TasksTotal: 2,
-			HotKeys: []top.HotKey{
+			HotKeys: []topstore.HotKey{
 				{TaskName: taskA, SubtaskIndex: 3, Key: "user-42", KeyBytes: 7, Share: 0.4, EstimatedRecords: 120000, Window: win(5), Windows: 3,
 					ShareMargin: 0.03, SubtaskShare: 0.64, SubtaskShareMargin: 0.05},
 				{TaskName: taskA, SubtaskIndex: 1, Key: "user-7", KeyBytes: 6, Share: 0.1, EstimatedRecords: 30000, Window: win(5), Windows: 3},
 			},
 			HotKeysTotal: 2,
-			Saturated: []top.Saturated{
+			Saturated: []topstore.Saturated{
 				{TaskName: taskA, SubtaskIndex: 3, Cause: skew.CauseDataSkew, BusyMsPerSecond: 950,
 					Host: "tm-3.flink.internal", Summary: "Subtask 3 of SessionWindow is saturated by hot key user-42.",
 					SummaryBytes: 59, Window: win(5), Windows: 3},
@@ -50,12 +50,12 @@ func topFixtureJobs(now time.Time) map[string]top.Job {
 		},
 		jobB: {
 			JobID: jobB, JobName: jobBName, Windows: newest,
-			Tasks: []top.Task{
+			Tasks: []topstore.Task{
 				{TaskName: taskBUnder, SkewScore: 4, MaxMedianRatio: 1.05, Window: win(5)},
 				{TaskName: taskBSlow, SkewScore: 3, MaxMedianRatio: 1.1, Window: win(5)},
 			},
 			TasksTotal: 2,
-			Saturated: []top.Saturated{
+			Saturated: []topstore.Saturated{
 				{TaskName: taskBSlow, SubtaskIndex: 5, Cause: skew.CauseSlowSubtask, BusyMsPerSecond: 990,
 					Host:    "tm-9.flink.internal",
 					Summary: "Subtask 5 of FraudScore on tm-9.flink.internal is slow; look at its sink client.",
@@ -71,11 +71,11 @@ func topFixtureJobs(now time.Time) map[string]top.Job {
 		s.SummaryBytes = len(s.Summary)
 	}
 	// The hostile job: one window, ten hot keys of equal share, ordered by
-	// task name, subtask and key; keys cut to top.DefaultQueryMaxStringBytes.
-	h := top.Job{JobID: jobHostile, Windows: []top.Window{win(0)}}
+	// task name, subtask and key; keys cut to topstore.DefaultMaxStringBytes.
+	h := topstore.Job{JobID: jobHostile, Windows: []topstore.Window{win(0)}}
 	for i, k := range hostileStrings() {
-		h.HotKeys = append(h.HotKeys, top.HotKey{TaskName: "task\t" + k[:min(len(k), 20)], SubtaskIndex: i,
-			Key: k[:min(len(k), top.DefaultQueryMaxStringBytes)], KeyBytes: len(k), Share: 0.05,
+		h.HotKeys = append(h.HotKeys, topstore.HotKey{TaskName: "task\t" + k[:min(len(k), 20)], SubtaskIndex: i,
+			Key: k[:min(len(k), topstore.DefaultMaxStringBytes)], KeyBytes: len(k), Share: 0.05,
 			EstimatedRecords: float64(i), Window: win(0), Windows: 1})
 	}
 	sort.Slice(h.HotKeys, func(a, b int) bool {
@@ -92,9 +92,9 @@ func topFixtureJobs(now time.Time) map[string]top.Job {
 
 // checkTopJobs compares the jobs of snap with want by job id; the hostile
 // job's name is not compared (its findings carry ten different names).
-func checkTopJobs(t *testing.T, snap top.Snapshot, want map[string]top.Job) {
+func checkTopJobs(t *testing.T, snap topstore.Snapshot, want map[string]topstore.Job) {
 	t.Helper()
-	got := map[string]top.Job{}
+	got := map[string]topstore.Job{}
 	for _, j := range snap.Jobs {
 		if j.JobID == jobHostile {
 			j.JobName = ""
@@ -119,10 +119,10 @@ func checkTopJobs(t *testing.T, snap top.Snapshot, want map[string]top.Job) {
 }
 
 // topJobString prints a job with long keys shortened, for test failures.
-func topJobString(j top.Job) string {
+func topJobString(j topstore.Job) string {
 	for i := range j.HotKeys {
 		if k := j.HotKeys[i].Key; len(k) > 40 {
-			j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
+			j.HotKeys = append([]topstore.HotKey(nil), j.HotKeys...)
 			j.HotKeys[i].Key = k[:40] + "..."
 		}
 	}
@@ -140,7 +140,7 @@ func TestTopView(t *testing.T) {
 
 	// Before any finding: no jobs, and the defaults are filled in.
 	before := time.Now()
-	snap, err := s.Top().View(ctx, top.Query{})
+	snap, err := s.Top().View(ctx, topstore.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,11 @@ func TestTopView(t *testing.T) {
 		t.Errorf("empty tables: %d jobs", len(snap.Jobs))
 	}
 	q := snap.Query
-	if q.Windows != top.DefaultWindows || q.Limit != top.DefaultQueryLimit || q.MaxStringBytes != top.DefaultQueryMaxStringBytes {
+	if q.Windows != topstore.DefaultWindows || q.Limit != topstore.DefaultLimit || q.MaxStringBytes != topstore.DefaultMaxStringBytes {
 		t.Errorf("defaults not filled in: %+v", q)
 	}
-	if q.Since.Before(before.Add(-top.DefaultLookback).Truncate(time.Millisecond)) || q.Since.After(after.Add(-top.DefaultLookback)) {
-		t.Errorf("default Since %v, want %v before the call (%v..%v)", q.Since, top.DefaultLookback, before, after)
+	if q.Since.Before(before.Add(-topstore.DefaultLookback).Truncate(time.Millisecond)) || q.Since.After(after.Add(-topstore.DefaultLookback)) {
+		t.Errorf("default Since %v, want %v before the call (%v..%v)", q.Since, topstore.DefaultLookback, before, after)
 	}
 
 	// The fixtures, twice (a replay): TopView sees each finding once.
@@ -167,7 +167,7 @@ func TestTopView(t *testing.T) {
 	want := topFixtureJobs(now)
 
 	t.Run("default", func(t *testing.T) {
-		snap, err := s.Top().View(ctx, top.Query{})
+		snap, err := s.Top().View(ctx, topstore.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,36 +186,36 @@ func TestTopView(t *testing.T) {
 
 	tests := []struct {
 		name string
-		q    top.Query
-		want func() map[string]top.Job
+		q    topstore.Query
+		want func() map[string]topstore.Job
 	}{
 		{
 			name: "jobs filter with a hostile id",
-			q:    top.Query{Jobs: []string{jobB, jobHostile, "no-such-job"}},
-			want: func() map[string]top.Job {
-				return map[string]top.Job{jobB: want[jobB], jobHostile: want[jobHostile]}
+			q:    topstore.Query{Jobs: []string{jobB, jobHostile, "no-such-job"}},
+			want: func() map[string]topstore.Job {
+				return map[string]topstore.Job{jobB: want[jobB], jobHostile: want[jobHostile]}
 			},
 		},
 		{
 			name: "newest window only",
-			q:    top.Query{Jobs: []string{jobA}, Windows: 1},
-			want: func() map[string]top.Job {
+			q:    topstore.Query{Jobs: []string{jobA}, Windows: 1},
+			want: func() map[string]topstore.Job {
 				j := want[jobA]
 				j.Windows = j.Windows[:1]
-				j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
+				j.HotKeys = append([]topstore.HotKey(nil), j.HotKeys...)
 				for i := range j.HotKeys {
 					j.HotKeys[i].Windows = 1
 				}
-				j.Saturated = append([]top.Saturated(nil), j.Saturated...)
+				j.Saturated = append([]topstore.Saturated(nil), j.Saturated...)
 				j.Saturated[0].Windows = 1
-				return map[string]top.Job{jobA: j}
+				return map[string]topstore.Job{jobA: j}
 			},
 		},
 		{
 			name: "limit one row per section",
-			q:    top.Query{Jobs: []string{jobA, jobB}, Limit: 1},
-			want: func() map[string]top.Job {
-				out := map[string]top.Job{}
+			q:    topstore.Query{Jobs: []string{jobA, jobB}, Limit: 1},
+			want: func() map[string]topstore.Job {
+				out := map[string]topstore.Job{}
 				for _, id := range []string{jobA, jobB} {
 					j := want[id]
 					j.Tasks = j.Tasks[:1]
@@ -230,29 +230,29 @@ func TestTopView(t *testing.T) {
 		},
 		{
 			name: "short strings",
-			q:    top.Query{Jobs: []string{jobA}, MaxStringBytes: 4},
-			want: func() map[string]top.Job {
+			q:    topstore.Query{Jobs: []string{jobA}, MaxStringBytes: 4},
+			want: func() map[string]topstore.Job {
 				j := want[jobA]
-				j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
+				j.HotKeys = append([]topstore.HotKey(nil), j.HotKeys...)
 				for i := range j.HotKeys {
 					j.HotKeys[i].Key = j.HotKeys[i].Key[:4]
 				}
-				j.Saturated = append([]top.Saturated(nil), j.Saturated...)
+				j.Saturated = append([]topstore.Saturated(nil), j.Saturated...)
 				for i := range j.Saturated {
 					j.Saturated[i].Summary = j.Saturated[i].Summary[:4]
 				}
-				return map[string]top.Job{jobA: j}
+				return map[string]topstore.Job{jobA: j}
 			},
 		},
 		{
 			name: "since after every window",
-			q:    top.Query{Since: now.Add(time.Hour)},
-			want: func() map[string]top.Job { return map[string]top.Job{} },
+			q:    topstore.Query{Since: now.Add(time.Hour)},
+			want: func() map[string]topstore.Job { return map[string]topstore.Job{} },
 		},
 		{
 			name: "since between windows",
-			q:    top.Query{Jobs: []string{jobHostile}, Since: time.UnixMilli(fixtureBase(now) + 1)},
-			want: func() map[string]top.Job { return map[string]top.Job{} },
+			q:    topstore.Query{Jobs: []string{jobHostile}, Since: time.UnixMilli(fixtureBase(now) + 1)},
+			want: func() map[string]topstore.Job { return map[string]topstore.Job{} },
 		},
 	}
 	for _, tc := range tests {
@@ -280,15 +280,15 @@ func TestTopView(t *testing.T) {
 		if err := s.Writer().Write(ctx, 100, stats); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobC}})
+		snap, err := s.Top().View(ctx, topstore.Query{Jobs: []string{jobC}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w1 := top.Window{Start: base + windowMs, End: base + 2*windowMs}
-		checkTopJobs(t, snap, map[string]top.Job{jobC: {
+		w1 := topstore.Window{Start: base + windowMs, End: base + 2*windowMs}
+		checkTopJobs(t, snap, map[string]topstore.Job{jobC: {
 			JobID: jobC, JobName: "quiet",
-			Windows:    []top.Window{w1, {Start: base, End: base + windowMs}},
-			Tasks:      []top.Task{{TaskName: "Map", SkewScore: 4, MaxMedianRatio: 1.5, Window: w1}},
+			Windows:    []topstore.Window{w1, {Start: base, End: base + windowMs}},
+			Tasks:      []topstore.Task{{TaskName: "Map", SkewScore: 4, MaxMedianRatio: 1.5, Window: w1}},
 			TasksTotal: 1,
 		}})
 	})
@@ -309,14 +309,14 @@ func TestTopView(t *testing.T) {
 		if err := s.Writer().Write(ctx, 101, newest); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := s.Top().View(ctx, top.Query{Jobs: []string{jobA}})
+		snap, err := s.Top().View(ctx, topstore.Query{Jobs: []string{jobA}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		j := want[jobA]
-		j.HotKeys = append([]top.HotKey(nil), j.HotKeys...)
+		j.HotKeys = append([]topstore.HotKey(nil), j.HotKeys...)
 		j.HotKeys[0].Share, j.HotKeys[0].ShareMargin, j.HotKeys[0].SubtaskShare = 0.5, 0.02, 0.7
-		checkTopJobs(t, snap, map[string]top.Job{jobA: j})
+		checkTopJobs(t, snap, map[string]topstore.Job{jobA: j})
 	})
 }
 
@@ -329,14 +329,14 @@ func TestTopViewErrors(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		q     top.Query
+		q     topstore.Query
 		close bool
 		want  string
 	}{
 		{name: "missing tables", want: "read newest windows"},
-		{name: "negative windows", q: top.Query{Windows: -1}, want: "windows -1"},
-		{name: "limit too large", q: top.Query{Limit: top.MaxQueryLimit + 1}, want: "limit"},
-		{name: "negative max string bytes", q: top.Query{MaxStringBytes: -5}, want: "max string bytes"},
+		{name: "negative windows", q: topstore.Query{Windows: -1}, want: "windows -1"},
+		{name: "limit too large", q: topstore.Query{Limit: topstore.MaxLimit + 1}, want: "limit"},
+		{name: "negative max string bytes", q: topstore.Query{MaxStringBytes: -5}, want: "max string bytes"},
 		{name: "closed", close: true, want: ErrClosed.Error()},
 	}
 	for _, tc := range tests {
@@ -402,15 +402,15 @@ func TestTopViewModernChDB(t *testing.T) {
 		}
 	}
 
-	q, err := top.Query{Jobs: []string{jobA, jobB}}.WithDefaults(now)
+	q, err := topstore.Query{Jobs: []string{jobA, jobB}}.WithDefaults(now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := topFixtureJobs(now)
-	want := map[string]top.Job{jobA: all[jobA], jobB: all[jobB]}
-	known := map[string]*top.Job{}
+	want := map[string]topstore.Job{jobA: all[jobA], jobB: all[jobB]}
+	known := map[string]*topstore.Job{}
 	for id, j := range want {
-		known[id] = &top.Job{JobID: id, Windows: j.Windows}
+		known[id] = &topstore.Job{JobID: id, Windows: j.Windows}
 	}
 	reads := append([]topRead{s.topWindowsRead(q)}, s.topDetailReads(newTopFilter(s, q, known))...)
 	for _, r := range reads {
@@ -423,7 +423,7 @@ func TestTopViewModernChDB(t *testing.T) {
 			t.Fatalf("%s: %s\n%s", r.Name, got.Error, firstLines(r.SQL, 10))
 		}
 	}
-	jobs := map[string]*top.Job{}
+	jobs := map[string]*topstore.Job{}
 	for _, r := range reads {
 		for _, line := range strings.Split(strings.TrimSuffix(res["top "+r.op].Output, "\n"), "\n") {
 			if line == "" {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -359,7 +359,7 @@ func (s *Store) lastPlanRow(ctx context.Context, job, task string) (planRow, boo
 // happen (and the caller got an error). It makes one attempt: the caller
 // (skewlens serve) retries, and a retry after the override's insert
 // failed records the audit entry again, with the same time.
-func (w *Writer) PutOverride(ctx context.Context, o plans.Override, audit serve.AuditEntry) error {
+func (w *Writer) PutOverride(ctx context.Context, o plans.Override, audit servestore.AuditEntry) error {
 	if err := o.Validate(); err != nil {
 		return permanentErr("put override", err)
 	}
@@ -379,7 +379,7 @@ func (w *Writer) PutOverride(ctx context.Context, o plans.Override, audit serve.
 // (key is "" except for exclude) and records audit. It writes a deleted
 // row timed audit.At, which must be later than the override's At; deleting
 // an override that is not there writes the row all the same.
-func (w *Writer) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit serve.AuditEntry) error {
+func (w *Writer) DeleteOverride(ctx context.Context, jobID, taskName, action, key string, audit servestore.AuditEntry) error {
 	if jobID == "" || taskName == "" || action == "" {
 		return permanentErr("delete override", errors.New("empty job_id, task_name or action"))
 	}
@@ -392,7 +392,7 @@ func (w *Writer) DeleteOverride(ctx context.Context, jobID, taskName, action, ke
 }
 
 // writeOverride inserts the audit row, then the override row.
-func (s *Store) writeOverride(ctx context.Context, op string, r row, audit serve.AuditEntry) error {
+func (s *Store) writeOverride(ctx context.Context, op string, r row, audit servestore.AuditEntry) error {
 	ar, err := auditRow(audit)
 	if err != nil {
 		return permanentErr(op, err)
@@ -409,7 +409,7 @@ func (s *Store) writeOverride(ctx context.Context, op string, r row, audit serve
 }
 
 // auditRow maps an audit entry to its row.
-func auditRow(a serve.AuditEntry) (row, error) {
+func auditRow(a servestore.AuditEntry) (row, error) {
 	if a.At.IsZero() {
 		return nil, errors.New("audit entry without a time")
 	}

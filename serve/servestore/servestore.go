@@ -1,21 +1,12 @@
-package serve
+package servestore
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/skewlens/skewlens/plans"
 )
-
-// The Server's store is declared here, one small interface per concern,
-// with the types they carry (AuditEntry, FindingsQuery, StatsQuery), so that serve
-// depends on no database: the ClickHouse store implements them, and the
-// tests use an in-memory fake. Every method must return promptly when its
-// context ends, and must classify its errors with internal/retry (a
-// permanent error is one no retry can fix): the Server is the layer that
-// retries a store call, within Config.StoreTimeout.
 
 // Pinger checks that the store answers (GET /readyz).
 type Pinger interface {
@@ -66,9 +57,9 @@ type StatsReader interface {
 	Stats(ctx context.Context, q StatsQuery) ([]json.RawMessage, error)
 }
 
-// Store is what the Server reads and writes. Every field is required; in
-// production each is a part of the ClickHouse store, in tests one fake
-// may fill them all.
+// Store is what serve's Server reads and writes (serve.New takes it).
+// Every field is required but Incidents; in production each is a part of
+// the ClickHouse store, in tests one fake may fill them all.
 type Store struct {
 	Ready     Pinger
 	Plans     PlanReader
@@ -78,14 +69,6 @@ type Store struct {
 	// Incidents serves GET /v1/incidents; optional: nil answers 404.
 	Incidents IncidentReader
 	Stats     StatsReader
-}
-
-// check reports a field left nil.
-func (s Store) check() error {
-	if s.Ready == nil || s.Plans == nil || s.Overrides == nil || s.Audit == nil || s.Findings == nil || s.Stats == nil {
-		return errors.New("serve: store incomplete (nil Ready, Plans, Overrides, Audit, Findings or Stats)")
-	}
-	return nil
 }
 
 // AuditEntry is one change made through the HTTP API, as the audit log
@@ -120,7 +103,7 @@ type FindingsQuery struct {
 	// Since is the earliest window start; zero means no lower bound.
 	Since time.Time
 	// Limit caps the number of findings; 0 means the store's default
-	// (the Server always sets it, at most MaxLimit).
+	// (serve's Server always sets it, at most serve.MaxLimit).
 	Limit int
 }
 
@@ -150,8 +133,8 @@ type StatsQuery struct {
 	TaskName string
 	// Since is the earliest window start; zero means no lower bound.
 	Since time.Time
-	// Limit caps the number of rows; 0 means the store's default (the
-	// Server always sets it, at most MaxLimit).
+	// Limit caps the number of rows; 0 means the store's default (serve's
+	// Server always sets it, at most serve.MaxLimit).
 	Limit int
 }
 

@@ -1,39 +1,49 @@
-package top
+package topstore
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
 
-// Defaults and bounds of Query, named for its field comments and the
-// tests. The lookback and window defaults are Config's (DefaultLookback,
-// DefaultWindows).
+// Reader is where the view reads its snapshots.
+type Reader interface {
+	// View returns the newest windows of each job and what was wrong in
+	// them; it fills in q's defaults with Query.WithDefaults and returns
+	// the result as Snapshot.Query. It must return promptly when ctx
+	// ends. The view retries nothing: each refresh is the next attempt.
+	View(ctx context.Context, q Query) (Snapshot, error)
+}
+
+// The defaults of Query's zero fields, and the bounds of what one read
+// may ask the store for.
 const (
-	DefaultQueryLimit          = 10
-	DefaultQueryMaxStringBytes = 256
-	// MaxQueryWindows, MaxQueryLimit and MaxQueryStringBytes bound what
-	// one read may ask the store for.
-	MaxQueryWindows     = 1000
-	MaxQueryLimit       = 10000
-	MaxQueryStringBytes = 1 << 20
+	DefaultLookback       = time.Hour
+	DefaultWindows        = 3
+	DefaultLimit          = 10
+	DefaultMaxStringBytes = 256
+	MaxWindows            = 1000
+	MaxLimit              = 10000
+	MaxStringBytes        = 1 << 20
 )
 
 // Query selects what a Reader reads. The zero value of every field means
-// its default, given in the field's comment.
+// its default, named in the field's comment.
 type Query struct {
 	// Jobs restricts the view to these job ids. Default: every job.
 	Jobs []string
-	// Since is the oldest window start looked at. Default: one hour
-	// (DefaultLookback) before the read.
+	// Since is the oldest window start looked at. Default: DefaultLookback
+	// before the read.
 	Since time.Time
 	// Windows is how many of each job's newest windows (with any finding)
-	// the view covers. Default 3 (DefaultWindows).
+	// the view covers. Default: DefaultWindows.
 	Windows int
 	// Limit is the most rows of each section (tasks, hot keys, saturated
-	// subtasks) per job. Default 10.
+	// subtasks) per job. Default: DefaultLimit.
 	Limit int
 	// MaxStringBytes is how many bytes of each key and summary are read;
-	// longer ones are cut (keys may be 64 KB). Default 256.
+	// longer ones are cut (keys may be 64 KB). Default:
+	// DefaultMaxStringBytes.
 	MaxStringBytes int
 }
 
@@ -53,9 +63,9 @@ func (q Query) WithDefaults(now time.Time) (Query, error) {
 		v        *int
 		def, max int
 	}{
-		{"windows", &q.Windows, DefaultWindows, MaxQueryWindows},
-		{"limit", &q.Limit, DefaultQueryLimit, MaxQueryLimit},
-		{"max string bytes", &q.MaxStringBytes, DefaultQueryMaxStringBytes, MaxQueryStringBytes},
+		{"windows", &q.Windows, DefaultWindows, MaxWindows},
+		{"limit", &q.Limit, DefaultLimit, MaxLimit},
+		{"max string bytes", &q.MaxStringBytes, DefaultMaxStringBytes, MaxStringBytes},
 	} {
 		switch {
 		case *set.v == 0:
