@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/internal/findingtext"
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -162,7 +163,7 @@ func (c *analyzeCmd) Run(e *env) error {
 		case incidents != nil:
 			return incidents.add(f)
 		case c.Output == "text":
-			return writeText(out, f, width)
+			return findingtext.WriteFinding(out, f, width)
 		}
 		return enc.Encode(f)
 	})
@@ -170,7 +171,7 @@ func (c *analyzeCmd) Run(e *env) error {
 		var ins []incident.Incident
 		ins, err = incidents.incidents()
 		for _, in := range ins {
-			if err = writeIncidentText(out, in.State, &in, width); err != nil {
+			if err = findingtext.WriteIncident(out, in.State, &in, width); err != nil {
 				break
 			}
 		}

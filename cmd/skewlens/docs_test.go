@@ -168,7 +168,7 @@ func TestDocsAPITokenFile(t *testing.T) {
 		}
 	}
 	yml := block("yaml", "tokens.yaml")
-	tokens, err := parseTokens([]byte(yml))
+	tokens, err := serve.ParseTokens([]byte(yml))
 	if err != nil {
 		t.Fatalf("the documented token file: %v", err)
 	}

@@ -73,16 +73,16 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"group", r.Group, kafkasrc.DefaultGroupID},
-		{"topics", r.Topics, kafkasrc.DefaultTopics()},
-		{"dead-letter-topic", r.DeadLetterTopic, kafkasrc.DefaultDeadLetterTopic},
+		{"group", r.Group, kafkasrc.DefaultConfig().GroupID},
+		{"topics", r.Topics, kafkasrc.DefaultConfig().Topics},
+		{"dead-letter-topic", r.DeadLetterTopic, kafkasrc.DefaultConfig().DeadLetterTopic},
 		{"database", r.Database, ch.Database},
 		{"listen", r.Listen, ops.DefaultConfig().Listen},
 		{"speed (demo)", parse(t, "demo").Demo.Speed, simfeed.DefaultConfig().Speed},
 		{"plans-topic", r.PlansTopic, planpub.DefaultConfig().Topic},
 		{"plan-cooldown", r.PlanCooldown, pl.Cooldown},
 		{"plan-ttl", r.PlanTTL, pl.TTL},
-		{"override-poll", r.OverridePoll, planpub.DefaultOverridePoll},
+		{"override-poll", r.OverridePoll, planpub.DefaultConfig().OverridePoll},
 		{"api-listen (run serves no API by default)", r.APIListen, ""},
 		{"run's store config", func() clickhouse.Config { c := r.storeConfig(); c.Addr = ch.Addr; return c }(), ch},
 	} {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -15,58 +14,7 @@ import (
 	"github.com/skewlens/skewlens/sinks/incidentsink"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top/termtext"
 )
-
-// writeIncidentText writes one line for an incident: its start (with
-// the zone), label (opened, closed, …), cause, where, duration and
-// windows, why it closed when its run ended, the key and peaks, and the
-// latest summary. Names, the key and
-// the summary are escaped (termtext), so a hostile name cannot reach the
-// terminal raw; width > 0 fits the line to that many columns.
-func writeIncidentText(w io.Writer, label string, in *incident.Incident, width int) error {
-	at := time.UnixMilli(in.Start).UTC().Format("2006-01-02 15:04:05 MST")
-	where := termtext.Clean(in.TaskName, 0, false)
-	if job := skew.JobLabel(termtext.Clean(in.JobName, 0, false), termtext.Clean(in.JobID, 0, false)); job != "" {
-		where = job + "/" + where
-	}
-	if in.Subtask >= 0 {
-		where = fmt.Sprintf("%s #%d", where, in.Subtask)
-	}
-	var peaks []string
-	if in.Busy.N > 0 {
-		peaks = append(peaks, fmt.Sprintf("busy %.0f ms/s", in.Busy.Peak))
-	}
-	if in.InputRatio.N > 0 {
-		peaks = append(peaks, fmt.Sprintf("input %.1f× median", in.InputRatio.Peak))
-	}
-	if in.Share.N > 0 {
-		peaks = append(peaks, fmt.Sprintf("share %.1f%%", in.Share.Peak*100))
-	}
-	var detail string
-	if in.Key != "" {
-		detail = "key " + termtext.Quote(in.Key, 0, false) + ", "
-	}
-	if len(peaks) > 0 {
-		detail += "peak " + strings.Join(peaks, ", ")
-	}
-	detail = strings.TrimSuffix(detail, ", ")
-	if p := in.Plan; p != nil && p.Overdue && in.State == incident.StateOpen {
-		detail = fmt.Sprintf("plan v%d not working: served %s ago; ", p.Version,
-			time.Duration(in.LastSeen-p.At)*time.Millisecond) + detail
-	}
-	if why := in.Why(); why != "" {
-		// Why it closed comes first: the rest is history.
-		detail = termtext.Clean(why, 0, false) + "; " + detail
-	}
-	if in.Summary != "" {
-		detail += " — " + termtext.Clean(in.Summary, 0, false)
-	}
-	line := fmt.Sprintf("%s  %-7s %-18s %-36s %8s (%d windows)  %s",
-		at, label, in.Cause, where, in.Duration().Round(time.Second), in.Windows, strings.TrimPrefix(detail, " "))
-	_, err := io.WriteString(w, termtext.Fit(line, width)+"\n")
-	return err
-}
 
 // planOf returns the served plan of a task from mgr, as incidents and
 // alerts ask for it: its version and when that version was made.

@@ -26,6 +26,7 @@ import (
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
+	"github.com/skewlens/skewlens/internal/findingtext"
 	"github.com/skewlens/skewlens/internal/localch"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/internal/promreg"
@@ -288,7 +289,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 			width, _ := c.lineWidth(e) // checked at the start
 			for i := range chs {
 				if ch := &chs[i]; ch.Kind != incident.Updated || c.PerWindow {
-					_ = writeIncidentText(e.stdout, string(ch.Kind), &ch.Incident, width)
+					_ = findingtext.WriteIncident(e.stdout, string(ch.Kind), &ch.Incident, width)
 				}
 			}
 		})
@@ -319,7 +320,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 		found.Add(1)
 		if !c.Quiet && c.PerWindow && f.Kind != skew.KindSubtaskStats {
 			width, _ := c.lineWidth(e) // checked at the start
-			_ = writeText(e.stdout, f, width)
+			_ = findingtext.WriteFinding(e.stdout, f, width)
 		}
 	})
 

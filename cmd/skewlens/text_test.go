@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skewlens/skewlens/internal/findingtext"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/top/termtext"
 )
@@ -61,7 +62,7 @@ func TestTextLine(t *testing.T) {
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := writeText(&b, findings[name], 0); err != nil {
+			if err := findingtext.WriteFinding(&b, findings[name], 0); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != want {
@@ -79,7 +80,7 @@ func TestTextFitsWidth(t *testing.T) {
 	for name, f := range textFindings() {
 		for width := 27; width <= 260; width += 7 {
 			var b bytes.Buffer
-			if err := writeText(&b, f, width); err != nil {
+			if err := findingtext.WriteFinding(&b, f, width); err != nil {
 				t.Fatal(err)
 			}
 			line, ok := strings.CutSuffix(b.String(), "\n")

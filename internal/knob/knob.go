@@ -167,6 +167,33 @@ func (s Setting) Text(cfg any) string {
 	return Format(v, s.Millis)
 }
 
+// Label names the setting in messages: its flag name, or for a setting
+// no flag sets its field's words (ReadyTimeout: "ready timeout").
+func (s Setting) Label() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	field := s.Field[strings.LastIndexByte(s.Field, '.')+1:]
+	var b strings.Builder
+	for i, r := range field {
+		upper := r >= 'A' && r <= 'Z'
+		// A word starts at an upper-case letter after a lower-case one,
+		// or before a lower-case one in a run of capitals (TTLDays).
+		if upper && i > 0 {
+			prevLower := field[i-1] >= 'a' && field[i-1] <= 'z'
+			nextLower := i+1 < len(field) && field[i+1] >= 'a' && field[i+1] <= 'z'
+			if prevLower || nextLower && field[i-1] >= 'A' && field[i-1] <= 'Z' {
+				b.WriteByte(' ')
+			}
+		}
+		if upper {
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // Rule states the setting's range as a rule ("must be in (0,1]"), or ""
 // when it has none.
 func (s Setting) Rule() string {
@@ -250,7 +277,7 @@ func Check(cfg any) error {
 			return fmt.Errorf("knob: %s: %w", s.Field, err)
 		}
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s %s: %s", s.Name, Format(f, s.Millis), r.Rule(f.Type())))
+			errs = append(errs, fmt.Errorf("%s %s: %s", s.Label(), Format(f, s.Millis), r.Rule(f.Type())))
 		}
 	}
 	return errors.Join(errs...)

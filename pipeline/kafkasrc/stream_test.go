@@ -14,7 +14,7 @@ import (
 // value, time and headers; a commit through the adapter moves the group
 // on; a dead letter sent through it carries the record and its headers.
 func TestForStream(t *testing.T) {
-	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
+	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	ts := time.UnixMilli(1593004193363)
 	produceMsgs(t, brokers, "in", []kafka.Message{
 		{Key: []byte("k0"), Value: []byte("v0"), Time: ts, Headers: []kafka.Header{{Key: "origin", Value: []byte("flink")}}},

@@ -84,9 +84,9 @@ func TestConfigValidate(t *testing.T) {
 	if !reflect.DeepEqual(c, d) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
-	if c.Topic != DefaultTopic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultDialTimeout ||
-		c.WriteTimeout != DefaultWriteTimeout || c.Retry.MaxRetries != DefaultMaxRetries || c.Retry.MinBackoff != DefaultMinBackoff ||
-		c.Retry.MaxBackoff != DefaultMaxBackoff || c.MaxMessageBytes != DefaultMaxMessageBytes {
+	if c.Topic != DefaultConfig().Topic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultConfig().DialTimeout ||
+		c.WriteTimeout != DefaultConfig().WriteTimeout || c.Retry.MaxRetries != DefaultConfig().Retry.MaxRetries || c.Retry.MinBackoff != DefaultConfig().Retry.MinBackoff ||
+		c.Retry.MaxBackoff != DefaultConfig().Retry.MaxBackoff || c.MaxMessageBytes != DefaultConfig().MaxMessageBytes {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	tests := []struct {

@@ -168,7 +168,7 @@ func TestModernDialectChDB(t *testing.T) {
 	// Twice, as Migrate would run the ledger and a re-applied migration.
 	for pass := 0; pass < 2; pass++ {
 		for _, m := range ms {
-			stmts, err := m.Render(DialectModern, db, DefaultTTLDays)
+			stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestModernClusterDDLChDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := newClusterSchema(ms, DialectModern, "skewlens", "prod", DefaultTTLDays)
+	cs, err := newClusterSchema(ms, DialectModern, "skewlens", "prod", DefaultConfig().TTLDays)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestModernClusterDDLChDB(t *testing.T) {
 	}
 	add("create database", "CREATE DATABASE IF NOT EXISTS `skewlens` ON CLUSTER `prod`")
 	for _, m := range ms {
-		stmts, err := m.Render(DialectModern, "skewlens", DefaultTTLDays)
+		stmts, err := m.Render(DialectModern, "skewlens", DefaultConfig().TTLDays)
 		if err != nil {
 			t.Fatal(err)
 		}

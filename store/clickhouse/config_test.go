@@ -68,7 +68,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", cfg, DefaultConfig())
 	}
 	want := Config{
-		Addr: DefaultAddr, Database: DefaultDatabase, Username: "default",
+		Addr: DefaultConfig().Addr, Database: DefaultConfig().Database, Username: "default",
 		DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, BatchMaxRows: 50000,
 		FlushInterval: time.Second, Retry: retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond,
 			MaxBackoff: 10 * time.Second}, TTLDays: 30,

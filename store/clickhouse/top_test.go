@@ -378,7 +378,7 @@ func TestTopViewModernChDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		stmts, err := m.Render(DialectModern, db, DefaultTTLDays)
+		stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
 		if err != nil {
 			t.Fatal(err)
 		}
