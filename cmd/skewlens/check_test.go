@@ -308,7 +308,7 @@ alerts_topic: ~        # null: not set
 `)
 	check := func(t *testing.T, r runCmd) {
 		t.Helper()
-		if !reflect.DeepEqual(r.Brokers, []string{"kafka-1:9092", "kafka-2:9092"}) || !reflect.DeepEqual(r.Topics, []string{"a", "b"}) ||
+		if !reflect.DeepEqual(r.Kafka.Brokers, []string{"kafka-1:9092", "kafka-2:9092"}) || !reflect.DeepEqual(r.Kafka.Topics, []string{"a", "b"}) ||
 			r.ClickhouseAddr != "ch-1:9000" || r.Engine.TopK != 2048 || r.Engine.HotKeyShare != 0.02 || r.Engine.WindowMs != 30000 ||
 			r.Stats || r.AlertsTopic != "" {
 			t.Errorf("from the file: %+v", r)

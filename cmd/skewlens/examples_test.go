@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/skewlens/skewlens/internal/app"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/serve/servestore"
@@ -164,8 +165,8 @@ func TestExampleConfig(t *testing.T) {
 
 	// The file's values really reach the command: the deliberate ones show.
 	r := parse(t, "run", "--config", file).Run
-	if len(r.Brokers) != 3 || r.ClickhouseAddr == "" || !r.Quiet {
-		t.Errorf("run --config %s: brokers %v, clickhouse_addr %q, quiet %v: the file was not applied", file, r.Brokers, r.ClickhouseAddr, r.Quiet)
+	if len(r.Kafka.Brokers) != 3 || r.ClickhouseAddr == "" || !r.Quiet {
+		t.Errorf("run --config %s: brokers %v, clickhouse_addr %q, quiet %v: the file was not applied", file, r.Kafka.Brokers, r.ClickhouseAddr, r.Quiet)
 	}
 
 	// Each commented-out key, written with a file that exists, is taken.
@@ -233,7 +234,7 @@ func TestExampleTokens(t *testing.T) {
 	store := servestore.Store{Ready: st, Plans: st, Overrides: st, Audit: st, Findings: st, Stats: st}
 	start := func(file string) (*serve.Server, error) {
 		c := parse(t, "serve", "--clickhouse-addr", "127.0.0.1:9000", "--api-listen", "127.0.0.1:0", "--token-file", file).Serve
-		return c.server(store, nil, prometheus.NewRegistry())
+		return app.NewServer(c.API, store, nil, prometheus.NewRegistry())
 	}
 	srv, err := start(file)
 	if err != nil {
@@ -334,8 +335,8 @@ func TestSystemdCommandLines(t *testing.T) {
 			c := parse(t, args...)
 			switch args[0] {
 			case "run":
-				if len(c.Run.Brokers) == 0 || c.Run.LogFormat != "json" {
-					t.Errorf("run %q: brokers %v, log format %s: the example config was not read", args, c.Run.Brokers, c.Run.LogFormat)
+				if len(c.Run.Kafka.Brokers) == 0 || c.Run.LogFormat != "json" {
+					t.Errorf("run %q: brokers %v, log format %s: the example config was not read", args, c.Run.Kafka.Brokers, c.Run.LogFormat)
 				}
 			case "serve":
 				if c.Serve.ClickhouseAddr == "" || c.Serve.TokenFile == "" {

@@ -73,18 +73,18 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"group", r.Group, kafkasrc.DefaultConfig().GroupID},
-		{"topics", r.Topics, kafkasrc.DefaultConfig().Topics},
-		{"dead-letter-topic", r.DeadLetterTopic, kafkasrc.DefaultConfig().DeadLetterTopic},
-		{"database", r.Database, ch.Database},
-		{"listen", r.Listen, ops.DefaultConfig().Listen},
-		{"speed (demo)", parse(t, "demo").Demo.Speed, simfeed.DefaultConfig().Speed},
-		{"plans-topic", r.PlansTopic, planpub.DefaultConfig().Topic},
+		{"group", r.Kafka.GroupID, kafkasrc.DefaultConfig().GroupID},
+		{"topics", r.Kafka.Topics, kafkasrc.DefaultConfig().Topics},
+		{"dead-letter-topic", r.Kafka.DeadLetterTopic, kafkasrc.DefaultConfig().DeadLetterTopic},
+		{"database", r.Store.Database, ch.Database},
+		{"listen", r.Ops.Listen, ops.DefaultConfig().Listen},
+		{"speed (demo)", parse(t, "demo").Demo.Feed.Speed, simfeed.DefaultConfig().Speed},
+		{"plans-topic", r.Plans.Topic, planpub.DefaultConfig().Topic},
 		{"plan-cooldown", r.PlanCooldown, pl.Cooldown},
 		{"plan-ttl", r.PlanTTL, pl.TTL},
-		{"override-poll", r.OverridePoll, planpub.DefaultConfig().OverridePoll},
+		{"override-poll", r.Plans.OverridePoll, planpub.DefaultConfig().OverridePoll},
 		{"api-listen (run serves no API by default)", r.APIListen, ""},
-		{"run's store config", func() clickhouse.Config { c := r.storeConfig(); c.Addr = ch.Addr; return c }(), ch},
+		{"run's store config", func() clickhouse.Config { c := r.StoreConfig(); c.Addr = ch.Addr; return c }(), ch},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("run --%s: %v, want %v", c.name, c.got, c.want)
@@ -98,7 +98,7 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 	tc := parse(t, "top", "--clickhouse-addr", "h:9000").Top
 	wantTop := top.DefaultConfig()
 	if tc.Refresh != wantTop.Refresh || tc.Rows != wantTop.MaxRows || tc.Windows != wantTop.Windows ||
-		tc.Lookback != wantTop.Lookback || tc.Color != wantTop.Color || tc.Database != ch.Database {
+		tc.Lookback != wantTop.Lookback || tc.Color != wantTop.Color || tc.Store.Database != ch.Database {
 		t.Errorf("top flags %+v, want the defaults %+v", tc, wantTop)
 	}
 
@@ -175,9 +175,9 @@ func TestConfigFilePrecedence(t *testing.T) {
 	}
 	t.Setenv("SKEWLENS_PLAN_COOLDOWN", "9m")
 	r := parse(t, "run", "--config", file, "--group", "from-flag").Run
-	if r.PlanTTL.String() != "7m0s" || r.PlanCooldown.String() != "9m0s" || r.Group != "from-flag" {
+	if r.PlanTTL.String() != "7m0s" || r.PlanCooldown.String() != "9m0s" || r.Kafka.GroupID != "from-flag" {
 		t.Errorf("file < env < flag: --plan-ttl %s (want 7m), --plan-cooldown %s (want 9m from env), --group %q (want from-flag)",
-			r.PlanTTL, r.PlanCooldown, r.Group)
+			r.PlanTTL, r.PlanCooldown, r.Kafka.GroupID)
 	}
 }
 

@@ -58,8 +58,8 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // newParser returns the command-line parser filling c, writing to e.
 func newParser(c *cli, e *env) (*kong.Kong, error) {
-	resetConfigs(reflect.ValueOf(c).Elem())
 	vars := defaultVars()
+	resetConfigs(reflect.ValueOf(c).Elem(), vars)
 	return kong.New(c,
 		kong.Name("skewlens"),
 		kong.Description(description),
@@ -79,7 +79,7 @@ func newParser(c *cli, e *env) (*kong.Kong, error) {
 // resetConfigs sets every component Config the commands bind (an
 // embed:"" field) to the defaults its tags declare, before kong sets the
 // flags: the settings no flag sets keep their defaults too.
-func resetConfigs(v reflect.Value) {
+func resetConfigs(v reflect.Value, vars kong.Vars) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f, fv := t.Field(i), v.Field(i)
@@ -87,10 +87,10 @@ func resetConfigs(v reflect.Value) {
 			continue
 		}
 		if _, ok := f.Tag.Lookup("embed"); ok {
-			knob.Reset(fv.Addr().Interface())
+			knob.Reset(fv.Addr().Interface(), vars)
 			continue
 		}
-		resetConfigs(fv)
+		resetConfigs(fv, vars)
 	}
 }
 

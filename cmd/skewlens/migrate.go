@@ -22,22 +22,22 @@ func (c *migrateCmd) Validate() error {
 	if c.Print != "" {
 		return nil
 	}
-	return c.requireAddr()
+	return c.RequireAddr()
 }
 
 // check is called before Run (checkCommand).
-func (c *migrateCmd) check() error { return c.checkStore() }
+func (c *migrateCmd) check() error { return c.ClickHouse.Check() }
 
 // Run applies the versioned schema idempotently, as `run` does at startup,
 // picking the dialect from the server version, or with --print writes it.
 func (c *migrateCmd) Run(e *env) error {
 	if c.Print != "" {
-		return clickhouse.WriteDDL(e.stdout, clickhouse.Dialect(c.Print), c.storeConfig())
+		return clickhouse.WriteDDL(e.stdout, clickhouse.Dialect(c.Print), c.StoreConfig())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := c.logger(e.stderr, nil)
-	store, err := clickhouse.New(c.storeConfig(), log, prometheus.NewRegistry())
+	store, err := clickhouse.New(c.StoreConfig(), log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -45,6 +45,6 @@ func (c *migrateCmd) Run(e *env) error {
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "schema of %s is current (ClickHouse %s, %s dialect)\n", c.Database, store.ServerVersion(), store.Dialect())
+	_, err = fmt.Fprintf(e.stdout, "schema of %s is current (ClickHouse %s, %s dialect)\n", c.Store.Database, store.ServerVersion(), store.Dialect())
 	return err
 }

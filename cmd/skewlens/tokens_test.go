@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/internal/app"
 	"github.com/skewlens/skewlens/serve/servestore"
 )
 
@@ -45,7 +46,7 @@ func TestTokenFileFormats(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			c := parse(t, "serve", "--clickhouse-addr", "127.0.0.1:9000", "--api-listen", "127.0.0.1:0", "--token-file", file).Serve
-			srv, err := c.server(store, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
+			srv, err := app.NewServer(c.API, store, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
 			if tc.wantErr != nil {
 				if err == nil {
 					srv.Stop()
@@ -65,7 +66,7 @@ func TestTokenFileFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Stop()
-			cfg, err := c.serveConfig()
+			cfg, err := c.ServeConfig()
 			if err != nil || len(cfg.Tokens) != tc.tokens {
 				t.Errorf("%d tokens (%v), want %d", len(cfg.Tokens), err, tc.tokens)
 			}

@@ -28,7 +28,7 @@ type topCmd struct {
 }
 
 // Validate is called by kong after parsing.
-func (c *topCmd) Validate() error { return c.requireAddr() }
+func (c *topCmd) Validate() error { return c.RequireAddr() }
 
 // config returns top.DefaultConfig with the flags' values.
 func (c *topCmd) config() top.Config {
@@ -44,7 +44,7 @@ func (c *topCmd) config() top.Config {
 
 // check is called before Run (checkCommand).
 func (c *topCmd) check() error {
-	if err := c.checkStore(); err != nil {
+	if err := c.ClickHouse.Check(); err != nil {
 		return err
 	}
 	if err := c.config().Validate(); err != nil {
@@ -78,7 +78,7 @@ func (c *topCmd) Run(e *env) error {
 	}
 	var store *clickhouse.Store
 	connect := func(context.Context) (err error) {
-		store, err = clickhouse.New(c.storeConfig(), log, nil)
+		store, err = clickhouse.New(c.StoreConfig(), log, nil)
 		return err
 	}
 	var err error

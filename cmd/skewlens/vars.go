@@ -99,7 +99,7 @@ func defaultVars() kong.Vars {
 		"fleet_max_subtasks":     strconv.Itoa(simulate.MaxFleetSubtasks),
 	}
 	// The range bounds the components' Configs name.
-	for k, v := range knob.Vars(skew.Config{}, window.Config{}) {
+	for k, v := range knob.Vars(skew.Config{}, window.Config{}, kafkasrc.Config{}) {
 		vars[k] = v
 	}
 	return vars

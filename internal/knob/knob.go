@@ -71,7 +71,11 @@ func hasTag(f reflect.StructField, key string) bool {
 
 // Settings returns the settings cfg (a struct or a pointer to one)
 // declares, in field order, nested embed:"" structs included.
-func Settings(cfg any) ([]Setting, error) {
+//
+// The range variables come from the KnobVars methods of cfg's type and
+// of its nested Configs, and from vars: a type defined from a Config
+// (type bound skew.Config) has its fields and tags but not its methods.
+func Settings(cfg any, vars ...map[string]string) ([]Setting, error) {
 	t := reflect.TypeOf(cfg)
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -79,10 +83,16 @@ func Settings(cfg any) ([]Setting, error) {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("knob: %T is not a struct", cfg)
 	}
-	vars := map[string]string{}
-	addVars(t, vars)
+	all := map[string]string{}
+	for _, v := range vars {
+		for k, x := range v {
+			all[k] = x
+		}
+	}
+	addVars(t, all)
+	vars0 := all
 	var out []Setting
-	err := walk(t, nil, "", vars, &out)
+	err := walk(t, nil, "", vars0, &out)
 	return out, err
 }
 
@@ -214,10 +224,10 @@ func Defaults[T any]() T {
 }
 
 // Reset sets every setting of the Config cfg points to that declares a
-// default to it, and leaves the other fields alone. It panics on a
-// malformed declaration.
-func Reset(cfg any) {
-	ss, err := Settings(cfg)
+// default to it, and leaves the other fields alone; vars are as for
+// Settings. It panics on a malformed declaration.
+func Reset(cfg any, vars ...map[string]string) {
+	ss, err := Settings(cfg, vars...)
 	if err != nil {
 		panic(err)
 	}

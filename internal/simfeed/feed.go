@@ -46,17 +46,24 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate reports every invalid field; it changes nothing.
-func (c Config) Validate() error {
-	errs := []error{knob.Check(c)}
+// ready is Validate and what New needs besides: the brokers and the jobs
+// (a command line checks its settings before it has them).
+func (c Config) ready() error {
+	errs := []error{c.Validate()}
 	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("no brokers"))
-	}
-	if c.MetricsTopic == "" || c.SamplesTopic == "" {
-		errs = append(errs, fmt.Errorf("topics %q, %q: both must be set", c.MetricsTopic, c.SamplesTopic))
+		errs = append(errs, errors.New("simfeed: no brokers"))
 	}
 	if len(c.Jobs) == 0 {
-		errs = append(errs, errors.New("no jobs"))
+		errs = append(errs, errors.New("simfeed: no jobs"))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every invalid setting; it changes nothing.
+func (c Config) Validate() error {
+	errs := []error{knob.Check(c)}
+	if c.MetricsTopic == "" || c.SamplesTopic == "" {
+		errs = append(errs, fmt.Errorf("topics %q, %q: both must be set", c.MetricsTopic, c.SamplesTopic))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("simfeed: %w", err)
@@ -78,7 +85,7 @@ type Feed struct {
 
 // New prepares the generators; nothing is written until Run.
 func New(cfg Config, log *slog.Logger) (*Feed, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ready(); err != nil {
 		return nil, err
 	}
 	f := &Feed{cfg: cfg, log: log, stop: make(chan struct{})}

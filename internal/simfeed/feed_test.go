@@ -40,7 +40,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()
 			tt.edit(&c)
-			err := c.Validate()
+			err := c.ready()
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

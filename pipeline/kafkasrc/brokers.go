@@ -18,7 +18,7 @@ import (
 // that says what was tried and what to check.
 func WaitBrokers(ctx context.Context, cfg Config, log *slog.Logger) error {
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ready(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.BrokerWait)

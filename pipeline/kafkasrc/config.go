@@ -76,13 +76,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// ready is Validate and what New needs besides: the brokers (a command
+// line checks its settings before it has them).
+func (c Config) ready() error {
+	if len(c.Brokers) == 0 {
+		return errors.Join(c.Validate(), errors.New("kafkasrc config: brokers: at least one is required"))
+	}
+	return c.Validate()
+}
+
 // Validate reports every invalid field. It changes nothing: zero fields
 // are invalid here, New and NewDeadLetters fill them in first.
 func (c Config) Validate() error {
 	errs := []error{knob.Check(c)}
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("brokers: at least one is required"))
-	}
 	for _, b := range c.Brokers {
 		if b == "" {
 			errs = append(errs, errors.New("brokers: empty address"))

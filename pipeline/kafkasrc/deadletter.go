@@ -53,7 +53,7 @@ type DeadLetters struct {
 // Close.
 func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*DeadLetters, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ready(); err != nil {
 		return nil, err
 	}
 	if log == nil {

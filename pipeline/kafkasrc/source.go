@@ -59,7 +59,7 @@ type Source struct {
 // registered) until Close.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ready(); err != nil {
 		return nil, err
 	}
 	if log == nil {

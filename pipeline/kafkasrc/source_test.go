@@ -37,12 +37,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "max below min", cfg: Config{Brokers: []string{"b"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
 		{name: "negative queue", cfg: Config{Brokers: []string{"b"}, QueueCapacity: -1}, wantErr: "queue capacity"},
 		{name: "negative timeout", cfg: Config{Brokers: []string{"b"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
-		{name: "negative broker wait", cfg: Config{Brokers: []string{"b"}, BrokerWait: -time.Second}, wantErr: "broker wait"},
+		{name: "negative broker wait", cfg: Config{Brokers: []string{"b"}, BrokerWait: -time.Second}, wantErr: "broker-wait"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg.withDefaults() // as New sees it
-			err := cfg.Validate()
+			err := cfg.ready()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)

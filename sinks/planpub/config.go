@@ -86,13 +86,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// ready is Validate and what New needs besides: the brokers (a command
+// line checks its settings before it has them).
+func (c Config) ready() error {
+	if len(c.Brokers) == 0 {
+		return errors.Join(c.Validate(), errors.New("planpub config: brokers: none given"))
+	}
+	return c.Validate()
+}
+
 // Validate reports every invalid field. It changes nothing; New fills the
 // zero fields with their defaults before it validates.
 func (c Config) Validate() error {
 	errs := []error{knob.Check(c)}
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("brokers: none given"))
-	}
 	for _, b := range c.Brokers {
 		host, port, err := net.SplitHostPort(b)
 		p, perr := strconv.Atoi(port)
@@ -116,7 +122,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("topic configs: bad name %q", k))
 		}
 	}
-	if err := c.Retry.Validate(); err != nil {
+	if err := c.Retry.Validate(); c.Retry != (retry.Policy{}) && err != nil { // zero: the default
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -54,7 +54,7 @@ type Publisher struct {
 // be nil to discard the Publisher's log records. Errors are permanent error (retry.IsPermanent).
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ready(); err != nil {
 		return nil, fatal("new", err)
 	}
 	if log == nil {

@@ -104,13 +104,13 @@ func TestConfigValidate(t *testing.T) {
 		{"replication -2", Config{Brokers: []string{"k1:9092"}, ReplicationFactor: -2}, "replication"},
 		{"cleanup.policy", Config{Brokers: []string{"k1:9092"}, TopicConfigs: map[string]string{"cleanup.policy": "delete"}}, "cleanup.policy"},
 		{"bad config name", Config{Brokers: []string{"k1:9092"}, TopicConfigs: map[string]string{"a b": "1"}}, "bad name"},
-		{"negative timeout", Config{Brokers: []string{"k1:9092"}, WriteTimeout: -1}, "timeouts"},
+		{"negative timeout", Config{Brokers: []string{"k1:9092"}, WriteTimeout: -1}, "write timeout"},
 		{"min above max backoff", Config{Brokers: []string{"k1:9092"}, Retry: retry.Policy{MinBackoff: time.Minute, MaxBackoff: time.Second}}, "min exceeds max"},
 		{"tiny messages", Config{Brokers: []string{"k1:9092"}, MaxMessageBytes: 100}, "max message bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.c.withDefaults().Validate()
+			err := tt.c.withDefaults().ready()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one about %q", err, tt.want)
 			}

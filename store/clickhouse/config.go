@@ -132,7 +132,7 @@ func (c Config) Validate() error {
 	if !validIdentifier(c.Database) {
 		errs = append(errs, fmt.Errorf("database %q: must be a plain identifier [A-Za-z_][A-Za-z0-9_]* of at most 64 bytes", c.Database))
 	}
-	if err := c.Retry.Validate(); err != nil {
+	if err := c.Retry.Validate(); c.Retry != (retry.Policy{}) && err != nil { // zero: the default
 		errs = append(errs, err)
 	}
 	if c.Cluster != "" && !validClusterName(c.Cluster) {

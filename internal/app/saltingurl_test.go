@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ func TestHostLocal(t *testing.T) {
 		{"http://[2001:db8::1]:8080", false},
 	}
 	for _, tt := range tests {
-		if got := hostLocal(tt.url); got != tt.want {
-			t.Errorf("hostLocal(%q) = %v, want %v", tt.url, got, tt.want)
+		if got := HostLocal(tt.url); got != tt.want {
+			t.Errorf("HostLocal(%q) = %v, want %v", tt.url, got, tt.want)
 		}
 	}
 }
@@ -53,7 +53,7 @@ func TestNoteSaltingURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &runCmd{SaltingURL: tt.saltingURL}
+			c := &RunConfig{SaltingURL: tt.saltingURL}
 			c.APIListen = tt.apiListen
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skewlens/skewlens/alert/alertmanager"
+	"github.com/skewlens/skewlens/alert/deliver"
+	"github.com/skewlens/skewlens/alert/kafkanotify"
+	"github.com/skewlens/skewlens/alert/webhook"
+	"github.com/skewlens/skewlens/plans"
+)
+
+// alerter builds the alert state machine and its notifiers. With no
+// notifier configured, alerts are still tracked (metrics
+// skewlens_alert_*) and logged when they fire or resolve.
+func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
+	var targets []deliver.Target
+	if c.AlertmanagerURL != "" {
+		n, err := alertmanager.New(c.alertmanagerConfig(), log, reg)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
+	}
+	if c.AlertWebhookURL != "" {
+		n, err := webhook.New(c.webhookConfig())
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, deliver.Target{Name: "webhook", Notifier: n})
+	}
+	if c.AlertsTopic != "" {
+		cfg := kafkanotify.DefaultConfig()
+		cfg.Brokers, cfg.Topic = brokers, c.AlertsTopic
+		n, err := kafkanotify.New(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.EnsureTopic(ctx); err != nil {
+			return nil, err
+		}
+		targets = append(targets, deliver.Target{Name: "kafka", Notifier: n})
+	}
+	cfg := c.alertConfig()
+	c.noteSaltingURL(cfg.Tracker.SaltingURL, len(targets) > 0, log)
+	plan := PlanOf(mgr)
+	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
+		v, _, ok := plan(job, task)
+		return v, ok
+	}
+	return deliver.New(cfg, targets, log, reg)
+}
+
+// noteSaltingURL says once, at start-up, when the runbook link of skew
+// alerts (salting, derived from --api-listen unless --salting-url is set)
+// works on this host only: a loopback or unspecified address. It warns
+// when alerts leave the process (external: Alertmanager, a webhook, a
+// topic), where such a link is useless to whoever reads them, and says so
+// at Info otherwise (alerts only in this log, as in make run, which reads
+// them on this host).
+func (c *RunConfig) noteSaltingURL(salting string, external bool, log *slog.Logger) {
+	if c.SaltingURL != "" || salting == "" || !HostLocal(salting) {
+		return
+	}
+	const msg = "alerts link to the salting API on an address that works on this host only; set --salting-url to one their readers can reach"
+	if external {
+		log.Warn(msg, "salting_url", salting)
+		return
+	}
+	log.Info(msg, "salting_url", salting)
+}
+
+// HostLocal reports whether rawURL's host is reachable from this host
+// only, or from none: a loopback address, localhost, or an unspecified
+// address (":8080", "0.0.0.0", "::"), which is a listen address, not one
+// to connect to. An unparsable URL counts as local: it is no use either.
+func HostLocal(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return true
+	}
+	h := u.Hostname()
+	if h == "" || strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}

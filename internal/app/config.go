@@ -1,0 +1,238 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/skewlens/skewlens/alert/alertmanager"
+	"github.com/skewlens/skewlens/alert/deliver"
+	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/alert/webhook"
+	"github.com/skewlens/skewlens/internal/ops"
+	"github.com/skewlens/skewlens/pipeline/kafkasrc"
+	"github.com/skewlens/skewlens/pipeline/window"
+	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/store/clickhouse"
+)
+
+// RunConfig is every setting of `skewlens run`. The command line binds
+// it (kong tags); the components' settings are their own Configs,
+// embedded.
+type RunConfig struct {
+	Kafka                  kafkasrc.Config `embed:"" set:"brokers_note=Required by run; demo starts an embedded in-process broker on loopback without them."`
+	CreateTopics           bool            `help:"Create the topics of --topics and --dead-letter-topic when missing, with --topic-partitions and --topic-replication-factor (default: stop, naming the command that creates them). demo always creates them."`
+	TopicPartitions        int             `default:"4" help:"Partitions of a topic --create-topics creates: at least the instances of the consumer group (README, Running at scale)." range:"[1,]"`
+	TopicReplicationFactor int             `default:"1" help:"Replication factor of a topic --create-topics creates: 3 on a production cluster." range:"[1,]"`
+	ClickHouse             `set:"clickhouse_addr_note=Required by run; demo starts a local clickhouse-server under --state-dir without it."`
+	StateDir               string         `default:".state" help:"Where demo's embedded servers keep their data." range:"[1,]"`
+	Ops                    ops.Config     `embed:""`
+	MemoryLimit            int            `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
+	Duration               time.Duration  `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
+	Stats                  bool           `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
+	Plans                  planpub.Config `embed:""`
+	PlanCooldown           time.Duration  `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in." range:"[1ms,]"`
+	PlanTTL                time.Duration  `default:"${plan_ttl}" group:"Plans" help:"Retire a plan that no finding confirmed for this long." range:"[1ms,]"`
+	AlertmanagerURL        string         `group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
+	AlertWebhookURL        string         `group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
+	AlertsTopic            string         `group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
+	AlertFor               time.Duration  `default:"${alert_for}" group:"Alerts" help:"How long (event time) an incident must last before its alert fires." range:"(0s,]"`
+	AlertResolve           time.Duration  `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Close an incident, and resolve its alert, after no finding of it for this long (hysteresis)." range:"(0s,]"`
+	AlertRenotify          time.Duration  `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)." range:"[0s,]"`
+	SaltingURL             string         `group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
+	// The pipeline serves the API only when asked (make run does); the
+	// service proper is skewlens serve.
+	API    `set:"api_listen="`
+	Window window.Config `embed:""`
+	Engine skew.Config   `embed:""`
+}
+
+// ClickHouse is the connection of every command that uses ClickHouse.
+// The address has no default: run requires it, demo starts a local
+// server without it, and serve, top and migrate require it.
+type ClickHouse struct {
+	ClickhouseAddr string            `placeholder:"HOST:PORT" help:"ClickHouse native-protocol address. ${clickhouse_addr_note}"`
+	Store          clickhouse.Config `embed:""`
+}
+
+// StoreConfig is the store's configuration with the given address.
+func (c *ClickHouse) StoreConfig() clickhouse.Config {
+	cfg := c.Store
+	if c.ClickhouseAddr != "" {
+		cfg.Addr = c.ClickhouseAddr
+	}
+	return cfg
+}
+
+// Check checks the store's configuration; without an address (demo's
+// local server) it checks the rest.
+func (c *ClickHouse) Check() error {
+	cfg := c.StoreConfig()
+	if c.ClickhouseAddr == "" && cfg.Cluster != "" {
+		// demo's local server is one server, not a cluster.
+		return errors.New("--clickhouse-cluster: needs --clickhouse-addr, a server of the cluster")
+	}
+	// The cluster is checked on its own, so that each error names its
+	// flag.
+	cluster := cfg.Cluster
+	cfg.Cluster = ""
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--clickhouse-addr, --database: %w", err)
+	}
+	if cluster != "" {
+		cfg.Cluster = cluster
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--clickhouse-cluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// RequireAddr fails, as kong does for a missing required flag, when no
+// address was given.
+func (c *ClickHouse) RequireAddr() error {
+	if c.ClickhouseAddr == "" {
+		return errors.New("missing flags: --clickhouse-addr=HOST:PORT")
+	}
+	return nil
+}
+
+// API configures the salting-suggestion HTTP API, served by `skewlens
+// serve` and, when asked, by run.
+type API struct {
+	APIListen string `default:"${api_listen}" group:"API" help:"Address of the salting-suggestion API (/v1/salting, /v1/findings, /v1/stats; docs/api.md). Empty: no API."`
+	TokenFile string `group:"API" placeholder:"FILE" type:"existingfile" help:"YAML map of name: bearer token allowed to pin, override or exclude (the name is audited). Without it the API is read-only."`
+	TLSCert   string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM certificate (chain) to serve HTTPS with; needs --tls-key."`
+	TLSKey    string `group:"API" placeholder:"FILE" type:"existingfile" help:"PEM private key of --tls-cert."`
+}
+
+// ServeConfig returns serve's configuration: its defaults with the
+// address, the TLS files and the tokens of the token file.
+func (a *API) ServeConfig() (serve.Config, error) {
+	cfg := serve.DefaultConfig()
+	cfg.Addr, cfg.TLSCertFile, cfg.TLSKeyFile = a.APIListen, a.TLSCert, a.TLSKey
+	if a.TokenFile != "" {
+		b, err := os.ReadFile(a.TokenFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--token-file: %w", err)
+		}
+		if cfg.Tokens, err = serve.ParseTokens(b); err != nil {
+			return cfg, fmt.Errorf("--token-file %s: %w", a.TokenFile, err)
+		}
+	}
+	return cfg, nil
+}
+
+// Check checks the API's configuration, tokens included, when it is
+// served.
+func (a *API) Check() error {
+	if a.APIListen == "" {
+		return nil
+	}
+	cfg, err := a.ServeConfig()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--api-listen, --token-file, --tls-cert, --tls-key: %w", err)
+	}
+	return nil
+}
+
+// Check checks everything run would reject later, once brokers,
+// ClickHouse and migrations had started. Each error names the flags of
+// the part it checks.
+func (c *RunConfig) Check() error {
+	if err := c.Engine.Validate(); err != nil {
+		return err
+	}
+	part := func(flags string, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", flags, err)
+		}
+		return nil
+	}
+	errs := []error{
+		part("--brokers, --group, --topics, --dead-letter-topic, --broker-wait", c.Kafka.Validate()),
+		part("--out-of-orderness, --allowed-lateness", c.Window.Validate()),
+		part("--plans-topic, --override-poll", c.Plans.Validate()),
+		part("--plan-cooldown, --plan-ttl, --salt-separator", c.plansConfig().Validate()),
+		part("--listen", c.Ops.Validate()),
+		part("--alert-renotify, --salting-url", c.alertConfig().Validate()),
+		part("--alert-for, --alert-resolve-after", c.incidentConfig().Validate()),
+		c.ClickHouse.Check(),
+		c.API.Check(),
+	}
+	if c.AlertmanagerURL != "" {
+		errs = append(errs, part("--alertmanager-url", c.alertmanagerConfig().Validate()))
+	}
+	if c.AlertWebhookURL != "" {
+		errs = append(errs, part("--alert-webhook-url", c.webhookConfig().Validate()))
+	}
+	return errors.Join(errs...)
+}
+
+// RequireServers is run's rule: it is for production, and starts no
+// server and installs nothing, so it needs the brokers and ClickHouse.
+func (c *RunConfig) RequireServers() error {
+	var missing []string
+	if len(c.Kafka.Brokers) == 0 {
+		missing = append(missing, "--brokers=HOST:PORT")
+	}
+	if c.ClickhouseAddr == "" {
+		missing = append(missing, "--clickhouse-addr=HOST:PORT")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing flags: %s (to try skewlens on an embedded broker and a local ClickHouse: skewlens demo)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// The component configurations made from the settings that are not yet
+// the components' own.
+
+func (c *RunConfig) plansConfig() plans.Config {
+	cfg := plans.DefaultConfig()
+	cfg.Cooldown, cfg.TTL, cfg.Separator = c.PlanCooldown, c.PlanTTL, c.Engine.SaltSeparator
+	return cfg
+}
+
+func (c *RunConfig) alertmanagerConfig() alertmanager.Config {
+	cfg := alertmanager.DefaultConfig()
+	cfg.URL = c.AlertmanagerURL
+	return cfg
+}
+
+func (c *RunConfig) webhookConfig() webhook.Config {
+	cfg := webhook.DefaultConfig()
+	cfg.URL = c.AlertWebhookURL
+	return cfg
+}
+
+// alertConfig is the alerter's configuration but for the plan versions,
+// which come from the running plan manager. The runbook link of skew
+// alerts defaults to the API this process serves.
+func (c *RunConfig) alertConfig() deliver.Config {
+	salting := c.SaltingURL
+	if salting == "" && c.APIListen != "" {
+		salting = "http://" + c.APIListen
+	}
+	cfg := deliver.DefaultConfig()
+	cfg.Tracker.RenotifyInterval = c.AlertRenotify
+	cfg.Tracker.SaltingURL = salting
+	return cfg
+}
+
+func (c *RunConfig) incidentConfig() incident.Config {
+	cfg := incident.DefaultConfig()
+	cfg.Hysteresis = incident.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	// With statistics every job reports every window: the incidents (and
+	// alerts) of a job gone silent wait for its run's end (job_end).
+	cfg.RequireReports = c.Stats
+	return cfg
+}
