@@ -31,7 +31,6 @@ import (
 func defaultVars() kong.Vars {
 	pl := plans.DefaultConfig()
 	ch := clickhouse.DefaultConfig()
-	tp := top.DefaultConfig()
 	sim := simulate.DefaultConfig()
 	fleet := simulate.DefaultFleetConfig()
 	src := kafkasrc.DefaultConfig()
@@ -64,17 +63,6 @@ func defaultVars() kong.Vars {
 		// serve (run serves no API unless asked).
 		"serve_listen": serve.DefaultConfig().Addr,
 
-		// top.
-		"refresh":  fmtDuration(tp.Refresh),
-		"rows":     strconv.Itoa(tp.MaxRows),
-		"windows":  strconv.Itoa(tp.Windows),
-		"lookback": fmtDuration(tp.Lookback),
-		"color":    tp.Color,
-
-		"top_min_refresh": fmtDuration(top.MinRefresh),
-		"top_max_rows":    strconv.Itoa(top.MaxRowsLimit),
-		"top_max_windows": strconv.Itoa(top.MaxWindowsLimit),
-
 		// simulate.
 		"sim_start":              strconv.FormatInt(sim.Start, 10),
 		"sim_duration":           fmtDuration(sim.Duration),
@@ -99,7 +87,7 @@ func defaultVars() kong.Vars {
 		"fleet_max_subtasks":     strconv.Itoa(simulate.MaxFleetSubtasks),
 	}
 	// The range bounds the components' Configs name.
-	for k, v := range knob.Vars(skew.Config{}, window.Config{}) {
+	for k, v := range knob.Vars(skew.Config{}, window.Config{}, plans.Config{}, top.Config{}) {
 		vars[k] = v
 	}
 	return vars
