@@ -236,9 +236,9 @@ func TestMakeRunDurationIsThePlayTime(t *testing.T) {
 	if dur == 0 || speed == 0 {
 		t.Fatalf("Makefile: DURATION %s, --speed %g", dur, speed)
 	}
-	play := time.Duration(float64(simulate.DefaultDuration) / speed)
+	play := time.Duration(float64(simulate.DefaultConfig().Duration) / speed)
 	if dur < play || dur > play+30*time.Second {
-		t.Errorf("Makefile: DURATION %s; the incidents play %s (%s at --speed %g): want at most 30 s more", dur, play, simulate.DefaultDuration, speed)
+		t.Errorf("Makefile: DURATION %s; the incidents play %s (%s at --speed %g): want at most 30 s more", dur, play, simulate.DefaultConfig().Duration, speed)
 	}
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
