@@ -33,9 +33,10 @@ var impureImports = map[string]string{
 // escapes strings (the runbook's salting URL).
 var pureImportsAllowed = map[string]bool{"net/url": true}
 
-// The module's packages the pure packages may import: the engine, and
-// the incidents alerts are made from; both are pure themselves.
-var pureModuleImports = map[string]bool{"github.com/skewlens/skewlens/skew": true, "github.com/skewlens/skewlens/alert/incident": true}
+// The module's packages the pure packages may import: the engine, the
+// incidents alerts are made from, and knob, which reads the Configs' tags
+// (as the engine's); all are pure themselves.
+var pureModuleImports = map[string]bool{"github.com/skewlens/skewlens/skew": true, "github.com/skewlens/skewlens/alert/incident": true, "github.com/skewlens/skewlens/internal/knob": true}
 
 // clockFuncs are the functions of package time that read or wait on the
 // clock; time's types and pure conversions (time.UnixMilli) are fine.

@@ -173,7 +173,7 @@ func TestRestoredAlertsResolve(t *testing.T) {
 	next := int64(9) * win
 	in := func(tr *pipe) []string {
 		ev := tr.Observe([]skew.Finding{statsOf("j1", next)})
-		return evs(append(ev, tr.Advance(next+incident.DefaultResolveAfter.Milliseconds()+win)...))
+		return evs(append(ev, tr.Advance(next+incident.DefaultConfig().Hysteresis.ResolveAfter.Milliseconds()+win)...))
 	}
 	want, got := in(before), in(tr)
 	if !slices.Equal(got, want) {

@@ -7,38 +7,39 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
 // TrackerConfig configures a Tracker: what its alerts say and to whom.
 // When an alert fires and resolves is not here: it follows its incidents
-// (incident.Hysteresis). DefaultTrackerConfig returns it with the
-// defaults given in the field comments; NewTracker also reads a zero
-// field as its default.
+// (incident.Hysteresis). Its tags declare each setting once
+// (internal/knob), and the command line can bind those with a name as
+// flags. NewTracker also reads a zero field as its default.
 type TrackerConfig struct {
 	// RenotifyInterval repeats the Firing notification of an alert whose
 	// findings keep arriving, this long (event time) after the previous
 	// one, for receivers without reminders of their own (Alertmanager has
-	// repeat_interval). Default 0: never.
-	RenotifyInterval time.Duration
+	// repeat_interval). 0: never.
+	RenotifyInterval time.Duration `name:"alert-renotify" range:"[0s,]" group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)."`
 	// Causes lists the causes that make alerts (incident.Causes()).
 	// Default all of them.
-	Causes []string
+	Causes []string `kong:"-"`
 	// Severities maps a cause to the severity label of its alerts;
 	// missing causes get the defaults: hot_key "info", every other cause
 	// "warning".
-	Severities map[string]string
+	Severities map[string]string `kong:"-"`
 	// PlanVersion, when set, returns the current salting plan version of a
 	// task for the runbook annotation ("apply salting plan v3"). It is
 	// called by the goroutine that owns the Tracker, for each notification
 	// of a hot_key, data_skew or rotating_hot_key alert, so it must be
 	// fast, never block, and be safe for that goroutine. Default nil:
 	// "apply the current salting plan".
-	PlanVersion func(jobID, taskName string) (version uint64, ok bool)
+	PlanVersion func(jobID, taskName string) (version uint64, ok bool) `kong:"-"`
 	// SaltingURL is the base URL of the salting plan service for the
 	// runbook (e.g. "http://skewlens:8080"); the runbook then reads "GET
-	// http://skewlens:8080/v1/salting/<job>/<task>". Default "": the path
+	// http://skewlens:8080/v1/salting/<job>/<task>". Empty: the path
 	// alone.
-	SaltingURL string
+	SaltingURL string `name:"salting-url" group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
 }
 
 // DefaultSeverity returns the default severity of a cause.
@@ -49,16 +50,19 @@ func DefaultSeverity(cause string) string {
 	return "warning"
 }
 
-// DefaultTrackerConfig returns a TrackerConfig with every default filled
-// in. Callers start from it and override what they configure.
+// DefaultTrackerConfig returns the defaults the tags declare, with every
+// cause. Callers start from it and override what they configure.
 func DefaultTrackerConfig() TrackerConfig {
-	return TrackerConfig{Causes: incident.Causes()}
+	c := knob.Defaults[TrackerConfig]()
+	c.Causes = incident.Causes()
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultTrackerConfig (an empty Causes included). NewTracker applies it,
-// so a zero field means its default.
+// withDefaults returns c with every zero field set to its default (an
+// empty Causes included). NewTracker applies it, so a zero field means its
+// default.
 func (c TrackerConfig) withDefaults() TrackerConfig {
+	knob.FillZero(&c)
 	if len(c.Causes) == 0 {
 		c.Causes = DefaultTrackerConfig().Causes
 	}
@@ -68,10 +72,7 @@ func (c TrackerConfig) withDefaults() TrackerConfig {
 // Validate reports every invalid field. It changes nothing: an empty
 // Causes is invalid here, NewTracker fills it in first.
 func (c TrackerConfig) Validate() error {
-	var errs []error
-	if c.RenotifyInterval < 0 {
-		errs = append(errs, fmt.Errorf("renotify interval %s: must be positive or 0 (off)", c.RenotifyInterval))
-	}
+	errs := []error{knob.Check(c)}
 	if len(c.Causes) == 0 {
 		errs = append(errs, errors.New("causes: none"))
 	}

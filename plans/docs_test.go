@@ -33,7 +33,7 @@ func TestDocsExample(t *testing.T) {
 	if err := validatePlan(&p, p.JobID, p.TaskName); err != nil {
 		t.Fatalf("the documented plan is invalid: %v", err)
 	}
-	if p.Version != 1 || p.Source != SourceEngine || p.Separator != DefaultSeparator {
+	if p.Version != 1 || p.Source != SourceEngine || p.Separator != DefaultConfig().Separator {
 		t.Fatalf("documented plan: version %d source %q separator %q", p.Version, p.Source, p.Separator)
 	}
 	// The documented JSON equals the Manager's output (compared after

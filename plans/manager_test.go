@@ -208,7 +208,7 @@ func TestSaltsKeptWhileNotMaterial(t *testing.T) {
 	if !p.GeneratedAt.Equal(at(10)) || p.Version != 1 {
 		t.Fatalf("generated %v version %d, want those of version 1", p.GeneratedAt, p.Version)
 	}
-	if want := at(20).Add(DefaultCooldown); !p.ExpiresAt.Equal(want) {
+	if want := at(20).Add(DefaultConfig().Cooldown); !p.ExpiresAt.Equal(want) {
 		t.Fatalf("expires %v, want %v (the cooldown of its last key)", p.ExpiresAt, want)
 	}
 }
@@ -438,8 +438,8 @@ func TestConfigValidate(t *testing.T) {
 	if m := newManager(t, Config{}); m.Config() != c {
 		t.Fatalf("NewManager(Config{}) uses %+v, want the defaults %+v", m.Config(), c)
 	}
-	if c.Cooldown != DefaultCooldown || c.TTL != DefaultTTL || c.BucketChange != DefaultBucketChange ||
-		c.Separator != "#" || c.MaxPlans != DefaultMaxPlans || c.MaxKeys != DefaultMaxKeys || c.RetainRetired != DefaultRetainRetired {
+	if c.Cooldown != 10*time.Minute || c.TTL != 30*time.Minute || c.BucketChange != 0.5 ||
+		c.Separator != "#" || c.MaxPlans != 10000 || c.MaxKeys != 64 || c.RetainRetired != 24*time.Hour {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	bad := []Config{

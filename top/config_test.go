@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/top/topstore"
 )
 
 func TestConfigValidate(t *testing.T) {
-	defaults := Config{Refresh: DefaultRefresh, MaxRows: DefaultMaxRows, Windows: topstore.DefaultWindows,
-		Lookback: topstore.DefaultLookback, Timeout: DefaultTimeout, Color: ColorAuto,
-		KeyWidth: DefaultKeyWidth, NameWidth: DefaultNameWidth, SummaryWidth: DefaultSummaryWidth}
+	defaults := Config{Refresh: 2 * time.Second, MaxRows: 10, Windows: topstore.DefaultWindows,
+		Lookback: topstore.DefaultLookback, Timeout: 10 * time.Second, Color: ColorAuto,
+		KeyWidth: 40, NameWidth: 32, SummaryWidth: 80}
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -29,7 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		},
 		{name: "refresh too short", cfg: Config{Refresh: time.Millisecond}, wantErr: []string{"refresh 1ms"}},
 		{name: "negative refresh", cfg: Config{Refresh: -time.Second}, wantErr: []string{"refresh -1s"}},
-		{name: "rows out of range", cfg: Config{MaxRows: MaxRowsLimit + 1}, wantErr: []string{"max rows 1001"}},
+		{name: "rows out of range", cfg: Config{MaxRows: 1001}, wantErr: []string{"rows 1001"}},
 		{name: "negative windows", cfg: Config{Windows: -1}, wantErr: []string{"windows -1"}},
 		{name: "negative lookback and timeout", cfg: Config{Lookback: -1, Timeout: -1}, wantErr: []string{"lookback", "timeout"}},
 		{name: "unknown color", cfg: Config{Color: "yes"}, wantErr: []string{`color "yes"`}},
@@ -79,5 +80,16 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("second pass: %v, %+v", err, again)
 			}
 		})
+	}
+}
+
+// TestConfigSettings: the tags of Config are well formed, and its
+// defaults valid.
+func TestConfigSettings(t *testing.T) {
+	if _, err := knob.Settings(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

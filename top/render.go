@@ -35,13 +35,13 @@ type Style struct {
 	// Color turns on ANSI colors (SGR sequences); default off.
 	Color bool
 	// KeyWidth is the widest a key is drawn, in columns, quotes and
-	// ellipsis included. Default 40 (DefaultKeyWidth).
+	// ellipsis included. Default: Config's.
 	KeyWidth int
 	// NameWidth is the widest a task name, host or cause is drawn in a
-	// table. Default 32 (DefaultNameWidth).
+	// table. Default: Config's.
 	NameWidth int
 	// SummaryWidth is the widest a summary, a job's name and id and the
-	// jobs filter are drawn. Default 80 (DefaultSummaryWidth).
+	// jobs filter are drawn. Default: Config's.
 	SummaryWidth int
 	// Width is the widest a line is drawn, in columns: the terminal's
 	// width. Tables narrow their key, name and summary columns (down to
@@ -77,14 +77,17 @@ const errorWidth = 300
 // location, with its zone. Render is pure: the same arguments give the
 // same bytes. It returns w's error.
 func Render(w io.Writer, f Frame, now time.Time, st Style) error {
-	if st.KeyWidth <= 0 {
-		st.KeyWidth = DefaultKeyWidth
-	}
-	if st.NameWidth <= 0 {
-		st.NameWidth = DefaultNameWidth
-	}
-	if st.SummaryWidth <= 0 {
-		st.SummaryWidth = DefaultSummaryWidth
+	if st.KeyWidth <= 0 || st.NameWidth <= 0 || st.SummaryWidth <= 0 {
+		d := DefaultConfig()
+		if st.KeyWidth <= 0 {
+			st.KeyWidth = d.KeyWidth
+		}
+		if st.NameWidth <= 0 {
+			st.NameWidth = d.NameWidth
+		}
+		if st.SummaryWidth <= 0 {
+			st.SummaryWidth = d.SummaryWidth
+		}
 	}
 	r := renderer{st: st, now: now}
 	r.header(f)

@@ -113,7 +113,7 @@ func TestRunRefreshesAndShowsErrors(t *testing.T) {
 	}
 	// Every refresh asked the same query, built from the Config.
 	want := topstore.Query{Jobs: []string{"84dce1ec8aa5a4df2d1758d6e9278693"}, Since: testNow.Add(-topstore.DefaultLookback),
-		Windows: 2, Limit: 5, MaxStringBytes: 4*DefaultSummaryWidth + 4}
+		Windows: 2, Limit: 5, MaxStringBytes: 4*DefaultConfig().SummaryWidth + 4}
 	if len(src.queries) != 5 {
 		t.Errorf("%d refreshes, want 5", len(src.queries))
 	}

@@ -1,7 +1,6 @@
 package alertmanager
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/internal/retry"
 )
@@ -25,96 +25,72 @@ import (
 // Name is the notifier's name in errors and the default Target name.
 const Name = "alertmanager"
 
-// Config configures a Notifier. DefaultConfig returns it with the
-// defaults given in the field comments; New also reads a zero field as
-// its default (a zero EndsAfter as 4 × the ResendInterval in use).
+// Config configures a Notifier. Its tags declare each setting once
+// (internal/knob), and the command line can bind URL as a flag. New also
+// reads a zero field as its default (a zero EndsAfter as
+// EndsAfterResends × the ResendInterval in use).
 type Config struct {
 	// URL is Alertmanager's base URL, e.g. "http://127.0.0.1:9093" (with
 	// its route prefix, if any). Required.
-	URL string
+	URL string `name:"alertmanager-url" group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
 	// Headers are added to every request (e.g. Authorization).
-	Headers map[string]string
-	// Timeout bounds one request. Default 10s.
-	Timeout time.Duration
-	// ResendInterval is how often firing alerts are posted again.
-	// Default 1m (Prometheus' --rules.alert.resend-delay).
-	ResendInterval time.Duration
+	Headers map[string]string `kong:"-"`
+	// Timeout bounds one request.
+	Timeout time.Duration `kong:"-" default:"10s" range:"(0s,]"`
+	// ResendInterval is how often firing alerts are posted again; the
+	// default is Prometheus' --rules.alert.resend-delay.
+	ResendInterval time.Duration `kong:"-" default:"1m" range:"(0s,]"`
 	// EndsAfter is how far in the future a firing alert's endsAt is set.
-	// Default 4 × ResendInterval, as Prometheus does, so that three lost
-	// re-posts do not resolve an alert.
-	EndsAfter time.Duration
+	// Default EndsAfterResends × ResendInterval, as Prometheus does, so
+	// that three lost re-posts do not resolve an alert.
+	EndsAfter time.Duration `kong:"-"`
 	// GeneratorURL, when set, is every alert's generatorURL (a link back
 	// to skewlens, e.g. its findings dashboard).
-	GeneratorURL string
-	// MaxBatch is the most alerts one POST carries. Default 500.
-	MaxBatch int
+	GeneratorURL string `kong:"-"`
+	// MaxBatch is the most alerts one POST carries.
+	MaxBatch int `kong:"-" default:"500" range:"[1,]"`
 	// MaxActive bounds the firing alerts kept for re-posting. Overflow
 	// policy: a new firing alert beyond it is posted but not re-posted (it
 	// then resolves in Alertmanager after EndsAfter unless notified
 	// again), counted by skewlens_alertmanager_untracked_total.
-	// Default 10000.
-	MaxActive int
+	MaxActive int `kong:"-" default:"10000" range:"[1,]"`
 }
 
-// Defaults, used by DefaultConfig.
-const (
-	DefaultTimeout        = 10 * time.Second
-	DefaultResendInterval = time.Minute
-	// EndsAfterResends is how many resend intervals a firing alert's
-	// endsAt lies ahead by default.
-	EndsAfterResends = 4
-	DefaultMaxBatch  = 500
-	DefaultMaxActive = 10000
-)
+// EndsAfterResends is how many resend intervals a firing alert's endsAt
+// lies ahead by default.
+const EndsAfterResends = 4
 
-// DefaultConfig returns a Config with every default filled in (URL,
-// required, stays empty). Callers start from it and override what they
-// configure; one who changes ResendInterval sets EndsAfter too (to
-// EndsAfterResends × it, as the default is), or leaves it zero for New to
-// derive.
+// DefaultConfig returns the defaults the tags declare, and EndsAfter
+// derived from ResendInterval (URL, required, stays empty). Callers start
+// from it and override what they configure; one who changes
+// ResendInterval sets EndsAfter too (to EndsAfterResends × it, as the
+// default is), or leaves it zero for New to derive.
 func DefaultConfig() Config {
-	return Config{
-		Timeout:        DefaultTimeout,
-		ResendInterval: DefaultResendInterval,
-		EndsAfter:      EndsAfterResends * DefaultResendInterval,
-		MaxBatch:       DefaultMaxBatch,
-		MaxActive:      DefaultMaxActive,
-	}
+	c := knob.Defaults[Config]()
+	c.EndsAfter = EndsAfterResends * c.ResendInterval
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultConfig, but a zero EndsAfter to EndsAfterResends × c's
-// ResendInterval. New applies it, so a zero field means its default.
+// withDefaults returns c with every zero field set to its default, but a
+// zero EndsAfter to EndsAfterResends × c's ResendInterval. New applies
+// it, so a zero field means its default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
-	c.ResendInterval = cmp.Or(c.ResendInterval, d.ResendInterval)
+	knob.FillZero(&c)
 	if c.EndsAfter == 0 {
 		c.EndsAfter = EndsAfterResends * c.ResendInterval
 	}
-	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
-	c.MaxActive = cmp.Or(c.MaxActive, d.MaxActive)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields
 // are invalid here, New fills them in first.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if err := httpjson.CheckURL(c.URL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout %s: must be positive", c.Timeout))
-	}
-	if c.ResendInterval <= 0 {
-		errs = append(errs, fmt.Errorf("resend interval %s: must be positive", c.ResendInterval))
-	}
 	if c.EndsAfter < c.ResendInterval {
 		errs = append(errs, fmt.Errorf("ends after %s: must be at least the resend interval %s", c.EndsAfter, c.ResendInterval))
-	}
-	if c.MaxBatch < 1 || c.MaxActive < 1 {
-		errs = append(errs, fmt.Errorf("max batch %d, max active %d: must be positive", c.MaxBatch, c.MaxActive))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("alertmanager notifier config: %w", err)

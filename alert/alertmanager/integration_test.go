@@ -66,7 +66,7 @@ func TestRealAlertmanager(t *testing.T) {
 	// Event time a few minutes back, so every time is in Alertmanager's
 	// past: three windows with both conditions, fired after the second.
 	base := (time.Now().Add(-5*time.Minute).UnixMilli() / window) * window
-	it := alerttest.Incidents(t, incident.DefaultFor)
+	it := alerttest.Incidents(t, incident.DefaultConfig().Hysteresis.For)
 	for i := range int64(3) {
 		ws := base + i*window
 		a.Apply(it.Observe([]skew.Finding{slowSubtask(job, ws), hotKey(job, ws)}))

@@ -27,7 +27,7 @@ func TestAlerter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	it := alerttest.Incidents(t, incident.DefaultFor)
+	it := alerttest.Incidents(t, incident.DefaultConfig().Hysteresis.For)
 	for ws := int64(0); ws <= 20_000; ws += win {
 		a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, ws), hot("j1", "agg", 1, "k", 0.2, ws)}))
 		a.Apply(it.Advance(ws + win))

@@ -1,7 +1,6 @@
 package deliver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,24 +12,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
-// FanoutConfig configures a Fanout. DefaultFanoutConfig returns it with
-// the defaults given in the field comments; NewFanout also reads a zero
-// field as its default.
+// FanoutConfig configures a Fanout. Its tags declare each setting once
+// (internal/knob); NewFanout also reads a zero field as its default.
 type FanoutConfig struct {
 	// QueueCapacity bounds the alerts waiting for one notifier. Overflow
 	// policy: the oldest waiting alert is dropped
 	// (skewlens_alert_queue_dropped_total{reason="overflow"}); a newer
 	// state of an alert already waiting replaces it and takes no room.
-	// Default 1024.
-	QueueCapacity int
-	// MaxBatch is the most alerts one Notify call carries. Default 100.
-	MaxBatch int
+	QueueCapacity int `kong:"-" default:"1024" range:"[1,]"`
+	// MaxBatch is the most alerts one Notify call carries.
+	MaxBatch int `kong:"-" default:"100" range:"[1,]"`
 	// NotifyTimeout bounds one Notify call (one attempt: notifiers do not
-	// retry). Default 30s.
-	NotifyTimeout time.Duration
+	// retry).
+	NotifyTimeout time.Duration `kong:"-" default:"30s" range:"(0s,]"`
 	// Retry is how a failed Notify call is retried (retry.Do: exponential,
 	// jittered backoff). The failed alerts stay queued between attempts,
 	// so an outage of a notifier loses nothing but what overflows; once
@@ -40,65 +38,35 @@ type FanoutConfig struct {
 	// 30s. A zero Policy means the default; in any other, MaxRetries is
 	// taken as it is (0: one attempt) and a zero backoff field is its
 	// default.
-	Retry retry.Policy
-	// DrainTimeout is how long Stop lets the queues drain. Default 5s.
-	DrainTimeout time.Duration
+	Retry retry.Policy `kong:"-"`
+	// DrainTimeout is how long Stop lets the queues drain.
+	DrainTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
 }
 
-// Fanout defaults, used by DefaultFanoutConfig.
-const (
-	DefaultQueueCapacity = 1024
-	DefaultMaxBatch      = 100
-	DefaultNotifyTimeout = 30 * time.Second
-	DefaultFanoutMinWait = time.Second
-	DefaultFanoutMaxWait = 30 * time.Second
-	DefaultDrainTimeout  = 5 * time.Second
-)
-
-// DefaultFanoutConfig returns a FanoutConfig with every default filled
-// in: the values named by the constants above, which the field comments
-// state in words. Callers start from it and override what they configure.
+// DefaultFanoutConfig returns the defaults the tags declare, and the
+// default retry policy. Callers start from it and override what they
+// configure.
 func DefaultFanoutConfig() FanoutConfig {
-	return FanoutConfig{
-		QueueCapacity: DefaultQueueCapacity,
-		MaxBatch:      DefaultMaxBatch,
-		NotifyTimeout: DefaultNotifyTimeout,
-		Retry:         retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: DefaultFanoutMinWait, MaxBackoff: DefaultFanoutMaxWait},
-		DrainTimeout:  DefaultDrainTimeout,
-	}
+	c := knob.Defaults[FanoutConfig]()
+	c.Retry = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Second, MaxBackoff: 30 * time.Second}
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultFanoutConfig (Retry as retry.Policy.OrDefault says). NewFanout
-// applies it, so a zero field means its default.
+// withDefaults returns c with every zero field set to its default (Retry
+// as retry.Policy.OrDefault says). NewFanout applies it, so a zero field
+// means its default.
 func (c FanoutConfig) withDefaults() FanoutConfig {
-	d := DefaultFanoutConfig()
-	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
-	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
-	c.NotifyTimeout = cmp.Or(c.NotifyTimeout, d.NotifyTimeout)
-	c.Retry = c.Retry.OrDefault(d.Retry)
-	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
+	knob.FillZero(&c)
+	c.Retry = c.Retry.OrDefault(DefaultFanoutConfig().Retry)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields
 // are invalid here, NewFanout fills them in first.
 func (c FanoutConfig) Validate() error {
-	var errs []error
-	if c.QueueCapacity < 1 {
-		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
-	}
-	if c.MaxBatch < 1 {
-		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
-	}
-	if c.NotifyTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("notify timeout %s: must be positive", c.NotifyTimeout))
-	}
+	errs := []error{knob.Check(c)}
 	if err := c.Retry.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if c.DrainTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("drain timeout %s: must be positive", c.DrainTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("alert fanout config: %w", err)

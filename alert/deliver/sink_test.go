@@ -116,7 +116,7 @@ func TestSinkSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it := alerttest.Incidents(t, incident.DefaultFor)
+		it := alerttest.Incidents(t, incident.DefaultConfig().Hysteresis.For)
 		s, err := NewSink(a, store, "g", it.Open, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -9,23 +9,17 @@ import "time"
 // ResolveAfter. Times are event time in epoch milliseconds.
 type Hysteresis struct {
 	// For is how long a condition must last before its alert fires
-	// (Change.Lasted). Default 20s (two 10 s windows); 0 or negative
+	// (Change.Lasted); its default is two 10 s windows. 0 or negative
 	// fires on the first finding.
-	For time.Duration
+	For time.Duration `name:"alert-for" default:"20s" group:"Alerts" help:"How long (event time) an incident must last before its alert fires."`
 	// ResolveAfter closes an incident once no finding of its condition
 	// arrived for this long. Shorter gaps neither close it nor reset it,
 	// so a flapping condition gives one incident and one alert. It must
 	// exceed the interval at which the engine reports a lasting condition
 	// (the metric reporting interval when that is longer than the
-	// window). Default 30s.
-	ResolveAfter time.Duration
+	// window).
+	ResolveAfter time.Duration `name:"alert-resolve-after" default:"30s" range:"(0s,]" group:"Alerts" help:"Close an incident, and resolve its alert, after no finding of it for this long (hysteresis)."`
 }
-
-// Hysteresis defaults.
-const (
-	DefaultFor          = 20 * time.Second
-	DefaultResolveAfter = 30 * time.Second
-)
 
 // Lasted reports whether a condition seen from start to lastSeen has
 // lasted For (always, when For is 0 or negative).

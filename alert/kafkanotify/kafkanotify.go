@@ -1,7 +1,6 @@
 package kafkanotify
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
@@ -25,63 +25,53 @@ const Name = "kafka"
 // StatusHeader is the message header with the alert's status.
 const StatusHeader = "skewlens-alert-status"
 
-// Config configures a Notifier. DefaultConfig returns it with the
-// defaults given in the field comments; New also reads a zero field as
-// its default.
+// Config configures a Notifier. Its tags declare each setting once
+// (internal/knob), and the command line can bind Topic as a flag. New
+// also reads a zero field as its default.
 type Config struct {
 	// Brokers are the bootstrap brokers (host:port). Required.
-	Brokers []string
-	// Topic receives the alerts. Default "skewlens-alerts".
-	Topic string
-	// Partitions and ReplicationFactor are what EnsureTopic creates the
-	// topic with. Defaults 1 and -1 (the broker's
-	// default.replication.factor).
-	Partitions        int
-	ReplicationFactor int
-	// WriteTimeout bounds one write attempt. Default 10s.
-	WriteTimeout time.Duration
-	// DialTimeout bounds connecting to a broker. Default 5s.
-	DialTimeout time.Duration
+	Brokers []string `kong:"-"`
+	// Topic receives the alerts. Empty: DefaultConfig's. Its flag has no
+	// default: a run publishes alerts to Kafka only when given a topic.
+	Topic string `name:"alerts-topic" group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
+	// Partitions is what EnsureTopic creates the topic with.
+	Partitions int `kong:"-" default:"1" range:"[1,]"`
+	// ReplicationFactor is what EnsureTopic creates the topic with; -1 is
+	// the broker's default.replication.factor.
+	ReplicationFactor int `kong:"-" default:"-1" zero:"default" range:"[-1,32767]"`
+	// WriteTimeout bounds one write attempt.
+	WriteTimeout time.Duration `kong:"-" default:"10s" range:"(0s,]"`
+	// DialTimeout bounds connecting to a broker.
+	DialTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
 }
 
-// Defaults, used by DefaultConfig.
-const (
-	DefaultTopic             = "skewlens-alerts"
-	DefaultPartitions        = 1
-	DefaultReplicationFactor = -1 // the broker's default.replication.factor
-	DefaultWriteTimeout      = 10 * time.Second
-	DefaultDialTimeout       = 5 * time.Second
-)
+// defaultTopic is the library's Topic when none is given; the flag that
+// binds Topic defaults to none, which is why this is not a tag.
+const defaultTopic = "skewlens-alerts"
 
-// DefaultConfig returns a Config with every default filled in (Brokers,
-// required, stay empty). Callers start from it and override what they
-// configure.
+// DefaultConfig returns the defaults the tags declare and defaultTopic
+// (Brokers, required, stay empty). Callers start from it and override
+// what they configure.
 func DefaultConfig() Config {
-	return Config{
-		Topic:             DefaultTopic,
-		Partitions:        DefaultPartitions,
-		ReplicationFactor: DefaultReplicationFactor,
-		WriteTimeout:      DefaultWriteTimeout,
-		DialTimeout:       DefaultDialTimeout,
-	}
+	c := knob.Defaults[Config]()
+	c.Topic = defaultTopic
+	return c
 }
 
-// withDefaults returns c with every zero field set to its value in
-// DefaultConfig. New applies it, so a zero field means its default.
+// withDefaults returns c with every zero field set to its default. New
+// applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.Topic = cmp.Or(c.Topic, d.Topic)
-	c.Partitions = cmp.Or(c.Partitions, d.Partitions)
-	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, d.ReplicationFactor)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
-	c.DialTimeout = cmp.Or(c.DialTimeout, d.DialTimeout)
+	knob.FillZero(&c)
+	if c.Topic == "" {
+		c.Topic = defaultTopic
+	}
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields
 // are invalid here, New fills them in first.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("brokers: none"))
 	}
@@ -92,12 +82,6 @@ func (c Config) Validate() error {
 	}
 	if c.Topic == "" {
 		errs = append(errs, errors.New("topic: empty"))
-	}
-	if c.Partitions < 1 {
-		errs = append(errs, fmt.Errorf("partitions %d: must be positive", c.Partitions))
-	}
-	if c.WriteTimeout <= 0 || c.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeouts %s, %s: must be positive", c.WriteTimeout, c.DialTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kafka alert notifier config: %w", err)

@@ -250,7 +250,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("Validate accepted %+v without defaults", c)
 	}
 	c = c.withDefaults()
-	if err := c.Validate(); err != nil || c.Topic != DefaultTopic {
+	if err := c.Validate(); err != nil || c.Topic != DefaultConfig().Topic {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	d := DefaultConfig()

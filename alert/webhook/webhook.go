@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,65 +11,47 @@ import (
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Name is the notifier's name in errors and the default Target name.
 const Name = "webhook"
 
-// Config configures a Notifier. DefaultConfig returns it with the
-// defaults given in the field comments; New also reads a zero field as
-// its default.
+// Config configures a Notifier. Its tags declare each setting once
+// (internal/knob), and the command line can bind URL as a flag. New also
+// reads a zero field as its default.
 type Config struct {
 	// URL receives the POSTs: absolute, http or https. Required.
-	URL string
+	URL string `name:"alert-webhook-url" group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
 	// Headers are added to every request (e.g. Authorization).
-	Headers map[string]string
-	// Timeout bounds one attempt. Default 5s.
-	Timeout time.Duration
+	Headers map[string]string `kong:"-"`
+	// Timeout bounds one attempt.
+	Timeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
 	// MaxBatch is the most alerts one request carries; larger Notify
-	// calls are split. Default 100.
-	MaxBatch int
-	// Sender is the body's sender field. Default "skewlens".
-	Sender string
+	// calls are split.
+	MaxBatch int `kong:"-" default:"100" range:"[1,]"`
+	// Sender is the body's sender field.
+	Sender string `kong:"-" default:"skewlens" zero:"default"`
 }
 
-// Defaults, used by DefaultConfig.
-const (
-	DefaultTimeout  = 5 * time.Second
-	DefaultMaxBatch = 100
-	DefaultSender   = "skewlens"
-)
+// DefaultConfig returns the defaults the tags declare (URL, required,
+// stays empty). Callers start from it and override what they configure.
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
-// DefaultConfig returns a Config with every default filled in (URL,
-// required, stays empty). Callers start from it and override what they
-// configure.
-func DefaultConfig() Config {
-	return Config{Timeout: DefaultTimeout, MaxBatch: DefaultMaxBatch, Sender: DefaultSender}
-}
-
-// withDefaults returns c with every zero field set to its value in
-// DefaultConfig. New applies it, so a zero field means its default.
+// withDefaults returns c with every zero field set to its default. New
+// applies it, so a zero field means its default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
-	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
-	c.Sender = cmp.Or(c.Sender, d.Sender)
+	knob.FillZero(&c)
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing: zero fields
 // are invalid here, New fills them in first.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{knob.Check(c)}
 	if err := httpjson.CheckURL(c.URL); err != nil {
 		errs = append(errs, err)
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout %s: must be positive", c.Timeout))
-	}
-	if c.MaxBatch < 1 {
-		errs = append(errs, fmt.Errorf("max batch %d: must be positive", c.MaxBatch))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("webhook notifier config: %w", err)

@@ -70,8 +70,8 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultConfig().OverridePoll))},
-		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", fmtDuration(incident.DefaultFor))},
-		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(incident.DefaultResolveAfter))},
+		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", fmtDuration(incident.DefaultConfig().Hysteresis.For))},
+		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
 		// top waits for ClickHouse at start with the store's backoff.
 		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
@@ -90,7 +90,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		// docs/alerts.md: the Tracker (prose and table).
 		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(hyst.For), count(int(hyst.For/window)), secs(window))},
-		{"docs/alerts.md", fmt.Sprintf("At most `MaxOpen` (%d) incidents are open", incident.DefaultMaxOpen)},
+		{"docs/alerts.md", fmt.Sprintf("At most `MaxOpen` (%d) incidents are open", incident.DefaultConfig().MaxOpen)},
 		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", fmtDuration(hyst.For))},
 		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", fmtDuration(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("| `RenotifyInterval` | %d (off) |", trk.RenotifyInterval)},
@@ -236,9 +236,9 @@ func TestMakeRunDurationIsThePlayTime(t *testing.T) {
 	if dur == 0 || speed == 0 {
 		t.Fatalf("Makefile: DURATION %s, --speed %g", dur, speed)
 	}
-	play := time.Duration(float64(simulate.DefaultDuration) / speed)
+	play := time.Duration(float64(simulate.DefaultConfig().Duration) / speed)
 	if dur < play || dur > play+30*time.Second {
-		t.Errorf("Makefile: DURATION %s; the incidents play %s (%s at --speed %g): want at most 30 s more", dur, play, simulate.DefaultDuration, speed)
+		t.Errorf("Makefile: DURATION %s; the incidents play %s (%s at --speed %g): want at most 30 s more", dur, play, simulate.DefaultConfig().Duration, speed)
 	}
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {

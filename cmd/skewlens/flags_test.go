@@ -97,8 +97,8 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 
 	tc := parse(t, "top", "--clickhouse-addr", "h:9000").Top
 	wantTop := top.DefaultConfig()
-	if tc.Refresh != wantTop.Refresh || tc.Rows != wantTop.MaxRows || tc.Windows != wantTop.Windows ||
-		tc.Lookback != wantTop.Lookback || tc.Color != wantTop.Color || tc.Store.Database != ch.Database {
+	if tc.Top.Refresh != wantTop.Refresh || tc.Top.MaxRows != wantTop.MaxRows || tc.Top.Windows != wantTop.Windows ||
+		tc.Top.Lookback != wantTop.Lookback || tc.Top.Color != wantTop.Color || tc.Store.Database != ch.Database {
 		t.Errorf("top flags %+v, want the defaults %+v", tc, wantTop)
 	}
 

@@ -16,63 +16,59 @@ import (
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
 
+// simulateCmd binds simulate's Config (simFlags) and FleetConfig
+// (fleetFlags). Its own flags are those whose defaults differ from the
+// Config's on purpose: a fixed seed, every metric format and every naming
+// generation.
 type simulateCmd struct {
-	Scenario           string        `arg:"" optional:"" help:"Incident to simulate: ${sim_scenarios}; none with --jobs or --subtasks."`
-	Output             string        `short:"o" default:"-" placeholder:"FILE" help:"Where to write the lines; '-' is standard output."`
-	Seed               uint64        `default:"1" help:"Seed for every random choice, any unsigned 64-bit number; the same flags give byte-identical output."`
-	Start              int64         `default:"${sim_start}" help:"Epoch milliseconds of the first report." range:"[1,]"`
-	Duration           time.Duration `default:"${sim_duration}" help:"Simulated time." range:"(0s,]"`
-	Interval           time.Duration `default:"${sim_interval}" help:"Metric reporting interval." range:"[${sim_min_interval},${sim_max_interval}]"`
-	Parallelism        int           `short:"p" default:"${sim_parallelism}" help:"Parallelism of the keyed task." range:"[1,${max_parallelism}]"`
-	MaxParallelism     int           `short:"m" placeholder:"KEY_GROUPS" help:"Max parallelism of the keyed task (default: Flink's default for the parallelism)." range:"[0,${max_parallelism}]"`
-	SourceParallelism  int           `default:"${sim_source_parallelism}" help:"Parallelism of the source." range:"[1,${max_parallelism}]"`
-	SinkParallelism    int           `default:"${sim_sink_parallelism}" help:"Parallelism of the sink." range:"[1,${max_parallelism}]"`
-	SamplesPerInterval int           `default:"${sim_samples}" help:"Key samples per reporting interval." range:"[1,${sim_max_samples}]"`
-	KeySpace           int           `default:"${sim_key_space}" help:"Number of normal keys." range:"[1,${sim_max_key_space}]"`
-	HotShare           float64       `default:"${sim_hot_share}" help:"Share of records on the hot key (hot_key, rotating_hot_key)." range:"(0,1)"`
-	SlowSubtask        int           `default:"${sim_slow_subtask}" help:"The stuck sink subtask (slow_sink)." range:"[1,${max_subtask}]"`
-	Rate               float64       `placeholder:"RECORDS_PER_S" help:"Demand in records/s (default: the scenario's own)." range:"[0,]"`
-	MetricFormat       string        `enum:"json,influx,prometheus,mixed" default:"mixed" help:"Metric line format: ${enum} (mixed: one per TaskManager)."`
-	Naming             string        `enum:"legacy,current,mixed" default:"mixed" help:"Buffer metric names: ${enum}."`
-	OmitSubtask        bool          `help:"Leave subtask_index out of key samples, so readers must route keys themselves."`
-	JobName            string        `default:"${sim_job_name}" help:"Flink job name." range:"[1,]"`
+	Scenario string `arg:"" optional:"" help:"Incident to simulate: ${sim_scenarios}; none with --jobs or --subtasks."`
+	Output   string `short:"o" default:"-" placeholder:"FILE" help:"Where to write the lines; '-' is standard output."`
+	Seed     uint64 `default:"1" help:"Seed for every random choice, any unsigned 64-bit number; the same flags give byte-identical output."`
+	simFlags
+	MetricFormat string `enum:"json,influx,prometheus,mixed" default:"mixed" help:"Metric line format: ${enum} (mixed: one per TaskManager)."`
+	Naming       string `enum:"legacy,current,mixed" default:"mixed" help:"Buffer metric names: ${enum}."`
 	fleetFlags
 	Truth string `group:"Fleet" placeholder:"FILE" help:"Write the fleet's ground truth to FILE: one JSON object per job (simulate.Truth: job_id, scenario, cause, task, subtask, hot keys, time span), healthy jobs included ('-': standard error)."`
 }
 
+// simFlags bind the simulated job's Config: each setting with a name is a
+// flag, as its tags declare it. The wrapper is unexported so that kong
+// does not call the Config's Validate while parsing: check does, naming
+// the flags.
+type simFlags struct {
+	Sim simulate.Config `embed:""`
+}
+
 // fleetFlags play a fleet of jobs instead of one scenario (simulate, and
-// run with --simulate fleet). With them, the flags that shape one job
-// (--parallelism to --job-name) do not apply: the fleet draws each job's
-// shape from --seed.
+// demo with --simulate fleet): they bind the FleetConfig's flags. With
+// them, the flags that shape one job (--parallelism to --naming) do not
+// apply: the fleet draws each job's shape from --seed.
 type fleetFlags struct {
-	Jobs                int     `group:"Fleet" placeholder:"JOBS" help:"Play a fleet of this many jobs of varied shapes instead of one scenario: parallelism 1 to --fleet-max-parallelism (log-uniform, about 165 subtasks per job on average), 3-8 tasks, influx, prometheus or json metrics. --seed, --start, --duration, --interval and --samples-per-interval apply to every job; the flags that shape one job (--parallelism to --omit-subtask, --job-name) do not. 0: no fleet unless --subtasks." range:"[0,${fleet_max_jobs}]"`
-	Subtasks            int     `group:"Fleet" placeholder:"SUBTASKS" help:"Play a fleet of jobs drawn until it has at least this many subtasks (100000: about 610 jobs); 0: no fleet unless --jobs." range:"[0,${fleet_max_subtasks}]"`
-	Incidents           int     `group:"Fleet" default:"${fleet_incidents}" help:"Jobs of the fleet with an incident (hot_key, rotating_hot_key, slow_sink, under_provisioned, checkpoint_timeout, in a random order), placed at random; 0: none." range:"[0,${fleet_max_jobs}]"`
-	FleetMaxParallelism int     `group:"Fleet" default:"${fleet_max_parallelism}" help:"Largest parallelism of a fleet job's task." range:"[4,${max_parallelism}]"`
-	SampledTasks        float64 `group:"Fleet" default:"${fleet_sampled_tasks}" help:"Share of the fleet's tasks that write key samples (a job's keyed task; the hot-key incidents always do); the others write metrics only." range:"(0,1]"`
+	Fleet simulate.FleetConfig `embed:""`
 }
 
 // fleet reports whether the flags ask for a fleet.
-func (f *fleetFlags) fleet() bool { return f.Jobs > 0 || f.Subtasks > 0 }
+func (f *fleetFlags) fleet() bool { return f.Fleet.Jobs > 0 || f.Fleet.Subtasks > 0 }
 
-// fleetConfig returns the fleet's configuration; start, duration,
-// interval and samples are the job flags' (simulate) or run's own.
+// fleetConfig returns the fleet's configuration; seed, start, duration,
+// interval and samples are the job flags' (simulate) or demo's own.
 func (f *fleetFlags) fleetConfig(seed uint64, start int64, duration, interval time.Duration, samples int) simulate.FleetConfig {
-	cfg := simulate.DefaultFleetConfig()
-	cfg.Seed, cfg.Jobs, cfg.Subtasks = seed, f.Jobs, f.Subtasks
-	cfg.Incidents = f.Incidents
-	if f.Incidents == 0 {
-		cfg.Incidents = -1 // none; FleetConfig reads 0 as its default
+	cfg := f.Fleet
+	cfg.Seed, cfg.Start, cfg.Duration, cfg.Interval, cfg.SamplesPerInterval = seed, start, duration, interval, samples
+	if cfg.Incidents == 0 {
+		cfg.Incidents = -1 // --incidents 0: none; FleetConfig reads 0 as its default
 	}
-	cfg.Start, cfg.Duration, cfg.Interval, cfg.SamplesPerInterval = start, duration, interval, samples
-	cfg.MaxParallelism, cfg.SampledTasks = f.FleetMaxParallelism, f.SampledTasks
 	return cfg
 }
 
 // checkFleet checks the rules between the fleet flags.
 func (f *fleetFlags) checkFleet() error {
-	if f.Jobs > 0 && f.Subtasks > 0 {
-		return fmt.Errorf("--jobs %d, --subtasks %d: give one of them", f.Jobs, f.Subtasks)
+	switch {
+	case f.Fleet.Jobs > 0 && f.Fleet.Subtasks > 0:
+		return fmt.Errorf("--jobs %d, --subtasks %d: give one of them", f.Fleet.Jobs, f.Fleet.Subtasks)
+	case f.Fleet.Incidents < 0:
+		// The FleetConfig reads a negative count as none, as 0 is here.
+		return fmt.Errorf("--incidents %d: must not be negative (0: none)", f.Fleet.Incidents)
 	}
 	return nil
 }
@@ -91,15 +87,12 @@ func (c *simulateCmd) Validate() error {
 	return fmt.Errorf("<scenario> must be one of %s but got %q", strings.Join(quoted, ","), c.Scenario)
 }
 
-// config returns simulate.DefaultConfig with the values of the flags.
+// config returns the simulated job's configuration: the Config's flags,
+// with the scenario and simulate's own flags.
 func (c *simulateCmd) config() simulate.Config {
-	cfg := simulate.DefaultConfig()
-	cfg.Scenario, cfg.Seed, cfg.Start, cfg.Duration = simulate.Scenario(c.Scenario), c.Seed, c.Start, c.Duration
-	cfg.Interval, cfg.SourceParallelism, cfg.Parallelism = c.Interval, c.SourceParallelism, c.Parallelism
-	cfg.MaxParallelism, cfg.SinkParallelism = c.MaxParallelism, c.SinkParallelism
-	cfg.SamplesPerInterval, cfg.KeySpace, cfg.HotShare = c.SamplesPerInterval, c.KeySpace, c.HotShare
-	cfg.SlowSubtask, cfg.Rate, cfg.MetricFormat, cfg.Naming = c.SlowSubtask, c.Rate, c.MetricFormat, c.Naming
-	cfg.OmitSubtask, cfg.JobName = c.OmitSubtask, c.JobName
+	cfg := c.Sim
+	cfg.Scenario, cfg.Seed = simulate.Scenario(c.Scenario), c.Seed
+	cfg.MetricFormat, cfg.Naming = c.MetricFormat, c.Naming
 	return cfg
 }
 
@@ -117,21 +110,25 @@ func (c *simulateCmd) check() error {
 	case c.Truth != "" && !c.fleet():
 		return errors.New("--truth: only with --jobs or --subtasks (one scenario's truth is its name)")
 	}
+	sim := &c.Sim
 	switch {
-	case c.Interval%time.Millisecond != 0:
-		return fmt.Errorf("--interval %s: must be a whole number of milliseconds", c.Interval)
-	case c.Duration < c.Interval:
-		return fmt.Errorf("--duration %s: must be at least --interval (%s)", fmtDuration(c.Duration), fmtDuration(c.Interval))
-	case c.Scenario == string(simulate.SlowSink) && c.SinkParallelism < 2:
-		return fmt.Errorf("--sink-parallelism %d: slow_sink needs at least 2 (with one sink subtask a stuck one looks like an undersized sink)", c.SinkParallelism)
-	case c.SlowSubtask >= c.SinkParallelism:
-		return fmt.Errorf("--slow-subtask %d: must be a sink subtask, below --sink-parallelism (%d)", c.SlowSubtask, c.SinkParallelism)
+	case sim.Interval%time.Millisecond != 0:
+		return fmt.Errorf("--interval %s: must be a whole number of milliseconds", sim.Interval)
+	case sim.Duration < sim.Interval:
+		return fmt.Errorf("--duration %s: must be at least --interval (%s)", fmtDuration(sim.Duration), fmtDuration(sim.Interval))
+	case c.Scenario == string(simulate.SlowSink) && sim.SinkParallelism < 2:
+		return fmt.Errorf("--sink-parallelism %d: slow_sink needs at least 2 (with one sink subtask a stuck one looks like an undersized sink)", sim.SinkParallelism)
+	case sim.SlowSubtask == 0:
+		// The Config reads 0 as its default, which is not subtask 0.
+		return errors.New("--slow-subtask 0: must be at least 1 (subtask 0 cannot be chosen)")
+	case sim.SlowSubtask >= sim.SinkParallelism:
+		return fmt.Errorf("--slow-subtask %d: must be a sink subtask, below --sink-parallelism (%d)", sim.SlowSubtask, sim.SinkParallelism)
 	}
-	if _, err := keygroup.NewRouter(c.Parallelism, c.MaxParallelism); err != nil {
+	if _, err := keygroup.NewRouter(sim.Parallelism, sim.MaxParallelism); err != nil {
 		return fmt.Errorf("--parallelism, --max-parallelism: %w", err)
 	}
 	if c.fleet() {
-		return c.fleetConfig(c.Seed, c.Start, c.Duration, c.Interval, c.SamplesPerInterval).Validate()
+		return c.fleetConfig(c.Seed, sim.Start, sim.Duration, sim.Interval, sim.SamplesPerInterval).Validate()
 	}
 	return c.config().Validate()
 }
@@ -144,7 +141,7 @@ type writerTo interface {
 func (c *simulateCmd) Run(e *env) error {
 	var g writerTo
 	if c.fleet() {
-		f, err := simulate.NewFleet(c.fleetConfig(c.Seed, c.Start, c.Duration, c.Interval, c.SamplesPerInterval))
+		f, err := simulate.NewFleet(c.fleetConfig(c.Seed, c.Sim.Start, c.Sim.Duration, c.Sim.Interval, c.Sim.SamplesPerInterval))
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/store/clickhouse"
@@ -16,29 +15,29 @@ import (
 
 type topCmd struct {
 	clickhouseFlags `set:"clickhouse_addr_note=Required (make run prints it)."`
-	Job             []string      `placeholder:"JOB_ID" help:"Show only this job id (repeatable; default: every job)."`
-	Refresh         time.Duration `default:"${refresh}" help:"Time between refreshes." range:"[${top_min_refresh},]"`
-	Once            bool          `help:"Draw one frame and exit; the exit code is 1 when ClickHouse failed (it is tried once)."`
-	Rows            int           `default:"${rows}" help:"Most rows per section and job." range:"[1,${top_max_rows}]"`
-	Windows         int           `default:"${windows}" help:"How many of each job's newest windows to cover." range:"[1,${top_max_windows}]"`
-	Lookback        time.Duration `default:"${lookback}" help:"Hide jobs whose newest window started longer ago." range:"(0s,]"`
-	Color           string        `enum:"auto,always,never" default:"${color}" help:"Colors: ${enum} (auto: on a terminal unless NO_COLOR is set)."`
+	topFlags
 	textFlags
 	logFlags
+}
+
+// topFlags bind top's Config: each setting with a name is a flag, as its
+// tags declare it. The wrapper is unexported so that kong does not call
+// the Config's Validate while parsing: check does, naming the flags.
+type topFlags struct {
+	Top top.Config `embed:""`
 }
 
 // Validate is called by kong after parsing.
 func (c *topCmd) Validate() error { return c.RequireAddr() }
 
-// config returns top.DefaultConfig with the flags' values.
+// config returns the view's configuration: the flags', with --width, and
+// colors off under NO_COLOR unless --color asks for them.
 func (c *topCmd) config() top.Config {
-	color := c.Color
-	if _, ok := os.LookupEnv("NO_COLOR"); ok && color == top.ColorAuto {
-		color = top.ColorNever
+	cfg := c.Top
+	cfg.Width = c.Width
+	if _, ok := os.LookupEnv("NO_COLOR"); ok && cfg.Color == top.ColorAuto {
+		cfg.Color = top.ColorNever
 	}
-	cfg := top.DefaultConfig()
-	cfg.Refresh, cfg.Jobs, cfg.MaxRows, cfg.Windows = c.Refresh, c.Job, c.Rows, c.Windows
-	cfg.Lookback, cfg.Color, cfg.Once, cfg.Width = c.Lookback, color, c.Once, c.Width
 	return cfg
 }
 
@@ -63,7 +62,7 @@ func (c *topCmd) Run(e *env) error {
 	// Info lines would scroll the redrawn screen.
 	log := c.logger(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	cfg := c.config()
-	if !c.Once {
+	if !cfg.Once {
 		keys, err := top.WatchKeys(ctx, e.stdin)
 		if err != nil {
 			log.Warn("q does not quit; Ctrl-C does", "err", err)
@@ -82,7 +81,7 @@ func (c *topCmd) Run(e *env) error {
 		return err
 	}
 	var err error
-	if c.Once {
+	if cfg.Once {
 		err = connect(ctx)
 	} else {
 		wait := clickhouse.DefaultConfig().Retry

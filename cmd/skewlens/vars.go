@@ -31,9 +31,6 @@ import (
 func defaultVars() kong.Vars {
 	pl := plans.DefaultConfig()
 	ch := clickhouse.DefaultConfig()
-	tp := top.DefaultConfig()
-	sim := simulate.DefaultConfig()
-	fleet := simulate.DefaultFleetConfig()
 	src := kafkasrc.DefaultConfig()
 	hyst := incident.DefaultConfig().Hysteresis
 	vars := kong.Vars{
@@ -64,42 +61,11 @@ func defaultVars() kong.Vars {
 		// serve (run serves no API unless asked).
 		"serve_listen": serve.DefaultConfig().Addr,
 
-		// top.
-		"refresh":  fmtDuration(tp.Refresh),
-		"rows":     strconv.Itoa(tp.MaxRows),
-		"windows":  strconv.Itoa(tp.Windows),
-		"lookback": fmtDuration(tp.Lookback),
-		"color":    tp.Color,
-
-		"top_min_refresh": fmtDuration(top.MinRefresh),
-		"top_max_rows":    strconv.Itoa(top.MaxRowsLimit),
-		"top_max_windows": strconv.Itoa(top.MaxWindowsLimit),
-
 		// simulate.
-		"sim_start":              strconv.FormatInt(sim.Start, 10),
-		"sim_duration":           fmtDuration(sim.Duration),
-		"sim_interval":           fmtDuration(sim.Interval),
-		"sim_parallelism":        strconv.Itoa(sim.Parallelism),
-		"sim_source_parallelism": strconv.Itoa(sim.SourceParallelism),
-		"sim_sink_parallelism":   strconv.Itoa(sim.SinkParallelism),
-		"sim_samples":            strconv.Itoa(sim.SamplesPerInterval),
-		"sim_key_space":          strconv.Itoa(sim.KeySpace),
-		"sim_hot_share":          fmtFloat(sim.HotShare),
-		"sim_slow_subtask":       strconv.Itoa(sim.SlowSubtask),
-		"sim_job_name":           sim.JobName,
-		"sim_min_interval":       fmtDuration(simulate.MinInterval),
-		"sim_max_interval":       fmtDuration(simulate.MaxInterval),
-		"sim_max_samples":        strconv.Itoa(simulate.MaxSamplesPerInterval),
-		"sim_max_key_space":      strconv.Itoa(simulate.MaxKeySpace),
-		"sim_scenarios":          simScenarios(),
-		"fleet_incidents":        strconv.Itoa(fleet.Incidents),
-		"fleet_max_parallelism":  strconv.Itoa(fleet.MaxParallelism),
-		"fleet_sampled_tasks":    fmtFloat(fleet.SampledTasks),
-		"fleet_max_jobs":         strconv.Itoa(simulate.MaxFleetJobs),
-		"fleet_max_subtasks":     strconv.Itoa(simulate.MaxFleetSubtasks),
+		"sim_scenarios": simScenarios(),
 	}
 	// The range bounds the components' Configs name.
-	for k, v := range knob.Vars(skew.Config{}, window.Config{}, kafkasrc.Config{}) {
+	for k, v := range knob.Vars(skew.Config{}, window.Config{}, kafkasrc.Config{}, plans.Config{}, top.Config{}, simulate.Config{}, simulate.FleetConfig{}) {
 		vars[k] = v
 	}
 	return vars

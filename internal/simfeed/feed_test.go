@@ -175,7 +175,7 @@ func TestFeedLaterStart(t *testing.T) {
 		return simulate.Config{Scenario: simulate.HotKey, Seed: seed, JobName: "orders", Start: start, Duration: time.Minute, SamplesPerInterval: 20}
 	}
 	cfg.Brokers, cfg.Speed, cfg.Backlog = cluster.ListenAddrs(), 1, 3*time.Minute
-	cfg.Jobs = []simulate.Config{run(2, simulate.DefaultStart+time.Minute.Milliseconds()), run(1, simulate.DefaultStart)}
+	cfg.Jobs = []simulate.Config{run(2, simulate.DefaultConfig().Start+time.Minute.Milliseconds()), run(1, simulate.DefaultConfig().Start)}
 	f, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestFeedLaterStart(t *testing.T) {
 				t.Fatalf("%s offset %d keyed %q, want the job name", topic, m.Offset, m.Key)
 			}
 		}
-		if newest < simulate.DefaultStart+time.Minute.Milliseconds() {
+		if newest < simulate.DefaultConfig().Start+time.Minute.Milliseconds() {
 			t.Fatalf("%s: newest event time %d: the later run is missing", topic, newest)
 		}
 	}

@@ -1,15 +1,16 @@
 package simulate
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
 
@@ -18,108 +19,100 @@ import (
 // them healthy and reporting metrics only, a few with an incident and the
 // key samples their keyed task needs.
 
-// Fleet defaults and limits (FleetConfig).
+// Bounds of a fleet (FleetConfig).
 const (
-	DefaultFleetIncidents      = 5
-	DefaultFleetMaxParallelism = 200
-	DefaultFleetSampledTasks   = 0.05
 	// FleetMinTasks and FleetMaxTasks bound a fleet job's tasks: the three
 	// of the main path and up to MaxSideTasks side tasks.
 	FleetMinTasks = 3
 	FleetMaxTasks = 3 + MaxSideTasks
-	// MaxFleetJobs and MaxFleetSubtasks keep a fleet within what one
-	// process can hold (about 1 KB of state per subtask).
-	MaxFleetJobs     = 1_000_000
-	MaxFleetSubtasks = 10_000_000
 	// incidentMinParallelism is the smallest keyed parallelism of a job
 	// with an incident: with fewer subtasks a skewed, a slow and an
 	// undersized task look alike, so the ground truth would be ambiguous.
 	incidentMinParallelism = 4
 )
 
-// FleetConfig describes a fleet. DefaultFleetConfig returns it with the
-// defaults given in the field comments; NewFleet reads a zero field as its
-// default, except Jobs and Subtasks, of which exactly one must be set.
+// FleetConfig describes a fleet. Its tags declare each setting once
+// (internal/knob); skewlens simulate and demo bind the fields with a name
+// as their fleet flags. NewFleet reads a zero field as its default,
+// except Jobs and Subtasks, of which exactly one must be set.
 type FleetConfig struct {
 	// Seed drives every choice: the jobs' shapes, where the incidents go
 	// and each job's own seed. The same FleetConfig gives byte-identical
 	// output.
-	Seed uint64
-	// Jobs is the number of jobs. Either Jobs or Subtasks is set.
-	Jobs int
+	Seed uint64 `kong:"-"`
+	// Jobs is the number of jobs. Either Jobs or Subtasks is set. The
+	// bound, as Subtasks's, keeps a fleet within what one process can
+	// hold (about 1 KB of state per subtask).
+	Jobs int `name:"jobs" group:"Fleet" placeholder:"JOBS" range:"[0,${fleet_max_jobs}]" help:"Play a fleet of this many jobs of varied shapes instead of one scenario: parallelism 1 to --fleet-max-parallelism (log-uniform, about 165 subtasks per job on average), 3-8 tasks, influx, prometheus or json metrics. --seed, --start, --duration, --interval and --samples-per-interval apply to every job; the flags that shape one job (--parallelism to --naming) do not. 0: no fleet unless --subtasks."`
 	// Subtasks, when Jobs is 0, adds jobs until the fleet has at least
 	// this many subtasks (it overshoots by less than one job).
-	Subtasks int
+	Subtasks int `name:"subtasks" group:"Fleet" placeholder:"SUBTASKS" range:"[0,10000000]" help:"Play a fleet of jobs drawn until it has at least this many subtasks (100000: about 610 jobs); 0: no fleet unless --jobs."`
 	// Incidents is the number of jobs with an incident (hot_key,
 	// rotating_hot_key, slow_sink, under_provisioned, checkpoint_timeout,
 	// in a random order, repeated when there are more than five), placed
-	// on jobs drawn at random; at most the number of jobs. Default 5; a
-	// negative value means none.
-	Incidents int
-	// Start, Duration and Interval are every job's (Config). Defaults
-	// DefaultStart, 10m and 10s.
-	Start    int64
-	Duration time.Duration
-	Interval time.Duration
+	// on jobs drawn at random; at most the number of jobs. 0 means the
+	// default, a negative value none (the command line reads its 0 as
+	// none, and passes -1).
+	Incidents int `name:"incidents" group:"Fleet" default:"5" zero:"default" range:"[,${fleet_max_jobs}]" help:"Jobs of the fleet with an incident (hot_key, rotating_hot_key, slow_sink, under_provisioned, checkpoint_timeout, in a random order), placed at random; 0: none."`
+	// Start, Duration and Interval are every job's (Config), with its
+	// defaults.
+	Start    int64         `kong:"-"`
+	Duration time.Duration `kong:"-"`
+	Interval time.Duration `kong:"-"`
 	// MaxParallelism is the largest parallelism of a task; a job's
 	// parallelism is drawn log-uniformly in [1, MaxParallelism] (median
-	// about its square root), its tasks take it or less. Default 200.
-	MaxParallelism int
+	// about its square root), its tasks take it or less.
+	MaxParallelism int `name:"fleet-max-parallelism" group:"Fleet" default:"200" range:"[${fleet_min_parallelism},${max_parallelism}]" help:"Largest parallelism of a fleet job's task."`
 	// SampledTasks is the share of the fleet's tasks that write key
 	// samples (a job's keyed task, drawn per job so that this share of all
-	// tasks results); the hot-key incidents always sample. Default 0.05.
-	SampledTasks float64
-	// SamplesPerInterval is a sampled job's key samples per interval.
-	// Default 2000 (DefaultSamplesPerInterval).
-	SamplesPerInterval int
+	// tasks results); the hot-key incidents always sample.
+	SampledTasks float64 `name:"sampled-tasks" group:"Fleet" default:"0.05" range:"(0,1]" help:"Share of the fleet's tasks that write key samples (a job's keyed task; the hot-key incidents always do); the others write metrics only."`
+	// SamplesPerInterval is a sampled job's key samples per interval, with
+	// Config's default.
+	SamplesPerInterval int `kong:"-"`
 }
 
-// DefaultFleetConfig returns a FleetConfig with every default filled in
-// but Jobs and Subtasks, one of which the caller sets.
-func DefaultFleetConfig() FleetConfig {
-	return FleetConfig{
-		Incidents: DefaultFleetIncidents, Start: DefaultStart, Duration: DefaultDuration, Interval: DefaultInterval,
-		MaxParallelism: DefaultFleetMaxParallelism, SampledTasks: DefaultFleetSampledTasks,
-		SamplesPerInterval: DefaultSamplesPerInterval,
+// KnobVars gives the range bounds the tags name.
+func (FleetConfig) KnobVars() map[string]string {
+	return map[string]string{
+		"fleet_max_jobs":        "1000000",
+		"fleet_min_parallelism": strconv.Itoa(incidentMinParallelism),
+		"max_parallelism":       strconv.Itoa(keygroup.UpperBoundMaxParallelism),
 	}
 }
 
+// DefaultFleetConfig returns a FleetConfig with every default filled in
+// but Jobs and Subtasks, one of which the caller sets: the defaults its
+// tags declare, and a job's (DefaultConfig) for the jobs' fields.
+func DefaultFleetConfig() FleetConfig {
+	return FleetConfig{}.withDefaults()
+}
+
+// withDefaults returns c with every zero field set to its default; the
+// jobs' fields take a job's (Config.withDefaults).
 func (c FleetConfig) withDefaults() FleetConfig {
-	d := DefaultFleetConfig()
-	c.Incidents = cmp.Or(c.Incidents, d.Incidents)
-	c.Start = cmp.Or(c.Start, d.Start)
-	c.Duration = cmp.Or(c.Duration, d.Duration)
-	c.Interval = cmp.Or(c.Interval, d.Interval)
-	c.MaxParallelism = cmp.Or(c.MaxParallelism, d.MaxParallelism)
-	c.SampledTasks = cmp.Or(c.SampledTasks, d.SampledTasks)
-	c.SamplesPerInterval = cmp.Or(c.SamplesPerInterval, d.SamplesPerInterval)
+	knob.FillZero(&c)
+	job := Config{Start: c.Start, Duration: c.Duration, Interval: c.Interval, SamplesPerInterval: c.SamplesPerInterval}.withDefaults()
+	c.Start, c.Duration, c.Interval, c.SamplesPerInterval = job.Start, job.Duration, job.Interval, job.SamplesPerInterval
 	return c
 }
 
 // Validate reports every invalid field; it changes nothing (NewFleet and
 // FleetJobs fill the zero fields with their defaults first).
 func (c FleetConfig) Validate() error {
-	var errs []error
-	switch {
-	case (c.Jobs == 0) == (c.Subtasks == 0):
-		errs = append(errs, fmt.Errorf("simulate fleet: Jobs %d, Subtasks %d: set exactly one", c.Jobs, c.Subtasks))
-	case c.Jobs < 0 || c.Jobs > MaxFleetJobs:
-		errs = append(errs, fmt.Errorf("simulate fleet: Jobs %d: must be in [1, %d]", c.Jobs, MaxFleetJobs))
-	case c.Subtasks < 0 || c.Subtasks > MaxFleetSubtasks:
-		errs = append(errs, fmt.Errorf("simulate fleet: Subtasks %d: must be in [1, %d]", c.Subtasks, MaxFleetSubtasks))
-	}
-	if c.MaxParallelism < incidentMinParallelism || c.MaxParallelism > keygroup.UpperBoundMaxParallelism {
-		errs = append(errs, fmt.Errorf("simulate fleet: MaxParallelism %d: must be in [%d, %d]", c.MaxParallelism, incidentMinParallelism, keygroup.UpperBoundMaxParallelism))
-	}
-	if !(c.SampledTasks > 0 && c.SampledTasks <= 1) {
-		errs = append(errs, fmt.Errorf("simulate fleet: SampledTasks %v: must be in (0, 1]", c.SampledTasks))
+	errs := []error{knob.Check(c)}
+	if (c.Jobs == 0) == (c.Subtasks == 0) {
+		errs = append(errs, fmt.Errorf("Jobs %d, Subtasks %d: set exactly one", c.Jobs, c.Subtasks))
 	}
 	// The jobs' own fields are checked as one job's Config would be.
 	job := Config{Start: c.Start, Duration: c.Duration, Interval: c.Interval, SamplesPerInterval: c.SamplesPerInterval}.withDefaults()
 	if err := job.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("simulate fleet: %w", err))
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("simulate fleet: %w", err)
+	}
+	return nil
 }
 
 // incidentScenarios are the scenarios a fleet places, in a fixed order
@@ -174,10 +167,13 @@ func FleetJobs(cfg FleetConfig) ([]Config, error) {
 }
 
 // fleetKeySpace scales the key population with the keyed parallelism (a
-// thousand keys per subtask, at most DefaultKeySpace): enough for shares
-// within a few percent of each other, without a generator of 100000 keys
-// for a job of parallelism 1.
-func fleetKeySpace(p int) int { return min(DefaultKeySpace, 1000*p) }
+// thousand keys per subtask, at most Config's default KeySpace): enough
+// for shares within a few percent of each other, without a generator of
+// 100000 keys for a job of parallelism 1.
+func fleetKeySpace(p int) int { return min(defaultKeySpace(), 1000*p) }
+
+// defaultKeySpace is Config's default KeySpace, read once.
+var defaultKeySpace = sync.OnceValue(func() int { return DefaultConfig().KeySpace })
 
 // fleetJob draws the shape of job j.
 func fleetJob(r *rand.Rand, cfg *FleetConfig, j int) Config {

@@ -126,7 +126,7 @@ func TestFleetIncidentPlacement(t *testing.T) {
 		cfg  FleetConfig
 		want int
 	}{
-		{"default", FleetConfig{Seed: 1, Jobs: 50}, DefaultFleetIncidents},
+		{"default", FleetConfig{Seed: 1, Jobs: 50}, DefaultFleetConfig().Incidents},
 		{"none", FleetConfig{Seed: 1, Jobs: 50, Incidents: -1}, 0},
 		{"more than jobs", FleetConfig{Seed: 1, Jobs: 3, Incidents: 10}, 3},
 	}
@@ -153,11 +153,11 @@ func TestFleetConfigValidate(t *testing.T) {
 		{"subtasks", FleetConfig{Subtasks: 1}, ""},
 		{"neither", FleetConfig{}, "set exactly one"},
 		{"both", FleetConfig{Jobs: 1, Subtasks: 1}, "set exactly one"},
-		{"too many jobs", FleetConfig{Jobs: MaxFleetJobs + 1}, "Jobs"},
-		{"too many subtasks", FleetConfig{Subtasks: MaxFleetSubtasks + 1}, "Subtasks"},
-		{"max parallelism too small", FleetConfig{Jobs: 1, MaxParallelism: 3}, "MaxParallelism 3"},
-		{"sampled share above 1", FleetConfig{Jobs: 1, SampledTasks: 1.5}, "SampledTasks"},
-		{"interval", FleetConfig{Jobs: 1, Interval: time.Millisecond}, "Interval"},
+		{"too many jobs", FleetConfig{Jobs: 1_000_001}, "jobs 1000001"},
+		{"too many subtasks", FleetConfig{Subtasks: 10_000_001}, "subtasks 10000001"},
+		{"max parallelism too small", FleetConfig{Jobs: 1, MaxParallelism: 3}, "fleet-max-parallelism 3"},
+		{"sampled share above 1", FleetConfig{Jobs: 1, SampledTasks: 1.5}, "sampled-tasks 1.5"},
+		{"interval", FleetConfig{Jobs: 1, Interval: time.Millisecond}, "interval 1ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

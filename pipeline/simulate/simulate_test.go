@@ -294,7 +294,7 @@ func TestEveryLineParses(t *testing.T) {
 				}
 				from := cfg.Start + int64(n)*10000
 				if cfg.Start == 0 {
-					from = DefaultStart + int64(n)*10000
+					from = DefaultConfig().Start + int64(n)*10000
 				}
 				to := from + 10000
 				if len(buf) == 0 || buf[len(buf)-1] != '\n' {
@@ -421,7 +421,7 @@ func TestValidate(t *testing.T) {
 	if !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, DefaultConfig())
 	}
-	if c.Scenario != Healthy || c.Start != DefaultStart || c.Duration != DefaultDuration || c.Interval != DefaultInterval ||
+	if c.Scenario != Healthy || c.Start != 1593004200000 || c.Duration != 10*time.Minute || c.Interval != 10*time.Second ||
 		c.SourceParallelism != 4 || c.Parallelism != 8 || c.MaxParallelism != 0 || c.SinkParallelism != 4 || c.SlotsPerTM != 4 ||
 		c.SamplesPerInterval != 2000 || c.KeySpace != 100000 || c.HotShare != 0.35 || c.SlowSubtask != 2 ||
 		c.MetricFormat != FormatJSON || c.Naming != NamingCurrent || c.JobName != "billing" {
@@ -664,7 +664,7 @@ func TestUnderProvisioned(t *testing.T) {
 func TestCheckpointTimeout(t *testing.T) {
 	g, ivs := run(t, Config{Scenario: CheckpointTimeout, SamplesPerInterval: 100})
 	tr := g.Truth()
-	if tr.Cause != CauseUnderProvisioned || tr.TaskName != SinkTaskName || tr.From <= DefaultStart || tr.To-tr.From < 60000 {
+	if tr.Cause != CauseUnderProvisioned || tr.TaskName != SinkTaskName || tr.From <= DefaultConfig().Start || tr.To-tr.From < 60000 {
 		t.Fatalf("truth %+v", tr)
 	}
 	prevFailed := 0.0

@@ -289,7 +289,7 @@ func TestOwned(t *testing.T) {
 // partition another instance reads is not restored, ended or saved here.
 func TestRestoredJobsOwnedByPartition(t *testing.T) {
 	lines := incident(t)
-	start := simulate.DefaultStart
+	start := simulate.DefaultConfig().Start
 	saved := func(id string, part int32) skew.JobState {
 		return skew.JobState{JobID: id, JobName: id + "-name", WindowMs: 10000, ClosedUpTo: start + 10000, LastSeen: start,
 			FirstEvent: &start, LastEvent: &start, Sources: []skew.Source{{Topic: "flink", Partition: part}}}
