@@ -35,9 +35,8 @@ type FanoutConfig struct {
 	// jittered backoff). The failed alerts stay queued between attempts,
 	// so an outage of a notifier loses nothing but what overflows; once
 	// Retry.MaxRetries retries of a batch have failed, its alerts are
-	// dropped (reason="retries"). Default retry.Unlimited retries (until
-	// delivered or Stop's drain ends), with backoff from 1s doubling to
-	// 30s. A zero Policy means the default; in any other, MaxRetries is
+	// dropped (reason="retries"). Default retry.Delivery (until delivered
+	// or Stop's drain ends). A zero Policy means the default; in any other, MaxRetries is
 	// taken as it is (0: one attempt) and a zero backoff field is its
 	// default.
 	Retry retry.Policy
@@ -50,8 +49,6 @@ const (
 	DefaultQueueCapacity = 1024
 	DefaultMaxBatch      = 100
 	DefaultNotifyTimeout = 30 * time.Second
-	DefaultFanoutMinWait = time.Second
-	DefaultFanoutMaxWait = 30 * time.Second
 	DefaultDrainTimeout  = 5 * time.Second
 )
 
@@ -63,7 +60,7 @@ func DefaultFanoutConfig() FanoutConfig {
 		QueueCapacity: DefaultQueueCapacity,
 		MaxBatch:      DefaultMaxBatch,
 		NotifyTimeout: DefaultNotifyTimeout,
-		Retry:         retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: DefaultFanoutMinWait, MaxBackoff: DefaultFanoutMaxWait},
+		Retry:         retry.Delivery,
 		DrainTimeout:  DefaultDrainTimeout,
 	}
 }

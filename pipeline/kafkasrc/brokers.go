@@ -23,7 +23,7 @@ func WaitBrokers(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.BrokerWait)
 	defer cancel()
-	if err := kafkaclient.WaitBrokers(ctx, kafkaclient.AdminConfig{Brokers: cfg.Brokers, Retry: retryPolicy(), Log: log}); err != nil {
+	if err := kafkaclient.WaitBrokers(ctx, kafkaclient.AdminConfig{Brokers: cfg.Brokers, Log: log}); err != nil {
 		return fmt.Errorf("kafkasrc: %w", err)
 	}
 	return nil

@@ -204,7 +204,7 @@ func (s *Source) readPartition(ctx context.Context, gen *generation, topic strin
 		s.queue(ctx, fetched{gen: gen.id, err: retry.Permanent("set offset", err)})
 		return
 	}
-	b := retry.Backoff{Policy: retryPolicy()}
+	b := retry.Backoff{Policy: retry.Pipeline}
 	for {
 		msg, err := r.FetchMessage(ctx)
 		if err == nil {
@@ -299,7 +299,7 @@ func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) er
 	}
 	ended := func(cur *generation) bool { return cur == nil || gen != 0 && cur.id != gen || cur.ended.Load() }
 	start := time.Now()
-	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
 		s.m.commitRetries.Inc()
 		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
 	}, func(context.Context) error {

@@ -29,7 +29,7 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []kafka.TopicCon
 		ctx, cancel = context.WithTimeout(ctx, DefaultStartupTimeout)
 		defer cancel()
 	}
-	if _, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers, Retry: retryPolicy()}, topics...); err != nil {
+	if _, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, topics...); err != nil {
 		return fmt.Errorf("kafkasrc: %w", err)
 	}
 	return nil
@@ -39,7 +39,7 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []kafka.TopicCon
 // but does not create them; a topic that is still missing when ctx ends
 // is reported by name.
 func checkTopics(ctx context.Context, brokers []string, names []string) error {
-	err := kafkaclient.WaitTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers, Retry: retryPolicy()}, names...)
+	err := kafkaclient.WaitTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, names...)
 	if errors.Is(err, kafka.UnknownTopicOrPartition) {
 		return fmt.Errorf("%w (create the topics first, e.g. with EnsureTopics)", err)
 	}

@@ -40,9 +40,7 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Retry is the policy of EnsureTopic and Load, which retry retryable
 	// errors themselves (Publish makes one attempt: its callers retry).
-	// Default 10 retries, with backoff from 100ms doubling to 5s (each wait
-	// jittered between half and all of its step). A zero Policy means the
-	// default; in any other, MaxRetries is taken as it is (retry.Policy's
+	// Default retry.Setup. A zero Policy means the default; in any other, MaxRetries is taken as it is (retry.Policy's
 	// meaning: 0 never retries, retry.Unlimited retries until the context
 	// ends) and a zero backoff field is its default: to never retry, set
 	// Retry.MaxRetries to 0 on DefaultConfig().
@@ -61,9 +59,6 @@ const (
 	DefaultReplicationFactor = -1 // the broker's default.replication.factor
 	DefaultDialTimeout       = 5 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
-	DefaultMaxRetries        = 10
-	DefaultMinBackoff        = 100 * time.Millisecond
-	DefaultMaxBackoff        = 5 * time.Second
 	DefaultMaxMessageBytes   = 1000000
 )
 
@@ -93,7 +88,7 @@ func DefaultConfig() Config {
 		ReplicationFactor: DefaultReplicationFactor,
 		DialTimeout:       DefaultDialTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
-		Retry:             retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
+		Retry:             retry.Setup,
 		MaxMessageBytes:   DefaultMaxMessageBytes,
 	}
 }

@@ -85,8 +85,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
 	if c.Topic != DefaultTopic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultDialTimeout ||
-		c.WriteTimeout != DefaultWriteTimeout || c.Retry.MaxRetries != DefaultMaxRetries || c.Retry.MinBackoff != DefaultMinBackoff ||
-		c.Retry.MaxBackoff != DefaultMaxBackoff || c.MaxMessageBytes != DefaultMaxMessageBytes {
+		c.WriteTimeout != DefaultWriteTimeout || c.Retry != retry.Setup || c.MaxMessageBytes != DefaultMaxMessageBytes {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	tests := []struct {

@@ -41,9 +41,8 @@ type Config struct {
 	// Retry is the policy of the callers that retry with
 	// Store.RetryPolicy: Migrate's steps, and the start-up reads and the
 	// API's store calls that skewlens wires with it. The pipeline's writes
-	// are retried by its runner instead, without bound. Default 10
-	// retries, with backoff from 100ms doubling to 10s (each wait jittered
-	// between half and all of its step). A zero Policy means the default;
+	// are retried by its runner instead, without bound. Default
+	// retry.Setup. A zero Policy means the default;
 	// in any other, MaxRetries is taken as it is (retry.Policy's
 	// meaning: 0 never retries, retry.Unlimited retries until the context
 	// ends) and a zero backoff field is its default: to never retry, set
@@ -79,9 +78,6 @@ const (
 	DefaultReadTimeout   = 30 * time.Second
 	DefaultBatchMaxRows  = 50000
 	DefaultFlushInterval = time.Second
-	DefaultMaxRetries    = 10
-	DefaultMinBackoff    = 100 * time.Millisecond
-	DefaultMaxBackoff    = 10 * time.Second
 	DefaultTTLDays       = 30
 )
 
@@ -132,7 +128,7 @@ func DefaultConfig() Config {
 		ReadTimeout:   DefaultReadTimeout,
 		BatchMaxRows:  DefaultBatchMaxRows,
 		FlushInterval: DefaultFlushInterval,
-		Retry:         retry.Policy{MaxRetries: DefaultMaxRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
+		Retry:         retry.Setup,
 		TTLDays:       DefaultTTLDays,
 	}
 }
