@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"cmp"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -20,6 +19,28 @@ import (
 // backoff, set from a number or a time unit. Components take a preset
 // instead.
 func TestOnlyPresetsStateNumbers(t *testing.T) {
+	forEachModuleFile(t, func(fset *token.FileSet, f *ast.File) {
+		for _, p := range retryNumbers(fset, f) {
+			t.Error(p)
+		}
+	})
+}
+
+// TestDoIsTheOneRetryLoop checks that no non-test file of the module
+// outside this package retries in a loop of its own, with retry.Backoff
+// or retry.Sleep: Do is the one retry loop.
+func TestDoIsTheOneRetryLoop(t *testing.T) {
+	forEachModuleFile(t, func(fset *token.FileSet, f *ast.File) {
+		for _, p := range ownLoops(fset, f) {
+			t.Error(p)
+		}
+	})
+}
+
+// forEachModuleFile calls check with every non-test Go file of the
+// module outside this package.
+func forEachModuleFile(t *testing.T, check func(*token.FileSet, *ast.File)) {
+	t.Helper()
 	root := moduleRoot(t)
 	self, err := filepath.Abs(".")
 	if err != nil {
@@ -47,9 +68,7 @@ func TestOnlyPresetsStateNumbers(t *testing.T) {
 			return err
 		}
 		checked++
-		for _, p := range retryNumbers(fset, f) {
-			t.Error(p)
-		}
+		check(fset, f)
 		return nil
 	})
 	if err != nil {
@@ -82,22 +101,41 @@ func moduleRoot(t *testing.T) string {
 
 var timeUnits = map[string]bool{"Nanosecond": true, "Microsecond": true, "Millisecond": true, "Second": true, "Minute": true, "Hour": true}
 
-// retryNumbers reports the places in f that state retry numbers.
-func retryNumbers(fset *token.FileSet, f *ast.File) []string {
-	retryName, timeName := "", ""
+// importName returns the name f uses for the package of path, or ""
+// when f does not import it.
+func importName(f *ast.File, path string) string {
 	for _, imp := range f.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		name := ""
-		if imp.Name != nil {
-			name = imp.Name.Name
-		}
-		switch path {
-		case "github.com/skewlens/skewlens/internal/retry":
-			retryName = cmp.Or(name, "retry")
-		case "time":
-			timeName = cmp.Or(name, "time")
+		if p, _ := strconv.Unquote(imp.Path.Value); p == path {
+			if imp.Name != nil {
+				return imp.Name.Name
+			}
+			return filepath.Base(path)
 		}
 	}
+	return ""
+}
+
+const retryPath = "github.com/skewlens/skewlens/internal/retry"
+
+// ownLoops reports the places in f that use the parts of a retry loop
+// that Do does not hide: Backoff and Sleep.
+func ownLoops(fset *token.FileSet, f *ast.File) []string {
+	retryName := importName(f, retryPath)
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && retryName != "" && (sel.Sel.Name == "Backoff" || sel.Sel.Name == "Sleep") {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == retryName {
+				out = append(out, fset.Position(n.Pos()).String()+": retry."+sel.Sel.Name+" makes a retry loop of its own; use retry.Do")
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// retryNumbers reports the places in f that state retry numbers.
+func retryNumbers(fset *token.FileSet, f *ast.File) []string {
+	retryName, timeName := importName(f, retryPath), importName(f, "time")
 	// number reports whether e holds a numeric literal or a time unit.
 	number := func(e ast.Expr) bool {
 		found := false
@@ -159,20 +197,26 @@ func retryNumbers(fset *token.FileSet, f *ast.File) []string {
 	return out
 }
 
-// TestRetryNumbers checks the checker: each snippet states numbers but
-// the last two.
-func TestRetryNumbers(t *testing.T) {
+// TestCheckers checks the checkers: retryNumbers on snippets that state
+// retry numbers and on ones that do not, ownLoops likewise.
+func TestCheckers(t *testing.T) {
 	tests := []struct {
-		name, src string
-		want      int
+		name  string
+		check func(*token.FileSet, *ast.File) []string
+		src   string
+		want  int
 	}{
-		{"literal", `package p; import ("time"; "github.com/skewlens/skewlens/internal/retry"); var _ = retry.Policy{MaxRetries: 3, MinBackoff: time.Second}`, 1},
-		{"renamed import", `package p; import r "github.com/skewlens/skewlens/internal/retry"; var _ = r.Policy{MaxRetries: 3}`, 1},
-		{"field", `package p; import "time"; func f(p *P) { p.MaxBackoff = 2 * time.Minute }`, 1},
-		{"key", `package p; var _ = struct{ MinBackoff int }{MinBackoff: 100}`, 1},
-		{"constant", `package p; import "time"; const DefaultMaxBackoff = 5 * time.Second`, 1},
-		{"preset", `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: retry.Setup.MinBackoff}`, 0},
-		{"zero", `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = p == (retry.Policy{})`, 0},
+		{"literal", retryNumbers, `package p; import ("time"; "github.com/skewlens/skewlens/internal/retry"); var _ = retry.Policy{MaxRetries: 3, MinBackoff: time.Second}`, 1},
+		{"renamed import", retryNumbers, `package p; import r "github.com/skewlens/skewlens/internal/retry"; var _ = r.Policy{MaxRetries: 3}`, 1},
+		{"field", retryNumbers, `package p; import "time"; func f(p *P) { p.MaxBackoff = 2 * time.Minute }`, 1},
+		{"key", retryNumbers, `package p; var _ = struct{ MinBackoff int }{MinBackoff: 100}`, 1},
+		{"constant", retryNumbers, `package p; import "time"; const DefaultMaxBackoff = 5 * time.Second`, 1},
+		{"preset", retryNumbers, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: retry.Setup.MinBackoff}`, 0},
+		{"zero", retryNumbers, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = p == (retry.Policy{})`, 0},
+		{"backoff", ownLoops, `package p; import "github.com/skewlens/skewlens/internal/retry"; var b = retry.Backoff{}`, 1},
+		{"sleep", ownLoops, `package p; import r "github.com/skewlens/skewlens/internal/retry"; var _ = r.Sleep`, 1},
+		{"do", ownLoops, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Do`, 0},
+		{"another retry package", ownLoops, `package p; import "other/retry"; var _ = retry.Sleep`, 0},
 	}
 	for _, tt := range tests {
 		fset := token.NewFileSet()
@@ -180,7 +224,7 @@ func TestRetryNumbers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := retryNumbers(fset, f); len(got) != tt.want {
+		if got := tt.check(fset, f); len(got) != tt.want {
 			t.Errorf("%s: reported %q, want %d reports", tt.name, got, tt.want)
 		}
 	}
