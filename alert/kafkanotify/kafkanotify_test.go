@@ -198,9 +198,10 @@ func TestNotifyAfterBrokerRestart(t *testing.T) {
 	readN(t, brokers, topic, 3)
 }
 
-// TestNotifyFatal checks that a message the broker refuses for good is a
-// fatal error at once, and that a missing topic is retried (not fatal).
-func TestNotifyFatal(t *testing.T) {
+// TestNotifyPermanent checks that a message the broker refuses for good is
+// a permanent error at once, and that a missing topic is retried (not
+// permanent).
+func TestNotifyPermanent(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -216,17 +217,17 @@ func TestNotifyFatal(t *testing.T) {
 	err := n.Notify(ctx, big)
 	var werrs kafka.WriteErrors
 	if err == nil || !retry.IsPermanent(err) || !errors.As(err, &werrs) || !errors.Is(werrs[0], kafka.MessageSizeTooLarge) {
-		t.Fatalf("err = %v (fatal %v), want a fatal MessageSizeTooLarge", err, retry.IsPermanent(err))
+		t.Fatalf("err = %v (permanent %v), want a permanent MessageSizeTooLarge", err, retry.IsPermanent(err))
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("fatal error took %s: retried?", d)
+		t.Errorf("permanent error took %s: retried?", d)
 	}
 
 	missing := newNotifier(t, brokers, fmt.Sprintf("alerts-missing-%d", time.Now().UnixNano()),
 		retry.Policy{MaxRetries: 1, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	err = missing.Notify(ctx, alerts(t, "job-m")[:1])
 	if err == nil || retry.IsPermanent(err) {
-		t.Fatalf("missing topic: err = %v (fatal %v), want a retryable error", err, retry.IsPermanent(err))
+		t.Fatalf("missing topic: err = %v (permanent %v), want a retryable error", err, retry.IsPermanent(err))
 	}
 }
 

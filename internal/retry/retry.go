@@ -153,8 +153,9 @@ type PermanentError struct {
 	Err error
 }
 
-// Error reads "op: fatal: err": "fatal" is the word skewlens' logs and
-// metric labels have always used for these errors.
+// Error reads "op: fatal: err". The word in code and prose is
+// "permanent"; error texts and metric label values keep "fatal", which
+// log searches, dashboards and alert rules match.
 func (e *PermanentError) Error() string {
 	if e.Op == "" {
 		return "fatal: " + e.Err.Error()

@@ -159,7 +159,7 @@ func (r *Runner) OnFinding(f func(*skew.Finding)) { r.onFind = f }
 func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // Run consumes until ctx is done, Stop is called, the source ends with
-// io.EOF, or a fatal error occurs. A fetch error is returned only after
+// io.EOF, or a permanent error occurs. A fetch error is returned only after
 // every message fetched before it has been processed.
 //
 // When ctx ends or Stop is called, Run drains: what is due is written and

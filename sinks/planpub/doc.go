@@ -64,7 +64,7 @@
 //
 // Registered on the injected prometheus.Registerer by New and
 // unregistered by Close: plans and tombstones published, failures by
-// class (retryable, fatal, canceled), retries, and the duration of
+// class (retryable, fatal: permanent, canceled), retries, and the duration of
 // successful Publish calls. NewSink adds the pending changes and the
 // Manager's statistics (skewlens_plans_*: plans served, tasks, findings
 // and keys left out), unregistered by Sink.Close.

@@ -83,19 +83,19 @@ func testSink(t *testing.T, cfg Config) *Store {
 
 func TestRetry(t *testing.T) {
 	retryable := &ch.Exception{Code: 252, Message: "too many parts"}
-	fatal := &ch.Exception{Code: 60, Message: "unknown table"}
+	unknownTable := &ch.Exception{Code: 60, Message: "unknown table"}
 	tests := []struct {
-		name        string
-		maxRetries  int
-		errs        []error // returned by successive attempts; nil = success
-		wantCalls   int
-		wantFatal   bool
-		wantErr     bool
-		wantRetries float64
+		name          string
+		maxRetries    int
+		errs          []error // returned by successive attempts; nil = success
+		wantCalls     int
+		wantPermanent bool
+		wantErr       bool
+		wantRetries   float64
 	}{
 		{name: "first try", maxRetries: 3, errs: []error{nil}, wantCalls: 1},
 		{name: "retry then succeed", maxRetries: 3, errs: []error{retryable, io.EOF, nil}, wantCalls: 3, wantRetries: 2},
-		{name: "fatal stops", maxRetries: 3, errs: []error{retryable, fatal}, wantCalls: 2, wantFatal: true, wantErr: true, wantRetries: 1},
+		{name: "permanent stops", maxRetries: 3, errs: []error{retryable, unknownTable}, wantCalls: 2, wantPermanent: true, wantErr: true, wantRetries: 1},
 		{name: "gives up", maxRetries: 2, errs: []error{retryable, retryable, retryable, nil}, wantCalls: 3, wantErr: true, wantRetries: 2},
 		{name: "retries disabled", maxRetries: 0, errs: []error{retryable, nil}, wantCalls: 1, wantErr: true},
 	}
@@ -114,8 +114,8 @@ func TestRetry(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if got := retry.IsPermanent(err); got != tt.wantFatal {
-				t.Errorf("retry.IsPermanent = %v, want %v (err %v)", got, tt.wantFatal, err)
+			if got := retry.IsPermanent(err); got != tt.wantPermanent {
+				t.Errorf("retry.IsPermanent = %v, want %v (err %v)", got, tt.wantPermanent, err)
 			}
 			if got := testutil.ToFloat64(s.m.retries.WithLabelValues("tbl")); got != tt.wantRetries {
 				t.Errorf("retries metric = %v, want %v", got, tt.wantRetries)

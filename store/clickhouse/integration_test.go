@@ -356,8 +356,8 @@ func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Findi
 	}
 }
 
-// TestWriteFatal checks that errors retrying cannot fix are a permanent error.
-func TestWriteFatal(t *testing.T) {
+// TestWritePermanent checks that errors retrying cannot fix are a permanent error.
+func TestWritePermanent(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -548,7 +548,7 @@ func TestWriteHonoursContext(t *testing.T) {
 }
 
 // TestForcedModernOnLegacyServer checks that the modern DDL is refused by
-// 18.16 as a fatal error, which is why the dialect follows the version.
+// 18.16 as a permanent error, which is why the dialect follows the version.
 func TestForcedModernOnLegacyServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
