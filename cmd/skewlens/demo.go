@@ -77,7 +77,10 @@ func (c *runCmd) topics(ctx context.Context, brokers []string, demo bool, log *s
 		for _, n := range names {
 			cfgs = append(cfgs, kafka.TopicConfig{Topic: n, NumPartitions: c.TopicPartitions, ReplicationFactor: c.TopicReplicationFactor})
 		}
-		return kafkasrc.EnsureTopics(ctx, brokers, cfgs)
+		ctx, cancel := context.WithTimeout(ctx, kafkasrc.DefaultConfig().StartupTimeout)
+		defer cancel()
+		_, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, cfgs...)
+		return err
 	}
 	have, err := kafkaclient.TopicPartitions(ctx, kafkaclient.AdminConfig{Brokers: brokers})
 	if err != nil {
@@ -99,7 +102,10 @@ func (c *runCmd) topics(ctx context.Context, brokers []string, demo bool, log *s
 	}
 	if c.CreateTopics {
 		log.Info("creating topics", "topics", len(missing), "partitions", c.TopicPartitions, "replication_factor", c.TopicReplicationFactor)
-		return kafkasrc.EnsureTopics(ctx, brokers, missing)
+		ctx, cancel := context.WithTimeout(ctx, kafkasrc.DefaultConfig().StartupTimeout)
+		defer cancel()
+		_, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, missing...)
+		return err
 	}
 	var cmds []string
 	for _, t := range missing {

@@ -26,6 +26,7 @@ import (
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/localch"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/internal/promreg"
@@ -120,9 +121,10 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 	// nothing until its event time passed the first's).
 	resume := len(brokers) > 0
 	if len(brokers) > 0 {
-		srcCfg := kafkasrc.DefaultConfig()
-		srcCfg.Brokers, srcCfg.BrokerWait = brokers, c.BrokerWait
-		if err := kafkasrc.WaitBrokers(ctx, srcCfg, log); err != nil {
+		wctx, wcancel := context.WithTimeout(ctx, c.BrokerWait)
+		err := kafkaclient.WaitBrokers(wctx, kafkaclient.AdminConfig{Brokers: brokers, Log: log})
+		wcancel()
+		if err != nil {
 			return fmt.Errorf("%w (--brokers; --broker-wait %s)", err, c.BrokerWait)
 		}
 	} else {

@@ -39,7 +39,7 @@ type Config struct {
 	// committed for this group only by Source.Commit.
 	GroupID string
 	// Topics are the topics to read (default ["flink-metrics",
-	// "flink-key-samples"]). They must exist: see EnsureTopics.
+	// "flink-key-samples"]). They must exist: see kafkaclient.EnsureTopics.
 	Topics []string
 	// MinBytes is the least data a fetch waits for (default 64 KiB), up to
 	// MaxWait.
@@ -59,15 +59,15 @@ type Config struct {
 	// end of each partition instead of the beginning (default false:
 	// earliest, so nothing already in the topic is skipped).
 	StartFromLatest bool
-	// StartupTimeout bounds New's check that the topics exist and
-	// EnsureTopics when its context has no deadline (default 30s).
+	// StartupTimeout bounds New's check that the topics exist (default
+	// 30s).
 	StartupTimeout time.Duration
-	// BrokerWait bounds WaitBrokers: how long a pipeline that starts
+	// BrokerWait bounds kafkaclient.WaitBrokers: how long a pipeline that starts
 	// before its brokers waits for one of them to answer (default 1m,
 	// about what a broker takes to start after a reboot, with room).
 	BrokerWait time.Duration
 	// DeadLetterTopic receives records that cannot be decoded (default
-	// "skewlens-dead-letters"). It must exist: see EnsureTopics.
+	// "skewlens-dead-letters"). It must exist: see kafkaclient.EnsureTopics.
 	DeadLetterTopic string
 	// DeadLetterInFlight bounds the dead letters being written at once
 	// (default 16). Further Send calls wait for a slot (or their context):

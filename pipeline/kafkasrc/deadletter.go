@@ -48,8 +48,8 @@ type DeadLetters struct {
 }
 
 // NewDeadLetters returns a DeadLetters writing to cfg.DeadLetterTopic on
-// cfg.Brokers. The topic must exist (EnsureTopics); it is not created
-// here. Its metrics are registered on reg (nil: not registered) until
+// cfg.Brokers. The topic must exist (kafkaclient.EnsureTopics); it is
+// not created here. Its metrics are registered on reg (nil: not registered) until
 // Close.
 func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*DeadLetters, error) {
 	cfg = cfg.withDefaults()

@@ -1,10 +1,10 @@
 // Package kafkasrc is skewlens' Kafka input stage, built on
 // github.com/segmentio/kafka-go: a Source that reads the Flink metric and
 // key-sample topics as one consumer-group member with explicit commits,
-// a DeadLetters writer for records that cannot be decoded, and
-// EnsureTopics to create the topics. ForStream, DeadLettersForStream and
-// StreamPartitions adapt them to the streaming runner's own types
-// (package stream), converting each message.
+// and a DeadLetters writer for records that cannot be decoded; both need
+// their topics to exist (kafkaclient.EnsureTopics creates them).
+// ForStream, DeadLettersForStream and StreamPartitions adapt them to the
+// streaming runner's own types (package stream), converting each message.
 //
 // # Reading
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
@@ -152,10 +153,11 @@ func TestIntegrationDeadLetter(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureTopics(ctx, brokers, []kafka.TopicConfig{{Topic: "it-dl-in"}, {Topic: cfg.DeadLetterTopic}}); err != nil {
+	admin := kafkaclient.AdminConfig{Brokers: brokers}
+	if _, err := kafkaclient.EnsureTopics(ctx, admin, kafka.TopicConfig{Topic: "it-dl-in"}, kafka.TopicConfig{Topic: cfg.DeadLetterTopic}); err != nil {
 		t.Fatalf("EnsureTopics: %v", err)
 	}
-	if err := EnsureTopics(ctx, brokers, []kafka.TopicConfig{{Topic: cfg.DeadLetterTopic}}); err != nil {
+	if _, err := kafkaclient.EnsureTopics(ctx, admin, kafka.TopicConfig{Topic: cfg.DeadLetterTopic}); err != nil {
 		t.Fatalf("EnsureTopics again: %v", err)
 	}
 	reg := prometheus.NewRegistry()

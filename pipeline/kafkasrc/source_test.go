@@ -218,34 +218,6 @@ func TestNewMissingTopic(t *testing.T) {
 	}
 }
 
-func TestEnsureTopicsIdempotent(t *testing.T) {
-	brokers := fakeCluster(t, "existing")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	topics := []kafka.TopicConfig{
-		{Topic: "existing", NumPartitions: 1, ReplicationFactor: 1},
-		{Topic: "fresh", NumPartitions: 3, ReplicationFactor: 1},
-		{Topic: "defaults"},
-	}
-	for i := range 2 {
-		if err := EnsureTopics(ctx, brokers, topics); err != nil {
-			t.Fatalf("EnsureTopics call %d: %v", i+1, err)
-		}
-	}
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	md, err := (&kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"fresh"}})
-	if err != nil {
-		t.Fatalf("metadata: %v", err)
-	}
-	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
-		t.Fatalf("fresh topic metadata = %+v, want 3 partitions", md.Topics)
-	}
-	if err := EnsureTopics(ctx, nil, topics); err == nil {
-		t.Fatal("EnsureTopics without brokers succeeded")
-	}
-}
-
 func TestDeadLetters(t *testing.T) {
 	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
 	reg := prometheus.NewRegistry()
