@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
@@ -64,7 +66,7 @@ func newNotifier(t *testing.T, brokers []string, topic string, policy retry.Poli
 	if policy.MinBackoff == 0 {
 		policy = retry.Policy{MaxRetries: 20, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	}
-	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second}, nil)
+	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +176,9 @@ func TestNotifyRealBroker(t *testing.T) {
 	if hot := byKey["job-a/agg/2/hot_key"]; len(hot) != 1 || hot[0].Labels["alertname"] != alert.NameHotKey {
 		t.Errorf("hot_key messages %+v", hot)
 	}
+	if m, ok := testutil.ToFloat64(n.m.messages), testutil.ToFloat64(n.m.writes.WithLabelValues("ok")); m != 3 || ok != 1 {
+		t.Errorf("metrics: %v messages in %v writes, want 3 in 1", m, ok)
+	}
 }
 
 // TestNotifyAfterBrokerRestart checks that the first write after a broker
@@ -221,6 +226,9 @@ func TestNotifyPermanent(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("permanent error took %s: retried?", d)
+	}
+	if m, failed := testutil.ToFloat64(n.m.messages), testutil.ToFloat64(n.m.writes.WithLabelValues("error")); m != 0 || failed < 1 {
+		t.Errorf("metrics: %v messages, %v failed writes; want none and some", m, failed)
 	}
 
 	missing := newNotifier(t, brokers, fmt.Sprintf("alerts-missing-%d", time.Now().UnixNano()),

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/internal/retry"
@@ -113,7 +116,7 @@ func TestNotify(t *testing.T) {
 			defer srv.Close()
 			n, err := New(Config{
 				URL: srv.URL + "/hook", Headers: map[string]string{"X-Token": "t"}, Timeout: 100 * time.Millisecond, MaxBatch: tt.maxBatch,
-			})
+			}, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,6 +153,10 @@ func TestNotify(t *testing.T) {
 			if r := float64(retries); r != tt.wantRetry {
 				t.Errorf("retries = %v, want %v", r, tt.wantRetry)
 			}
+			ok, failed := testutil.ToFloat64(n.m.requests.WithLabelValues("ok")), testutil.ToFloat64(n.m.requests.WithLabelValues("error"))
+			if ok != float64(len(tt.wantBodies)) || failed != float64(tt.wantCalls-len(tt.wantBodies)) {
+				t.Errorf("requests ok %v, error %v; want %d and %d", ok, failed, len(tt.wantBodies), tt.wantCalls-len(tt.wantBodies))
+			}
 		})
 	}
 }
@@ -157,7 +164,7 @@ func TestNotify(t *testing.T) {
 func TestNotifyContextCanceled(t *testing.T) {
 	srv := httptest.NewServer(&server{statuses: []int{500, 500, 500, 500, 500, 500}})
 	defer srv.Close()
-	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"}})
+	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

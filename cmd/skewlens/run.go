@@ -400,7 +400,7 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
-		n, err := webhook.New(c.webhookConfig())
+		n, err := webhook.New(c.webhookConfig(), log, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +409,7 @@ func (c *runCmd) alerter(ctx context.Context, brokers []string, mgr *plans.Manag
 	if c.AlertsTopic != "" {
 		cfg := kafkanotify.DefaultConfig()
 		cfg.Brokers, cfg.Topic = brokers, c.AlertsTopic
-		n, err := kafkanotify.New(cfg, log)
+		n, err := kafkanotify.New(cfg, log, reg)
 		if err != nil {
 			return nil, err
 		}
