@@ -155,7 +155,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 	}
 	chCfg := c.storeConfig()
 	chCfg.Addr = chAddr
-	store, err := clickhouse.New(chCfg, log, reg)
+	store, err := clickhouse.New(ctx, chCfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (c *runCmd) start(e *env, demo *demoCmd) error {
 
 	srcCfg := kafkasrc.DefaultConfig()
 	srcCfg.Brokers, srcCfg.GroupID, srcCfg.Topics, srcCfg.DeadLetterTopic = brokers, c.Group, c.Topics, c.DeadLetterTopic
-	src, err := kafkasrc.New(srcCfg, log, reg)
+	src, err := kafkasrc.New(ctx, srcCfg, log, reg)
 	if err != nil {
 		return err
 	}

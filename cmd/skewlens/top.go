@@ -77,8 +77,8 @@ func (c *topCmd) Run(e *env) error {
 		}
 	}
 	var store *clickhouse.Store
-	connect := func(context.Context) (err error) {
-		store, err = clickhouse.New(c.storeConfig(), log, nil)
+	connect := func(ctx context.Context) (err error) {
+		store, err = clickhouse.New(ctx, c.storeConfig(), log, nil)
 		return err
 	}
 	var err error

@@ -24,7 +24,7 @@ func TestIntegrationResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	s1, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s1, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestIntegrationResume(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	s2, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, testLogger(t), reg)
+	s, err := New(context.Background(), cfg, testLogger(t), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 	}
 
 	// Everything was committed: the group's next member finds nothing.
-	s2, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}

@@ -117,7 +117,7 @@ func TestFetchCommit(t *testing.T) {
 	produce(t, brokers, topics[0], 0, 10)
 	produce(t, brokers, topics[1], 0, 5)
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Brokers: brokers, MinBytes: 1, MaxWait: 50 * time.Millisecond}, testLogger(t), reg)
+	s, err := New(context.Background(), Config{Brokers: brokers, MinBytes: 1, MaxWait: 50 * time.Millisecond}, testLogger(t), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestResumeAfterClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	s1, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	s1, err := New(context.Background(), cfg, discardLogger(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestResumeAfterClose(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	s2, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, discardLogger(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
@@ -209,7 +209,7 @@ func TestResumeAfterClose(t *testing.T) {
 func TestNewMissingTopic(t *testing.T) {
 	brokers := fakeCluster(t)
 	start := time.Now()
-	_, err := New(Config{Brokers: brokers, Topics: []string{"nope"}, StartupTimeout: time.Second}, discardLogger(), nil)
+	_, err := New(context.Background(), Config{Brokers: brokers, Topics: []string{"nope"}, StartupTimeout: time.Second}, discardLogger(), nil)
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("New on a missing topic = %v, want an error naming it", err)
 	}
@@ -279,7 +279,7 @@ func TestCloseTwice(t *testing.T) {
 	brokers := fakeCluster(t, "in", DefaultDeadLetterTopic)
 	reg := prometheus.NewRegistry()
 	cfg := Config{Brokers: brokers, Topics: []string{"in"}}
-	s, err := New(cfg, discardLogger(), reg)
+	s, err := New(context.Background(), cfg, discardLogger(), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -317,7 +317,7 @@ func TestCloseTwice(t *testing.T) {
 		}
 	}
 	// Close unregistered the metrics: a new Source can register again.
-	s2, err := New(cfg, discardLogger(), reg)
+	s2, err := New(context.Background(), cfg, discardLogger(), reg)
 	if err != nil {
 		t.Fatalf("New after Close on the same registry: %v", err)
 	}

@@ -43,7 +43,7 @@ func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 		cfg.Retry = retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	}
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
