@@ -97,9 +97,9 @@ func (p *Publisher) Topic() string { return p.cfg.Topic }
 // Config.TopicConfigs, Partitions and ReplicationFactor) if it does not
 // exist, and waits until every partition has a leader. It is idempotent.
 // A topic that exists is left as it is, but must be compacted: one with
-// another cleanup.policy is a permanent error (retry.IsPermanent), since its plans would be
-// deleted by age and a reader starting from the beginning could miss a
-// task's plan. Retryable errors (a broker still starting) are retried.
+// another cleanup.policy is a permanent error (retry.IsPermanent), since
+// its plans would be deleted by age and a reader starting from the
+// beginning could miss a task's plan. Retryable errors (a broker still starting) are retried.
 func (p *Publisher) EnsureTopic(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

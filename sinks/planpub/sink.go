@@ -289,7 +289,7 @@ func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
 		mgr: mgr,
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "skewlens", Subsystem: "planpub", Name: "pending_changes",
-			Help: "Plan changes waiting to be published (at most one per task).",
+			Help: "Plan changes waiting to be published (at most one per task and plan version).",
 		}),
 		descs: map[string]*prometheus.Desc{
 			"served":      d("served", "Salting plans served now."),
