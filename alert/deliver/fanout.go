@@ -36,9 +36,9 @@ type FanoutConfig struct {
 	// so an outage of a notifier loses nothing but what overflows; once
 	// Retry.MaxRetries retries of a batch have failed, its alerts are
 	// dropped (reason="retries"). Default retry.Delivery (until delivered
-	// or Stop's drain ends). A zero Policy means the default; in any other, MaxRetries is
-	// taken as it is (0: one attempt) and a zero backoff field is its
-	// default.
+	// or Stop's drain ends). A zero Policy means the default; in any
+	// other, MaxRetries is taken as it is (0: one attempt) and a zero
+	// backoff field is its default.
 	Retry retry.Policy
 	// DrainTimeout is how long Stop lets the queues drain. Default 5s.
 	DrainTimeout time.Duration

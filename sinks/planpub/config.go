@@ -40,7 +40,8 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Retry is the policy of EnsureTopic and Load, which retry retryable
 	// errors themselves (Publish makes one attempt: its callers retry).
-	// Default retry.Setup. A zero Policy means the default; in any other, MaxRetries is taken as it is (retry.Policy's
+	// Default retry.Setup. A zero Policy means the default; in any other,
+	// MaxRetries is taken as it is (retry.Policy's
 	// meaning: 0 never retries, retry.Unlimited retries until the context
 	// ends) and a zero backoff field is its default: to never retry, set
 	// Retry.MaxRetries to 0 on DefaultConfig().
