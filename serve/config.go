@@ -42,8 +42,7 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Retry is how the Server retries a store call that failed with a
 	// retryable error, within StoreTimeout: the Server is the one layer
-	// that retries them (default retry.DefaultPolicy(): 5 retries, 100ms
-	// doubling to 5s).
+	// that retries them (default retry.Request).
 	Retry retry.Policy
 	// MaxConcurrentQueries bounds the store calls in flight for requests
 	// not answered from the snapshot (findings, audit, writes); more are
@@ -98,7 +97,7 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:       DefaultMaxHeaderBytes,
 		CacheTTL:             DefaultCacheTTL,
 		StoreTimeout:         DefaultStoreTimeout,
-		Retry:                retry.DefaultPolicy(),
+		Retry:                retry.Request,
 		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
 		MaxOverridesPerTask:  DefaultMaxOverridesPerTask,
 		ReadHeaderTimeout:    DefaultReadHeaderTimeout,

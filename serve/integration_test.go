@@ -37,8 +37,8 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_serve_%d_%s", os.Getpid(), suffix)
-	sink, err := clickhouse.New(clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1,
-		Retry: retry.Policy{MaxRetries: clickhouse.DefaultConfig().Retry.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, slog.New(slog.DiscardHandler), nil)
+	sink, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1,
+		Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -557,7 +557,7 @@ func TestStoreFailures(t *testing.T) {
 		want  int
 	}{
 		{"unavailable", errors.New("connection refused"), false, 503},
-		{"fatal", retry.Permanent("read", errors.New("no such table")), false, 500},
+		{"permanent", retry.Permanent("read", errors.New("no such table")), false, 500},
 		{"timeout", nil, true, 504},
 	}
 	for _, tt := range tests {

@@ -31,7 +31,7 @@ func newSink(t *testing.T, suffix string) *clickhouse.Store {
 	t.Helper()
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_top_%d_%s", os.Getpid(), suffix)
-	s, err := clickhouse.New(clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1}, nil, nil)
+	s, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

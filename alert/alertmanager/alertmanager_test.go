@@ -108,15 +108,15 @@ func newTest(t *testing.T, f *fakeAM, cfg Config, reg prometheus.Registerer) *No
 
 func TestNotify(t *testing.T) {
 	tests := []struct {
-		name      string
-		statuses  []int
-		wantErr   bool
-		wantFatal bool
-		wantCalls int
+		name          string
+		statuses      []int
+		wantErr       bool
+		wantPermanent bool
+		wantCalls     int
 	}{
 		{name: "accepted", wantCalls: 1},
 		{name: "500 is retried", statuses: []int{500, 502}, wantCalls: 3},
-		{name: "400 is fatal at once", statuses: []int{400}, wantErr: true, wantFatal: true, wantCalls: 1},
+		{name: "400 is permanent at once", statuses: []int{400}, wantErr: true, wantPermanent: true, wantCalls: 1},
 		{name: "retries run out", statuses: []int{500, 500, 500}, wantErr: true, wantCalls: 3},
 	}
 	for _, tt := range tests {
@@ -129,8 +129,8 @@ func TestNotify(t *testing.T) {
 			err := retry.Do(context.Background(), policy, nil, func(ctx context.Context) error {
 				return n.Notify(ctx, []alert.Alert{testAlert("a", alert.StatusFiring), testAlert("b", alert.StatusResolved)})
 			})
-			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantPermanent {
+				t.Fatalf("err = %v (permanent %v), want error %v permanent %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantPermanent)
 			}
 			calls, posts := f.snapshot()
 			if calls != tt.wantCalls {

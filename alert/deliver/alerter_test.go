@@ -74,18 +74,18 @@ func TestAlerter(t *testing.T) {
 // retry.Do: retryable NotifyErrors are retried, permanent ones stop it.
 func TestRetry(t *testing.T) {
 	retryable := &NotifyError{Notifier: "n", Op: "op", Err: errTest}
-	fatal := retry.Permanent("", &NotifyError{Notifier: "n", Op: "op", Err: errTest})
+	permanent := retry.Permanent("", &NotifyError{Notifier: "n", Op: "op", Err: errTest})
 	tests := []struct {
-		name      string
-		policy    retry.Policy
-		errs      []error // returned by the attempts in order; nil after
-		wantCalls int
-		wantErr   bool
-		wantFatal bool
+		name          string
+		policy        retry.Policy
+		errs          []error // returned by the attempts in order; nil after
+		wantCalls     int
+		wantErr       bool
+		wantPermanent bool
 	}{
 		{name: "success after retries", policy: retry.Policy{MaxRetries: 3}, errs: []error{retryable, retryable}, wantCalls: 3},
 		{name: "gives up after MaxRetries", policy: retry.Policy{MaxRetries: 2}, errs: []error{retryable, retryable, retryable, retryable}, wantCalls: 3, wantErr: true},
-		{name: "fatal stops at once", policy: retry.Policy{MaxRetries: 5}, errs: []error{fatal}, wantCalls: 1, wantErr: true, wantFatal: true},
+		{name: "permanent stops at once", policy: retry.Policy{MaxRetries: 5}, errs: []error{permanent}, wantCalls: 1, wantErr: true, wantPermanent: true},
 		{name: "no retries: one attempt", policy: retry.Policy{MaxRetries: 0}, errs: []error{retryable}, wantCalls: 1, wantErr: true},
 	}
 	for _, tt := range tests {
@@ -103,8 +103,8 @@ func TestRetry(t *testing.T) {
 				}
 				return nil
 			})
-			if calls != tt.wantCalls || (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
-				t.Errorf("calls %d, err %v (fatal %v); want %d calls, error %v, fatal %v", calls, err, retry.IsPermanent(err), tt.wantCalls, tt.wantErr, tt.wantFatal)
+			if calls != tt.wantCalls || (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantPermanent {
+				t.Errorf("calls %d, err %v (permanent %v); want %d calls, error %v, permanent %v", calls, err, retry.IsPermanent(err), tt.wantCalls, tt.wantErr, tt.wantPermanent)
 			}
 			if retries != calls-1 {
 				t.Errorf("onRetry called %d times for %d calls", retries, calls)

@@ -33,11 +33,10 @@ type FanoutConfig struct {
 	// jittered backoff). The failed alerts stay queued between attempts,
 	// so an outage of a notifier loses nothing but what overflows; once
 	// Retry.MaxRetries retries of a batch have failed, its alerts are
-	// dropped (reason="retries"). Default retry.Unlimited retries (until
-	// delivered or Stop's drain ends), with backoff from 1s doubling to
-	// 30s. A zero Policy means the default; in any other, MaxRetries is
-	// taken as it is (0: one attempt) and a zero backoff field is its
-	// default.
+	// dropped (reason="retries"). Default retry.Delivery (until delivered
+	// or Stop's drain ends). A zero Policy means the default; in any
+	// other, MaxRetries is taken as it is (0: one attempt) and a zero
+	// backoff field is its default.
 	Retry retry.Policy `kong:"-"`
 	// DrainTimeout is how long Stop lets the queues drain.
 	DrainTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
@@ -48,7 +47,7 @@ type FanoutConfig struct {
 // configure.
 func DefaultFanoutConfig() FanoutConfig {
 	c := knob.Defaults[FanoutConfig]()
-	c.Retry = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: time.Second, MaxBackoff: 30 * time.Second}
+	c.Retry = retry.Delivery
 	return c
 }
 

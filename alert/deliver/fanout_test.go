@@ -178,7 +178,7 @@ func TestFanoutQueue(t *testing.T) {
 
 func TestFanoutFailures(t *testing.T) {
 	retryable := &NotifyError{Notifier: "r", Op: "post", StatusCode: 503, Err: errors.New("unavailable")}
-	fatal := retry.Permanent("", &NotifyError{Notifier: "r", Op: "post", StatusCode: 400, Err: errors.New("bad request")})
+	permanent := retry.Permanent("", &NotifyError{Notifier: "r", Op: "post", StatusCode: 400, Err: errors.New("bad request")})
 	tests := []struct {
 		name        string
 		fail        []error
@@ -188,9 +188,9 @@ func TestFanoutFailures(t *testing.T) {
 	}{
 		{name: "retryable errors keep the alerts queued until delivered", fail: []error{retryable, retryable},
 			wantGot: []string{"x:firing"}, wantFailed: 2},
-		{name: "a fatal error drops the batch", fail: []error{fatal},
+		{name: "a permanent error drops the batch", fail: []error{permanent},
 			wantGot: nil, wantFailed: 1, wantDropped: 1},
-		{name: "a wrapped fatal error is still fatal", fail: []error{fmt.Errorf("wrapped: %w", fatal)},
+		{name: "a wrapped permanent error is still permanent", fail: []error{fmt.Errorf("wrapped: %w", permanent)},
 			wantGot: nil, wantFailed: 1, wantDropped: 1},
 	}
 	for _, tt := range tests {

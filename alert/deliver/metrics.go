@@ -10,7 +10,7 @@ import (
 // fanoutMetrics are a Fanout's metrics, by notifier.
 type fanoutMetrics struct {
 	notifications *prometheus.CounterVec   // notifier, result: sent, failed
-	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal, retries, stopped
+	dropped       *prometheus.CounterVec   // notifier, reason: overflow, fatal (permanent), retries, stopped
 	queued        *prometheus.GaugeVec     // notifier
 	latency       *prometheus.HistogramVec // notifier
 	retries       *prometheus.CounterVec   // notifier
@@ -20,11 +20,11 @@ func newFanoutMetrics(reg prometheus.Registerer) (*fanoutMetrics, error) {
 	m := &fanoutMetrics{
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_alert_notifications_total",
-			Help: "Alerts handed to a notifier, by notifier and result (sent, failed; a failed alert stays queued unless the error is fatal).",
+			Help: "Alerts handed to a notifier, by notifier and result (sent, failed; a failed alert stays queued unless the error is permanent).",
 		}, []string{"notifier", "result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skewlens_alert_queue_dropped_total",
-			Help: "Alerts dropped undelivered, by notifier and reason (overflow: the queue was full and this was the oldest; fatal: the notifier refused it; retries: its retries were used up; stopped: still queued at shutdown).",
+			Help: "Alerts dropped undelivered, by notifier and reason (overflow: the queue was full and this was the oldest; fatal: the notifier refused it, a permanent error; retries: its retries were used up; stopped: still queued at shutdown).",
 		}, []string{"notifier", "reason"}),
 		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "skewlens_alert_queue_length",

@@ -16,4 +16,8 @@
 // request after a broker restart, and leader changes are retryable, and
 // the caller (deliver.Fanout) retries them. A Notifier is safe for
 // concurrent use; Close is safe to call twice.
+//
+// New registers skewlens_kafkanotify_writes_total (writes by result) and
+// skewlens_kafkanotify_messages_total (messages acknowledged) on the
+// injected prometheus.Registerer.
 package kafkanotify

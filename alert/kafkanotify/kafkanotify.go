@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/knob"
+	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
@@ -95,20 +97,26 @@ type Notifier struct {
 	w   *kafka.Writer
 	tr  *kafka.Transport
 	log *slog.Logger
+	m   *metrics
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New returns a Notifier. It does no I/O; call EnsureTopic before the
-// first Notify. log (nil: discarded) gets EnsureTopic's retries.
-func New(cfg Config, log *slog.Logger) (*Notifier, error) {
+// New returns a Notifier and registers its metrics with reg (nil: none).
+// It does no I/O; call EnsureTopic before the first Notify. log (nil:
+// discarded) gets EnsureTopic's retries.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
 	tr := &kafka.Transport{DialTimeout: cfg.DialTimeout, MetadataTTL: 10 * time.Second}
 	w := kafkaclient.NewWriter(kafkaclient.WriterConfig{
@@ -117,7 +125,7 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 		WriteTimeout: cfg.WriteTimeout,
 		Transport:    tr,
 	})
-	return &Notifier{cfg: cfg, w: w, tr: tr, log: log}, nil
+	return &Notifier{cfg: cfg, w: w, tr: tr, log: log, m: m}, nil
 }
 
 // EnsureTopic creates the topic when it does not exist (an existing one is
@@ -159,9 +167,12 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 		msgs = append(msgs, m)
 	}
 	if err := n.w.WriteMessages(ctx, msgs...); err != nil {
+		n.m.writes.WithLabelValues("error").Inc()
 		err = kafkaclient.Classify("", &deliver.NotifyError{Notifier: Name, Op: "write to " + n.cfg.Topic, Err: err})
 		return fmt.Errorf("kafka alert notifier: %d alerts: %w", len(alerts), err)
 	}
+	n.m.writes.WithLabelValues("ok").Inc()
+	n.m.messages.Add(float64(len(msgs)))
 	return nil
 }
 
@@ -172,4 +183,29 @@ func (n *Notifier) Close() error {
 		n.tr.CloseIdleConnections()
 	})
 	return n.closeErr
+}
+
+// metrics are a Notifier's metrics.
+type metrics struct {
+	writes   *prometheus.CounterVec // result: ok, error
+	messages prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_kafkanotify_writes_total",
+			Help: "Writes of alert messages to the alerts topic, one per Notify call, by result (ok, error).",
+		}, []string{"result"}),
+		messages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_kafkanotify_messages_total",
+			Help: "Alert messages the alerts topic acknowledged.",
+		}),
+	}
+	m.writes.WithLabelValues("ok")
+	m.writes.WithLabelValues("error")
+	if _, err := promreg.Register(reg, "kafka alert notifier", m.writes, m.messages); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

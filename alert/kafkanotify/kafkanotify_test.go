@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
@@ -64,7 +66,7 @@ func newNotifier(t *testing.T, brokers []string, topic string, policy retry.Poli
 	if policy.MinBackoff == 0 {
 		policy = retry.Policy{MaxRetries: 20, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	}
-	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second}, nil)
+	n, err := New(Config{Brokers: brokers, Topic: topic, Partitions: 2, WriteTimeout: 5 * time.Second}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +176,9 @@ func TestNotifyRealBroker(t *testing.T) {
 	if hot := byKey["job-a/agg/2/hot_key"]; len(hot) != 1 || hot[0].Labels["alertname"] != alert.NameHotKey {
 		t.Errorf("hot_key messages %+v", hot)
 	}
+	if m, ok := testutil.ToFloat64(n.m.messages), testutil.ToFloat64(n.m.writes.WithLabelValues("ok")); m != 3 || ok != 1 {
+		t.Errorf("metrics: %v messages in %v writes, want 3 in 1", m, ok)
+	}
 }
 
 // TestNotifyAfterBrokerRestart checks that the first write after a broker
@@ -198,9 +203,10 @@ func TestNotifyAfterBrokerRestart(t *testing.T) {
 	readN(t, brokers, topic, 3)
 }
 
-// TestNotifyFatal checks that a message the broker refuses for good is a
-// fatal error at once, and that a missing topic is retried (not fatal).
-func TestNotifyFatal(t *testing.T) {
+// TestNotifyPermanent checks that a message the broker refuses for good is
+// a permanent error at once, and that a missing topic is retried (not
+// permanent).
+func TestNotifyPermanent(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -216,17 +222,20 @@ func TestNotifyFatal(t *testing.T) {
 	err := n.Notify(ctx, big)
 	var werrs kafka.WriteErrors
 	if err == nil || !retry.IsPermanent(err) || !errors.As(err, &werrs) || !errors.Is(werrs[0], kafka.MessageSizeTooLarge) {
-		t.Fatalf("err = %v (fatal %v), want a fatal MessageSizeTooLarge", err, retry.IsPermanent(err))
+		t.Fatalf("err = %v (permanent %v), want a permanent MessageSizeTooLarge", err, retry.IsPermanent(err))
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("fatal error took %s: retried?", d)
+		t.Errorf("permanent error took %s: retried?", d)
+	}
+	if m, failed := testutil.ToFloat64(n.m.messages), testutil.ToFloat64(n.m.writes.WithLabelValues("error")); m != 0 || failed < 1 {
+		t.Errorf("metrics: %v messages, %v failed writes; want none and some", m, failed)
 	}
 
 	missing := newNotifier(t, brokers, fmt.Sprintf("alerts-missing-%d", time.Now().UnixNano()),
 		retry.Policy{MaxRetries: 1, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	err = missing.Notify(ctx, alerts(t, "job-m")[:1])
 	if err == nil || retry.IsPermanent(err) {
-		t.Fatalf("missing topic: err = %v (fatal %v), want a retryable error", err, retry.IsPermanent(err))
+		t.Fatalf("missing topic: err = %v (permanent %v), want a retryable error", err, retry.IsPermanent(err))
 	}
 }
 

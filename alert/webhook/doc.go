@@ -8,5 +8,6 @@
 // 4xx other than 408/425/429) is a *deliver.NotifyError marked with
 // retry.Permanent; other failures (5xx, network errors, timeouts) are
 // retryable, and the caller (deliver.Fanout) retries them. A Notifier is
-// safe for concurrent use.
+// safe for concurrent use. New registers skewlens_webhook_requests_total
+// (POSTs by result) on the injected prometheus.Registerer.
 package webhook

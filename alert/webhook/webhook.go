@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/internal/httpjson"
 	"github.com/skewlens/skewlens/internal/knob"
+	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
@@ -72,15 +76,25 @@ type Notifier struct {
 	cfg    Config
 	client *http.Client
 	header http.Header
+	log    *slog.Logger
+	m      *metrics
 }
 
-// New returns a Notifier. It does no I/O.
-func New(cfg Config) (*Notifier, error) {
+// New returns a Notifier and registers its metrics with reg (nil: none).
+// log (nil: discarded) gets a debug record per request. It does no I/O.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Notifier, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Notifier{cfg: cfg, client: &http.Client{}, header: make(http.Header, len(cfg.Headers))}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	n := &Notifier{cfg: cfg, client: &http.Client{}, header: make(http.Header, len(cfg.Headers)), log: log, m: m}
 	for k, v := range cfg.Headers {
 		n.header.Set(k, v)
 	}
@@ -99,8 +113,12 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 			return retry.Permanent("", &deliver.NotifyError{Notifier: Name, Op: "encode", Err: err})
 		}
 		if err := httpjson.Post(ctx, n.client, Name, n.cfg.URL, body, n.header, n.cfg.Timeout); err != nil {
+			n.m.requests.WithLabelValues("error").Inc()
+			n.log.Debug("webhook: POST failed", "alerts", len(batch), "err", err)
 			return fmt.Errorf("webhook: %d alerts: %w", len(batch), err)
 		}
+		n.m.requests.WithLabelValues("ok").Inc()
+		n.log.Debug("webhook: alerts posted", "alerts", len(batch))
 	}
 	return nil
 }
@@ -109,4 +127,24 @@ func (n *Notifier) Notify(ctx context.Context, alerts []alert.Alert) error {
 func (n *Notifier) Close() error {
 	n.client.CloseIdleConnections()
 	return nil
+}
+
+// metrics are a Notifier's metrics.
+type metrics struct {
+	requests *prometheus.CounterVec // result: ok, error
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skewlens_webhook_requests_total",
+			Help: "POSTs to the alert webhook, one per batch of at most MaxBatch alerts, by result (ok, error).",
+		}, []string{"result"}),
+	}
+	m.requests.WithLabelValues("ok")
+	m.requests.WithLabelValues("error")
+	if _, err := promreg.Register(reg, "webhook notifier", m.requests); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/internal/alerttest"
 	"github.com/skewlens/skewlens/internal/retry"
@@ -88,21 +91,21 @@ func testAlerts(t testing.TB, n int) []alert.Alert {
 
 func TestNotify(t *testing.T) {
 	tests := []struct {
-		name       string
-		statuses   []int
-		delay      time.Duration
-		alerts     int
-		maxBatch   int
-		wantErr    bool
-		wantFatal  bool
-		wantCalls  int
-		wantBodies []int // alerts per accepted body
-		wantRetry  float64
+		name          string
+		statuses      []int
+		delay         time.Duration
+		alerts        int
+		maxBatch      int
+		wantErr       bool
+		wantPermanent bool
+		wantCalls     int
+		wantBodies    []int // alerts per accepted body
+		wantRetry     float64
 	}{
 		{name: "one request", alerts: 3, wantCalls: 1, wantBodies: []int{3}},
 		{name: "split into batches", alerts: 5, maxBatch: 2, wantCalls: 3, wantBodies: []int{2, 2, 1}},
 		{name: "retries 500 then succeeds", statuses: []int{500, 503}, alerts: 1, wantCalls: 3, wantBodies: []int{1}, wantRetry: 2},
-		{name: "gives up on 400 at once as fatal", statuses: []int{400}, alerts: 1, wantErr: true, wantFatal: true, wantCalls: 1},
+		{name: "gives up on 400 at once as permanent", statuses: []int{400}, alerts: 1, wantErr: true, wantPermanent: true, wantCalls: 1},
 		{name: "gives up after the retries on 500", statuses: []int{500, 500, 500, 500}, alerts: 1, wantErr: true, wantCalls: 3, wantRetry: 2},
 		{name: "timeout is retryable", delay: 300 * time.Millisecond, alerts: 1, wantErr: true, wantCalls: 3, wantRetry: 2},
 	}
@@ -113,7 +116,7 @@ func TestNotify(t *testing.T) {
 			defer srv.Close()
 			n, err := New(Config{
 				URL: srv.URL + "/hook", Headers: map[string]string{"X-Token": "t"}, Timeout: 100 * time.Millisecond, MaxBatch: tt.maxBatch,
-			})
+			}, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,8 +129,8 @@ func TestNotify(t *testing.T) {
 			err = retry.Do(context.Background(), policy, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error {
 				return n.Notify(ctx, alerts)
 			})
-			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantPermanent {
+				t.Fatalf("err = %v (permanent %v), want error %v permanent %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantPermanent)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -150,6 +153,10 @@ func TestNotify(t *testing.T) {
 			if r := float64(retries); r != tt.wantRetry {
 				t.Errorf("retries = %v, want %v", r, tt.wantRetry)
 			}
+			ok, failed := testutil.ToFloat64(n.m.requests.WithLabelValues("ok")), testutil.ToFloat64(n.m.requests.WithLabelValues("error"))
+			if ok != float64(len(tt.wantBodies)) || failed != float64(tt.wantCalls-len(tt.wantBodies)) {
+				t.Errorf("requests ok %v, error %v; want %d and %d", ok, failed, len(tt.wantBodies), tt.wantCalls-len(tt.wantBodies))
+			}
 		})
 	}
 }
@@ -157,7 +164,7 @@ func TestNotify(t *testing.T) {
 func TestNotifyContextCanceled(t *testing.T) {
 	srv := httptest.NewServer(&server{statuses: []int{500, 500, 500, 500, 500, 500}})
 	defer srv.Close()
-	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"}})
+	n, err := New(Config{URL: srv.URL, Headers: map[string]string{"X-Token": "t"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

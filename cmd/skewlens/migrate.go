@@ -37,7 +37,7 @@ func (c *migrateCmd) Run(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := c.logger(e.stderr, nil)
-	store, err := clickhouse.New(c.StoreConfig(), log, prometheus.NewRegistry())
+	store, err := clickhouse.New(ctx, c.StoreConfig(), log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}

@@ -235,7 +235,7 @@ func TestServeWhileClickHouseAway(t *testing.T) {
 	plan := awayPlan(time.Now().UTC())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := clickhouse.New(clickhouse.Config{Addr: server.Addr, Database: db}, nil, nil)
+	st, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: server.Addr, Database: db}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,8 +76,8 @@ func (c *topCmd) Run(e *env) error {
 		}
 	}
 	var store *clickhouse.Store
-	connect := func(context.Context) (err error) {
-		store, err = clickhouse.New(c.StoreConfig(), log, nil)
+	connect := func(ctx context.Context) (err error) {
+		store, err = clickhouse.New(ctx, c.StoreConfig(), log, nil)
 		return err
 	}
 	var err error

@@ -29,7 +29,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.AlertWebhookURL != "" {
-		n, err := webhook.New(c.webhookConfig())
+		n, err := webhook.New(c.webhookConfig(), log, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -38,7 +38,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 	if c.AlertsTopic != "" {
 		cfg := kafkanotify.DefaultConfig()
 		cfg.Brokers, cfg.Topic = brokers, c.AlertsTopic
-		n, err := kafkanotify.New(cfg, log)
+		n, err := kafkanotify.New(cfg, log, reg)
 		if err != nil {
 			return nil, err
 		}

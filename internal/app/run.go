@@ -17,6 +17,7 @@ import (
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/findingtext"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/internal/retry"
@@ -174,7 +175,10 @@ func (c closers) close(log *slog.Logger) {
 func (c *RunConfig) brokers(ctx context.Context, demo *Demo, cl *closers, log *slog.Logger) (brokers []string, resume bool, err error) {
 	brokers = c.Kafka.Brokers
 	if len(brokers) > 0 {
-		if err := kafkasrc.WaitBrokers(ctx, c.Kafka, log); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, c.Kafka.BrokerWait)
+		err := kafkaclient.WaitBrokers(wctx, kafkaclient.AdminConfig{Brokers: brokers, Log: log})
+		cancel()
+		if err != nil {
 			return nil, false, fmt.Errorf("%w (--brokers; --broker-wait %s)", err, c.Kafka.BrokerWait)
 		}
 	} else {
@@ -196,7 +200,7 @@ func (c *RunConfig) store(ctx context.Context, demo *Demo, cl *closers, out Outp
 		}
 		chCfg.Addr = addr
 	}
-	store, err := clickhouse.New(chCfg, log, reg)
+	store, err := clickhouse.New(ctx, chCfg, log, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +236,7 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	p := &pipeline{}
 	srcCfg := c.Kafka
 	srcCfg.Brokers = brokers
-	src, err := kafkasrc.New(srcCfg, log, reg)
+	src, err := kafkasrc.New(ctx, srcCfg, log, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (c *RunConfig) topics(ctx context.Context, brokers []string, demo bool, log
 		for _, n := range names {
 			cfgs = append(cfgs, topic(n))
 		}
-		return kafkasrc.EnsureTopics(ctx, brokers, cfgs)
+		return ensureTopics(ctx, brokers, cfgs)
 	}
 	have, err := kafkaclient.TopicPartitions(ctx, kafkaclient.AdminConfig{Brokers: brokers})
 	if err != nil {
@@ -50,7 +50,7 @@ func (c *RunConfig) topics(ctx context.Context, brokers []string, demo bool, log
 	}
 	if c.CreateTopics {
 		log.Info("creating topics", "topics", len(missing), "partitions", c.TopicPartitions, "replication_factor", c.TopicReplicationFactor)
-		return kafkasrc.EnsureTopics(ctx, brokers, missing)
+		return ensureTopics(ctx, brokers, missing)
 	}
 	var cmds []string
 	for _, t := range missing {
@@ -59,4 +59,13 @@ func (c *RunConfig) topics(ctx context.Context, brokers []string, demo bool, log
 	}
 	return fmt.Errorf("%d topics missing on the brokers; create them:\n%s\nor pass --create-topics (with --topic-partitions and --topic-replication-factor)",
 		len(missing), strings.Join(cmds, "\n"))
+}
+
+// ensureTopics creates the topics that are missing, within the Kafka
+// source's start-up timeout.
+func ensureTopics(ctx context.Context, brokers []string, topics []kafka.TopicConfig) error {
+	ctx, cancel := context.WithTimeout(ctx, kafkasrc.DefaultConfig().StartupTimeout)
+	defer cancel()
+	_, err := kafkaclient.EnsureTopics(ctx, kafkaclient.AdminConfig{Brokers: brokers}, topics...)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ func describe(err error) string {
 func WaitBrokers(ctx context.Context, c AdminConfig) error {
 	if len(c.Brokers) == 0 {
 		return retry.Permanent("wait for brokers", errors.New("no brokers"))
+	}
+	if slices.Contains(c.Brokers, "") {
+		return retry.Permanent("wait for brokers", errors.New("empty broker address"))
 	}
 	cl, policy, done := c.client()
 	defer done()

@@ -129,7 +129,8 @@ func TestWaitBrokers(t *testing.T) {
 }
 
 // TestWaitBrokersStops: a cancelled wait (the process is stopping) is not
-// reported as unreachable brokers, and no brokers at all is permanent.
+// reported as unreachable brokers, and no brokers at all, or an empty
+// address, is permanent.
 func TestWaitBrokersStops(t *testing.T) {
 	addr, _ := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,5 +142,8 @@ func TestWaitBrokersStops(t *testing.T) {
 	}
 	if err := WaitBrokers(context.Background(), AdminConfig{}); !retry.IsPermanent(err) {
 		t.Errorf("no brokers: %v, want a permanent error", err)
+	}
+	if err := WaitBrokers(context.Background(), AdminConfig{Brokers: []string{addr, ""}}); !retry.IsPermanent(err) {
+		t.Errorf("an empty address: %v, want a permanent error", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/skewlens/skewlens/internal/retry"
 )
@@ -106,6 +107,42 @@ func TestEnsureTopicsWithoutBrokers(t *testing.T) {
 	_, err := EnsureTopics(context.Background(), AdminConfig{}, kafka.TopicConfig{Topic: "t"})
 	if err == nil || !retry.IsPermanent(err) {
 		t.Fatalf("err = %v, want a permanent error", err)
+	}
+}
+
+// TestEnsureTopicsIdempotent: a second call with the same topics, one of
+// them there from the start, succeeds and changes nothing; a new topic
+// gets the partitions asked for.
+func TestEnsureTopicsIdempotent(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "existing"))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topics := []kafka.TopicConfig{
+		{Topic: "existing", NumPartitions: 1, ReplicationFactor: 1},
+		{Topic: "fresh", NumPartitions: 3, ReplicationFactor: 1},
+		{Topic: "defaults"},
+	}
+	for i := range 2 {
+		if _, err := EnsureTopics(ctx, AdminConfig{Brokers: brokers}, topics...); err != nil {
+			t.Fatalf("EnsureTopics call %d: %v", i+1, err)
+		}
+	}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	md, err := (&kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"fresh"}})
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
+		t.Fatalf("fresh topic metadata = %+v, want 3 partitions", md.Topics)
+	}
+	if _, err := EnsureTopics(ctx, AdminConfig{}, topics...); err == nil {
+		t.Fatal("EnsureTopics without brokers succeeded")
 	}
 }
 

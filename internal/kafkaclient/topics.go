@@ -23,19 +23,15 @@ type AdminConfig struct {
 	Transport *kafka.Transport
 	// Timeout bounds one request. Default 10s.
 	Timeout time.Duration
-	// Retry paces the attempts. Default (the zero value): retry until ctx
-	// ends (a broker may still be starting), waiting 50ms doubling to 5s.
+	// Retry paces the attempts. Default (the zero value): retry.Pipeline,
+	// until ctx ends (a broker may still be starting).
 	Retry retry.Policy
 	// Log gets a warning per retry. Default nil: none.
 	Log *slog.Logger
 }
 
-// Admin defaults, named for the comments above.
-const (
-	DefaultAdminTimeout = 10 * time.Second
-	DefaultMinBackoff   = 50 * time.Millisecond
-	DefaultMaxBackoff   = 5 * time.Second
-)
+// DefaultAdminTimeout is AdminConfig.Timeout's default.
+const DefaultAdminTimeout = 10 * time.Second
 
 // client returns the admin client of c and a function that releases it.
 func (c AdminConfig) client() (*kafka.Client, retry.Policy, func()) {
@@ -50,7 +46,7 @@ func (c AdminConfig) client() (*kafka.Client, retry.Policy, func()) {
 	}
 	p := c.Retry
 	if p == (retry.Policy{}) {
-		p = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff}
+		p = retry.Pipeline
 	}
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: timeout, Transport: tr}, p, done
 }

@@ -3,7 +3,6 @@ package knob
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 )
@@ -146,18 +145,31 @@ func walk(t reflect.Type, index []int, path string, vars map[string]string, out 
 
 // expand replaces ${name} with its variable.
 func expand(s string, vars map[string]string) (string, error) {
+	var b strings.Builder
 	var missing []string
-	out := os.Expand(s, func(k string) string {
-		v, ok := vars[k]
-		if !ok {
-			missing = append(missing, k)
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			break
 		}
-		return v
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("range %q: unknown variables %v (KnobVars)", s, missing)
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("range %q: unclosed ${", s)
+		}
+		name := s[i+2 : i+j]
+		v, ok := vars[name]
+		if !ok {
+			missing = append(missing, name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
 	}
-	return out, nil
+	b.WriteString(s)
+	if len(missing) > 0 {
+		return "", fmt.Errorf("range %q: unknown variables %v (KnobVars)", b.String(), missing)
+	}
+	return b.String(), nil
 }
 
 // parse reads text as a value of the setting's type.

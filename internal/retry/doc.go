@@ -1,5 +1,5 @@
-// Package retry is the one retry policy and the one error vocabulary of
-// skewlens.
+// Package retry is the one retry loop of skewlens, its policies and its
+// one error vocabulary.
 //
 // Every component that talks to a server (the Kafka source, the ClickHouse
 // sink, the plan publisher, the alert notifiers) tells errors a retry can
@@ -14,6 +14,10 @@
 // Notify) classifies its errors and returns; it does not loop. That keeps
 // the retries of one write from nesting, so the waits a log or a metric
 // reports are the waits that happened.
+//
+// The presets (Pipeline, Setup, Request, Delivery) are the policies,
+// named for what they pace; this package is the one place that states
+// backoff numbers.
 //
 // Do blocks until the operation succeeds, fails permanently, its retries
 // are used up, or the context ends. Policy values are plain data, safe to

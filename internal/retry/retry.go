@@ -12,24 +12,19 @@ import (
 // fails permanently, or the context ends.
 const Unlimited = -1
 
-// Policy bounds the retries of one operation.
+// Policy bounds the retries of one operation. Start from a preset
+// (Pipeline, Setup, Request, Delivery).
 type Policy struct {
 	// MaxRetries is how often a retryable failure is retried after the
 	// first attempt: 0 tries once, Unlimited (any negative value) retries
-	// until the context ends. Default 5.
+	// until the context ends.
 	MaxRetries int
 	// MinBackoff is the wait before the first retry; each next wait
 	// doubles, up to MaxBackoff. Every wait is jittered to between half
 	// and all of its step, so that clients that failed together do not
-	// retry together. Defaults 100ms and 5s.
+	// retry together.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
-}
-
-// DefaultPolicy returns the policy whose fields are the defaults stated in
-// Policy's comments.
-func DefaultPolicy() Policy {
-	return Policy{MaxRetries: 5, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
 }
 
 // OrDefault returns p with its zero fields taken from d, for a component
@@ -52,7 +47,7 @@ func (p Policy) OrDefault(d Policy) Policy {
 }
 
 // Validate reports a policy Do cannot follow. It does not fill in
-// defaults: start from DefaultPolicy.
+// defaults: start from a preset.
 func (p Policy) Validate() error {
 	switch {
 	case p.MinBackoff <= 0 || p.MaxBackoff <= 0:
@@ -158,8 +153,9 @@ type PermanentError struct {
 	Err error
 }
 
-// Error reads "op: fatal: err": "fatal" is the word skewlens' logs and
-// metric labels have always used for these errors.
+// Error reads "op: fatal: err". The word in code and prose is
+// "permanent"; error texts and metric label values keep "fatal", which
+// log searches, dashboards and alert rules match.
 func (e *PermanentError) Error() string {
 	if e.Op == "" {
 		return "fatal: " + e.Err.Error()

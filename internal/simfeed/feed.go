@@ -219,12 +219,10 @@ func (f *Feed) Run(ctx context.Context) error {
 }
 
 // write retries retryable failures (a broker restarting, topics not yet
-// visible to the writer's metadata) until ctx is done, waiting 100 ms
-// doubling to 5 s; an error no retry can fix (a record too large) ends
-// Run.
+// visible to the writer's metadata) until ctx is done (retry.Pipeline);
+// an error no retry can fix (a record too large) ends Run.
 func (f *Feed) write(ctx context.Context, msgs []kafka.Message) error {
-	policy := retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
-	err := retry.Do(ctx, policy, func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
 		if f.log != nil {
 			f.log.Warn("simfeed write failed; retrying", "err", err, "in", wait)
 		}

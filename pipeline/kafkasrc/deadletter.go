@@ -48,8 +48,8 @@ type DeadLetters struct {
 }
 
 // NewDeadLetters returns a DeadLetters writing to cfg.DeadLetterTopic on
-// cfg.Brokers. The topic must exist (EnsureTopics); it is not created
-// here. Its metrics are registered on reg (nil: not registered) until
+// cfg.Brokers. The topic must exist (kafkaclient.EnsureTopics); it is
+// not created here. Its metrics are registered on reg (nil: not registered) until
 // Close.
 func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*DeadLetters, error) {
 	cfg = cfg.withDefaults()
@@ -138,7 +138,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 		kafka.Header{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
 	)
 
-	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
 		d.m.retries.Inc()
 		d.log.Warn("dead-letter write failed; retrying", "err", err, "backoff", wait)
 	}, func(ctx context.Context) error {

@@ -1,10 +1,10 @@
 // Package kafkasrc is skewlens' Kafka input stage, built on
 // github.com/segmentio/kafka-go: a Source that reads the Flink metric and
 // key-sample topics as one consumer-group member with explicit commits,
-// a DeadLetters writer for records that cannot be decoded, and
-// EnsureTopics to create the topics. ForStream, DeadLettersForStream and
-// StreamPartitions adapt them to the streaming runner's own types
-// (package stream), converting each message.
+// and a DeadLetters writer for records that cannot be decoded; both need
+// their topics to exist (kafkaclient.EnsureTopics creates them).
+// ForStream, DeadLettersForStream and StreamPartitions adapt them to the
+// streaming runner's own types (package stream), converting each message.
 //
 // # Reading
 //
@@ -35,7 +35,7 @@
 // dead letter is acknowledged by all in-sync replicas or its context is
 // done. All three retry transient errors (broker restarts, refused or
 // broken connections, timeouts, rebalances) with exponential backoff
-// capped at 5 s, log them and count them; they never exit the process.
+// (retry.Pipeline), log them and count them; they never exit the process.
 // New waits up to Config.StartupTimeout for the topics to exist and
 // fails if they do not: a kafka-go Reader on a missing topic would
 // block forever.

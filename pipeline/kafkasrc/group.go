@@ -177,8 +177,9 @@ func (s *Source) revoke(gen *generation) {
 
 // readPartition reads one assigned partition from the group's committed
 // offset into the Source's queue until ctx ends (the generation ended or
-// the Source closed). Transient errors are retried with backoff; others
-// are queued for Fetch to return.
+// the Source closed). Each record is fetched with retry.Do: transient
+// errors are retried, logged and counted, the backoff starting again at
+// each record; others are queued for Fetch to return.
 func (s *Source) readPartition(ctx context.Context, gen *generation, topic string, a kafka.PartitionAssignment) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   s.cfg.Brokers,
@@ -204,30 +205,31 @@ func (s *Source) readPartition(ctx context.Context, gen *generation, topic strin
 		s.queue(ctx, fetched{gen: gen.id, err: retry.Permanent("set offset", err)})
 		return
 	}
-	b := retry.Backoff{Policy: retryPolicy()}
+	op := fmt.Sprintf("fetch from %s/%d", topic, a.ID)
+	var msg kafka.Message
+	fetch := func(ctx context.Context) (err error) {
+		msg, err = r.FetchMessage(ctx)
+		if err != nil && ctx.Err() == nil {
+			err = kafkaclient.Classify(op, err)
+		}
+		return err
+	}
+	notify := func(_ int, wait time.Duration, err error) {
+		s.m.fetchErrors.WithLabelValues("transient").Inc()
+		s.log.Warn("kafka fetch failed; retrying", "topic", topic, "partition", a.ID, "err", err, "backoff", wait)
+	}
 	for {
-		msg, err := r.FetchMessage(ctx)
+		err := retry.Do(ctx, retry.Pipeline, notify, fetch)
 		if err == nil {
-			b.Reset()
 			if !s.queue(ctx, fetched{msg: msg, gen: gen.id}) {
 				return
 			}
 			continue
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		err = kafkaclient.Classify(fmt.Sprintf("fetch from %s/%d", topic, a.ID), err)
-		if retry.IsPermanent(err) {
+		if ctx.Err() == nil { // a permanent error: the policy has no bound
 			s.queue(ctx, fetched{gen: gen.id, err: err})
-			return
 		}
-		wait := b.Next()
-		s.m.fetchErrors.WithLabelValues("transient").Inc()
-		s.log.Warn("kafka fetch failed; retrying", "topic", topic, "partition", a.ID, "err", err, "backoff", wait)
-		if retry.Sleep(ctx, wait) != nil {
-			return
-		}
+		return
 	}
 }
 
@@ -299,7 +301,7 @@ func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) er
 	}
 	ended := func(cur *generation) bool { return cur == nil || gen != 0 && cur.id != gen || cur.ended.Load() }
 	start := time.Now()
-	err := retry.Do(ctx, retryPolicy(), func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
 		s.m.commitRetries.Inc()
 		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
 	}, func(context.Context) error {

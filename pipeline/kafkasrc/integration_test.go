@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
@@ -23,7 +24,7 @@ func TestIntegrationResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	s1, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s1, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -36,7 +37,7 @@ func TestIntegrationResume(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	s2, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, testLogger(t), reg)
+	s, err := New(context.Background(), cfg, testLogger(t), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -132,7 +133,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 	}
 
 	// Everything was committed: the group's next member finds nothing.
-	s2, err := New(cfg, testLogger(t), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, testLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
@@ -152,10 +153,11 @@ func TestIntegrationDeadLetter(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureTopics(ctx, brokers, []kafka.TopicConfig{{Topic: "it-dl-in"}, {Topic: cfg.DeadLetterTopic}}); err != nil {
+	admin := kafkaclient.AdminConfig{Brokers: brokers}
+	if _, err := kafkaclient.EnsureTopics(ctx, admin, kafka.TopicConfig{Topic: "it-dl-in"}, kafka.TopicConfig{Topic: cfg.DeadLetterTopic}); err != nil {
 		t.Fatalf("EnsureTopics: %v", err)
 	}
-	if err := EnsureTopics(ctx, brokers, []kafka.TopicConfig{{Topic: cfg.DeadLetterTopic}}); err != nil {
+	if _, err := kafkaclient.EnsureTopics(ctx, admin, kafka.TopicConfig{Topic: cfg.DeadLetterTopic}); err != nil {
 		t.Fatalf("EnsureTopics again: %v", err)
 	}
 	reg := prometheus.NewRegistry()

@@ -13,7 +13,7 @@ import (
 type sourceMetrics struct {
 	consumed      *prometheus.CounterVec // topic
 	lag           *prometheus.GaugeVec   // topic
-	fetchErrors   *prometheus.CounterVec // kind: transient, fatal
+	fetchErrors   *prometheus.CounterVec // kind: transient, fatal (permanent)
 	commits       *prometheus.CounterVec // result: ok, error
 	commitRetries prometheus.Counter
 	commitLatency prometheus.Histogram

@@ -53,11 +53,12 @@ type Source struct {
 }
 
 // New checks that the topics exist (waiting up to cfg.StartupTimeout for
-// them, so that a missing topic fails here instead of blocking Fetch
-// forever) and returns a Source reading them. It joins the consumer group
-// on the first Fetch. Its metrics are registered on reg (nil: not
-// registered) until Close.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
+// them, or until ctx ends, so that a missing topic fails here instead of
+// blocking Fetch forever) and returns a Source reading them. It joins the
+// consumer group on the first Fetch; ctx bounds only New, not the
+// Source's life (Close ends that). Its metrics are registered on reg
+// (nil: not registered) until Close.
+func New(ctx context.Context, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.ready(); err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Source, erro
 		return nil, errors.New("kafkasrc: nil logger")
 	}
 	log = log.With("component", "kafkasrc")
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	if err := checkTopics(ctx, cfg.Brokers, cfg.Topics); err != nil {
 		return nil, fmt.Errorf("kafkasrc: topics %v on %v: %w", cfg.Topics, cfg.Brokers, err)
@@ -138,7 +139,7 @@ func kafkaErrorLevel(args []any) slog.Level {
 // arrives or ctx is done. It does not commit: call Commit once the record
 // is processed. Transient errors (a broker restart, refused or broken
 // connections, timeouts) are logged, counted and retried with exponential
-// backoff capped at 5 s by the partitions' readers; others are returned.
+// backoff (retry.Pipeline) by the partitions' readers; others are returned.
 // After Close, Fetch returns ErrClosed.
 func (s *Source) Fetch(ctx context.Context) (kafka.Message, error) {
 	m, _, err := s.fetch(ctx)

@@ -84,7 +84,7 @@ func TestConfigDefaults(t *testing.T) {
 // TestBackoff checks the source's retry waits: 50 ms doubling to 5 s,
 // each jittered to between half and all of its step.
 func TestBackoff(t *testing.T) {
-	b := retry.Backoff{Policy: retryPolicy()}
+	b := retry.Backoff{Policy: retry.Pipeline}
 	want := []time.Duration{50, 100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
 		w *= time.Millisecond
@@ -92,7 +92,7 @@ func TestBackoff(t *testing.T) {
 			t.Fatalf("delay %d = %s, want within [%s, %s]", i, got, w/2, w)
 		}
 	}
-	if p := retryPolicy(); p.MaxRetries >= 0 || p.Validate() != nil {
+	if p := retry.Pipeline; p.MaxRetries >= 0 || p.Validate() != nil {
 		t.Fatalf("policy %+v: want valid, retrying until the context ends", p)
 	}
 }
@@ -117,7 +117,7 @@ func TestFetchCommit(t *testing.T) {
 	produce(t, brokers, topics[0], 0, 10)
 	produce(t, brokers, topics[1], 0, 5)
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Brokers: brokers, MinBytes: 1, MaxWait: 50 * time.Millisecond}, testLogger(t), reg)
+	s, err := New(context.Background(), Config{Brokers: brokers, MinBytes: 1, MaxWait: 50 * time.Millisecond}, testLogger(t), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestResumeAfterClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	s1, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	s1, err := New(context.Background(), cfg, discardLogger(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestResumeAfterClose(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	s2, err := New(cfg, discardLogger(), prometheus.NewRegistry())
+	s2, err := New(context.Background(), cfg, discardLogger(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
@@ -209,40 +209,12 @@ func TestResumeAfterClose(t *testing.T) {
 func TestNewMissingTopic(t *testing.T) {
 	brokers := fakeCluster(t)
 	start := time.Now()
-	_, err := New(Config{Brokers: brokers, Topics: []string{"nope"}, StartupTimeout: time.Second}, discardLogger(), nil)
+	_, err := New(context.Background(), Config{Brokers: brokers, Topics: []string{"nope"}, StartupTimeout: time.Second}, discardLogger(), nil)
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("New on a missing topic = %v, want an error naming it", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("New took %s, want about the 1 s StartupTimeout", d)
-	}
-}
-
-func TestEnsureTopicsIdempotent(t *testing.T) {
-	brokers := fakeCluster(t, "existing")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	topics := []kafka.TopicConfig{
-		{Topic: "existing", NumPartitions: 1, ReplicationFactor: 1},
-		{Topic: "fresh", NumPartitions: 3, ReplicationFactor: 1},
-		{Topic: "defaults"},
-	}
-	for i := range 2 {
-		if err := EnsureTopics(ctx, brokers, topics); err != nil {
-			t.Fatalf("EnsureTopics call %d: %v", i+1, err)
-		}
-	}
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	md, err := (&kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"fresh"}})
-	if err != nil {
-		t.Fatalf("metadata: %v", err)
-	}
-	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
-		t.Fatalf("fresh topic metadata = %+v, want 3 partitions", md.Topics)
-	}
-	if err := EnsureTopics(ctx, nil, topics); err == nil {
-		t.Fatal("EnsureTopics without brokers succeeded")
 	}
 }
 
@@ -307,7 +279,7 @@ func TestCloseTwice(t *testing.T) {
 	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	reg := prometheus.NewRegistry()
 	cfg := Config{Brokers: brokers, Topics: []string{"in"}}
-	s, err := New(cfg, discardLogger(), reg)
+	s, err := New(context.Background(), cfg, discardLogger(), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -345,7 +317,7 @@ func TestCloseTwice(t *testing.T) {
 		}
 	}
 	// Close unregistered the metrics: a new Source can register again.
-	s2, err := New(cfg, discardLogger(), reg)
+	s2, err := New(context.Background(), cfg, discardLogger(), reg)
 	if err != nil {
 		t.Fatalf("New after Close on the same registry: %v", err)
 	}

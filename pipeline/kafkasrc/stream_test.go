@@ -24,7 +24,7 @@ func TestForStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := Config{Brokers: brokers, Topics: []string{"in"}, GroupID: "fs", MinBytes: 1, MaxWait: 50 * time.Millisecond}
-	s, err := New(cfg, discardLogger(), nil)
+	s, err := New(context.Background(), cfg, discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestForStream(t *testing.T) {
 	s.Close()
 
 	// The group resumes after the committed offset.
-	s2, err := New(cfg, discardLogger(), nil)
+	s2, err := New(context.Background(), cfg, discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

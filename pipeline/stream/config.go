@@ -60,8 +60,8 @@ type Config struct {
 	// broker starts empty, and what an earlier run saved belongs to
 	// records that are gone. Later assignments load what is saved.
 	Afresh bool
-	// Retry spaces the attempts of a write to the sink (default: 100 ms
-	// doubling to 5 s, without a bound on the attempts: a write is retried
+	// Retry spaces the attempts of a write to the sink (default
+	// retry.Pipeline, without a bound on the attempts: a write is retried
 	// until it succeeds, fails permanently, or the drain's DrainTimeout
 	// runs out). The wait is short
 	// because consumption is paused meanwhile: once the sink is back, the
@@ -73,7 +73,7 @@ type Config struct {
 // their comments (no partitions or backlog: those come from Kafka).
 func DefaultConfig() Config {
 	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", DrainTimeout: 10 * time.Second, RevokeTimeout: 5 * time.Second,
-		Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
+		Retry: retry.Pipeline}
 }
 
 // withDefaults returns c with every zero field set to its default: New

@@ -160,7 +160,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	group := 0
 	newSource := func(b *testing.B) *kafkasrc.Source {
 		group++
-		src, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, GroupID: fmt.Sprintf("bench-%d", group), Topics: []string{"samples"},
+		src, err := kafkasrc.New(context.Background(), kafkasrc.Config{Brokers: brokers, GroupID: fmt.Sprintf("bench-%d", group), Topics: []string{"samples"},
 			DeadLetterTopic: "dead"}, quiet, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -192,7 +192,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	b.Run("pipeline", func(b *testing.B) {
 		b.SetBytes(int64(size))
 		var span, durable time.Duration
-		setup, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: "bench"}, quiet, nil)
+		setup, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: chAddr, Database: "bench"}, quiet, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		setup.Close()
 		for b.Loop() {
 			src := newSource(b)
-			sink, err := clickhouse.New(clickhouse.Config{Addr: chAddr, Database: "bench"}, quiet, prometheus.NewRegistry())
+			sink, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: chAddr, Database: "bench"}, quiet, prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -159,7 +159,7 @@ func (r *Runner) OnFinding(f func(*skew.Finding)) { r.onFind = f }
 func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // Run consumes until ctx is done, Stop is called, the source ends with
-// io.EOF, or a fatal error occurs. A fetch error is returned only after
+// io.EOF, or a permanent error occurs. A fetch error is returned only after
 // every message fetched before it has been processed.
 //
 // When ctx ends or Stop is called, Run drains: what is due is written and
@@ -317,7 +317,7 @@ func (r *Runner) closeJobs() {
 
 // retry runs one write to the sink (findings or engine state) with
 // retry.Do, retrying errors that are not permanent (retry.IsPermanent)
-// with jittered exponential backoff (Config.Retry: 100 ms doubling to 5 s)
+// with jittered exponential backoff (Config.Retry)
 // for as long as it takes: while it waits, nothing is consumed (the fetch
 // queue fills and the fetcher blocks), so memory stays bounded and nothing
 // is lost. The runner is the one layer that retries a write: the sink

@@ -73,7 +73,7 @@ func validTopic(s string) bool {
 // DefaultConfig returns the defaults (Brokers, required, stays empty).
 func DefaultConfig() Config {
 	c := knob.Defaults[Config]()
-	c.Retry = retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+	c.Retry = retry.Setup
 	return c
 }
 

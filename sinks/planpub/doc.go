@@ -26,12 +26,12 @@
 // instead when there is no topic). Sink.Resume does the same at each
 // assignment of partitions of the consumer group, for the jobs the
 // pipeline restored (those whose partitions it reads now): the plans of
-// the others are another instance's. EnsureTopic creates the topic. OverridePoller
-// reads the operators' overrides (made through the API, possibly by
-// another process) every few seconds and hands a changed set, compared
-// by override identity and time, to the Sink; its Run blocks until its
-// done channel closes or its context ends, and a failed read is simply
-// tried again at the next tick.
+// the others are another instance's. EnsureTopic creates the topic.
+// OverridePoller reads the operators' overrides (made through the API,
+// possibly by another process) every few seconds and hands a changed
+// set, compared by override identity and time, to the Sink; its Run
+// blocks until its done channel closes or its context ends, and a failed
+// read is simply tried again at the next tick.
 //
 // # Blocking and safety
 //
@@ -43,16 +43,20 @@
 // bound; the override poller tries again at its next tick), so one layer
 // retries a publish. A Sink resends all the changes it keeps, so every
 // key's last message is its last change; a message may be written twice,
-// which compaction makes harmless. EnsureTopic and Load, which only
-// start-up calls, retry retryable errors (broker restarts, a topic whose
-// metadata has not propagated yet, timeouts) themselves with retry.Do, as
-// Config.Retry says. Every blocking call returns promptly when
-// its context ends.
+// which compaction makes harmless. EnsureTopic (at start-up) and Load (at
+// start-up through Restore, and at each assignment of partitions through
+// Sink.Resume and StoredPlans) retry retryable errors (broker restarts, a
+// topic whose metadata has not propagated yet, timeouts) themselves with
+// retry.Do, as Config.Retry says. Every blocking call returns promptly
+// when its context ends.
+//
 // Publish holds no queue of its own: the caller's slice is the batch. A
-// Sink keeps the changes it could not publish, at most one per task (a
-// later change of a task replaces it), and publishes them with the next
-// ones; metric skewlens_planpub_pending_changes. Load blocks until it has
-// read the topic to the end it had when called.
+// Sink keeps the changes it could not publish, in order, and publishes
+// them with the next ones: a change replaces its task's last pending
+// change only when both carry the same plan version (a plan republished
+// unchanged); a new version or a retirement is queued after it (see
+// Sink). Metric skewlens_planpub_pending_changes counts them. Load blocks
+// until it has read the topic to the end it had when called.
 //
 // Errors that retrying cannot fix are marked permanent (retry.IsPermanent
 // reports them): a change that cannot be encoded or is larger than
@@ -64,7 +68,7 @@
 //
 // Registered on the injected prometheus.Registerer by New and
 // unregistered by Close: plans and tombstones published, failures by
-// class (retryable, fatal, canceled), retries, and the duration of
+// class (retryable, fatal: permanent, canceled), retries, and the duration of
 // successful Publish calls. NewSink adds the pending changes and the
 // Manager's statistics (skewlens_plans_*: plans served, tasks, findings
 // and keys left out), unregistered by Sink.Close.

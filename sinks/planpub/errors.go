@@ -14,16 +14,17 @@ import (
 // Publisher.
 var ErrClosed = errors.New("planpub: publisher is closed")
 
-// fatal marks err, which op caused, as one no retry can fix, in this
+// permanent marks err, which op caused, as one no retry can fix, in this
 // package's words ("planpub: op: fatal: err").
-func fatal(op string, err error) error { return retry.Permanent("planpub: "+op, err) }
+func permanent(op string, err error) error { return retry.Permanent("planpub: "+op, err) }
 
-// errorClass names how an error is handled; it is also the metric label.
+// errorClass names how an error is handled; it is also the metric label,
+// whose value for a permanent error is "fatal", the word dashboards match.
 type errorClass string
 
 const (
 	classRetryable errorClass = "retryable"
-	classFatal     errorClass = "fatal"
+	classPermanent errorClass = "fatal"
 	classCanceled  errorClass = "canceled"
 )
 
@@ -37,7 +38,7 @@ func classify(ctx context.Context, err error) errorClass {
 	case kafkaclient.Retryable(err):
 		return classRetryable
 	}
-	return classFatal
+	return classPermanent
 }
 
 // failed counts a failed attempt of op by class and returns its error:
@@ -45,8 +46,8 @@ func classify(ctx context.Context, err error) errorClass {
 func (p *Publisher) failed(ctx context.Context, op string, err error) error {
 	class := classify(ctx, err)
 	p.m.failures.WithLabelValues(string(class)).Inc()
-	if class == classFatal {
-		return fatal(op, err)
+	if class == classPermanent {
+		return permanent(op, err)
 	}
 	return fmt.Errorf("planpub: %s: %w", op, err)
 }
@@ -64,7 +65,7 @@ func (p *Publisher) retry(ctx context.Context, op string, fn func(context.Contex
 		if err == nil {
 			return nil
 		}
-		if class := classify(ctx, err); class != classFatal {
+		if class := classify(ctx, err); class != classPermanent {
 			p.m.failures.WithLabelValues(string(class)).Inc()
 			return err
 		}

@@ -183,7 +183,7 @@ func describePolicy(ctx context.Context, brokers []string, topic string) (string
 }
 
 // TestEnsureTopicRefusesDeletePolicy: a plans topic that exists but is
-// not compacted is a fatal error, not silently used.
+// not compacted is a permanent error, not silently used.
 func TestEnsureTopicRefusesDeletePolicy(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	kafkatest.CreateTopics(t, brokers, "planpub-delete")
@@ -191,8 +191,8 @@ func TestEnsureTopicRefusesDeletePolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := p.EnsureTopic(ctx)
-	if !isFatal(err) {
-		t.Fatalf("EnsureTopic on a delete-policy topic: %v, want a fatal error", err)
+	if !retry.IsPermanent(err) {
+		t.Fatalf("EnsureTopic on a delete-policy topic: %v, want a permanent error", err)
 	}
 	t.Log(err)
 }

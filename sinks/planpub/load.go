@@ -28,7 +28,7 @@ func (p *Publisher) Load(ctx context.Context) ([]plans.Plan, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, fatal("load", ErrClosed)
+		return nil, permanent("load", ErrClosed)
 	}
 	latest := map[string]*plans.Plan{}
 	op := "load " + p.cfg.Topic

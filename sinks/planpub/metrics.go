@@ -8,7 +8,7 @@ import (
 type metrics struct {
 	plans      prometheus.Counter
 	tombstones prometheus.Counter
-	failures   *prometheus.CounterVec // by class: retryable, fatal, canceled
+	failures   *prometheus.CounterVec // by class: retryable, fatal (permanent), canceled
 	retries    prometheus.Counter
 	seconds    prometheus.Histogram
 }

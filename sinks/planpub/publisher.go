@@ -55,7 +55,7 @@ type Publisher struct {
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.ready(); err != nil {
-		return nil, fatal("new", err)
+		return nil, permanent("new", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -64,7 +64,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Publisher, e
 	m := newMetrics()
 	unreg, err := promreg.Register(reg, "plan publisher", m.collectors()...)
 	if err != nil {
-		return nil, fatal("new", err)
+		return nil, permanent("new", err)
 	}
 	// One transport for the admin client and the writer: a topic created
 	// through it refreshes the metadata the writer uses, and a short TTL
@@ -97,14 +97,14 @@ func (p *Publisher) Topic() string { return p.cfg.Topic }
 // Config.TopicConfigs, Partitions and ReplicationFactor) if it does not
 // exist, and waits until every partition has a leader. It is idempotent.
 // A topic that exists is left as it is, but must be compacted: one with
-// another cleanup.policy is a permanent error (retry.IsPermanent), since its plans would be
-// deleted by age and a reader starting from the beginning could miss a
-// task's plan. Retryable errors (a broker still starting) are retried.
+// another cleanup.policy is a permanent error (retry.IsPermanent), since
+// its plans would be deleted by age and a reader starting from the
+// beginning could miss a task's plan. Retryable errors (a broker still starting) are retried.
 func (p *Publisher) EnsureTopic(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return fatal("ensure topic", ErrClosed)
+		return permanent("ensure topic", ErrClosed)
 	}
 	entries := []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
 	for k, v := range p.cfg.TopicConfigs {
@@ -156,14 +156,14 @@ func (p *Publisher) CleanupPolicy(ctx context.Context) (string, error) {
 	return "", errors.New("describe configs: no cleanup.policy")
 }
 
-// checkCompacted fails fatally when the existing topic is not compacted.
+// checkCompacted fails permanently when the existing topic is not compacted.
 func (p *Publisher) checkCompacted(ctx context.Context) error {
 	pol, err := p.CleanupPolicy(ctx)
 	if err != nil {
 		return err
 	}
 	if !slices.Contains(strings.Split(pol, ","), "compact") {
-		return fatal("ensure topic "+p.cfg.Topic, fmt.Errorf("the topic exists with cleanup.policy=%s; a plans topic must be compacted", pol))
+		return permanent("ensure topic "+p.cfg.Topic, fmt.Errorf("the topic exists with cleanup.policy=%s; a plans topic must be compacted", pol))
 	}
 	return nil
 }
@@ -228,8 +228,8 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 			err = fmt.Errorf("change of %s: message of %d bytes, more than %d", m.Key, size(&m), p.cfg.MaxMessageBytes)
 		}
 		if err != nil {
-			p.m.failures.WithLabelValues(string(classFatal)).Inc()
-			return fatal(fmt.Sprintf("%s: change %d", op, i), err)
+			p.m.failures.WithLabelValues(string(classPermanent)).Inc()
+			return permanent(fmt.Sprintf("%s: change %d", op, i), err)
 		}
 		// The timestamp is the wall clock: a zero one is sent as 1970,
 		// which would keep segments from ever rolling by segment.ms, and
@@ -240,7 +240,7 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return fatal(op, ErrClosed)
+		return permanent(op, ErrClosed)
 	}
 	start := time.Now()
 	err := p.w.WriteMessages(ctx, msgs...)

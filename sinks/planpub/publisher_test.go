@@ -85,8 +85,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
 	if c.Topic != DefaultConfig().Topic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultConfig().DialTimeout ||
-		c.WriteTimeout != DefaultConfig().WriteTimeout || c.Retry.MaxRetries != DefaultConfig().Retry.MaxRetries || c.Retry.MinBackoff != DefaultConfig().Retry.MinBackoff ||
-		c.Retry.MaxBackoff != DefaultConfig().Retry.MaxBackoff || c.MaxMessageBytes != DefaultConfig().MaxMessageBytes {
+		c.WriteTimeout != DefaultConfig().WriteTimeout || c.Retry != retry.Setup || c.MaxMessageBytes != DefaultConfig().MaxMessageBytes {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	tests := []struct {
@@ -114,14 +113,12 @@ func TestConfigValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one about %q", err, tt.want)
 			}
-			if _, err := New(tt.c, nil, nil); !isFatal(err) {
-				t.Fatalf("New: %v, want a fatal error", err)
+			if _, err := New(tt.c, nil, nil); !retry.IsPermanent(err) {
+				t.Fatalf("New: %v, want a permanent error", err)
 			}
 		})
 	}
 }
-
-func isFatal(err error) bool { return retry.IsPermanent(err) }
 
 func header(m kafka.Message, key string) (string, bool) {
 	for _, h := range m.Headers {
@@ -193,13 +190,13 @@ func TestClassify(t *testing.T) {
 		{"EOF after a broker restart", nil, io.EOF, classRetryable},
 		{"unknown error", nil, errors.New("something"), classRetryable},
 		{"write errors, all transient", nil, kafka.WriteErrors{nil, io.EOF, kafka.RequestTimedOut}, classRetryable},
-		{"authorization", nil, kafka.TopicAuthorizationFailed, classFatal},
-		{"message too large", nil, kafka.MessageSizeTooLarge, classFatal},
-		{"invalid topic", nil, kafka.InvalidTopic, classFatal},
-		{"write errors with a fatal one", nil, kafka.WriteErrors{io.EOF, kafka.TopicAuthorizationFailed}, classFatal},
-		{"kafka-go message too large", nil, kafka.MessageTooLargeError{}, classFatal},
-		{"closed writer", nil, io.ErrClosedPipe, classFatal},
-		{"our fatal error", nil, retry.Permanent("x", io.EOF), classFatal},
+		{"authorization", nil, kafka.TopicAuthorizationFailed, classPermanent},
+		{"message too large", nil, kafka.MessageSizeTooLarge, classPermanent},
+		{"invalid topic", nil, kafka.InvalidTopic, classPermanent},
+		{"write errors with a permanent one", nil, kafka.WriteErrors{io.EOF, kafka.TopicAuthorizationFailed}, classPermanent},
+		{"kafka-go message too large", nil, kafka.MessageTooLargeError{}, classPermanent},
+		{"closed writer", nil, io.ErrClosedPipe, classPermanent},
+		{"our permanent error", nil, retry.Permanent("x", io.EOF), classPermanent},
 		{"canceled", canceled, io.EOF, classCanceled},
 	}
 	for _, tt := range tests {
@@ -215,9 +212,9 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestPublishFatalBeforeSending: changes that cannot be published fail the
-// call fatally without contacting a broker (there is none on port 1).
-func TestPublishFatalBeforeSending(t *testing.T) {
+// TestPublishPermanentBeforeSending: changes that cannot be published fail
+// the call permanently without contacting a broker (there is none on port 1).
+func TestPublishPermanentBeforeSending(t *testing.T) {
 	p, err := New(Config{Brokers: []string{"127.0.0.1:1"}, MaxMessageBytes: 1024}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -237,8 +234,8 @@ func TestPublishFatalBeforeSending(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
 			err := p.Publish(context.Background(), tt.cs)
-			if !isFatal(err) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v, want a fatal one about %q", err, tt.want)
+			if !retry.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want a permanent one about %q", err, tt.want)
 			}
 			if d := time.Since(start); d > time.Second {
 				t.Fatalf("took %s: it must fail before sending", d)
@@ -265,7 +262,7 @@ func TestPublishMakesOneAttempt(t *testing.T) {
 	defer cancel()
 	change := []plans.Change{{JobID: "j", TaskName: "t", Retired: true}}
 	err = p.Publish(ctx, change)
-	if err == nil || isFatal(err) || !strings.Contains(err.Error(), "planpub: publish 1 changes") {
+	if err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "planpub: publish 1 changes") {
 		t.Fatalf("error %v, want a retryable one naming the publish", err)
 	}
 	if got := testutil.ToFloat64(p.m.failures.WithLabelValues("retryable")); got != 1 {
@@ -278,7 +275,7 @@ func TestPublishMakesOneAttempt(t *testing.T) {
 	policy := retry.Policy{MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	retries := 0
 	err = retry.Do(ctx, policy, func(int, time.Duration, error) { retries++ }, func(ctx context.Context) error { return p.Publish(ctx, change) })
-	if err == nil || isFatal(err) || !strings.Contains(err.Error(), "giving up after 4 attempts") || retries != 3 {
+	if err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "giving up after 4 attempts") || retries != 3 {
 		t.Fatalf("caller's retry.Do: %v after %d retries, want a retryable error after 4 attempts", err, retries)
 	}
 	if got := testutil.ToFloat64(p.m.failures.WithLabelValues("retryable")); got != 5 {
@@ -302,7 +299,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, nil, reg); !isFatal(err) {
+	if _, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, nil, reg); !retry.IsPermanent(err) {
 		t.Fatalf("second Publisher on one registry: %v", err)
 	}
 	if err := p.Close(); err != nil {
@@ -312,10 +309,10 @@ func TestClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	ctx := context.Background()
-	if err := p.Publish(ctx, []plans.Change{{JobID: "j", TaskName: "t", Retired: true}}); !isFatal(err) || !errors.Is(err, ErrClosed) {
+	if err := p.Publish(ctx, []plans.Change{{JobID: "j", TaskName: "t", Retired: true}}); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
 		t.Fatalf("Publish after Close: %v", err)
 	}
-	if err := p.EnsureTopic(ctx); !isFatal(err) || !errors.Is(err, ErrClosed) {
+	if err := p.EnsureTopic(ctx); !retry.IsPermanent(err) || !errors.Is(err, ErrClosed) {
 		t.Fatalf("EnsureTopic after Close: %v", err)
 	}
 	// Close unregistered the metrics: a new Publisher may register them.

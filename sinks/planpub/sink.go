@@ -100,7 +100,7 @@ const RepublishEvery = 5 * time.Minute
 // on reg (nil: not registered). log may be nil.
 func NewSink(mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if mgr == nil || pub == nil || load == nil {
-		return nil, fatal("new sink", errors.New("nil manager, publisher or plan loader"))
+		return nil, permanent("new sink", errors.New("nil manager, publisher or plan loader"))
 	}
 	return newSink(mgr, pub, load, log, reg)
 }
@@ -112,7 +112,7 @@ func newSink(mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logge
 	m := newSinkMetrics(mgr)
 	unreg, err := promreg.Register(reg, "plan sink", m.pending, m)
 	if err != nil {
-		return nil, fatal("new sink", err)
+		return nil, permanent("new sink", err)
 	}
 	return &Sink{mgr: mgr, pub: pub, load: load, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
 		index: map[string]int{}}, nil
@@ -289,7 +289,7 @@ func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
 		mgr: mgr,
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "skewlens", Subsystem: "planpub", Name: "pending_changes",
-			Help: "Plan changes waiting to be published (at most one per task).",
+			Help: "Plan changes waiting to be published (at most one per task and plan version).",
 		}),
 		descs: map[string]*prometheus.Desc{
 			"served":      d("served", "Salting plans served now."),

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -188,7 +189,7 @@ skewlens_plans_served 1
 	if _, err := newSink(mgr, &fakePublisher{}, nil, nil, reg); err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
-	if _, err := NewSink(mgr, nil, nil, nil, nil); !isFatal(err) {
+	if _, err := NewSink(mgr, nil, nil, nil, nil); !retry.IsPermanent(err) {
 		t.Fatalf("NewSink with nil parts: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func TestClusterIntegration(t *testing.T) {
 	newStore := func(cfg Config) *Store {
 		cfg.FlushInterval = time.Millisecond
 		cfg.Retry = retry.Policy{MaxRetries: 5, MinBackoff: 10 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
-		s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+		s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

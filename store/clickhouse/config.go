@@ -105,7 +105,7 @@ func validClusterName(s string) bool {
 // policy.
 func DefaultConfig() Config {
 	c := knob.Defaults[Config]()
-	c.Retry = retry.Policy{MaxRetries: 10, MinBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+	c.Retry = retry.Setup
 	return c
 }
 

@@ -102,7 +102,7 @@ func (c *Connector) Run(ctx context.Context) error {
 
 // connect makes one attempt: a Store, migrated.
 func (c *Connector) connect(ctx context.Context) (*Store, error) {
-	s, err := New(c.cfg, c.log, c.reg)
+	s, err := New(ctx, c.cfg, c.log, c.reg)
 	if err != nil {
 		return nil, err
 	}

@@ -83,19 +83,19 @@ func testSink(t *testing.T, cfg Config) *Store {
 
 func TestRetry(t *testing.T) {
 	retryable := &ch.Exception{Code: 252, Message: "too many parts"}
-	fatal := &ch.Exception{Code: 60, Message: "unknown table"}
+	unknownTable := &ch.Exception{Code: 60, Message: "unknown table"}
 	tests := []struct {
-		name        string
-		maxRetries  int
-		errs        []error // returned by successive attempts; nil = success
-		wantCalls   int
-		wantFatal   bool
-		wantErr     bool
-		wantRetries float64
+		name          string
+		maxRetries    int
+		errs          []error // returned by successive attempts; nil = success
+		wantCalls     int
+		wantPermanent bool
+		wantErr       bool
+		wantRetries   float64
 	}{
 		{name: "first try", maxRetries: 3, errs: []error{nil}, wantCalls: 1},
 		{name: "retry then succeed", maxRetries: 3, errs: []error{retryable, io.EOF, nil}, wantCalls: 3, wantRetries: 2},
-		{name: "fatal stops", maxRetries: 3, errs: []error{retryable, fatal}, wantCalls: 2, wantFatal: true, wantErr: true, wantRetries: 1},
+		{name: "permanent stops", maxRetries: 3, errs: []error{retryable, unknownTable}, wantCalls: 2, wantPermanent: true, wantErr: true, wantRetries: 1},
 		{name: "gives up", maxRetries: 2, errs: []error{retryable, retryable, retryable, nil}, wantCalls: 3, wantErr: true, wantRetries: 2},
 		{name: "retries disabled", maxRetries: 0, errs: []error{retryable, nil}, wantCalls: 1, wantErr: true},
 	}
@@ -114,8 +114,8 @@ func TestRetry(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if got := retry.IsPermanent(err); got != tt.wantFatal {
-				t.Errorf("retry.IsPermanent = %v, want %v (err %v)", got, tt.wantFatal, err)
+			if got := retry.IsPermanent(err); got != tt.wantPermanent {
+				t.Errorf("retry.IsPermanent = %v, want %v (err %v)", got, tt.wantPermanent, err)
 			}
 			if got := testutil.ToFloat64(s.m.retries.WithLabelValues("tbl")); got != tt.wantRetries {
 				t.Errorf("retries metric = %v, want %v", got, tt.wantRetries)
@@ -146,7 +146,7 @@ func TestRetryHonoursContext(t *testing.T) {
 // MaxBackoff; the default number of retries for a zero policy, and none
 // for MaxRetries 0 in a policy that is set.
 func TestRetryPolicyJitter(t *testing.T) {
-	cfg := Config{Retry: retry.Policy{MaxRetries: DefaultConfig().Retry.MaxRetries, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}}.withDefaults()
+	cfg := Config{Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +158,11 @@ func TestRetryPolicyJitter(t *testing.T) {
 			}
 		}
 	}
-	if p := (Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}).withDefaults().Retry; p.MaxRetries != 0 || p.MaxBackoff != DefaultConfig().Retry.MaxBackoff {
+	if p := (Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}).withDefaults().Retry; p.MaxRetries != 0 || p.MaxBackoff != retry.Setup.MaxBackoff {
 		t.Errorf("MaxRetries 0: policy %+v, want 0 retries and the default max backoff", p)
 	}
-	if p := (Config{}).withDefaults().Retry; p.MaxRetries != DefaultConfig().Retry.MaxRetries {
-		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, DefaultConfig().Retry.MaxRetries)
+	if p := (Config{}).withDefaults().Retry; p.MaxRetries != retry.Setup.MaxRetries {
+		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, retry.Setup.MaxRetries)
 	}
 }
 

@@ -40,10 +40,10 @@ func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 		cfg.FlushInterval = time.Millisecond
 	}
 	if cfg.Retry == (retry.Policy{}) {
-		cfg.Retry = retry.Policy{MaxRetries: DefaultConfig().Retry.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+		cfg.Retry = retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	}
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -356,8 +356,8 @@ func testDocQueries(ctx context.Context, t *testing.T, s *Store, fs []skew.Findi
 	}
 }
 
-// TestWriteFatal checks that errors retrying cannot fix are a permanent error.
-func TestWriteFatal(t *testing.T) {
+// TestWritePermanent checks that errors retrying cannot fix are a permanent error.
+func TestWritePermanent(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -528,7 +528,7 @@ func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
 	s, _ := newTestSink(t, Config{Addr: p.addr, Database: testDatabase("ctx"),
-		Retry: retry.Policy{MaxRetries: DefaultConfig().Retry.MaxRetries, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}, DialTimeout: time.Second})
+		Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}, DialTimeout: time.Second})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestWriteHonoursContext(t *testing.T) {
 }
 
 // TestForcedModernOnLegacyServer checks that the modern DDL is refused by
-// 18.16 as a fatal error, which is why the dialect follows the version.
+// 18.16 as a permanent error, which is why the dialect follows the version.
 func TestForcedModernOnLegacyServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -172,7 +172,7 @@ func TestPlansLifecycle(t *testing.T) {
 		}
 	}
 
-	// Bad changes are fatal and insert nothing.
+	// Bad changes are permanent errors and insert nothing.
 	for _, bad := range [][]plans.Change{
 		{{JobID: "", TaskName: "A", Plan: want}},
 		{{JobID: job, TaskName: "A"}},
@@ -305,7 +305,7 @@ func TestOverridesAndAudit(t *testing.T) {
 		t.Errorf("Audit of another job: %d entries, %v", len(entries), err)
 	}
 
-	// Invalid overrides are fatal and write nothing, not even an audit row.
+	// Invalid overrides are permanent errors and write nothing, not even an audit row.
 	for _, bad := range []plans.Override{
 		{JobID: job, TaskName: "T", Action: "drop", At: tick()},
 		{JobID: job, TaskName: "T", Action: plans.ActionExclude, Key: "\xff", At: tick()},

@@ -90,12 +90,13 @@ func (s *Store) Top() *TopReader { return s.top }
 // New validates cfg, whose zero fields mean their defaults
 // (DefaultConfig), registers the store's metrics with reg (nil: none),
 // connects to the server and reads its version, which picks the schema
-// dialect. It blocks for at most cfg.DialTimeout. An error from a server
+// dialect. It blocks for at most cfg.DialTimeout, or until ctx ends;
+// ctx bounds only New, not the Store's life. An error from a server
 // that cannot be reached is not permanent (retry.IsPermanent): the
 // caller may retry New, on the same reg, since a New that fails leaves
 // reg as it found it.
 // log may be nil to discard the store's log records.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
+func New(ctx context.Context, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, permanentErr("new", err)
@@ -117,7 +118,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Store, error
 	if err != nil {
 		return nil, permanentErr("open "+cfg.Addr, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	var version string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {

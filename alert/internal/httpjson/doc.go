@@ -1,6 +1,6 @@
 // Package httpjson posts a JSON body over HTTP and classifies the outcome
 // as the alert notifiers need it: success, a retryable failure
-// (*deliver.NotifyError), or a fatal one (the same, marked with
+// (*deliver.NotifyError), or a permanent one (the same, marked with
 // retry.Permanent). It makes one attempt. It is shared by the
 // Alertmanager and webhook notifiers.
 //

@@ -16,17 +16,17 @@ import (
 
 func TestPost(t *testing.T) {
 	tests := []struct {
-		name      string
-		status    int
-		delay     time.Duration
-		wantErr   bool
-		wantFatal bool
-		wantCode  int
+		name          string
+		status        int
+		delay         time.Duration
+		wantErr       bool
+		wantPermanent bool
+		wantCode      int
 	}{
 		{name: "200 ok", status: 200},
 		{name: "204 ok", status: 204},
-		{name: "400 fatal", status: 400, wantErr: true, wantFatal: true, wantCode: 400},
-		{name: "404 fatal", status: 404, wantErr: true, wantFatal: true, wantCode: 404},
+		{name: "400 permanent", status: 400, wantErr: true, wantPermanent: true, wantCode: 400},
+		{name: "404 permanent", status: 404, wantErr: true, wantPermanent: true, wantCode: 404},
 		{name: "408 retryable", status: 408, wantErr: true, wantCode: 408},
 		{name: "429 retryable", status: 429, wantErr: true, wantCode: 429},
 		{name: "500 retryable", status: 500, wantErr: true, wantCode: 500},
@@ -51,8 +51,8 @@ func TestPost(t *testing.T) {
 			defer srv.Close()
 			h := http.Header{"Authorization": {"Bearer x"}}
 			err := Post(context.Background(), srv.Client(), "test", srv.URL+"/hook?token=secret", []byte(`{"a":1}`), h, 100*time.Millisecond)
-			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantFatal {
-				t.Fatalf("err = %v (fatal %v), want error %v fatal %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantFatal)
+			if (err != nil) != tt.wantErr || retry.IsPermanent(err) != tt.wantPermanent {
+				t.Fatalf("err = %v (permanent %v), want error %v permanent %v", err, retry.IsPermanent(err), tt.wantErr, tt.wantPermanent)
 			}
 			if tt.delay == 0 && (gotBody != `{"a":1}` || gotCT != "application/json" || gotAuth != "Bearer x") {
 				t.Errorf("server got body %q content-type %q auth %q", gotBody, gotCT, gotAuth)
