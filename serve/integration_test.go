@@ -38,7 +38,7 @@ func newTestSink(t *testing.T, suffix string) (*clickhouse.Store, string) {
 	addr := chtest.Start(t)
 	db := fmt.Sprintf("skewlens_serve_%d_%s", os.Getpid(), suffix)
 	sink, err := clickhouse.New(context.Background(), clickhouse.Config{Addr: addr, Database: db, FlushInterval: -1,
-		Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, slog.New(slog.DiscardHandler), nil)
+		Retry: retry.Policy{MaxRetries: retry.Setup().MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,11 +61,11 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.MaxBodyBytes != DefaultMaxBodyBytes || cfg.CacheTTL != DefaultCacheTTL || cfg.StoreTimeout != DefaultStoreTimeout {
+				if cfg.MaxBodyBytes != DefaultConfig().MaxBodyBytes || cfg.CacheTTL != DefaultConfig().CacheTTL || cfg.StoreTimeout != DefaultConfig().StoreTimeout {
 					t.Errorf("defaults not filled: %+v", cfg)
 				}
-				if tt.cfg.Addr == "" && cfg.Addr != DefaultAddr {
-					t.Errorf("addr = %q, want %q", cfg.Addr, DefaultAddr)
+				if tt.cfg.Addr == "" && cfg.Addr != DefaultConfig().Addr {
+					t.Errorf("addr = %q, want %q", cfg.Addr, DefaultConfig().Addr)
 				}
 				return
 			}

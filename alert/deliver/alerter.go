@@ -16,8 +16,8 @@ import (
 // DefaultConfig returns it with the defaults of both; New also reads a
 // zero field of either as its default.
 type Config struct {
-	Tracker alert.TrackerConfig
-	Fanout  FanoutConfig
+	Tracker alert.TrackerConfig `embed:""`
+	Fanout  FanoutConfig        `embed:""`
 }
 
 // DefaultConfig returns a Config with every default filled in: those of

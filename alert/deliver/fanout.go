@@ -33,11 +33,11 @@ type FanoutConfig struct {
 	// jittered backoff). The failed alerts stay queued between attempts,
 	// so an outage of a notifier loses nothing but what overflows; once
 	// Retry.MaxRetries retries of a batch have failed, its alerts are
-	// dropped (reason="retries"). Default retry.Delivery (until delivered
+	// dropped (reason="retries"). Default retry.Delivery() (until delivered
 	// or Stop's drain ends). A zero Policy means the default; in any
 	// other, MaxRetries is taken as it is (0: one attempt) and a zero
 	// backoff field is its default.
-	Retry retry.Policy `kong:"-"`
+	Retry retry.Policy `kong:"-" default:"delivery"`
 	// DrainTimeout is how long Stop lets the queues drain.
 	DrainTimeout time.Duration `kong:"-" default:"5s" range:"(0s,]"`
 }
@@ -45,11 +45,7 @@ type FanoutConfig struct {
 // DefaultFanoutConfig returns the defaults the tags declare, and the
 // default retry policy. Callers start from it and override what they
 // configure.
-func DefaultFanoutConfig() FanoutConfig {
-	c := knob.Defaults[FanoutConfig]()
-	c.Retry = retry.Delivery
-	return c
-}
+func DefaultFanoutConfig() FanoutConfig { return knob.Defaults[FanoutConfig]() }
 
 // withDefaults returns c with every zero field set to its default (Retry
 // as retry.Policy.OrDefault says). NewFanout applies it, so a zero field

@@ -36,6 +36,20 @@ func parseRange(tag string, vars kong.Vars) (knob.Range, error) {
 	return knob.ParseRange(s)
 }
 
+// commandRanges narrow, for the command line, the range a component
+// declares for a setting: the alert tracker fires an alert at an
+// incident's first finding when For is not positive (its tests do), but
+// run's alerts wait for an incident to last.
+var commandRanges = map[string]string{"alert-for": "(0s,]"}
+
+// rangeTag is the range of a flag: the command line's own, else its tag.
+func rangeTag(v *kong.Value) string {
+	if r, ok := commandRanges[v.Name]; ok {
+		return r
+	}
+	return v.Tag.Get("range")
+}
+
 // valueText writes a flag's value as it would be written on the command
 // line, strings and lists quoted.
 func valueText(f *kong.Flag, v reflect.Value) string {
@@ -87,7 +101,7 @@ func flagError(kctx *kong.Context, f *kong.Flag, v reflect.Value, rule string) e
 func checkFlags(kctx *kong.Context, vars kong.Vars) error {
 	var errs []error
 	for _, f := range kctx.Flags() {
-		tag := f.Tag.Get("range")
+		tag := rangeTag(f.Value)
 		if tag == "" {
 			continue
 		}
@@ -111,7 +125,7 @@ func checkFlags(kctx *kong.Context, vars kong.Vars) error {
 // rule added before the environment variable.
 func helpWithRange(vars kong.Vars) kong.HelpValueFormatter {
 	return func(v *kong.Value) string {
-		if tag := v.Tag.Get("range"); tag != "" {
+		if tag := rangeTag(v); tag != "" {
 			rule := "range " + tag // unparsable: TestRangeTags fails
 			if r, err := parseRange(tag, vars); err == nil {
 				rule = r.Rule(v.Target.Type())

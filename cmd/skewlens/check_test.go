@@ -68,7 +68,7 @@ func TestRangeTags(t *testing.T) {
 	n := 0
 	walkFlags(t, func(cmd *kong.Node, f *kong.Flag) {
 		name := cmd.Path() + " --" + f.Name
-		tag := f.Tag.Get("range")
+		tag := rangeTag(f.Value)
 		k := f.Target.Kind()
 		numeric := f.Target.CanInt() || f.Target.CanFloat()
 		if tag == "" {
@@ -310,7 +310,7 @@ alerts_topic: ~        # null: not set
 		t.Helper()
 		if !reflect.DeepEqual(r.Kafka.Brokers, []string{"kafka-1:9092", "kafka-2:9092"}) || !reflect.DeepEqual(r.Kafka.Topics, []string{"a", "b"}) ||
 			r.ClickhouseAddr != "ch-1:9000" || r.Engine.TopK != 2048 || r.Engine.HotKeyShare != 0.02 || r.Engine.WindowMs != 30000 ||
-			r.Stats || r.AlertsTopic != "" {
+			r.Stats || r.AlertsKafka.Topic != "" {
 			t.Errorf("from the file: %+v", r)
 		}
 	}

@@ -85,7 +85,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", fmtDuration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
 		{"README.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
 		{"README.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", fmtDuration(src.BrokerWait))},
-		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultStoreTimeout))},
+		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultConfig().StoreTimeout))},
 		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		// docs/alerts.md: the Tracker (prose and table).
 		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},

@@ -314,7 +314,7 @@ func committedRecords(ctx context.Context, t *testing.T, brokers []string, group
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
 	parts := []int{0, 1, 2, 3}
 	var resp *kafka.OffsetFetchResponse
-	err := retry.Do(ctx, retry.Request, nil, func(ctx context.Context) (err error) {
+	err := retry.Do(ctx, retry.Request(), nil, func(ctx context.Context) (err error) {
 		resp, err = cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group,
 			Topics: map[string][]int{"rebal-metrics": parts, "rebal-samples": parts}})
 		if err == nil && resp.Error != nil && !errors.Is(resp.Error, kafka.GroupIdNotFound) {

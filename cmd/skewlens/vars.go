@@ -7,64 +7,29 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/knob"
-	"github.com/skewlens/skewlens/internal/ops"
-	"github.com/skewlens/skewlens/internal/simfeed"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
-	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 
-// defaultVars are the kong variables the flags take their defaults from
-// (default:"${plan_cooldown}"). Every value comes from its component's
-// DefaultConfig or Default constant, so a default is stated once, in the
-// component, and -h shows it. Defaults that belong to the command line
-// alone (output formats, --state-dir, ...) stay in the flag tags.
+// defaultVars are the kong variables of the help texts and range tags.
+// The settings' defaults and ranges are their components' tags
+// (internal/knob); what is left here is derived: the bounds those tags
+// name (knob.Vars), serve's listen address as the default of its
+// --api-listen (run's is empty), and the lists help shows.
 func defaultVars() kong.Vars {
-	pl := plans.DefaultConfig()
-	ch := clickhouse.DefaultConfig()
-	src := kafkasrc.DefaultConfig()
-	hyst := incident.DefaultConfig().Hysteresis
 	vars := kong.Vars{
-		"max_subtask": strconv.Itoa(keygroup.UpperBoundMaxParallelism - 1),
-		"max_width":   strconv.Itoa(top.MaxWidth),
-
-		// ClickHouse (run, serve, top, migrate).
-		"database": ch.Database,
-
-		// run.
-		"group":             src.GroupID,
-		"broker_wait":       fmtDuration(src.BrokerWait),
-		"topics":            strings.Join(src.Topics, ","),
-		"dead_letter_topic": src.DeadLetterTopic,
-		// A topic run or demo creates: 4 partitions, enough for a few
-		// instances; replication 1, which a production cluster raises.
-		"topic_partitions":         "4",
-		"topic_replication_factor": "1",
-		"ops_listen":               ops.DefaultConfig().Listen,
-		"speed":                    fmtFloat(simfeed.DefaultConfig().Speed),
-		"plans_topic":              planpub.DefaultConfig().Topic,
-		"plan_cooldown":            fmtDuration(pl.Cooldown),
-		"plan_ttl":                 fmtDuration(pl.TTL),
-		"override_poll":            fmtDuration(planpub.DefaultConfig().OverridePoll),
-		"alert_for":                fmtDuration(hyst.For),
-		"alert_resolve":            fmtDuration(hyst.ResolveAfter),
-
-		// serve (run serves no API unless asked).
-		"serve_listen": serve.DefaultConfig().Addr,
-
-		// simulate.
+		"max_subtask":   strconv.Itoa(keygroup.UpperBoundMaxParallelism - 1),
+		"max_width":     strconv.Itoa(top.MaxWidth),
+		"serve_listen":  serve.DefaultConfig().Addr,
 		"sim_scenarios": simScenarios(),
 	}
-	// The range bounds the components' Configs name.
 	for k, v := range knob.Vars(skew.Config{}, window.Config{}, kafkasrc.Config{}, plans.Config{}, top.Config{}, simulate.Config{}, simulate.FleetConfig{}) {
 		vars[k] = v
 	}

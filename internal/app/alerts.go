@@ -21,23 +21,23 @@ import (
 // skewlens_alert_*) and logged when they fire or resolve.
 func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
 	var targets []deliver.Target
-	if c.AlertmanagerURL != "" {
-		n, err := alertmanager.New(c.alertmanagerConfig(), log, reg)
+	if c.Alertmanager.URL != "" {
+		n, err := alertmanager.New(c.Alertmanager, log, reg)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
 	}
-	if c.AlertWebhookURL != "" {
-		n, err := webhook.New(c.webhookConfig(), log, reg)
+	if c.Webhook.URL != "" {
+		n, err := webhook.New(c.Webhook, log, reg)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, deliver.Target{Name: "webhook", Notifier: n})
 	}
-	if c.AlertsTopic != "" {
-		cfg := kafkanotify.DefaultConfig()
-		cfg.Brokers, cfg.Topic = brokers, c.AlertsTopic
+	if c.AlertsKafka.Topic != "" {
+		cfg := c.AlertsKafka
+		cfg.Brokers = brokers
 		n, err := kafkanotify.New(cfg, log, reg)
 		if err != nil {
 			return nil, err
@@ -65,7 +65,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 // at Info otherwise (alerts only in this log, as in make run, which reads
 // them on this host).
 func (c *RunConfig) noteSaltingURL(salting string, external bool, log *slog.Logger) {
-	if c.SaltingURL != "" || salting == "" || !HostLocal(salting) {
+	if c.Tracker.SaltingURL != "" || salting == "" || !HostLocal(salting) {
 		return
 	}
 	const msg = "alerts link to the salting API on an address that works on this host only; set --salting-url to one their readers can reach"

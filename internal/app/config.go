@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/alertmanager"
 	"github.com/skewlens/skewlens/alert/deliver"
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/alert/kafkanotify"
 	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
@@ -30,21 +32,18 @@ type RunConfig struct {
 	TopicPartitions        int             `default:"4" help:"Partitions of a topic --create-topics creates: at least the instances of the consumer group (README, Running at scale)." range:"[1,]"`
 	TopicReplicationFactor int             `default:"1" help:"Replication factor of a topic --create-topics creates: 3 on a production cluster." range:"[1,]"`
 	ClickHouse             `set:"clickhouse_addr_note=Required by run; demo starts a local clickhouse-server under --state-dir without it."`
-	StateDir               string         `default:".state" help:"Where demo's embedded servers keep their data." range:"[1,]"`
-	Ops                    ops.Config     `embed:""`
-	MemoryLimit            int            `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
-	Duration               time.Duration  `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
-	Stats                  bool           `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
-	Plans                  planpub.Config `embed:""`
-	PlanCooldown           time.Duration  `default:"${plan_cooldown}" group:"Plans" help:"How long a hot key stays salted after the last window it was hot in." range:"[1ms,]"`
-	PlanTTL                time.Duration  `default:"${plan_ttl}" group:"Plans" help:"Retire a plan that no finding confirmed for this long." range:"[1ms,]"`
-	AlertmanagerURL        string         `group:"Alerts" placeholder:"URL" help:"Send alerts to this Prometheus Alertmanager (v2 API), e.g. http://127.0.0.1:9093."`
-	AlertWebhookURL        string         `group:"Alerts" placeholder:"URL" help:"POST alerts as JSON to this URL (docs/alerts.md)."`
-	AlertsTopic            string         `group:"Alerts" placeholder:"TOPIC" help:"Publish alerts to this Kafka topic (created if missing), e.g. skewlens-alerts."`
-	AlertFor               time.Duration  `default:"${alert_for}" group:"Alerts" help:"How long (event time) an incident must last before its alert fires." range:"(0s,]"`
-	AlertResolve           time.Duration  `name:"alert-resolve-after" default:"${alert_resolve}" group:"Alerts" help:"Close an incident, and resolve its alert, after no finding of it for this long (hysteresis)." range:"(0s,]"`
-	AlertRenotify          time.Duration  `group:"Alerts" help:"Repeat a firing alert's notification this often (default: never; Alertmanager has repeat_interval)." range:"[0s,]"`
-	SaltingURL             string         `group:"Alerts" placeholder:"URL" help:"Base URL of skewlens serve, for the runbook link of skew alerts (default: the --api-listen address)."`
+	StateDir               string              `default:".state" help:"Where demo's embedded servers keep their data." range:"[1,]"`
+	Ops                    ops.Config          `embed:""`
+	MemoryLimit            int                 `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
+	Duration               time.Duration       `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
+	Stats                  bool                `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
+	Plans                  planpub.Config      `embed:""`
+	PlanLife               plans.Config        `embed:""`
+	Alertmanager           alertmanager.Config `embed:""`
+	Webhook                webhook.Config      `embed:""`
+	AlertsKafka            kafkanotify.Config  `embed:""`
+	Hysteresis             incident.Hysteresis `embed:""`
+	Tracker                alert.TrackerConfig `embed:""`
 	// The pipeline serves the API only when asked (make run does); the
 	// service proper is skewlens serve.
 	API    `set:"api_listen="`
@@ -168,12 +167,13 @@ func (c *RunConfig) Check() error {
 		c.ClickHouse.Check(),
 		c.API.Check(),
 	}
-	if c.AlertmanagerURL != "" {
-		errs = append(errs, part("--alertmanager-url", c.alertmanagerConfig().Validate()))
+	if c.Alertmanager.URL != "" {
+		errs = append(errs, part("--alertmanager-url", c.Alertmanager.Validate()))
 	}
-	if c.AlertWebhookURL != "" {
-		errs = append(errs, part("--alert-webhook-url", c.webhookConfig().Validate()))
+	if c.Webhook.URL != "" {
+		errs = append(errs, part("--alert-webhook-url", c.Webhook.Validate()))
 	}
+
 	return errors.Join(errs...)
 }
 
@@ -196,21 +196,10 @@ func (c *RunConfig) RequireServers() error {
 // The component configurations made from the settings that are not yet
 // the components' own.
 
+// plansConfig salts with the engine's separator.
 func (c *RunConfig) plansConfig() plans.Config {
-	cfg := plans.DefaultConfig()
-	cfg.Cooldown, cfg.TTL, cfg.Separator = c.PlanCooldown, c.PlanTTL, c.Engine.SaltSeparator
-	return cfg
-}
-
-func (c *RunConfig) alertmanagerConfig() alertmanager.Config {
-	cfg := alertmanager.DefaultConfig()
-	cfg.URL = c.AlertmanagerURL
-	return cfg
-}
-
-func (c *RunConfig) webhookConfig() webhook.Config {
-	cfg := webhook.DefaultConfig()
-	cfg.URL = c.AlertWebhookURL
+	cfg := c.PlanLife
+	cfg.Separator = c.Engine.SaltSeparator
 	return cfg
 }
 
@@ -218,19 +207,19 @@ func (c *RunConfig) webhookConfig() webhook.Config {
 // which come from the running plan manager. The runbook link of skew
 // alerts defaults to the API this process serves.
 func (c *RunConfig) alertConfig() deliver.Config {
-	salting := c.SaltingURL
-	if salting == "" && c.APIListen != "" {
-		salting = "http://" + c.APIListen
-	}
 	cfg := deliver.DefaultConfig()
-	cfg.Tracker.RenotifyInterval = c.AlertRenotify
-	cfg.Tracker.SaltingURL = salting
+	causes := cfg.Tracker.Causes
+	cfg.Tracker = c.Tracker
+	cfg.Tracker.Causes = causes
+	if cfg.Tracker.SaltingURL == "" && c.APIListen != "" {
+		cfg.Tracker.SaltingURL = "http://" + c.APIListen
+	}
 	return cfg
 }
 
 func (c *RunConfig) incidentConfig() incident.Config {
 	cfg := incident.DefaultConfig()
-	cfg.Hysteresis = incident.Hysteresis{For: c.AlertFor, ResolveAfter: c.AlertResolve}
+	cfg.Hysteresis = c.Hysteresis
 	// With statistics every job reports every window: the incidents (and
 	// alerts) of a job gone silent wait for its run's end (job_end).
 	cfg.RequireReports = c.Stats

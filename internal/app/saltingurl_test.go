@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/skewlens/skewlens/alert"
 )
 
 func TestHostLocal(t *testing.T) {
@@ -53,7 +55,7 @@ func TestNoteSaltingURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &RunConfig{SaltingURL: tt.saltingURL}
+			c := &RunConfig{Tracker: alert.TrackerConfig{SaltingURL: tt.saltingURL}}
 			c.APIListen = tt.apiListen
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))

@@ -23,7 +23,7 @@ type AdminConfig struct {
 	Transport *kafka.Transport
 	// Timeout bounds one request. Default 10s.
 	Timeout time.Duration
-	// Retry paces the attempts. Default (the zero value): retry.Pipeline,
+	// Retry paces the attempts. Default (the zero value): retry.Pipeline(),
 	// until ctx ends (a broker may still be starting).
 	Retry retry.Policy
 	// Log gets a warning per retry. Default nil: none.
@@ -46,7 +46,7 @@ func (c AdminConfig) client() (*kafka.Client, retry.Policy, func()) {
 	}
 	p := c.Retry
 	if p == (retry.Policy{}) {
-		p = retry.Pipeline
+		p = retry.Pipeline()
 	}
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: timeout, Transport: tr}, p, done
 }

@@ -1,6 +1,7 @@
 package knob
 
 import (
+	"encoding"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -9,11 +10,15 @@ import (
 )
 
 // Parse reads text, written as on the command line, as a value of type
-// t: a duration (10s), a number, a string, a boolean or a comma-separated
-// list. With millis, t is int64 and text a duration, stored in
+// t: a duration (10s), a number, a string, a boolean, a comma-separated
+// list, or what t's UnmarshalText reads. With millis, t is int64 and text a duration, stored in
 // milliseconds.
 func Parse(text string, t reflect.Type, millis bool) (reflect.Value, error) {
 	v := reflect.New(t).Elem()
+	if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		// A type that reads itself: a retry policy by its preset's name.
+		return v, u.UnmarshalText([]byte(text))
+	}
 	switch {
 	case millis:
 		d, err := time.ParseDuration(text)
@@ -68,6 +73,11 @@ func Parse(text string, t reflect.Type, millis bool) (reflect.Value, error) {
 // Format writes v as it is written on the command line: durations as
 // people write them (10m rather than 10m0s), lists comma-separated.
 func Format(v reflect.Value, millis bool) string {
+	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
 	switch {
 	case millis:
 		return Duration(time.Duration(v.Int()) * time.Millisecond)

@@ -211,7 +211,7 @@ func TestCheckers(t *testing.T) {
 		{"field", retryNumbers, `package p; import "time"; func f(p *P) { p.MaxBackoff = 2 * time.Minute }`, 1},
 		{"key", retryNumbers, `package p; var _ = struct{ MinBackoff int }{MinBackoff: 100}`, 1},
 		{"constant", retryNumbers, `package p; import "time"; const DefaultMaxBackoff = 5 * time.Second`, 1},
-		{"preset", retryNumbers, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: retry.Setup.MinBackoff}`, 0},
+		{"preset", retryNumbers, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: retry.Setup().MinBackoff}`, 0},
 		{"zero", retryNumbers, `package p; import "github.com/skewlens/skewlens/internal/retry"; var _ = p == (retry.Policy{})`, 0},
 		{"backoff", ownLoops, `package p; import "github.com/skewlens/skewlens/internal/retry"; var b = retry.Backoff{}`, 1},
 		{"sleep", ownLoops, `package p; import r "github.com/skewlens/skewlens/internal/retry"; var _ = r.Sleep`, 1},

@@ -2,14 +2,12 @@ package retry
 
 import "testing"
 
-var presets = map[string]Policy{"Pipeline": Pipeline, "Setup": Setup, "Request": Request, "Delivery": Delivery}
-
 // TestPresets checks that every preset is a policy Do can follow that
-// retries at all, and that no two presets are the same policy under two
-// names.
+// retries at all, that no two presets are the same policy under two
+// names, and that each reads and writes as its name.
 func TestPresets(t *testing.T) {
 	seen := map[Policy]string{}
-	for name, p := range presets {
+	for name, p := range presets() {
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -23,5 +21,19 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s and %s are the same policy %+v", name, other, p)
 		}
 		seen[p] = name
+		var got Policy
+		if err := got.UnmarshalText([]byte(name)); err != nil || got != p {
+			t.Errorf("UnmarshalText(%s) = %+v, %v; want %+v", name, got, err, p)
+		}
+		if text, _ := p.MarshalText(); string(text) != name {
+			t.Errorf("MarshalText(%s) = %s", name, text)
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("%d presets, want 4", len(seen))
+	}
+	var p Policy
+	if err := p.UnmarshalText([]byte("fast")); err == nil {
+		t.Error("UnmarshalText(fast): no error")
 	}
 }

@@ -120,7 +120,7 @@ func TestPolicyValidate(t *testing.T) {
 		p    Policy
 		want string
 	}{
-		{Request, ""},
+		{Request(), ""},
 		{Policy{MinBackoff: 0, MaxBackoff: time.Second}, "must be positive"},
 		{Policy{MinBackoff: 2 * time.Second, MaxBackoff: time.Second}, "min exceeds max"},
 	}

@@ -219,10 +219,10 @@ func (f *Feed) Run(ctx context.Context) error {
 }
 
 // write retries retryable failures (a broker restarting, topics not yet
-// visible to the writer's metadata) until ctx is done (retry.Pipeline);
+// visible to the writer's metadata) until ctx is done (retry.Pipeline());
 // an error no retry can fix (a record too large) ends Run.
 func (f *Feed) write(ctx context.Context, msgs []kafka.Message) error {
-	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline(), func(_ int, wait time.Duration, err error) {
 		if f.log != nil {
 			f.log.Warn("simfeed write failed; retrying", "err", err, "in", wait)
 		}

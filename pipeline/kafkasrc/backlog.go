@@ -29,7 +29,7 @@ func Backlog(ctx context.Context, brokers []string, group string, topics []strin
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	err = retry.Do(ctx, retry.Pipeline, nil, func(ctx context.Context) error {
+	err = retry.Do(ctx, retry.Pipeline(), nil, func(ctx context.Context) error {
 		var err error
 		all, unread, err = backlog(ctx, brokers, group, topics, startFromLatest)
 		return kafkaclient.Classify("backlog", err)

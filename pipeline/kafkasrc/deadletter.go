@@ -138,7 +138,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 		kafka.Header{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
 	)
 
-	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline(), func(_ int, wait time.Duration, err error) {
 		d.m.retries.Inc()
 		d.log.Warn("dead-letter write failed; retrying", "err", err, "backoff", wait)
 	}, func(ctx context.Context) error {

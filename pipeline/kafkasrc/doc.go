@@ -35,7 +35,7 @@
 // dead letter is acknowledged by all in-sync replicas or its context is
 // done. All three retry transient errors (broker restarts, refused or
 // broken connections, timeouts, rebalances) with exponential backoff
-// (retry.Pipeline), log them and count them; they never exit the process.
+// (retry.Pipeline()), log them and count them; they never exit the process.
 // New waits up to Config.StartupTimeout for the topics to exist and
 // fails if they do not: a kafka-go Reader on a missing topic would
 // block forever.

@@ -219,7 +219,7 @@ func (s *Source) readPartition(ctx context.Context, gen *generation, topic strin
 		s.log.Warn("kafka fetch failed; retrying", "topic", topic, "partition", a.ID, "err", err, "backoff", wait)
 	}
 	for {
-		err := retry.Do(ctx, retry.Pipeline, notify, fetch)
+		err := retry.Do(ctx, retry.Pipeline(), notify, fetch)
 		if err == nil {
 			if !s.queue(ctx, fetched{msg: msg, gen: gen.id}) {
 				return
@@ -301,7 +301,7 @@ func (s *Source) commit(ctx context.Context, gen int64, msgs []kafka.Message) er
 	}
 	ended := func(cur *generation) bool { return cur == nil || gen != 0 && cur.id != gen || cur.ended.Load() }
 	start := time.Now()
-	err := retry.Do(ctx, retry.Pipeline, func(_ int, wait time.Duration, err error) {
+	err := retry.Do(ctx, retry.Pipeline(), func(_ int, wait time.Duration, err error) {
 		s.m.commitRetries.Inc()
 		s.log.Warn("kafka commit failed; retrying", "err", err, "backoff", wait)
 	}, func(context.Context) error {

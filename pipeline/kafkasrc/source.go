@@ -139,7 +139,7 @@ func kafkaErrorLevel(args []any) slog.Level {
 // arrives or ctx is done. It does not commit: call Commit once the record
 // is processed. Transient errors (a broker restart, refused or broken
 // connections, timeouts) are logged, counted and retried with exponential
-// backoff (retry.Pipeline) by the partitions' readers; others are returned.
+// backoff (retry.Pipeline()) by the partitions' readers; others are returned.
 // After Close, Fetch returns ErrClosed.
 func (s *Source) Fetch(ctx context.Context) (kafka.Message, error) {
 	m, _, err := s.fetch(ctx)

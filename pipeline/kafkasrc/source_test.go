@@ -84,7 +84,7 @@ func TestConfigDefaults(t *testing.T) {
 // TestBackoff checks the source's retry waits: 50 ms doubling to 5 s,
 // each jittered to between half and all of its step.
 func TestBackoff(t *testing.T) {
-	b := retry.Backoff{Policy: retry.Pipeline}
+	b := retry.Backoff{Policy: retry.Pipeline()}
 	want := []time.Duration{50, 100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
 		w *= time.Millisecond
@@ -92,7 +92,7 @@ func TestBackoff(t *testing.T) {
 			t.Fatalf("delay %d = %s, want within [%s, %s]", i, got, w/2, w)
 		}
 	}
-	if p := retry.Pipeline; p.MaxRetries >= 0 || p.Validate() != nil {
+	if p := retry.Pipeline(); p.MaxRetries >= 0 || p.Validate() != nil {
 		t.Fatalf("policy %+v: want valid, retrying until the context ends", p)
 	}
 }

@@ -1,29 +1,28 @@
 package stream
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
 // Config configures a Runner.
 type Config struct {
 	// QueueCapacity bounds the messages fetched but not yet processed
-	// (default 4096, handed over in batches of up to 256). When it is full
-	// the fetcher waits: the overflow policy is back-pressure on Kafka,
-	// never dropping.
-	QueueCapacity int
+	// (handed over in batches of up to 256). When it is full the fetcher
+	// waits: the overflow policy is back-pressure on Kafka, never
+	// dropping.
+	QueueCapacity int `default:"4096" range:"[1,]"`
 	// FlushInterval is how often pending findings are written and offsets
-	// committed (default 1s: about one insert per second per table).
-	FlushInterval time.Duration
-	// MaxPending writes findings at once when this many are pending
-	// (default 50000), bounding memory while ClickHouse is slow: at most
-	// three such batches exist, one being written, one waiting for the
-	// writer, and the one the actor collects.
-	MaxPending int
+	// committed: about one insert per second per table.
+	FlushInterval time.Duration `default:"1s" range:"(0s,]"`
+	// MaxPending writes findings at once when this many are pending,
+	// bounding memory while ClickHouse is slow: at most three such batches
+	// exist, one being written, one waiting for the writer, and the one
+	// the actor collects.
+	MaxPending int `default:"50000" range:"[1,]"`
 	// Partitions lists the partitions of the consumed topics
 	// (kafkasrc.Backlog). Each holds the watermark back from the start
 	// until it delivers a message, or for the stage's
@@ -39,77 +38,53 @@ type Config struct {
 	// them partition by partition.
 	Backlog []Partition
 	// Group names the consumer group whose engine state is saved (with a
-	// StateStore; default "skewlens").
-	Group string
+	// StateStore).
+	Group string `default:"skewlens" range:"[1,]"`
 	// DrainTimeout bounds the drain when Run is asked to end (Stop, or its
-	// context ending): from that moment, the writer has this long (default
-	// 10s) to write the findings of the windows that closed, save the
-	// engine state and commit the offsets they free, retrying failed
-	// writes meanwhile. The caller's cancellation does not cut it short.
-	// With the sink away for longer, what is not written is logged, its
-	// offsets are not committed, and a restart reads it again.
-	DrainTimeout time.Duration
+	// context ending): from that moment, the writer has this long to
+	// write the findings of the windows that closed, save the engine state
+	// and commit the offsets they free, retrying failed writes meanwhile.
+	// The caller's cancellation does not cut it short. With the sink away
+	// for longer, what is not written is logged, its offsets are not
+	// committed, and a restart reads it again.
+	DrainTimeout time.Duration `default:"10s" range:"(0s,]"`
 	// RevokeTimeout bounds how long a revocation of the consumer group's
 	// partitions (GroupSource) waits for the writer to finish the jobs
-	// handed to it before (default 5s, below the group's rebalance
-	// timeout, so the instance rejoins in time); then they are abandoned
-	// and their offsets stay uncommitted.
-	RevokeTimeout time.Duration
+	// handed to it before (below the group's rebalance timeout, so the
+	// instance rejoins in time); then they are abandoned and their offsets
+	// stay uncommitted.
+	RevokeTimeout time.Duration `default:"5s" range:"(0s,]"`
 	// Afresh makes the first assignment of a GroupSource load no saved
 	// state (the engine's, and the sink's with a Resumer): the embedded
 	// broker starts empty, and what an earlier run saved belongs to
 	// records that are gone. Later assignments load what is saved.
 	Afresh bool
-	// Retry spaces the attempts of a write to the sink (default
-	// retry.Pipeline, without a bound on the attempts: a write is retried
-	// until it succeeds, fails permanently, or the drain's DrainTimeout
-	// runs out). The wait is short
+	// Retry spaces the attempts of a write to the sink, without a bound on
+	// the attempts: a write is retried until it succeeds, fails
+	// permanently, or the drain's DrainTimeout runs out. The wait is short
 	// because consumption is paused meanwhile: once the sink is back, the
 	// pipeline resumes within MaxBackoff.
-	Retry retry.Policy
+	Retry retry.Policy `default:"pipeline"`
 }
 
-// DefaultConfig returns the Config whose fields are the defaults stated in
-// their comments (no partitions or backlog: those come from Kafka).
-func DefaultConfig() Config {
-	return Config{QueueCapacity: 4096, FlushInterval: time.Second, MaxPending: 50000, Group: "skewlens", DrainTimeout: 10 * time.Second, RevokeTimeout: 5 * time.Second,
-		Retry: retry.Pipeline}
-}
+// DefaultConfig returns the defaults the tags declare (no partitions or
+// backlog: those come from Kafka).
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
 // withDefaults returns c with every zero field set to its default: New
 // applies it, as the Config literals of callers rely on.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	c.QueueCapacity = cmp.Or(c.QueueCapacity, d.QueueCapacity)
-	c.FlushInterval = cmp.Or(c.FlushInterval, d.FlushInterval)
-	c.MaxPending = cmp.Or(c.MaxPending, d.MaxPending)
-	c.Group = cmp.Or(c.Group, d.Group)
-	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
-	c.RevokeTimeout = cmp.Or(c.RevokeTimeout, d.RevokeTimeout)
-	c.Retry = c.Retry.OrDefault(d.Retry)
+	knob.FillZero(&c)
+	c.Retry = c.Retry.OrDefault(DefaultConfig().Retry)
 	return c
 }
 
-// Validate reports every invalid field. It changes nothing.
+// Validate reports every invalid field. It changes nothing; a zero
+// duration stands for its default.
 func (c Config) Validate() error {
-	var errs []error
-	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.QueueCapacity < 1 {
-		errs = append(errs, fmt.Errorf("queue capacity %d: must be positive", c.QueueCapacity))
-	}
-	if c.FlushInterval < 0 {
-		errs = append(errs, fmt.Errorf("flush interval %s: must not be negative", c.FlushInterval))
-	}
-	if c.DrainTimeout < 0 {
-		errs = append(errs, fmt.Errorf("drain timeout %s: must not be negative", c.DrainTimeout))
-	}
-	if c.RevokeTimeout < 0 {
-		errs = append(errs, fmt.Errorf("revoke timeout %s: must not be negative", c.RevokeTimeout))
-	}
-	if c.MaxPending < 1 {
-		errs = append(errs, fmt.Errorf("max pending %d: must be positive", c.MaxPending))
-	}
+	errs := []error{c.Retry.Validate()}
+	d := c
+	knob.FillZero(&d) // as before, a zero duration or count is its default here
+	errs = append(errs, knob.Check(d))
 	return errors.Join(errs...)
 }

@@ -44,7 +44,7 @@ type Config struct {
 	// retries until the context ends) and a zero backoff field is its
 	// default: to never retry, set Retry.MaxRetries to 0 on
 	// DefaultConfig().
-	Retry retry.Policy `kong:"-"`
+	Retry retry.Policy `kong:"-" default:"setup"`
 	// MaxMessageBytes is the largest message (key, value and headers)
 	// Publish sends, and the largest batch: just under the broker's
 	// default message.max.bytes of 1048588. A larger plan is a permanent
@@ -71,11 +71,7 @@ func validTopic(s string) bool {
 }
 
 // DefaultConfig returns the defaults (Brokers, required, stays empty).
-func DefaultConfig() Config {
-	c := knob.Defaults[Config]()
-	c.Retry = retry.Setup
-	return c
-}
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
 // withDefaults returns c with every zero field set to its default (Retry
 // as retry.Policy.OrDefault says). New applies it, so a zero field means

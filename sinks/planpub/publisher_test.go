@@ -85,7 +85,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("zero fields filled with %+v, want DefaultConfig %+v", c, d)
 	}
 	if c.Topic != DefaultConfig().Topic || c.Partitions != 1 || c.ReplicationFactor != -1 || c.DialTimeout != DefaultConfig().DialTimeout ||
-		c.WriteTimeout != DefaultConfig().WriteTimeout || c.Retry != retry.Setup || c.MaxMessageBytes != DefaultConfig().MaxMessageBytes {
+		c.WriteTimeout != DefaultConfig().WriteTimeout || c.Retry != retry.Setup() || c.MaxMessageBytes != DefaultConfig().MaxMessageBytes {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
 	tests := []struct {

@@ -44,7 +44,7 @@ type Config struct {
 	// (retry.Policy's meaning: 0 never retries, retry.Unlimited retries
 	// until the context ends) and a zero backoff field is its default: to
 	// never retry, set Retry.MaxRetries to 0 on DefaultConfig().
-	Retry retry.Policy `kong:"-"`
+	Retry retry.Policy `kong:"-" default:"setup"`
 	// TTLDays is the retention of the finding tables, in days, applied by
 	// the modern dialect only (18.16 has no TTL; drop old daily partitions
 	// there).
@@ -101,13 +101,8 @@ func validClusterName(s string) bool {
 	return true
 }
 
-// DefaultConfig returns the defaults the tags declare, and the retry
-// policy.
-func DefaultConfig() Config {
-	c := knob.Defaults[Config]()
-	c.Retry = retry.Setup
-	return c
-}
+// DefaultConfig returns the defaults the tags declare.
+func DefaultConfig() Config { return knob.Defaults[Config]() }
 
 // withDefaults returns c with every zero field set to its default (Retry
 // as retry.Policy.OrDefault says). New applies it, so a zero field means

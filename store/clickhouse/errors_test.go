@@ -146,7 +146,7 @@ func TestRetryHonoursContext(t *testing.T) {
 // MaxBackoff; the default number of retries for a zero policy, and none
 // for MaxRetries 0 in a policy that is set.
 func TestRetryPolicyJitter(t *testing.T) {
-	cfg := Config{Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}}.withDefaults()
+	cfg := Config{Retry: retry.Policy{MaxRetries: retry.Setup().MaxRetries, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +158,11 @@ func TestRetryPolicyJitter(t *testing.T) {
 			}
 		}
 	}
-	if p := (Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}).withDefaults().Retry; p.MaxRetries != 0 || p.MaxBackoff != retry.Setup.MaxBackoff {
+	if p := (Config{Retry: retry.Policy{MaxRetries: 0, MinBackoff: time.Second}}).withDefaults().Retry; p.MaxRetries != 0 || p.MaxBackoff != retry.Setup().MaxBackoff {
 		t.Errorf("MaxRetries 0: policy %+v, want 0 retries and the default max backoff", p)
 	}
-	if p := (Config{}).withDefaults().Retry; p.MaxRetries != retry.Setup.MaxRetries {
-		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, retry.Setup.MaxRetries)
+	if p := (Config{}).withDefaults().Retry; p.MaxRetries != retry.Setup().MaxRetries {
+		t.Errorf("default policy retries %d times, want %d", p.MaxRetries, retry.Setup().MaxRetries)
 	}
 }
 

@@ -40,7 +40,7 @@ func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 		cfg.FlushInterval = time.Millisecond
 	}
 	if cfg.Retry == (retry.Policy{}) {
-		cfg.Retry = retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+		cfg.Retry = retry.Policy{MaxRetries: retry.Setup().MaxRetries, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	}
 	reg := prometheus.NewRegistry()
 	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
@@ -528,7 +528,7 @@ func TestWriteHonoursContext(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t, chtest.Start(t))
 	s, _ := newTestSink(t, Config{Addr: p.addr, Database: testDatabase("ctx"),
-		Retry: retry.Policy{MaxRetries: retry.Setup.MaxRetries, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}, DialTimeout: time.Second})
+		Retry: retry.Policy{MaxRetries: retry.Setup().MaxRetries, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}, DialTimeout: time.Second})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
