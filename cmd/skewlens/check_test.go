@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/skewlens/skewlens/internal/cliconf"
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
 // parseChecked parses args as main does, then checks every value as
@@ -65,10 +67,11 @@ func walkFlags(t *testing.T, fn func(cmd *kong.Node, f *kong.Flag)) {
 func TestRangeTags(t *testing.T) {
 	clearEnv(t)
 	vars := defaultVars()
+	ranges := rangeChecker(vars)
 	n := 0
 	walkFlags(t, func(cmd *kong.Node, f *kong.Flag) {
 		name := cmd.Path() + " --" + f.Name
-		tag := rangeTag(f.Value)
+		tag := ranges.RangeTag(f.Value)
 		k := f.Target.Kind()
 		numeric := f.Target.CanInt() || f.Target.CanFloat()
 		if tag == "" {
@@ -78,7 +81,7 @@ func TestRangeTags(t *testing.T) {
 			return
 		}
 		n++
-		r, err := parseRange(tag, vars)
+		r, err := cliconf.ParseRange(tag, vars)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			return
@@ -97,9 +100,9 @@ func TestRangeTags(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 		} else if !ok && f.HasDefault {
-			t.Errorf("%s: default %s is outside its range: %s", name, valueText(f, v), r.Rule(v.Type()))
+			t.Errorf("%s: default %s is outside its range: %s", name, knob.Format(v, f.Tag.Type == "ms"), r.Rule(v.Type()))
 		}
-		if help := helpWithRange(vars)(f.Value); !strings.Contains(help, r.Rule(v.Type())) {
+		if help := ranges.HelpFormatter()(f.Value); !strings.Contains(help, r.Rule(v.Type())) {
 			t.Errorf("%s: help %q does not state %q", name, help, r.Rule(v.Type()))
 		}
 	})
@@ -165,9 +168,9 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 					t.Setenv(envName(tt.flag), tt.value)
 					wantSource = " (set by " + envName(tt.flag) + ")"
 				case "config":
-					file := writeFile(t, "skewlens.yaml", configKey(tt.flag)+": '"+tt.value+"'\n")
+					file := writeFile(t, "skewlens.yaml", knob.Key(tt.flag)+": '"+tt.value+"'\n")
 					args = append(args, "--config", file)
-					wantSource = " (set by key " + configKey(tt.flag) + " in " + file + ")"
+					wantSource = " (set by key " + knob.Key(tt.flag) + " in " + file + ")"
 				}
 				code, out, errOut := runCLI(t, "", args...)
 				if code != 1 {
@@ -328,27 +331,6 @@ alerts_topic: ~        # null: not set
 	t.Setenv("SKEWLENS_TOP_K", "512")
 	if r := parse(t, "run").Run; r.Engine.TopK != 512 {
 		t.Errorf("--top-k %d, want 512 from SKEWLENS_TOP_K over the file's 2048", r.Engine.TopK)
-	}
-}
-
-func TestNearestKey(t *testing.T) {
-	known := []string{"alerts_topic", "brokers", "clickhouse_addr", "group", "topics", "window"}
-	tests := []struct{ in, want string }{
-		{"broker", "brokers"},
-		{"Brokers", "brokers"},
-		{"clickhouse-addr", "clickhouse_addr"},
-		{"clickhouseAddr", "clickhouse_addr"},
-		{"grop", "group"},
-		{"topic", "topics"},
-		{"windows", "window"},
-		{"alert_topic", "alerts_topic"},
-		{"x", ""},
-		{"database_name", ""},
-	}
-	for _, tt := range tests {
-		if got := nearestKey(tt.in, known); got != tt.want {
-			t.Errorf("nearestKey(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"runtime/debug"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
-	"github.com/skewlens/skewlens/internal/knob"
+	"github.com/skewlens/skewlens/internal/cliconf"
 	"github.com/skewlens/skewlens/top/termtext"
 )
 
@@ -59,7 +58,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // newParser returns the command-line parser filling c, writing to e.
 func newParser(c *cli, e *env) (*kong.Kong, error) {
 	vars := defaultVars()
-	resetConfigs(reflect.ValueOf(c).Elem(), vars)
+	cliconf.Reset(c, vars)
 	return kong.New(c,
 		kong.Name("skewlens"),
 		kong.Description(description),
@@ -69,29 +68,11 @@ func newParser(c *cli, e *env) (*kong.Kong, error) {
 		kong.UsageOnError(),
 		vars,
 		kong.Vars{"version": versionText(debug.ReadBuildInfo())},
-		kong.ValueFormatter(helpWithRange(vars)),
-		kong.NamedMapper("ms", millisMapper{}),
+		kong.ValueFormatter(rangeChecker(vars).HelpFormatter()),
+		kong.NamedMapper("ms", cliconf.MillisMapper{}),
 		kong.DefaultEnvars("SKEWLENS"),
 		kong.Bind(e),
 	)
-}
-
-// resetConfigs sets every component Config the commands bind (an
-// embed:"" field) to the defaults its tags declare, before kong sets the
-// flags: the settings no flag sets keep their defaults too.
-func resetConfigs(v reflect.Value, vars kong.Vars) {
-	t := v.Type()
-	for i := range t.NumField() {
-		f, fv := t.Field(i), v.Field(i)
-		if !f.IsExported() && !f.Anonymous || fv.Kind() != reflect.Struct {
-			continue
-		}
-		if _, ok := f.Tag.Lookup("embed"); ok {
-			knob.Reset(fv.Addr().Interface(), vars)
-			continue
-		}
-		resetConfigs(fv, vars)
-	}
 }
 
 func run(args []string, e *env) (code int) {

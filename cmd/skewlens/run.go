@@ -7,12 +7,13 @@ import (
 	"syscall"
 
 	"github.com/skewlens/skewlens/internal/app"
+	"github.com/skewlens/skewlens/internal/cliconf"
 )
 
 // runCmd binds `skewlens run`: every setting of the pipeline
 // (app.RunConfig) and the output for people.
 type runCmd struct {
-	configFlags
+	cliconf.ConfigFlag
 	runSettings
 	logFlags
 	Quiet     bool `help:"Do not print findings to the terminal."`

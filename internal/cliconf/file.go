@@ -1,4 +1,4 @@
-package main
+package cliconf
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
 // configFile is the --config file of `skewlens run`: a YAML map whose keys
@@ -33,23 +35,23 @@ type configFile struct {
 	values map[string]any // key: scalar or list, as YAML decoded it
 }
 
-// yamlConfig reads a YAML configuration file for run's --config flag.
-// It rejects what is not a map of scalars and lists; whether each key
-// names a flag is checked when the command line is parsed (Validate).
-func yamlConfig(r io.Reader) (kong.Resolver, error) {
+// ReadFile reads a YAML configuration file for a --config flag. It
+// rejects what is not a map of scalars and lists; whether each key names
+// a flag is checked when the command line is parsed (Validate).
+func ReadFile(r io.Reader) (kong.Resolver, error) {
 	return readConfigFile(r)
 }
 
-// configFlags give a command the --config flag. The file is loaded by
+// ConfigFlag gives a command the --config flag. The file is loaded by
 // BeforeResolve, which kong calls while parsing, after the environment is
 // read: so SKEWLENS_CONFIG names a file as --config does (kong's own
 // ConfigFlag reads only the command line).
-type configFlags struct {
+type ConfigFlag struct {
 	Config string `placeholder:"FILE" type:"existingfile" help:"YAML file with any of these flags: keys are the flag names with underscores (clickhouse_addr: ch-1:9000); unknown keys are errors. The command line wins over the environment, which wins over the file."`
 }
 
 // BeforeResolve adds the --config file, if one is named, as a resolver.
-func (f *configFlags) BeforeResolve(kctx *kong.Context) error {
+func (f *ConfigFlag) BeforeResolve(kctx *kong.Context) error {
 	var path string
 	for _, fl := range kctx.Flags() {
 		if fl.Name == "config" {
@@ -64,7 +66,7 @@ func (f *configFlags) BeforeResolve(kctx *kong.Context) error {
 		return fmt.Errorf("--config: %w", err)
 	}
 	defer r.Close()
-	res, err := yamlConfig(r)
+	res, err := ReadFile(r)
 	if err != nil {
 		return err
 	}
@@ -137,9 +139,6 @@ func scalarText(x any) (string, error) {
 	return "", fmt.Errorf("want a string, number or boolean, not %T", x)
 }
 
-// configKey is the key of a flag in the file.
-func configKey(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
-
 // Resolve returns the file's value for flag, or nil when the file does
 // not set it or the flag's environment variable is set (the environment
 // wins over the file).
@@ -149,7 +148,7 @@ func (c *configFile) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (an
 			return nil, nil
 		}
 	}
-	return c.values[configKey(flag.Name)], nil
+	return c.values[knob.Key(flag.Name)], nil
 }
 
 // Validate rejects every key that names no flag of the commands that
@@ -186,7 +185,7 @@ func configKeys(root *kong.Node) []string {
 		if slices.ContainsFunc(n.Flags, func(f *kong.Flag) bool { return f.Name == "config" }) {
 			for _, f := range n.Flags {
 				if f.Name != "help" && f.Name != "config" {
-					keys = append(keys, configKey(f.Name))
+					keys = append(keys, knob.Key(f.Name))
 				}
 			}
 		}
@@ -205,14 +204,14 @@ func configKeys(root *kong.Node) []string {
 // enough to be a typo rather than another word. It returns "" when none
 // is.
 func nearestKey(k string, known []string) string {
-	for _, cand := range []string{configKey(k), snakeCase(k), configKey(strings.ToLower(k))} {
+	for _, cand := range []string{knob.Key(k), snakeCase(k), knob.Key(strings.ToLower(k))} {
 		if slices.Contains(known, cand) {
 			return cand
 		}
 	}
 	best, bestD := "", len(k)/3+2 // a third of the key, and at least 2 edits
 	for _, cand := range known {
-		if d := editDistance(configKey(strings.ToLower(k)), cand); d < bestD {
+		if d := editDistance(knob.Key(strings.ToLower(k)), cand); d < bestD {
 			best, bestD = cand, d
 		}
 	}
