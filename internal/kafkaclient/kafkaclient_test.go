@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
@@ -87,7 +88,7 @@ func TestNewWriter(t *testing.T) {
 	if w.RequiredAcks != kafka.RequireAll || w.MaxAttempts != 1 || w.AllowAutoTopicCreation {
 		t.Errorf("acks %v, attempts %d, auto-create %v: want all replicas, one attempt, no topic creation", w.RequiredAcks, w.MaxAttempts, w.AllowAutoTopicCreation)
 	}
-	if w.BatchTimeout != DefaultBatchTimeout || w.WriteTimeout != DefaultWriteTimeout || w.ReadTimeout != DefaultWriteTimeout {
+	if d := knob.Defaults[WriterConfig](); w.BatchTimeout != d.BatchTimeout || w.WriteTimeout != d.WriteTimeout || w.ReadTimeout != d.WriteTimeout || d.BatchTimeout != 5*time.Millisecond {
 		t.Errorf("timeouts %s, %s, %s: want the defaults", w.BatchTimeout, w.WriteTimeout, w.ReadTimeout)
 	}
 	if w.Transport != nil || w.ErrorLogger != nil || w.Addr.String() != "k1:9092,k2:9092" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
 )
 
@@ -21,17 +22,14 @@ type AdminConfig struct {
 	// dial timeout), closed when they return. Pass a writer's transport
 	// so that a topic created through it refreshes the writer's metadata.
 	Transport *kafka.Transport
-	// Timeout bounds one request. Default 10s.
-	Timeout time.Duration
+	// Timeout bounds one request.
+	Timeout time.Duration `default:"10s" range:"(0s,]"`
 	// Retry paces the attempts. Default (the zero value): retry.Pipeline(),
 	// until ctx ends (a broker may still be starting).
 	Retry retry.Policy
 	// Log gets a warning per retry. Default nil: none.
 	Log *slog.Logger
 }
-
-// DefaultAdminTimeout is AdminConfig.Timeout's default.
-const DefaultAdminTimeout = 10 * time.Second
 
 // client returns the admin client of c and a function that releases it.
 func (c AdminConfig) client() (*kafka.Client, retry.Policy, func()) {
@@ -40,10 +38,9 @@ func (c AdminConfig) client() (*kafka.Client, retry.Policy, func()) {
 		tr = &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: time.Second}
 		done = tr.CloseIdleConnections
 	}
+	c.Timeout = max(c.Timeout, 0) // not positive: the default
+	knob.FillZero(&c)
 	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultAdminTimeout
-	}
 	p := c.Retry
 	if p == (retry.Policy{}) {
 		p = retry.Pipeline()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
 // WriterConfig is what differs between skewlens' producers. Every writer
@@ -25,25 +26,18 @@ type WriterConfig struct {
 	// messages, 1 MiB).
 	BatchSize  int
 	BatchBytes int64
-	// BatchTimeout is how long a write waits for a batch to fill.
-	// Default 5ms: the writes here are synchronous, and kafka-go's 1 s
-	// would add a second to each.
-	BatchTimeout time.Duration
+	// BatchTimeout is how long a write waits for a batch to fill: the
+	// writes here are synchronous, and kafka-go's 1 s would add a second
+	// to each.
+	BatchTimeout time.Duration `default:"5ms" range:"(0s,]"`
 	// WriteTimeout bounds one write and the wait for its acknowledgement.
-	// Default 10s.
-	WriteTimeout time.Duration
+	WriteTimeout time.Duration `default:"10s" range:"(0s,]"`
 	// Transport carries the requests. Default nil: kafka-go's shared
 	// default transport.
 	Transport *kafka.Transport
 	// Log gets kafka-go's error log as warnings. Default nil: discarded.
 	Log *slog.Logger
 }
-
-// Writer defaults, named for the comments above.
-const (
-	DefaultBatchTimeout = 5 * time.Millisecond
-	DefaultWriteTimeout = 10 * time.Second
-)
 
 // NewWriter returns a writer configured by c. It does no I/O; close it
 // when done.
@@ -52,14 +46,10 @@ func NewWriter(c WriterConfig) *kafka.Writer {
 	if balancer == nil {
 		balancer = &kafka.Hash{}
 	}
-	batchTimeout := c.BatchTimeout
-	if batchTimeout <= 0 {
-		batchTimeout = DefaultBatchTimeout
-	}
-	timeout := c.WriteTimeout
-	if timeout <= 0 {
-		timeout = DefaultWriteTimeout
-	}
+	// A timeout that is not positive is its default.
+	c.BatchTimeout, c.WriteTimeout = max(c.BatchTimeout, 0), max(c.WriteTimeout, 0)
+	knob.FillZero(&c)
+	batchTimeout, timeout := c.BatchTimeout, c.WriteTimeout
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(c.Brokers...),
 		Topic:                  c.Topic,

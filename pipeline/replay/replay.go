@@ -46,7 +46,7 @@ type BadLine struct {
 type Options struct {
 	// Format forces one input format; the default detects it per line.
 	Format decode.Format
-	// MaxLine is the longest line accepted, in bytes (default 1 MiB).
+	// MaxLine is the longest line accepted, in bytes (0: decode.DefaultMaxLine).
 	MaxLine int
 	// OnBad is called for every bad line (optional).
 	OnBad func(BadLine)

@@ -19,7 +19,7 @@
 // Stopping (Stop, or Run's context ending) drains: the findings of the
 // windows that closed are written, the engine state saved and the offsets
 // they free committed, on the writer's own context, which the caller's
-// cancellation does not end and Config.DrainTimeout (default 10s) does;
+// cancellation does not end and Config.DrainTimeout does;
 // failed writes are retried meanwhile. What the drain could not write is
 // logged and not committed, so a durable broker delivers it again after a
 // restart.

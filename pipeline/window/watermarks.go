@@ -1,10 +1,10 @@
 package window
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skewlens/skewlens/internal/knob"
 )
 
 // Partition names one input partition: a topic and a partition number for
@@ -14,49 +14,39 @@ type Partition struct {
 	ID    int
 }
 
-// WatermarkConfig configures Watermarks.
+// WatermarkConfig configures Watermarks. Its tags declare each setting
+// once (internal/knob).
 type WatermarkConfig struct {
 	// IdleTimeout is how long a partition may deliver no event time, while
-	// time runs, before it stops holding the watermark back (default
-	// 15s); records it delivers without one (skipped, late, rejected) do
-	// not keep it active.
-	// The watermark is the lowest event time over the partitions that
-	// delivered recently, minus the stage's delay, as in Flink.
-	IdleTimeout time.Duration
+	// time runs, before it stops holding the watermark back; records it
+	// delivers without one (skipped, late, rejected) do not keep it
+	// active. The watermark is the lowest event time over the partitions
+	// that delivered recently, minus the stage's delay, as in Flink.
+	IdleTimeout time.Duration `default:"15s" range:"(0s,]"`
 	// StartupGrace is how long (of deliveries by other partitions) an
 	// expected partition without backlog may take to deliver its first
-	// message (default 3s). Keep it short: the watermark stands still
-	// meanwhile, and windows pile up. A partition with a backlog waits up
-	// to IdleTimeout instead: a restart after a crash drains the backlog
-	// partition by partition.
-	StartupGrace time.Duration
+	// message. Keep it short: the watermark stands still meanwhile, and
+	// windows pile up. A partition with a backlog waits up to IdleTimeout
+	// instead: a restart after a crash drains the backlog partition by
+	// partition.
+	StartupGrace time.Duration `default:"3s" range:"(0s,]"`
 }
 
-// DefaultWatermarkConfig returns the WatermarkConfig whose fields are the
-// defaults stated in their comments.
-func DefaultWatermarkConfig() WatermarkConfig {
-	return WatermarkConfig{IdleTimeout: 15 * time.Second, StartupGrace: 3 * time.Second}
-}
+// DefaultWatermarkConfig returns the defaults the tags declare.
+func DefaultWatermarkConfig() WatermarkConfig { return knob.Defaults[WatermarkConfig]() }
 
 // withDefaults returns c with every zero field set to its default:
 // NewWatermarks applies it.
 func (c WatermarkConfig) withDefaults() WatermarkConfig {
-	d := DefaultWatermarkConfig()
-	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
-	c.StartupGrace = cmp.Or(c.StartupGrace, d.StartupGrace)
+	knob.FillZero(&c)
 	return c
 }
 
-// Validate reports every invalid field. It changes nothing.
+// Validate reports every invalid field; a zero one stands for its
+// default. It changes nothing.
 func (c WatermarkConfig) Validate() error {
-	var errs []error
-	if c.IdleTimeout < 0 {
-		errs = append(errs, fmt.Errorf("idle timeout %s: must not be negative", c.IdleTimeout))
-	}
-	if c.StartupGrace < 0 {
-		errs = append(errs, fmt.Errorf("startup grace %s: must not be negative", c.StartupGrace))
-	}
-	return errors.Join(errs...)
+	knob.FillZero(&c)
+	return knob.Check(c)
 }
 
 // Watermarks tracks the event time of each input partition and combines
