@@ -47,7 +47,7 @@
 // types: package servestore of serve (servestore.PlanReader, ...) and
 // package topstore of top (topstore.Reader). This package imports those
 // two contracts, never serve's HTTP server or top's terminal view
-// (TestImportsNoViews checks), and neither view's code imports it.
+// (internal/app's TestLayers checks), and neither view's code imports it.
 //
 // # Dialects
 //
