@@ -1,0 +1,24 @@
+package app
+
+import "fmt"
+
+// Text fits the lines for people to the terminal: the width of every
+// command that prints them.
+type Text struct {
+	Width int `default:"0" placeholder:"COLUMNS" help:"Widest line of text output, in columns (0: the terminal's width when standard output is a terminal, else no limit)." range:"[0,${max_width}]"`
+}
+
+// LineWidth returns the columns a line may take: Width, else the width
+// columns returns, that of the terminal standard output is (asked each
+// time, so a resize takes effect; nil: none), else 0 (no limit).
+func (t Text) LineWidth(columns func() int) (int, error) {
+	switch {
+	case t.Width < 0:
+		return 0, fmt.Errorf("--width %d: want 0 (the terminal's) or more", t.Width)
+	case t.Width > 0:
+		return t.Width, nil
+	case columns != nil:
+		return columns(), nil
+	}
+	return 0, nil
+}
