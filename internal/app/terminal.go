@@ -1,6 +1,21 @@
 package app
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+)
+
+// Streams are a command's standard streams and what it knows of the
+// terminal.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// ErrIsTerminal turns progress lines on by default.
+	ErrIsTerminal bool
+	// Columns returns the width of the terminal standard output is, 0
+	// when it is none; nil means none.
+	Columns func() int
+}
 
 // Text fits the lines for people to the terminal: the width of every
 // command that prints them.
