@@ -104,7 +104,7 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 
 	// simulate differs from simulate.DefaultConfig on purpose in three
 	// fields: a fixed seed and every metric format and naming generation.
-	sim := parse(t, "simulate", "hot_key").Simulate.config()
+	sim := parse(t, "simulate", "hot_key").Simulate.JobConfig()
 	want := simulate.DefaultConfig()
 	want.Scenario, want.Seed, want.MetricFormat, want.Naming = simulate.HotKey, 1, simulate.FormatMixed, simulate.NamingMixed
 	if !reflect.DeepEqual(sim, want) {

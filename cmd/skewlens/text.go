@@ -1,25 +1,16 @@
 package main
 
 import (
-	"fmt"
+	"github.com/skewlens/skewlens/internal/app"
 )
 
-// textFlags fit the lines for people to the terminal.
-type textFlags struct {
-	Width int `default:"0" placeholder:"COLUMNS" help:"Widest line of text output, in columns (0: the terminal's width when standard output is a terminal, else no limit)." range:"[0,${max_width}]"`
-}
+// textFlags bind the width of the lines for people (app.Text).
+type textFlags struct{ app.Text }
 
-// lineWidth returns the columns a line may take: --width, else the
-// terminal's width when standard output is one (asked each time, so a
-// resize takes effect), else 0 (no limit).
-func (f *textFlags) lineWidth(e *env) (int, error) {
-	switch {
-	case f.Width < 0:
-		return 0, fmt.Errorf("--width %d: want 0 (the terminal's) or more", f.Width)
-	case f.Width > 0:
-		return f.Width, nil
-	case e.stdoutColumns != nil:
-		return e.stdoutColumns(), nil
-	}
-	return 0, nil
+// lineWidth returns the columns a line may take (app.Text.LineWidth).
+func (f *textFlags) lineWidth(e *env) (int, error) { return f.LineWidth(e.stdoutColumns) }
+
+// streams are e's streams and terminal, as app's commands take them.
+func (e *env) streams() app.Streams {
+	return app.Streams{In: e.stdin, Out: e.stdout, Err: e.stderr, ErrIsTerminal: e.stderrIsTerminal, Columns: e.stdoutColumns}
 }

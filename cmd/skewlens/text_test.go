@@ -105,31 +105,6 @@ func TestTextFitsWidth(t *testing.T) {
 	}
 }
 
-func TestTextWidthFlag(t *testing.T) {
-	e := &env{stdoutColumns: func() int { return 93 }}
-	tests := []struct {
-		name    string
-		flag    int
-		env     *env
-		want    int
-		wantErr bool
-	}{
-		{"terminal", 0, e, 93, false},
-		{"flag wins", 120, e, 120, false},
-		{"no terminal: no limit", 0, &env{}, 0, false},
-		{"negative", -1, e, 0, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := textFlags{Width: tc.flag}
-			got, err := f.lineWidth(tc.env)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("lineWidth = %d, %v; want %d (error %t)", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
-
 // TestAnalyzeTextGolden: analyze -o text of the rotating hot key incident,
 // a line per finding (--per-window) as wide as the findings need and
 // fitted to 100 columns, and a line per incident (the default). The

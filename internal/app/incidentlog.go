@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"cmp"
@@ -16,17 +16,6 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// planOf returns the served plan of a task from mgr, as incidents and
-// alerts ask for it: its version and when that version was made.
-func planOf(mgr *plans.Manager) func(job, task string) (uint64, int64, bool) {
-	return func(job, task string) (uint64, int64, bool) {
-		if p := mgr.Plan(job, task); p != nil {
-			return p.Version, p.GeneratedAt.UnixMilli(), true
-		}
-		return 0, 0, false
-	}
-}
-
 // incidentLog folds the findings of a replay into incidents through the
 // stages run has (stream.Stages: the plans made, then the incidents
 // folded, window by window), with a store in memory that keeps the latest
@@ -43,7 +32,7 @@ func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Plan = planOf(mgr)
+	cfg.Plan = PlanOf(mgr)
 	tr, err := incident.New(cfg)
 	if err != nil {
 		return nil, err
@@ -94,7 +83,7 @@ func (l *incidentLog) flush() error {
 	return nil
 }
 
-// discardFindings is the findings store of a replay: analyze prints them.
+// discardFindings is the findings store of a replay: Analyze prints them.
 type discardFindings struct{}
 
 func (discardFindings) Write(context.Context, uint64, []skew.Finding) error { return nil }
