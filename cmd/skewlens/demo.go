@@ -19,7 +19,7 @@ type demoSettings struct{ app.Demo }
 // Run runs the pipeline as run does, on embedded servers where no
 // address is given, with the simulated incidents.
 func (c *demoCmd) Run(e *env) error {
-	c.Fleet = c.fleetConfig(0, 0, 0, 0, 0) // the demo sets these five
+	c.Demo.Fleet = c.fleetConfig(0, 0, 0, 0, 0) // the demo sets these five
 	return c.start(e, &c.Demo)
 }
 
@@ -32,7 +32,7 @@ func (c *demoCmd) check() error {
 	if err := c.checkFleet(); err != nil {
 		return err
 	}
-	c.Fleet = c.fleetConfig(0, 0, 0, 0, 0)
+	c.Demo.Fleet = c.fleetConfig(0, 0, 0, 0, 0)
 	return c.Demo.Check(c.fleet())
 }
 

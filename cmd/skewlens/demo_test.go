@@ -68,3 +68,29 @@ func TestDemoScript(t *testing.T) {
 		t.Errorf("rotating_hot_key: hot-key incidents on subtasks %v, want the key seen on two:\n%s", hotOn, strings.Join(sections["rotating_hot_key"], "\n"))
 	}
 }
+
+// TestDemoFleetChecks: demo's fleet flags reach the simulation's check,
+// which takes a fleet of --jobs or --subtasks and rejects both at once.
+func TestDemoFleetChecks(t *testing.T) {
+	clearEnv(t)
+	for _, tt := range []struct {
+		args []string
+		want string // "" accepted
+	}{
+		{[]string{"--simulate", "fleet", "--jobs", "3"}, ""},
+		{[]string{"--simulate", "fleet", "--subtasks", "1000"}, ""},
+		{[]string{"--simulate", "fleet"}, "give --jobs or --subtasks"},
+		{[]string{"--simulate", "fleet", "--jobs", "3", "--subtasks", "1000"}, "give one of them"},
+		{[]string{"--simulate", "hot_key", "--jobs", "3"}, "only with --simulate fleet"},
+	} {
+		c, err := parseChecked(t, append([]string{"demo"}, tt.args...)...)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("demo %v: %v", tt.args, err)
+		case tt.want == "" && c.Demo.Demo.Fleet.Jobs+c.Demo.Demo.Fleet.Subtasks == 0:
+			t.Errorf("demo %v: the fleet's size did not reach the simulation: %+v", tt.args, c.Demo.Demo.Fleet)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("demo %v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/knob"
 	pwindow "github.com/skewlens/skewlens/pipeline/window"
 
 	"github.com/skewlens/skewlens/alert/incident"
@@ -70,29 +71,29 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultConfig().OverridePoll))},
-		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", fmtDuration(incident.DefaultConfig().Hysteresis.For))},
-		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", fmtDuration(incident.DefaultConfig().Hysteresis.ResolveAfter))},
+		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", knob.Duration(incident.DefaultConfig().Hysteresis.For))},
+		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", knob.Duration(incident.DefaultConfig().Hysteresis.ResolveAfter))},
 		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
 		// top waits for ClickHouse at start with the store's backoff.
 		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
 		{"README.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
 		{"README.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
 		{"README.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},
-		{"README.md", fmt.Sprintf("**sustained** for %s (`--sustain`)", fmtDuration(time.Duration(eng.SustainMs)*time.Millisecond))},
+		{"README.md", fmt.Sprintf("**sustained** for %s (`--sustain`)", knob.Duration(time.Duration(eng.SustainMs)*time.Millisecond))},
 		{"README.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
 		{"README.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
 		{"README.md", fmt.Sprintf("least %g of the checkpoint timeout (`--checkpoint-risk-fraction`", eng.CheckpointRiskFraction)},
-		{"README.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", fmtDuration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
+		{"README.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", knob.Duration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
 		{"README.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
-		{"README.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", fmtDuration(src.BrokerWait))},
+		{"README.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", knob.Duration(src.BrokerWait))},
 		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultConfig().StoreTimeout))},
 		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		// docs/alerts.md: the Tracker (prose and table).
 		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(hyst.For), count(int(hyst.For/window)), secs(window))},
 		{"docs/alerts.md", fmt.Sprintf("At most `MaxOpen` (%d) incidents are open", incident.DefaultConfig().MaxOpen)},
-		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", fmtDuration(hyst.For))},
-		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", fmtDuration(hyst.ResolveAfter))},
+		{"docs/alerts.md", fmt.Sprintf("| `For` | %s |", knob.Duration(hyst.For))},
+		{"docs/alerts.md", fmt.Sprintf("| `ResolveAfter` | %s |", knob.Duration(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("| `RenotifyInterval` | %d (off) |", trk.RenotifyInterval)},
 		{"docs/alerts.md", fmt.Sprintf("| `Causes` | all %s |", count(len(trk.Causes)))},
 		{"docs/alerts.md", fmt.Sprintf("| `Severities` | `%s`: %s, others: %s |", incident.CauseHotKey, alert.DefaultSeverity(incident.CauseHotKey), alert.DefaultSeverity(skew.CauseDataSkew))},

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -178,24 +177,5 @@ func TestConfigFilePrecedence(t *testing.T) {
 	if r.PlanLife.TTL.String() != "7m0s" || r.PlanLife.Cooldown.String() != "9m0s" || r.Kafka.GroupID != "from-flag" {
 		t.Errorf("file < env < flag: --plan-ttl %s (want 7m), --plan-cooldown %s (want 9m from env), --group %q (want from-flag)",
 			r.PlanLife.TTL, r.PlanLife.Cooldown, r.Kafka.GroupID)
-	}
-}
-
-func TestDurationFormat(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"10m", "10m"}, {"1h", "1h"}, {"1h30m", "1h30m"}, {"90s", "1m30s"}, {"2s", "2s"},
-		{"500ms", "500ms"}, {"0s", "0s"}, {"24h", "24h"}, {"1h0m5s", "1h0m5s"},
-	}
-	for _, tt := range tests {
-		d, err := time.ParseDuration(tt.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmtDuration(d); got != tt.want {
-			t.Errorf("fmtDuration(%s) = %q, want %q", tt.in, got, tt.want)
-		}
-		if back, err := time.ParseDuration(fmtDuration(d)); err != nil || back != d {
-			t.Errorf("%q does not parse back to %s: %v, %v", fmtDuration(d), d, back, err)
-		}
 	}
 }

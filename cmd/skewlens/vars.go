@@ -3,7 +3,6 @@ package main
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -35,11 +34,6 @@ func defaultVars() kong.Vars {
 	}
 	return vars
 }
-
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
-// fmtDuration writes d as people write it in flags (knob.Duration).
-func fmtDuration(d time.Duration) string { return knob.Duration(d) }
 
 // simScenarios lists simulate's scenarios for its help.
 func simScenarios() string {

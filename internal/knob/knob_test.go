@@ -52,8 +52,11 @@ func TestDefaultsFillCheck(t *testing.T) {
 	if err := Check(d); err != nil {
 		t.Errorf("defaults out of range: %v", err)
 	}
-	var z sample
+	z := sample{internal: 7}
 	FillZero(&z)
+	if z.internal != 7 {
+		t.Errorf("FillZero changed an unexported field: %d", z.internal)
+	}
 	// Zero is a value of Lateness; the rest take their defaults.
 	if z.Window != 10000 || z.Topic != "t" || z.Inner.Lateness != 0 || z.Timeout != 2*time.Second || z.Free != 0 {
 		t.Errorf("FillZero %+v", z)
