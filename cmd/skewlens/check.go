@@ -2,20 +2,18 @@ package main
 
 import (
 	"github.com/alecthomas/kong"
+	"github.com/skewlens/skewlens/internal/app"
 	"github.com/skewlens/skewlens/internal/cliconf"
 )
 
 // rangeChecker checks every flag against its range (cliconf): the
-// components' tags, but where the command line narrows one. The alert
-// tracker fires an alert at an incident's first finding when
-// Hysteresis.For is not positive (its tests do), but run's alerts wait
-// for an incident to last.
+// components' tags, but where the commands narrow one (app.Narrowed).
 func rangeChecker(vars kong.Vars) cliconf.Checker {
-	return cliconf.Checker{Vars: vars, Narrow: map[string]string{"alert-for": "(0s,]"}}
+	return cliconf.Checker{Vars: vars, Narrow: app.Narrowed()}
 }
 
 // checker is a command with rules that span flags or belong to the
-// components the flags configure. run calls check after checkFlags and
+// components the flags configure. run calls check after the ranges and
 // before the command's Run, so that nothing starts with a bad
 // configuration.
 type checker interface {

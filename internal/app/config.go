@@ -51,6 +51,12 @@ type RunConfig struct {
 	Engine skew.Config   `embed:""`
 }
 
+// Narrowed gives the settings, by flag name, whose range the commands
+// narrow from the one their component declares: the alert tracker fires
+// an alert at an incident's first finding when Hysteresis.For is not
+// positive (its tests do), but run's alerts wait for an incident to last.
+func Narrowed() map[string]string { return map[string]string{"alert-for": "(0s,]"} }
+
 // ClickHouse is the connection of every command that uses ClickHouse.
 // The address has no default: run requires it, demo starts a local
 // server without it, and serve, top and migrate require it.
