@@ -23,6 +23,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
@@ -388,7 +389,7 @@ type runProc struct {
 // the flags extra added.
 func startRun(t testing.TB, brokers []string, chAddr, prefix, group, db string, extra ...string) *runProc {
 	t.Helper()
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
@@ -276,7 +277,7 @@ func TestDocsAPICommandsRun(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(tokens[0].text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestDocsAlertsCommandsRun(t *testing.T) {
 	if err := os.Symlink(deploy, filepath.Join(dir, "deploy")); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +451,7 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 	}
 	root := filepath.Join("..", "..")
 	free := func() string {
-		p, err := freePort()
+		p, err := testenv.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

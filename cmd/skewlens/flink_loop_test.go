@@ -23,6 +23,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
@@ -123,11 +124,11 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	} else {
 		flinktest.Classpath(t)
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiPort, err := freePort()
+	apiPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
@@ -100,7 +101,7 @@ func TestAnalyzeJobRestart(t *testing.T) {
 func TestRunEndsCancelledJob(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -242,16 +241,6 @@ func TestAnalyzeBadInputKeepsGoing(t *testing.T) {
 	if !strings.Contains(out, `"kind":"hot_key"`) || !strings.Contains(out, `"key":"a"`) {
 		t.Errorf("accepted records lost: %s", out)
 	}
-}
-
-// freePort returns a loopback port free at the time of the call.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail returns the end of a process's output, for failure messages.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 )
 
@@ -27,7 +28,7 @@ func TestRunHealthyLogsNoWarnings(t *testing.T) {
 		t.Skip("starts a ClickHouse server and runs for 2 minutes")
 	}
 	chAddr := chtest.Start(t)
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

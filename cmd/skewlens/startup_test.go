@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
@@ -26,11 +27,11 @@ import (
 // Not Available". No server is needed.
 func TestRunBrokerNeverComes(t *testing.T) {
 	clearEnv(t)
-	kafkaPort, err := freePort()
+	kafkaPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	chPort, err := freePort()
+	chPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +195,11 @@ func serveUntil(t *testing.T, p *runProc, api, path string, wait time.Duration, 
 // why, and the plans answer 503: no snapshot was ever read. No server is
 // needed.
 func TestServeWithoutClickHouse(t *testing.T) {
-	chPort, err := freePort()
+	chPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiPort, err := freePort()
+	apiPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestServeWhileClickHouseAway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	apiPort, err := freePort()
+	apiPort, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

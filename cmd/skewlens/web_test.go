@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/browsertest"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
@@ -84,7 +85,7 @@ func TestWebView(t *testing.T) {
 	bctx := browsertest.New(t, 4*time.Minute)
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
