@@ -106,29 +106,19 @@ func (m *Manager) Reset() {
 func (m *Manager) Config() Config { return m.cfg }
 
 // Observe merges one finding into its task's plan and returns the
-// changes to publish: none, or one new version of the task's plan. Other
-// kinds than salting_plan and hot_key, and findings older than the task's
-// last one, are ignored, so replaying findings after a restart changes
-// nothing.
+// changes to publish: for a salting_plan or hot_key finding none or one
+// new version of the task's plan, for a job_end finding those of endJob.
+// Other kinds, and findings older than the task's last one, are ignored,
+// so replaying findings after a restart changes nothing. The finding's
+// window end is the event time.
 //
-// The finding's window end is the event time. Keys of the finding with at
-// least two valid salted keys are hot in this window: a new key joins the
-// plan; a key already in it keeps its salted keys unless its bucket count
-// changed materially (Config.BucketChange), and its share and LastHotAt
-// are refreshed. A change of the parallelism pair drops every key first,
-// since their salted keys route elsewhere now. Keys whose cooldown has
-// passed leave the plan. A new version is made only when the served plan
-// changes materially: its keys, their salted keys, its parallelism, its
-// source or its pin.
-//
-// A hot_key finding of a key already in its task's plan keeps that key hot
-// and confirms the plan, like a salting_plan finding listing the key
-// would, but never adds a key or changes salted keys. Once a plan works,
-// the task's subtask loads are balanced and the engine stops proposing
-// plans, while the key itself is still hot; without this the plan would
-// be retired after the cooldown, the skew would come back, and the plan
-// would flap with a period of about the cooldown. (The key samples must
-// carry the original key for this, not the salted one.)
+// It applies the package's rules (see Rules in the package doc): a
+// salting_plan finding's keys with at least two valid salted keys join or
+// refresh the plan (share, LastHotAt); a hot_key finding of a key already
+// in the plan keeps it hot and confirms the plan, but never adds a key or
+// changes salted keys (docs/architecture.md, Design notes: why hot_key
+// findings confirm a plan); keys whose cooldown has passed leave. A new
+// version is made only when the served plan changes materially.
 func (m *Manager) Observe(f *skew.Finding) []Change {
 	if f == nil {
 		return nil
@@ -354,25 +344,20 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
-// Restore loads plans that were served before a restart (for example the
-// latest row per task of the plans table), so that versions continue from
-// them and replayed findings do not make new versions. A plan whose
-// version is not above the one the Manager already has for its task is
-// skipped. An engine plan brings back its keys, with their LastHotAt, so
-// that cooldowns and the TTL go on; a pinned plan is frozen again until
-// SetOverrides says whether the pin still exists. Call Restore before the
-// first Observe (or after Reset) and then SetOverrides. Invalid plans are
-// skipped and reported in the error; the others are restored all the
-// same.
-//
-// Give it the plans of the jobs this Manager owns only (the pipeline
-// restores those whose engine state it restored): the Manager then
-// cools, expires, retires and publishes them as it does its own.
-//
-// The Manager's event time is not taken from what is restored: plans are
-// stored as they changed, and the time of the newest one would cool the
-// keys of the others before their jobs' next findings. The first Observe
-// or Advance sets it.
+// Restore loads plans served before a restart (for example the latest
+// row per task of the plans table), so that versions continue from them
+// and replayed findings make no new versions. A plan whose version is not
+// above the Manager's for its task is skipped; invalid plans are skipped
+// and reported in the error, and the others restored all the same. An
+// engine plan brings back its keys with their LastHotAt, so that
+// cooldowns and the TTL go on; a pinned plan is frozen again until
+// SetOverrides says whether its pin still exists. Call it before the
+// first Observe (or after Reset), then SetOverrides, with the plans of
+// the jobs this Manager owns only (the pipeline restores those whose
+// engine state it restored): it cools, expires, retires and publishes
+// them as its own. It leaves the event time to the first Observe or
+// Advance: plans are stored as they changed, and the newest one's time
+// would cool the others' keys before their jobs' next findings.
 func (m *Manager) Restore(ps []Plan) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

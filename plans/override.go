@@ -218,26 +218,20 @@ func validateHotKey(r keygroup.Router, k *HotKey, seen map[string]bool) error {
 	return nil
 }
 
-// Apply returns the plan to serve for a task: the engine's plan p (nil
-// when the engine has none) with the operator's overrides ovs applied. It
-// does not modify p or ovs; the result shares no memory with them.
-//
-// ovs are meant to be the overrides of p's task; those of other tasks
-// (when p is nil, of another task than the first override's) and those
-// that fail Validate are ignored. They apply in this order:
-//
-//   - override: the plan of the latest override (by At; the later one in
-//     ovs on a tie) replaces p, with Source "override", UpdatedAt the
-//     override's At and no expiry (ExpiresAt zero): it is served for as
-//     long as the override exists.
-//   - pin: the plan is marked Pinned and does not expire. Apply serves p
-//     as given; freezing it (ignoring the engine's later plans) is the
-//     Manager's part, which passes the plan as it was when pinned.
+// Apply returns the plan to serve for a task, or nil when no key remains:
+// the engine's plan p (nil if none) with the operator's overrides ovs
+// applied; it modifies neither and shares no memory with them. Hot keys
+// are sorted by key and their predicted loads computed from share,
+// parallelism and buckets, so equal plans marshal to identical JSON.
+// Overrides of other tasks than p's (with p nil, the first override's)
+// and those failing Validate are ignored; the others apply in this order:
+//   - override: the latest one's plan (by At; on a tie the later in ovs)
+//     replaces p, with Source "override", UpdatedAt its At and no expiry
+//     (ExpiresAt zero): it is served for as long as the override exists;
+//   - pin: the plan is Pinned and does not expire; Apply serves p as
+//     given, and the Manager freezes it (ignores the engine's later plans)
+//     by passing the plan as it was when pinned;
 //   - exclude: the key is removed from the plan.
-//
-// Apply returns nil when no key remains. Hot keys are sorted by key and
-// their predicted loads computed from share, parallelism and buckets, so
-// equal plans marshal to identical JSON.
 func Apply(p *Plan, ovs []Override) *Plan { return apply(p, ovs, true) }
 
 // apply is Apply; check false skips validating ovs, for the Manager,

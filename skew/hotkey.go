@@ -9,48 +9,19 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The hot-key rules. The unit of evidence is the sampled record: a key
-// sample of weight w stands for w sampled records, each an independent
-// draw, so a task's n in a window is its sampled weight, not its lines.
-//
-// Evidence adds up over time. For each task the engine keeps its sampled
-// records in each of its last Config.HotKeyPoolWindows windows, and its
-// candidate keys (up to poolKeys a window, the heaviest by the sketch's
-// guaranteed count) with their counts in the windows they were
-// candidates in (see updatePool). A key is judged on its records over
-// all of those windows, and only in a window in which it is a candidate:
-// one that stops is dropped in the first window without it.
-//
-// The task rule. A key is hot in a task when the exact one-sided
-// (Clopper-Pearson) lower bound of its share, at Config.HotKeyConfidence,
-// over its pooled windows, is above
-//
-//	T(P) = max(HotKeyShare, HotKeyFairShare/P)
-//
-// where P is the task's parallelism, the pooled windows hold at least
-// MinSamples sampled records, and the current window does not contradict
-// it: the key has at least T/2 of the window's records and the upper
-// bound of its window share is at least T. The count the bound starts
-// from is the sketch's guaranteed count (Space-Saving's count minus its
-// error), so the sketch's overestimate cannot make a key hot either. The
-// exact bound keeps its confidence at any count (the Wilson bound, which
-// the rule used before, does not at a few expected records), so a key at
-// 0.8 T is reported in well under 0.5 % of windows at every parallelism
-// and sample count from MinSamples up; hotkey_test.go measures it.
-//
-// The subtask rule. When a subtask is saturated with r times its peers'
-// median input (a data_skew or rotating_hot_key finding), its excess is
-// the share 1 - 1/r of its input. A key routed to it is named when the
-// lower bound of its share of the subtask's sampled records, pooled over
-// the windows it was on that subtask, is above HotKeyExcessShare of that
-// excess: the key alone carries at least that part of what the subtask
-// gets beyond a typical peer. This asks the question a person asks, which
-// keys make this subtask get more than its peers, and its n is the
-// subtask's records, not the task's: on the overloaded subtask a hot key
-// holds tens of percent against thousands of background keys, which is
-// plain at any parallelism. Its counts come from the subtask's own small
-// sketch (the task sketch cannot resolve one subtask's keys at a high
-// parallelism), and it needs at least minKeyRecords of the key's records.
+// The hot-key rules (summarized in doc.go). The unit of evidence is the
+// sampled record: a key sample of weight w stands for w independent
+// draws, so a task's n in a window is its sampled weight, not its lines.
+// A key's evidence is pooled over the task's last Config.HotKeyPoolWindows
+// windows (updatePool), and a key is judged only in a window in which it
+// is a candidate. The task rule compares the exact (Clopper-Pearson) lower
+// bound of its pooled share, from the sketch's guaranteed count, with
+// max(HotKeyShare, HotKeyFairShare/P), if the current window does not
+// contradict it. The subtask rule compares the lower bound of its share of
+// a saturated subtask's records, from that subtask's own sketch, with
+// HotKeyExcessShare of its excess (1 - 1/r at r times its peers' median
+// input). The full rules and their reasons: docs/architecture.md, Design
+// notes: the hot-key rules.
 
 // poolKeys bounds the candidate keys a task adds in a window from its
 // own sketch, and again from its subtasks' sketches. The rules report at

@@ -11,27 +11,18 @@ import (
 )
 
 // Retryable reports whether a later attempt of the request that failed
-// with err can succeed.
-//
-// Kafka error codes are retryable when kafka-go calls them temporary
-// (leader moves, a coordinator loading or moving, an unknown topic while
-// a new one propagates, request timeouts) and, for consumer groups, the
-// codes of a rebalance in progress, BrokerNotAvailable, which
-// kafka-go's client reports when it cannot reach a broker (one
-// restarting), and Unknown (UNKNOWN_SERVER_ERROR), which a broker answers
-// to offset lookups while it restarts or a new topic's partitions are
-// being set up, and which says nothing permanent; every other code (authorization,
-// invalid topic or configuration, message too large) is not. A batch
-// (kafka.WriteErrors) is retryable when each of its failures is. A
-// message too large for the writer and a closed writer or reader
-// (io.ErrClosedPipe) are not retryable, nor is a cancelled context: the
-// caller's end is not the server's trouble.
-//
-// Everything else is retryable: broken and refused connections and EOFs
-// (a broker restart), timeouts of one request, and errors this function
-// does not know. A transient failure wrongly called permanent would stop
-// the pipeline, while a permanent one wrongly retried only costs the
-// retries, which callers bound (retry.Policy).
+// with err can succeed. Not retryable: nil; an error marked
+// retry.Permanent; a kafka.Error that kafka-go does not call temporary,
+// except the codes of a consumer-group rebalance (RebalanceInProgress,
+// IllegalGeneration, UnknownMemberId), BrokerNotAvailable and Unknown; a
+// kafka.WriteErrors with such a failure; kafka.MessageTooLargeError;
+// io.ErrClosedPipe (a closed writer or reader); context.Canceled (the
+// caller's end is not the server's trouble). Everything else is
+// retryable, errors this function does not know included: a transient
+// failure wrongly called permanent would stop the pipeline, while a
+// permanent one wrongly retried only costs the retries, which callers
+// bound (retry.Policy). See docs/architecture.md, Design notes: which
+// Kafka errors are retried.
 func Retryable(err error) bool {
 	if err == nil || retry.IsPermanent(err) {
 		return false

@@ -4,19 +4,14 @@ import (
 	"encoding/binary"
 )
 
-// JSON decoding, hand-written for the hot path: encoding/json (reflection,
-// an allocation per string) is more than ten times slower and far too slow
-// for the >= 2M key samples/s target; compare BenchmarkKeySampleJSON with
-// BenchmarkKeySampleEncodingJSON.
-//
-// One pass validates the whole object (RFC 8259 syntax; unknown values of
-// any type are skipped but still validated) and records, for each field we
-// know, where its value is; numbers are converted while they are
-// validated. Only after the object is complete do we know its shape (key
-// sample or metric), and only then are the recorded values interpreted.
-// Duplicate fields: the last one wins, as in encoding/json. Top-level keys
-// are predicted from the previous line's layout (see predKey), which
-// replaces scanning and looking up most keys by two word compares.
+// JSON decoding, hand-written for the hot path: encoding/json is more than
+// ten times slower (BenchmarkKeySampleJSON against
+// BenchmarkKeySampleEncodingJSON). One pass validates the whole object and
+// records where the value of each known field is; the values are
+// interpreted only once the object is complete and its shape (key sample
+// or metric) known. Top-level keys are predicted from the previous line's
+// layout (predKey). See docs/architecture.md, Design notes: the JSON
+// decoder.
 //
 // This file has the field tables, the per-line state and the entry point;
 // json_scan.go the scanner, json_keysample.go and json_metric.go the

@@ -7,34 +7,19 @@ import (
 )
 
 // tagCache remembers the last Influx tag set or Prometheus label set that
-// decoded cleanly, so that the next line carrying the same bytes is not
-// parsed again.
+// decoded cleanly, so that the next line carrying the same bytes (the
+// usual case: a reporter writes a subtask's metrics together) is not
+// parsed again: one bytes.Equal, then the variables are sliced out of the
+// current line at the offsets recorded the first time.
 //
-// Why: a reporter writes all the metrics of one subtask together, so
-// consecutive lines of a metrics fleet differ in name, value and
-// timestamp but carry a byte-identical tag or label set (host, job id,
-// task name, attempt id, ...: about two thirds of a Flink line). No
-// library parses these formats faster than the hand-written scanners
-// here, and those still look at every byte and branch on every
-// separator; comparing the set with the previous one is a single
-// bytes.Equal (a memequal that compares many bytes per instruction),
-// after which the variables are sliced out of the current line at the
-// offsets recorded the first time.
-//
-// Exactness: parsing a set is a function of its bytes alone. The set is
-// delimited so that its end does not depend on what follows (Prometheus:
-// '{' through the matching '}'; Influx: the ',' after the measurement
-// through the last tag value, which the caller checks is followed by the
-// ' ' that ended it before). The one other input, the Influx tag-key
-// prediction (influxTagKeys), saves work but never changes a result, so
-// it may be left as it is. So the variables, their "seen" bits and the
-// position after the set are those a parse would give. Only
-// sets without escaped variable values are kept, because those values
-// live in d.scratch, which the next line overwrites.
-//
-// Lifetime: set is a copy owned by the Decoder (it grows to the longest
-// set seen and is reused); nothing refers to the earlier line's bytes.
-// The strings handed out alias the current line, as a parse's would.
+// What keeps the result that of a parse: the set is delimited so that its
+// end does not depend on what follows (for Influx, the caller checks the
+// ' ' after it); the Influx tag-key prediction (influxTagKeys) never
+// changes a result, so it may be left as it is; sets with escaped
+// variable values are not kept, since those values live in d.scratch.
+// set is a copy owned by the Decoder; the strings handed out alias the
+// current line, as a parse's would. See docs/architecture.md, Design
+// notes: the tag-set cache.
 type tagCache struct {
 	format Format // FormatInflux or FormatPrometheus; anything else: empty
 	set    []byte

@@ -50,28 +50,17 @@ func (c WatermarkConfig) Validate() error {
 }
 
 // Watermarks tracks the event time of each input partition and combines
-// them into one: the lowest event time over the partitions that are
-// active, as Flink's watermarks with idleness do, so that one partition
-// racing ahead (a backlog draining) cannot make another's events late.
-//
-// Time for idleness is the clock's time minus the time spent paused
-// (Pause to Resume): while the owner consumes nothing (it writes, waits
-// for an absent sink or for a commit across a broker restart), no
-// partition can deliver, and none may count as idle for it, or the first
-// partition to deliver after the pause would move the watermark past the
-// others' events.
-//
-// A partition is active when it delivered an event time within
-// IdleTimeout of that time: one that delivers only records without (a
-// topic shared with records skewlens skips) would otherwise hold the
-// watermark at its last event for as long as they come.
-// A partition announced with Expect holds the watermark where it is until
-// it delivers, but only for its hold, counted from the first delivery of
-// any partition (joining a consumer group takes seconds, and the hold must
-// not run out before anything could be delivered). Idleness counts from
-// the end of the last hold at the earliest: a backlog that the other
-// partitions drained within the hold still moves the watermark when the
-// hold ends, instead of every partition being idle by then.
+// them into one: the lowest highest-event-time over the active
+// partitions, as Flink's watermarks with idleness, so that one partition
+// racing ahead (a backlog draining) cannot make another's events late. A
+// partition is active when it delivered an event time within IdleTimeout,
+// measured on the clock minus the time paused (Pause to Resume), so that
+// no partition turns idle while the owner consumes nothing. A partition
+// announced with Expect holds the watermark where it is until it
+// delivers, for its hold, counted from the first delivery of any
+// partition; idleness counts from the end of the last hold at the
+// earliest. The reasons: docs/architecture.md, Design notes: watermarks
+// and idleness.
 //
 // Watermarks is not safe for concurrent use: one goroutine owns it.
 type Watermarks struct {

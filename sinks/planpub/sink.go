@@ -50,20 +50,17 @@ type publisher = ChangePublisher
 
 // Sink is a stage of the pipeline (a stream.Observer) that keeps the
 // plans topic up to date: it feeds stored findings to a plans.Manager
-// and publishes the plan changes. Create it with
-// NewSink. It is safe for concurrent use; its methods serialise, so the
-// changes reach the topic in the order the Manager made them.
+// and publishes the plan changes. Create it with NewSink. It is safe for
+// concurrent use; its methods serialise, so the changes reach the topic
+// in the order the Manager made them.
 //
-// Changes not yet published are kept in order. A change replaces its
-// task's last pending change when both carry the same plan version (a
-// confirmation of it, republished), which the compacted topic would drop
-// anyway; any other change (a new version, a retirement) is queued after
-// it, since the plans table keeps every version and retires what precedes
-// the retirement (a backlog that closes many windows in one write makes
-// several versions of a task at once). So the pending changes are bounded
-// by the Manager's tasks (plans.Config.MaxPlans plus overridden tasks)
-// times the changes of version each makes while publishing fails; metric
-// skewlens_planpub_pending_changes.
+// Changes not yet published are kept in order; a change replaces its
+// task's last pending change only when both carry the same plan version
+// (see add). So the pending changes are bounded by the Manager's tasks
+// (plans.Config.MaxPlans plus overridden tasks) times the changes of
+// version each makes while publishing fails; metric
+// skewlens_planpub_pending_changes. Why: docs/architecture.md, Design
+// notes: the plan sink's queue.
 type Sink struct {
 	mgr  *plans.Manager
 	pub  publisher

@@ -505,39 +505,18 @@ type mergeCand struct {
 }
 
 // Merge folds o into s, so that s summarizes the concatenation of both
-// streams; o is not modified.
-//
-// Only tests and benchmarks call Merge: the engine keeps one sketch per
-// subtask and window and never combines them. It is kept because the fuzz
-// target and TestDeterministic exercise the sketch through merges too, and
-// a task-wide or multi-instance view of hot keys would need exactly this
-// bound-preserving merge; remove it with those tests if neither comes.
-// s keeps s.K() counters, and its total becomes N = N_s + N_o.
-//
-// Each sketch is read as an estimate for every key: a key's count if it has
-// a counter, otherwise the sketch's MinCount (an upper bound for any key it
-// does not hold). The merged counter of a key is the sum of both estimates,
-// with the errors summed the same way, and the K() largest sums are kept
-// (ties by key). This is the Space-Saving form of the mergeable summaries
-// of Agarwal et al. (2012), also used by Cafaro et al. for parallel
-// Space-Saving. The k largest sums add up to at most N_s + N_o, because each
-// sketch's counts add up to at most its total, so the smallest kept sum, and
-// with it the weight of any dropped key and every Err, is at most
-// (N_s + N_o)/k: the guarantee of a sketch that saw both streams.
-//
-// The merged filter bounds a key that neither sketch counts by the sum of
-// its bounds in each (cell by cell when both have the same K, else o's
-// MinCount stands for o's cells), raised to cover each dropped key's sum.
-//
-// If o.K() < s.K(), the bound is N_s/s.K() + N_o/o.K() instead: o cannot
-// be more accurate than its own counters allow, so MinCount (which then
-// keeps at least MinCount_s + MinCount_o) may exceed Total()/K(); Err <=
-// MinCount and the bounds on absent keys still hold. Merging a sketch into
-// itself doubles every count, as if its stream had been seen twice.
-//
-// The merged counter keeps o's tag if o tagged the key, since o's stream is
-// treated as the later one, and s's tag otherwise. Merge allocates scratch
-// space proportional to the counters of both sketches.
+// streams, o's as the later one; o is not modified. s keeps s.K()
+// counters and its total becomes N = N_s + N_o. A key's merged count sums
+// its estimates in both sketches (its count where it has a counter, else
+// the sketch's MinCount), and its Err sums its Errs the same way; the K()
+// largest sums are kept (ties by key), with the guarantee of a sketch
+// that saw both streams, or with N_s/s.K() + N_o/o.K() for N/k when
+// o.K() < s.K(). The merged filter still bounds every key neither sketch
+// counts. Merging a sketch into itself doubles every count. A merged
+// counter keeps o's tag if o tagged the key, else s's. Merge allocates
+// scratch space proportional to the counters of both sketches. Only tests
+// and benchmarks call it; why it is kept, and the derivation of its
+// bounds: docs/architecture.md, Design notes: merging sketches.
 func (s *Sketch) Merge(o *Sketch) {
 	if o == s {
 		// The estimate of every key doubles, which preserves the heap order,

@@ -11,22 +11,15 @@ import (
 // package do not change, but each is made of two:
 //
 //   - <table>_local on every server, created ON CLUSTER, with the
-//     Replicated variant of the table's engine (ReplicatedReplacingMergeTree
-//     keeps the replay-safe dedup of ReplacingMergeTree within a shard);
-//     its ZooKeeper path is /clickhouse/tables/{shard}/<database>/<table>_local
-//     and its replica name {replica}, both from each server's macros, so
-//     the replicas of one shard share a path and the shards do not;
+//     Replicated variant of the table's engine; ZooKeeper path
+//     /clickhouse/tables/{shard}/<database>/<table>_local, replica name
+//     {replica}, both from each server's macros;
 //   - <table>, a Distributed table over the <table>_local tables of the
-//     cluster, which skewlens reads and writes.
+//     cluster, which skewlens reads and writes, sharded by
+//     cityHash64(job_id), or at random (rand()) for a table without job_id,
+//     allowed only with an engine that deduplicates nothing.
 //
-// The Distributed tables shard by cityHash64(job_id): every row of a job
-// lands on one shard, always the same one, so a replayed row meets the
-// row it replaces in the same ReplacingMergeTree, and FINAL or argMax per
-// shard (which is what a query through the Distributed table does) sees
-// every version of it. Sharding by anything that varies between writes
-// of one finding would leave both versions, on two shards, for good.
-// Tables without job_id are only allowed with an engine that deduplicates
-// nothing (the migration ledger); they shard at random.
+// Why: docs/architecture.md, Design notes: ClickHouse on a cluster.
 
 // clusterSchema rewrites the rendered statements of the migrations into
 // their cluster form. Build it with newClusterSchema.
@@ -138,14 +131,11 @@ func (c *clusterSchema) rewriteAll(stmts []string) ([]string, error) {
 //   - CREATE TABLE t creates t_local ON CLUSTER with the Replicated
 //     engine, then the Distributed table t over it;
 //   - ALTER TABLE t alters t_local ON CLUSTER, then drops and creates the
-//     Distributed table t again, AS the altered t_local. ClickHouse 18.16
-//     refuses ALTER ... ON CLUSTER of a Distributed table in a cluster of
-//     replicated shards ("isn't replicated, but shard #1 is replicated"),
-//     and a Distributed table holds no data of its own (skewlens inserts
-//     synchronously, see New), so recreating it loses nothing; queries
-//     through it fail for the moment it is missing;
-//   - INSERT INTO t ... SELECT (a migration that copies rows) runs as it
-//     is, through the Distributed tables: it reads every shard and writes
+//     Distributed table t again, AS the altered t_local, which loses
+//     nothing; queries through t fail for the moment it is missing (why:
+//     docs/architecture.md, Design notes: ClickHouse on a cluster);
+//   - INSERT INTO t ... SELECT (a migration copying rows) runs as it is,
+//     through the Distributed tables: it reads every shard and writes
 //     each row to the shard of its job_id.
 //
 // Any other statement is an error, so that a new kind of migration

@@ -12,24 +12,20 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Write stores every finding of fs: one row per finding in the findings
-// table and one in its kind's table (hot_keys, salting_plans), or, for a
-// subtask_stats finding, one row in subtask_stats and none in findings;
-// in batches of at most BatchMaxRows rows. version is the
-// caller's monotonically increasing number (e.g. the highest Kafka offset
-// of the input); rows with the same key and a higher version replace older
-// ones, so writing the same findings again after a crash does not
-// duplicate them.
-//
-// Write blocks until every row is acknowledged by the server, so the
-// caller may commit its input offsets when it returns nil, and paces
-// inserts per table by FlushInterval. It makes one attempt: the caller
-// retries (the pipeline's runner does, without bound, while it stops
-// consuming). A finding that cannot be stored, or a server error that
-// retrying cannot fix, is permanent (retry.IsPermanent; nothing of fs is
-// inserted when the findings themselves are bad). When ctx ends it
-// returns ctx's error; a failed or interrupted Write may have inserted
-// some of the tables, which is harmless because replays replace.
+// Write stores every finding of fs, in batches of at most BatchMaxRows rows:
+// one row in the findings table and one in its kind's table (hot_keys,
+// salting_plans), or for a subtask_stats finding one row in subtask_stats
+// only. version is the caller's monotonically increasing number (e.g. the
+// input's highest Kafka offset): rows with the same key and a higher version
+// replace older ones, so writing the same findings again after a crash
+// duplicates nothing. Write blocks until the server has acknowledged every
+// row, so the caller may commit its input offsets when it returns nil; it
+// paces inserts per table by FlushInterval. It makes one attempt: the caller
+// retries (the runner does, without bound, while it stops consuming). A
+// finding that cannot be stored (then nothing of fs is inserted) or a server
+// error no retry can fix is permanent (retry.IsPermanent). When ctx ends it
+// returns ctx's error. A failed or interrupted Write may have inserted some
+// of the tables, which is harmless: replays replace.
 func (w *Writer) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	// Every finding is mapped, and so checked, before anything is
 	// inserted. The rows of the few real findings are kept; a statistics
@@ -214,17 +210,13 @@ func planRevision(p *plans.Plan) uint64 {
 // retired = 1 (nothing when the task has no plan or its newest state is
 // already retired). Writing the same changes again (a replay) replaces
 // rows instead of adding states, so the caller may write changes before
-// it commits the input they came from.
-//
-// The plans table keeps only what WritePlans is given: a plan's ExpiresAt
-// is the one of its last row, so the caller must also write a plan again
-// when it is confirmed with a later ExpiresAt (same version), or readers
-// will consider it expired.
-//
-// Like Write it is serialised with the other writes, paced by
-// FlushInterval, makes one attempt (the caller retries: the runner,
-// through planpub.Sink), and returns a permanent error for a change that
-// cannot be stored (nothing is inserted then).
+// it commits the input they came from. A plan's ExpiresAt is that of its
+// last row, so the caller must also write a plan again when it is
+// confirmed with a later ExpiresAt (same version), or readers will
+// consider it expired. Like Write it is serialised with the other writes,
+// paced by FlushInterval, makes one attempt (the caller retries: the
+// runner, through planpub.Sink), and returns a permanent error for a
+// change that cannot be stored (nothing is inserted then).
 func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 	rows := make([]planRow, 0, len(changes))
 	retiring := map[planTask]bool{}
