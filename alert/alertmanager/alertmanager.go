@@ -82,14 +82,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every invalid field. It changes nothing: zero fields
-// are invalid here, New fills them in first.
+// Validate reports every invalid field. It changes nothing: a zero
+// setting whose range excludes zero is invalid here (New fills those in
+// first), but a zero EndsAfter stands for the one New derives.
 func (c Config) Validate() error {
 	errs := []error{knob.Check(c)}
 	if err := httpjson.CheckURL(c.URL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.EndsAfter < c.ResendInterval {
+	// A zero EndsAfter is derived from ResendInterval (withDefaults).
+	if c.EndsAfter != 0 && c.EndsAfter < c.ResendInterval {
 		errs = append(errs, fmt.Errorf("ends after %s: must be at least the resend interval %s", c.EndsAfter, c.ResendInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
