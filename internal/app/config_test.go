@@ -1,6 +1,9 @@
 package app
 
 import (
+	"errors"
+	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/skewlens/skewlens/alert"
@@ -39,5 +42,27 @@ func TestRunConfigAsBound(t *testing.T) {
 	}
 	if got, want := c.plansConfig(), plans.DefaultConfig(); got.Cooldown != want.Cooldown || got.TTL != want.TTL || got.Separator != c.Engine.SaltSeparator {
 		t.Errorf("plans %+v, want %+v with the engine's separator", got, want)
+	}
+}
+
+// TestClosersDeferred: closers added after `defer cl.close` run, last
+// added first, and an error does not stop the others.
+func TestClosersDeferred(t *testing.T) {
+	var order []int
+	func() {
+		var cl closers
+		defer cl.close(slog.New(slog.DiscardHandler))
+		for i := range 3 {
+			cl.add(func() error {
+				order = append(order, i)
+				if i == 1 {
+					return errors.New("close failed")
+				}
+				return nil
+			})
+		}
+	}()
+	if !slices.Equal(order, []int{2, 1, 0}) {
+		t.Errorf("closed %v, want [2 1 0]", order)
 	}
 }

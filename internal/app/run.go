@@ -79,18 +79,18 @@ func Run(ctx context.Context, cfg RunConfig, demo *Demo, out Output, log *slog.L
 	if _, err := promreg.Register(reg, "process", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return err
 	}
-	var closers closers
-	defer closers.close(log)
+	var cl closers
+	defer cl.close(log)
 
-	brokers, resume, err := cfg.brokers(ctx, demo, &closers, log)
+	brokers, resume, err := cfg.brokers(ctx, demo, &cl, log)
 	if err != nil {
 		return err
 	}
-	store, err := cfg.store(ctx, demo, &closers, out, log, reg)
+	store, err := cfg.store(ctx, demo, &cl, out, log, reg)
 	if err != nil {
 		return err
 	}
-	p, err := cfg.pipeline(ctx, brokers, resume, store, &closers, out, log, reg)
+	p, err := cfg.pipeline(ctx, brokers, resume, store, &cl, out, log, reg)
 	if err != nil {
 		return err
 	}
@@ -156,9 +156,11 @@ type closers []func() error
 
 func (c *closers) add(f func() error) { *c = append(*c, f) }
 
-func (c closers) close(log *slog.Logger) {
-	for i := len(c) - 1; i >= 0; i-- {
-		if err := c[i](); err != nil {
+// close runs them, last added first. Its receiver is a pointer so that
+// `defer cl.close(log)` sees what is added after the defer.
+func (c *closers) close(log *slog.Logger) {
+	for i := len(*c) - 1; i >= 0; i-- {
+		if err := (*c)[i](); err != nil {
 			log.Warn("stopping", "err", err)
 		}
 	}
