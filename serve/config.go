@@ -85,7 +85,7 @@ func (c Config) withDefaults() Config {
 // Validate reports every invalid field. It changes nothing; New fills the
 // zero fields with their defaults before it validates.
 func (c Config) Validate() error {
-	errs := []error{checkSettings(c)}
+	errs := []error{knob.CheckFilled(c)} // a zero setting stands for its default
 	// An empty host listens on every interface, which is allowed.
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
@@ -111,13 +111,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("serve config: %w", err)
 	}
 	return nil
-}
-
-// checkSettings checks the settings' ranges; a zero one stands for its
-// default (withDefaults), as for a library user.
-func checkSettings(c Config) error {
-	knob.FillZero(&c)
-	return knob.Check(c)
 }
 
 // checkTokenName checks a token's name, which becomes Override.By.

@@ -14,16 +14,9 @@ import (
 
 // ParseRange parses a range tag, expanding ${var} from vars.
 func ParseRange(tag string, vars kong.Vars) (knob.Range, error) {
-	var missing []string
-	s := os.Expand(tag, func(k string) string {
-		v, ok := vars[k]
-		if !ok {
-			missing = append(missing, k)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return knob.Range{}, fmt.Errorf("range %q: unknown variables %v", tag, missing)
+	s, err := knob.Expand(tag, vars)
+	if err != nil {
+		return knob.Range{}, err
 	}
 	return knob.ParseRange(s)
 }

@@ -89,9 +89,8 @@ func Settings(cfg any, vars ...map[string]string) ([]Setting, error) {
 		}
 	}
 	addVars(t, all)
-	vars0 := all
 	var out []Setting
-	err := walk(t, nil, "", vars0, &out)
+	err := walk(t, nil, "", all, &out)
 	return out, err
 }
 
@@ -124,7 +123,7 @@ func walk(t reflect.Type, index []int, path string, vars map[string]string, out 
 			return fmt.Errorf("knob: %s: type:\"ms\" on a %s, want int64", s.Field, f.Type)
 		}
 		if r := f.Tag.Get("range"); r != "" {
-			expanded, err := expand(r, vars)
+			expanded, err := Expand(r, vars)
 			if err != nil {
 				return fmt.Errorf("knob: %s: %w", s.Field, err)
 			}
@@ -143,8 +142,9 @@ func walk(t reflect.Type, index []int, path string, vars map[string]string, out 
 	return nil
 }
 
-// expand replaces ${name} with its variable.
-func expand(s string, vars map[string]string) (string, error) {
+// Expand replaces each ${name} in a range tag with its variable; a name
+// without one is an error.
+func Expand(s string, vars map[string]string) (string, error) {
 	var b strings.Builder
 	var missing []string
 	for {
@@ -276,6 +276,17 @@ func FillZero(cfg any) {
 		v, _ := s.parse(s.Default)
 		f.Set(v)
 	}
+}
+
+// CheckFilled is Check of cfg (a struct or a pointer to one) as
+// FillZero would make it: a zero that stands for its default passes.
+// cfg itself does not change.
+func CheckFilled(cfg any) error {
+	v := reflect.Indirect(reflect.ValueOf(cfg))
+	cp := reflect.New(v.Type())
+	cp.Elem().Set(v)
+	FillZero(cp.Interface())
+	return Check(cp.Interface())
 }
 
 // Check checks every setting of cfg (a struct or a pointer to one)

@@ -98,3 +98,17 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFilled(t *testing.T) {
+	var z sample
+	if Check(z) == nil {
+		t.Error("Check passed a zero window")
+	}
+	if err := CheckFilled(&z); err != nil || z.Window != 0 {
+		t.Errorf("CheckFilled: %v, window %d (want no error and cfg unchanged)", err, z.Window)
+	}
+	z.Share = 2
+	if CheckFilled(z) == nil {
+		t.Error("CheckFilled passed a share out of range")
+	}
+}

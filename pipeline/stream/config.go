@@ -82,9 +82,5 @@ func (c Config) withDefaults() Config {
 // Validate reports every invalid field. It changes nothing; a zero
 // duration stands for its default.
 func (c Config) Validate() error {
-	errs := []error{c.Retry.Validate()}
-	d := c
-	knob.FillZero(&d) // as before, a zero duration or count is its default here
-	errs = append(errs, knob.Check(d))
-	return errors.Join(errs...)
+	return errors.Join(c.Retry.Validate(), knob.CheckFilled(c))
 }

@@ -44,10 +44,7 @@ func (c WatermarkConfig) withDefaults() WatermarkConfig {
 
 // Validate reports every invalid field; a zero one stands for its
 // default. It changes nothing.
-func (c WatermarkConfig) Validate() error {
-	knob.FillZero(&c)
-	return knob.Check(c)
-}
+func (c WatermarkConfig) Validate() error { return knob.CheckFilled(c) }
 
 // Watermarks tracks the event time of each input partition and combines
 // them into one: the lowest highest-event-time over the active
