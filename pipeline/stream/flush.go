@@ -140,9 +140,7 @@ func (r *Runner) done(err error) error {
 	}
 	if errors.Is(err, ErrGenerationEnded) {
 		r.m.revokedJobs.Inc()
-		if r.log != nil {
-			r.log.Info("a write of a revoked generation was abandoned; the partitions' next owner reads their records again", "err", err)
-		}
+		r.log.Info("a write of a revoked generation was abandoned; the partitions' next owner reads their records again", "err", err)
 		return nil
 	}
 	return err
@@ -185,10 +183,8 @@ func (r *Runner) finalFlush() error {
 	if err := r.reap(true); err != nil {
 		return err
 	}
-	if r.log != nil {
-		r.log.Info("drained: the findings of closed windows are written and their offsets committed",
-			"findings", r.written.Load()-before, "took", time.Since(start).Round(time.Millisecond))
-	}
+	r.log.Info("drained: the findings of closed windows are written and their offsets committed",
+		"findings", r.written.Load()-before, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -135,9 +135,7 @@ func (r *Runner) fence(gen int64) error {
 	r.fenced = true
 	if n := len(r.pending); n > 0 {
 		r.m.revokedFindings.Add(float64(n))
-		if r.log != nil {
-			r.log.Info("partitions revoked: findings not written; the partitions' next owner writes them", "generation", gen, "findings", n)
-		}
+		r.log.Info("partitions revoked: findings not written; the partitions' next owner writes them", "generation", gen, "findings", n)
 	}
 	r.pending = nil
 	timer := time.NewTimer(r.cfg.RevokeTimeout)
@@ -184,9 +182,7 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 	}
 	r.gen, r.fenced = ev.Generation, false
 	r.m.generation.Set(float64(ev.Generation))
-	if r.log != nil {
-		r.log.Info("partitions assigned", "generation", ev.Generation, "partitions", len(ev.Assigned), "resumed_jobs", jobs)
-	}
+	r.log.Info("partitions assigned", "generation", ev.Generation, "partitions", len(ev.Assigned), "resumed_jobs", jobs)
 	return nil
 }
 

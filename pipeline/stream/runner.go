@@ -124,7 +124,8 @@ func (r *Runner) Progress() (messages, findings int64) {
 // (window.NewPartitioned): the runner marks each message's event times on
 // its Watermarks by partition. Offsets are held by the stage's windows, so
 // the window length comes from there. state may be nil: then a restarted
-// runner starts the engine's cross-window history afresh.
+// runner starts the engine's cross-window history afresh. A nil log
+// discards.
 func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -136,6 +137,9 @@ func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStor
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runner{
 		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
@@ -213,7 +217,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	})
 	// Runs last: by then the writer has finished, so the counts are final.
 	defer func() {
-		if n := r.handed - r.written.Load() + int64(len(r.pending)); err != nil && n > 0 && r.log != nil {
+		if n := r.handed - r.written.Load() + int64(len(r.pending)); err != nil && n > 0 {
 			r.log.Error("findings not written; their offsets are not committed, so a restart reads them again",
 				"findings", n, "err", err)
 		}
@@ -330,9 +334,7 @@ func (r *Runner) closeJobs() {
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	err := retry.Do(ctx, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
-		if r.log != nil {
-			r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
-		}
+		r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
 	}, fn)
 	switch {
 	case err == nil:
