@@ -2,6 +2,9 @@ package rescale
 
 import (
 	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,5 +68,32 @@ func TestForms(t *testing.T) {
 	}
 	if got := c.DeploymentPatch(); got != "spec:\n  flinkConfiguration:\n    pipeline.jobvertex-parallelism-overrides: \""+want+"\"\n" {
 		t.Errorf("DeploymentPatch %q", got)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/forms.txt")
+
+// TestFormsGolden writes the forms of one change to testdata/forms.txt,
+// one per line (key=value), which deploy/flink's RescaleFormsTest parses
+// with Flink's own configuration and command-line parsers.
+func TestFormsGolden(t *testing.T) {
+	c := Change{Vertices: []Vertex{{ID: vid, Parallelism: 16}, {ID: "0a448493b4782967b150582570326227", Parallelism: 6}}}
+	rr, err := c.ResourceRequirements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := "overrides=" + c.Overrides() + "\n" + "dynamic_property=" + c.DynamicProperty() + "\n" + "resource_requirements=" + string(rr) + "\n"
+	file := filepath.Join("testdata", "forms.txt")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil || string(want) != got {
+		t.Errorf("%s differs (go test -update ./skew/rescale):\n got %s\nwant %s (%v)", file, got, want, err)
 	}
 }
