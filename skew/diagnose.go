@@ -782,7 +782,7 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 	if maxP == 0 {
 		maxP = defaultMaxParallelism(p)
 	}
-	ev.Parallelism, ev.MaxParallelism = p, maxP
+	ev.VertexID, ev.Parallelism, ev.MaxParallelism = tc.t.id, p, maxP
 	// With a saturated task the observed input is only a lower bound of the
 	// demand (the sources are back-pressured), so this is a floor too.
 	var want int

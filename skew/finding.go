@@ -201,7 +201,10 @@ type Evidence struct {
 	TimeBucketKey       string   `json:"time_bucket_key,omitempty"`
 	PreviousHotSubtask  *int     `json:"previous_hot_subtask,omitempty"`
 	UpstreamBackPressed []string `json:"backpressured_tasks,omitempty"`
-	// The fields below are set for under_provisioned only.
+	// The fields below are set for under_provisioned only. VertexID is
+	// Flink's JobVertexID of the task (its metric scope's task_id, as the
+	// REST API's vertices[].id shows it), when the metrics carry it.
+	VertexID               string   `json:"vertex_id,omitempty"`
 	Parallelism            int      `json:"parallelism,omitempty"`
 	MaxParallelism         int      `json:"max_parallelism,omitempty"`
 	TrueRatePerSubtask     float64  `json:"true_rate_per_subtask,omitempty"`
