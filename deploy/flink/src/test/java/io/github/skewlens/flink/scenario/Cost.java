@@ -17,10 +17,15 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class Cost {
     private static final long MIN_PARK_NANOS = 1_000_000L;
-    private final long nanosPerRecord;
+    private long nanosPerRecord;
     private long owed;
 
     Cost(double msPerRecord) {
+        set(msPerRecord);
+    }
+
+    /** Changes the cost of the next records (a sink that slows down); the time owed so far stays owed. */
+    void set(double msPerRecord) {
         this.nanosPerRecord = Math.round(msPerRecord * 1_000_000.0);
     }
 

@@ -216,17 +216,33 @@ final class Functions {
         }
     }
 
-    /** The sink (of Events, or of KeyedResults with salting): sleeps its cost per record; one subtask may be slow. */
+    /**
+     * The sink (of Events, or of KeyedResults with salting): sleeps its cost
+     * per record; one subtask may be slow, at a fixed cost or, with steps, at
+     * a cost that changes at given epoch ms (a sink that slows down).
+     */
     static final class SleepSink<T> implements Sink<T> {
         private static final long serialVersionUID = 1L;
         private final double costMs;
         private final double slowCostMs;
         private final int slowSubtask;
+        /** Epoch ms from which the slow subtask costs stepCostMs[i]; empty: slowCostMs throughout. */
+        private final long[] stepAtMs;
+        private final double[] stepCostMs;
 
         SleepSink(double costMs, double slowCostMs, int slowSubtask) {
+            this(costMs, slowCostMs, slowSubtask, new long[0], new double[0]);
+        }
+
+        SleepSink(double costMs, double slowCostMs, int slowSubtask, long[] stepAtMs, double[] stepCostMs) {
+            if (stepAtMs.length != stepCostMs.length) {
+                throw new IllegalArgumentException("steps: " + stepAtMs.length + " times, " + stepCostMs.length + " costs");
+            }
             this.costMs = costMs;
             this.slowCostMs = slowCostMs;
             this.slowSubtask = slowSubtask;
+            this.stepAtMs = stepAtMs.clone();
+            this.stepCostMs = stepCostMs.clone();
         }
 
         /** The same sink for records of another type (it never looks at them). */
@@ -239,11 +255,21 @@ final class Functions {
         public SinkWriter<T> createWriter(WriterInitContext context) throws IOException {
             int subtask = context.getTaskInfo().getIndexOfThisSubtask();
             Truth.sinkTaskName = context.getTaskInfo().getTaskName();
-            Cost cost = new Cost(subtask == slowSubtask ? slowCostMs : costMs);
+            boolean stepped = subtask == slowSubtask && stepAtMs.length > 0;
+            Cost cost = new Cost(subtask != slowSubtask ? costMs : stepped ? stepCostMs[0] : slowCostMs);
             return new SinkWriter<>() {
+                /** The next step not applied yet; stepAtMs.length when all are (or none apply). */
+                private int next = stepped ? 1 : stepAtMs.length;
+
                 @Override
                 public void write(T e, Context ctx) {
                     Truth.sinkRecords.incrementAndGet(subtask);
+                    if (next < stepAtMs.length) {
+                        long now = System.currentTimeMillis();
+                        while (next < stepAtMs.length && now >= stepAtMs[next]) {
+                            cost.set(stepCostMs[next++]);
+                        }
+                    }
                     cost.charge();
                 }
 

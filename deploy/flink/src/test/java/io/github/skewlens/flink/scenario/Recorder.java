@@ -49,6 +49,8 @@ import io.github.skewlens.flink.testing.KafkaBroker;
  *   <li>{@code kafka-metrics.jsonl.gz}, {@code key-samples.jsonl.gz}: what
  *       skewlens' Kafka reporter and key sampler wrote during the run;</li>
  *   <li>{@code routing.jsonl.gz}: the keyed subtask of every key;</li>
+ *   <li>{@code checkpoints.jsonl.gz}: Flink's REST replies about every
+ *       checkpoint (with checkpointing on);</li>
  *   <li>{@code truth.json}: the scenario's ground truth.</li>
  * </ul>
  *
@@ -116,7 +118,8 @@ public final class Recorder {
             Duration reportInterval, String bootstrap, List<String> pass) throws Exception {
         Files.createDirectories(dir);
         for (String f : List.of("prom-filtered.txt.gz", "prom-unfiltered.txt.gz", "influx.txt.gz",
-                "kafka-metrics.jsonl.gz", "key-samples.jsonl.gz", "routing.jsonl.gz", "truth.json")) {
+                "kafka-metrics.jsonl.gz", "key-samples.jsonl.gz", "routing.jsonl.gz", "checkpoints.jsonl.gz",
+                "truth.json")) {
             Files.deleteIfExists(dir.resolve(f));
         }
         Path work = Files.createTempDirectory("skewlens-scenario-" + scenario + "-");
@@ -188,7 +191,12 @@ public final class Recorder {
         try (Capture.GzFile routing = new Capture.GzFile(dir.resolve("routing.jsonl.gz"))) {
             routing.append(Files.readString(work.resolve("routing.jsonl")));
         }
-        for (String f : List.of("job.json", "truth.json", "routing.jsonl")) {
+        if (Files.isRegularFile(work.resolve("checkpoints.jsonl"))) {
+            try (Capture.GzFile cps = new Capture.GzFile(dir.resolve("checkpoints.jsonl.gz"))) {
+                cps.append(Files.readString(work.resolve("checkpoints.jsonl")));
+            }
+        }
+        for (String f : List.of("job.json", "truth.json", "routing.jsonl", "checkpoints.jsonl")) {
             Files.deleteIfExists(work.resolve(f));
         }
         Files.deleteIfExists(work);

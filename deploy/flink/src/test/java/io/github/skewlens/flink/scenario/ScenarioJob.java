@@ -41,6 +41,7 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 
+import io.github.skewlens.flink.reporter.SkewlensReporter;
 import io.github.skewlens.flink.salting.PerRecord;
 import io.github.skewlens.flink.salting.SaltingConfig;
 import io.github.skewlens.flink.salting.TwoPhaseAggregation;
@@ -88,6 +89,13 @@ import io.github.skewlens.flink.salting.TwoPhaseConfig;
  *       the healthy load: the capture shows how fast counters and gauges
  *       see the change.</li>
  *   <li>{@code healthy}: uniform keys, everything well below capacity.</li>
+ *   <li>{@code checkpoint_timeout}: as slow_sink, but sink subtask
+ *       --slow-subtask slows step by step (--sink-steps) under aligned
+ *       checkpoints every 5 s with a 20 s timeout: the barrier waits longer
+ *       behind its queue at every step until checkpoints expire; the job goes
+ *       on (--tolerable-failed-checkpoints).</li>
+ *   <li>{@code checkpoint_recover}: the same rise, stopped before checkpoints
+ *       reach the timeout, then back to the first cost.</li>
  * </ul>
  *
  * Reporters (each only when its flag is given): --prometheus-port (Flink's
@@ -108,7 +116,10 @@ import io.github.skewlens.flink.salting.TwoPhaseConfig;
  *       {@code {"key":..,"subtask":..,"task_name":..}}, the keyed subtask that
  *       processed it;</li>
  *   <li>{@code truth.json} at the end: job.json plus the hot key's subtask and
- *       the records each subtask processed.</li>
+ *       the records each subtask processed, and with checkpointing every
+ *       checkpoint as Flink's REST API reported it ({@link CheckpointLog});</li>
+ *   <li>{@code checkpoints.jsonl} at the end, with checkpointing: Flink's
+ *       REST replies about each checkpoint, as they came.</li>
  * </ul>
  */
 public final class ScenarioJob {
@@ -121,6 +132,10 @@ public final class ScenarioJob {
     static final String MERGE_NAME = "merge";
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    /** The Kafka reporter's extra metrics in the checkpoint scenarios. */
+    static final List<String> CHECKPOINT_METRICS = List.of("jobmanager.job.lastCheckpointSize",
+            "jobmanager.job.numberOfCompletedCheckpoints", "jobmanager.job.numberOfInProgressCheckpoints",
+            "jobmanager.job.totalNumberOfCheckpoints");
 
     private ScenarioJob() {}
 
@@ -153,6 +168,8 @@ public final class ScenarioJob {
             // The job runs a few seconds after this; truth.json has the exact time.
             o.hotFromEpochMs = System.currentTimeMillis() + o.hotFrom.toMillis();
         }
+        // The sink's steps count from here too; truth.json has their epoch ms.
+        o.sinkStepsFromEpochMs = System.currentTimeMillis();
         Configuration conf = configuration(o);
         JobGraph jobGraph = jobGraph(o, conf);
         JobID jobId = jobGraph.getJobID();
@@ -171,12 +188,21 @@ public final class ScenarioJob {
             Map<String, Object> job = jobInfo(o, jobGraph, startedAt);
             long readyAt = awaitRunning(cluster, jobId, Duration.ofMinutes(2), stop);
             if (readyAt < 0) {
-                return finish(o, cluster, jobId, job, false);
+                return finish(o, cluster, jobId, job, null, false);
             }
             job.put("ready_at_ms", readyAt);
             writeJson(o, "job.json", job);
             System.out.println("SCENARIO_READY job_id=" + jobId);
             System.out.flush();
+            CheckpointLog checkpoints = null;
+            if (!o.checkpointInterval().isZero()) {
+                Map<String, String> vertices = new LinkedHashMap<>();
+                for (JobVertex v : jobGraph.getVerticesSortedTopologicallyFromSources()) {
+                    vertices.put(v.getID().toString(), v.getName());
+                }
+                checkpoints = new CheckpointLog(cluster.getRestAddress().get(30, TimeUnit.SECONDS),
+                        jobId.toString(), vertices);
+            }
 
             long deadline = o.duration.isZero() ? Long.MAX_VALUE : System.nanoTime() + o.duration.toNanos();
             long nextRouting = System.nanoTime();
@@ -197,20 +223,27 @@ public final class ScenarioJob {
                 JobStatus st = cluster.getJobStatus(jobId).get(30, TimeUnit.SECONDS);
                 if (st.isGloballyTerminalState()) {
                     log("job " + jobId + " ended on its own: " + st);
-                    return finish(o, cluster, jobId, job, false);
+                    return finish(o, cluster, jobId, job, checkpoints, false);
+                }
+                if (checkpoints != null) {
+                    checkpoints.poll();
                 }
                 if (System.nanoTime() >= nextRouting) {
                     writeRouting(o);
                     nextRouting = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 }
             }
-            return finish(o, cluster, jobId, job, true);
+            return finish(o, cluster, jobId, job, checkpoints, true);
         }
     }
 
-    /** Cancels (if asked), waits for the end, writes the truth; 0 if we cancelled it, 1 if it failed. */
+    /**
+     * Cancels (if asked), waits for the end, writes the truth (with the
+     * checkpoints, when checkpoints is not null); 0 if we cancelled it, 1 if
+     * it failed.
+     */
     private static int finish(ScenarioOptions o, MiniCluster cluster, JobID jobId, Map<String, Object> job,
-            boolean cancel) throws Exception {
+            CheckpointLog checkpoints, boolean cancel) throws Exception {
         JobStatus st = cluster.getJobStatus(jobId).get(30, TimeUnit.SECONDS);
         if (cancel && !st.isGloballyTerminalState()) {
             cluster.cancelJob(jobId).get(60, TimeUnit.SECONDS);
@@ -225,6 +258,20 @@ public final class ScenarioJob {
         long stoppedAt = System.currentTimeMillis();
         job.put("stopped_at_ms", stoppedAt);
         writeRouting(o);
+        if (checkpoints != null) {
+            // The checkpoints in flight at the cancel end as FAILED; wait out
+            // the REST cache (1 s) so that the last poll sees them so.
+            Thread.sleep(1500);
+            checkpoints.poll();
+            putCheckpoints(job, checkpoints);
+            if (o.out != null) {
+                Files.createDirectories(o.out);
+                Path tmp = o.out.resolve("checkpoints.jsonl.tmp");
+                checkpoints.writeRaw(tmp);
+                Files.move(tmp, o.out.resolve("checkpoints.jsonl"), StandardCopyOption.REPLACE_EXISTING,
+                        StandardCopyOption.ATOMIC_MOVE);
+            }
+        }
         Map<String, Object> truth = truth(o, job);
         writeJson(o, "truth.json", truth);
         JobStatus end = result.getJobStatus().orElse(JobStatus.FAILED);
@@ -244,6 +291,32 @@ public final class ScenarioJob {
             return 1;
         }
         return 0;
+    }
+
+    /**
+     * Puts into job: every checkpoint ({@link CheckpointLog#checkpoints}),
+     * Flink's counts, and the first one that timed out (null if none did).
+     */
+    private static void putCheckpoints(Map<String, Object> job, CheckpointLog log) {
+        List<Map<String, Object>> all = log.checkpoints();
+        Map<String, Object> first = null;
+        for (Map<String, Object> c : all) {
+            if (Boolean.TRUE.equals(c.get("timed_out"))) {
+                first = c;
+                break;
+            }
+        }
+        job.put("first_timed_out_checkpoint", first == null ? null : Map.of(
+                "id", first.get("id"), "trigger_timestamp", first.get("trigger_timestamp"),
+                "failure_timestamp", first.get("failure_timestamp")));
+        job.put("checkpoint_counts", log.counts());
+        job.put("checkpoints", all);
+        StringBuilder b = new StringBuilder();
+        for (Map<String, Object> c : all) {
+            b.append(String.format(" %s:%s/%.1fs", c.get("id"), c.get("status"),
+                    ((Number) c.get("end_to_end_duration")).longValue() / 1000.0));
+        }
+        log("checkpoints (id:status/duration):" + b);
     }
 
     /** Waits until every subtask is RUNNING; returns the time, or -1 if the job ended or stop opened. */
@@ -288,8 +361,16 @@ public final class ScenarioJob {
         c.setString("jobmanager.bind-host", "127.0.0.1");
         c.setString("taskmanager.bind-host", "127.0.0.1");
         c.setString("taskmanager.host", "127.0.0.1");
-        if (!o.checkpointInterval.isZero()) {
-            c.setString("execution.checkpointing.interval", o.checkpointInterval.toMillis() + " ms");
+        if (!o.checkpointInterval().isZero()) {
+            c.setString("execution.checkpointing.interval", o.checkpointInterval().toMillis() + " ms");
+            c.setString("execution.checkpointing.timeout", o.checkpointTimeout().toMillis() + " ms");
+            c.setString("execution.checkpointing.tolerable-failed-checkpoints",
+                    Integer.toString(o.tolerableFailedCheckpoints()));
+            // CheckpointLog reads every checkpoint from the REST history:
+            // keep all of them, and let the REST caches refresh each second.
+            c.setString("web.checkpoints.history", "1000");
+            c.setString("rest.cache.checkpoint-statistics.timeout", "1 s");
+            c.setString("rest.cache.execution-graph.timeout", "1 s");
         }
         String interval = o.reportInterval.toMillis() + " ms";
         if (o.prometheusPort >= 0) {
@@ -319,6 +400,14 @@ public final class ScenarioJob {
             c.setString(p + "bootstrap.servers", o.kafkaBootstrap);
             c.setString(p + "topic", o.metricsTopic);
             c.setString(p + "interval", interval);
+            if (o.scenario.checkpoints()) {
+                // The default list and the job's other checkpoint metrics:
+                // its lastCheckpointSize (which skewlens reads) and
+                // numberOfCompletedCheckpoints are not in the default.
+                List<String> m = new ArrayList<>(SkewlensReporter.DEFAULT_METRICS);
+                m.addAll(CHECKPOINT_METRICS);
+                c.setString(p + "metrics", String.join(",", m));
+            }
         }
         return c;
     }
@@ -332,8 +421,15 @@ public final class ScenarioJob {
         DataStream<Event> events = env.fromSource(source, WatermarkStrategy.noWatermarks(), SOURCE_NAME)
                 .uid("gen");
         Functions.TruthHook hook = new Functions.TruthHook(Plugins.keyedHook(o));
+        List<ScenarioOptions.Step> steps = o.sinkSteps();
+        long[] stepAt = new long[steps.size()];
+        double[] stepCost = new double[steps.size()];
+        for (int i = 0; i < steps.size(); i++) {
+            stepAt[i] = o.sinkStepsFromEpochMs + steps.get(i).at().toMillis();
+            stepCost[i] = steps.get(i).costMs();
+        }
         Functions.SleepSink<Object> sink = new Functions.SleepSink<>(o.sinkCostMs(), o.slowSinkCostMs,
-                o.effectiveSlowSubtask());
+                o.effectiveSlowSubtask(), stepAt, stepCost);
         if (o.saltingUrl == null) {
             events.keyBy(e -> e.key)
                     .process(new Functions.KeyedCounter(o.keyedCostMs(), hook))
@@ -394,10 +490,26 @@ public final class ScenarioJob {
         m.put("slow_sink_subtask", o.effectiveSlowSubtask() >= 0 ? o.effectiveSlowSubtask() : null);
         m.put("keyed_cost_ms", o.keyedCostMs());
         m.put("sink_cost_ms", o.sinkCostMs());
-        m.put("slow_sink_cost_ms", o.effectiveSlowSubtask() >= 0 ? o.slowSinkCostMs : null);
+        m.put("slow_sink_cost_ms", o.effectiveSlowSubtask() >= 0 && o.sinkSteps().isEmpty() ? o.slowSinkCostMs : null);
+        // The slow sink subtask's cost from each step's epoch ms on (empty: slow_sink_cost_ms throughout).
+        List<Map<String, Object>> steps = new ArrayList<>();
+        for (ScenarioOptions.Step s : o.sinkSteps()) {
+            Map<String, Object> x = new LinkedHashMap<>();
+            x.put("at_ms", o.sinkStepsFromEpochMs + s.at().toMillis());
+            x.put("offset_ms", s.at().toMillis());
+            x.put("cost_ms", s.costMs());
+            steps.add(x);
+        }
+        m.put("sink_steps_from_ms", o.sinkSteps().isEmpty() ? null : o.sinkStepsFromEpochMs);
+        m.put("sink_steps", steps);
         m.put("record_bytes", List.of(o.minRecordBytes, o.maxRecordBytes));
         m.put("report_interval_ms", o.reportInterval.toMillis());
-        m.put("checkpoint_interval_ms", o.checkpointInterval.toMillis());
+        m.put("checkpoint_interval_ms", o.checkpointInterval().toMillis());
+        m.put("checkpoint_timeout_ms", o.checkpointInterval().isZero() ? null : o.checkpointTimeout().toMillis());
+        m.put("tolerable_failed_checkpoints", o.checkpointInterval().isZero() ? null : o.tolerableFailedCheckpoints());
+        // Flink's defaults, not set by the job: exactly-once, aligned, one at a time, no pause.
+        m.put("checkpointing", o.checkpointInterval().isZero() ? null
+                : Map.of("mode", "EXACTLY_ONCE", "unaligned", false, "max_concurrent", 1, "min_pause_ms", 0));
         m.put("key_sampler", Plugins.keyedHook(o) != PerRecord.NONE);
         m.put("kafka_reporter", o.kafkaBootstrap != null);
         m.put("sample_rate", o.kafkaBootstrap != null ? o.sampleRate() : null);

@@ -63,4 +63,50 @@ class ScenarioJobTest {
             assertEquals("KeyedProcess -> enrich", r.get("task_name"));
         }
     }
+
+    /**
+     * A short checkpoint_timeout run: checkpoints every second with a 2 s
+     * timeout, and a sink subtask that goes from 2 ms a record (it keeps up)
+     * to 12 ms (about 12 s per checkpoint once its queue is full). The truth
+     * has every checkpoint as Flink's REST API reported it: the first ones
+     * complete in well under the timeout, later ones expire.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void checkpointRunRecordsEveryCheckpoint(@TempDir Path out) throws Exception {
+        ScenarioOptions o = ScenarioOptions.parse(new String[] {
+            "--scenario", "checkpoint_timeout", "--duration", "20s", "--checkpoint-interval", "1s",
+            "--checkpoint-timeout", "2s", "--sink-steps", "0s=2,8s=12", "--out", out.toString()});
+        assertEquals(0, ScenarioJob.run(o, new CountDownLatch(1)));
+
+        Map<String, Object> truth = new ObjectMapper().readValue(out.resolve("truth.json").toFile(), Map.class);
+        assertEquals(2000, ((Number) truth.get("checkpoint_timeout_ms")).intValue());
+        assertEquals(2, ((List<?>) truth.get("sink_steps")).size());
+        List<Map<String, Object>> cps = (List<Map<String, Object>>) truth.get("checkpoints");
+        assertTrue(cps.size() >= 5, "checkpoints: " + cps);
+        assertEquals("COMPLETED", cps.get(0).get("status"), cps.get(0).toString());
+        long prev = 0;
+        int timedOut = 0;
+        for (Map<String, Object> c : cps) {
+            long id = ((Number) c.get("id")).longValue();
+            assertTrue(id > prev, "ids " + cps);
+            prev = id;
+            assertTrue(((Number) c.get("trigger_timestamp")).longValue() >= ((Number) truth.get("started_at_ms")).longValue());
+            if (Boolean.TRUE.equals(c.get("timed_out"))) {
+                timedOut++;
+                assertEquals("FAILED", c.get("status"));
+                assertEquals(CheckpointLog.EXPIRED, c.get("failure_message"));
+                assertTrue(((Number) c.get("end_to_end_duration")).longValue() >= 2000, c.toString());
+            }
+            if ("COMPLETED".equals(c.get("status"))) {
+                Map<String, List<Number>> delay = (Map<String, List<Number>>) c.get("start_delay_ms");
+                assertEquals(4, delay.get("sink: Writer").size(), c.toString());
+            }
+        }
+        assertTrue(timedOut > 0, "no checkpoint timed out: " + cps);
+        Map<String, Object> first = (Map<String, Object>) truth.get("first_timed_out_checkpoint");
+        assertNotNull(first);
+        // Flink's raw replies: one line per checkpoint.
+        assertEquals(cps.size(), Files.readAllLines(out.resolve("checkpoints.jsonl")).size());
+    }
 }

@@ -24,7 +24,8 @@ public final class ScenarioOptions implements Serializable {
     private static final long serialVersionUID = 1L;
 
     public enum Scenario {
-        HOT_KEY, HOT_KEY_ONSET, MODEST_HOT_KEY, SLOW_SINK, UNDER_PROVISIONED, HEALTHY;
+        HOT_KEY, HOT_KEY_ONSET, MODEST_HOT_KEY, SLOW_SINK, UNDER_PROVISIONED, HEALTHY,
+        CHECKPOINT_TIMEOUT, CHECKPOINT_RECOVER;
 
         public String flag() {
             return name().toLowerCase(Locale.ROOT);
@@ -35,16 +36,31 @@ public final class ScenarioOptions implements Serializable {
             return this == HOT_KEY || this == HOT_KEY_ONSET || this == MODEST_HOT_KEY;
         }
 
+        /**
+         * Whether the scenario is about checkpoints: a sink subtask that
+         * slows step by step (--sink-steps) behind aligned checkpoints with a
+         * short interval and timeout.
+         */
+        public boolean checkpoints() {
+            return this == CHECKPOINT_TIMEOUT || this == CHECKPOINT_RECOVER;
+        }
+
         static Scenario parse(String s) {
             for (Scenario v : values()) {
                 if (v.flag().equals(s)) {
                     return v;
                 }
             }
-            throw new IllegalArgumentException("--scenario: unknown " + s
-                    + " (hot_key, hot_key_onset, modest_hot_key, slow_sink, under_provisioned, healthy)");
+            throw new IllegalArgumentException("--scenario: unknown " + s + " (hot_key, hot_key_onset, "
+                    + "modest_hot_key, slow_sink, under_provisioned, healthy, checkpoint_timeout, checkpoint_recover)");
         }
     }
+
+    /**
+     * From {@code at} after the job is built (a few seconds before it
+     * runs), the slow sink subtask sleeps {@code costMs} per record.
+     */
+    public record Step(Duration at, double costMs) implements Serializable {}
 
     public Scenario scenario = Scenario.HOT_KEY;
     /** How long the job runs once it is RUNNING; 0: until SIGTERM. */
@@ -93,8 +109,20 @@ public final class ScenarioOptions implements Serializable {
     /** How often phase 1 of the two-phase aggregation flushes its partials. */
     public Duration saltingFlushInterval = Duration.ofSeconds(1);
     public Duration reportInterval = Duration.ofSeconds(10);
-    /** Checkpoint interval; 0 disables checkpointing. */
-    public Duration checkpointInterval = Duration.ofSeconds(10);
+    /** Checkpoint interval; 0 disables checkpointing; null: the scenario's default (see {@link #checkpointInterval()}). */
+    public Duration checkpointInterval;
+    /** execution.checkpointing.timeout; null: the scenario's default (see {@link #checkpointTimeout()}). */
+    public Duration checkpointTimeout;
+    /** execution.checkpointing.tolerable-failed-checkpoints; negative: the scenario's default. */
+    public int tolerableFailedCheckpoints = -1;
+    /**
+     * The slow sink subtask's cost over time (checkpoint scenarios), as
+     * {@code offset=cost} pairs; null: the scenario's default (see
+     * {@link #sinkSteps()}).
+     */
+    public List<Step> sinkSteps;
+    /** Set by ScenarioJob.run: the epoch ms the offsets of --sink-steps count from. */
+    public long sinkStepsFromEpochMs;
     /** Where job.json, routing.jsonl and truth.json go; null: nowhere. */
     public Path out;
 
@@ -157,6 +185,9 @@ public final class ScenarioOptions implements Serializable {
                 case "salting-flush-interval" -> o.saltingFlushInterval = duration(v);
                 case "report-interval" -> o.reportInterval = duration(v);
                 case "checkpoint-interval" -> o.checkpointInterval = duration(v);
+                case "checkpoint-timeout" -> o.checkpointTimeout = duration(v);
+                case "tolerable-failed-checkpoints" -> o.tolerableFailedCheckpoints = Integer.parseInt(v);
+                case "sink-steps" -> o.sinkSteps = steps(v);
                 case "out" -> o.out = Paths.get(v);
                 default -> throw new IllegalArgumentException("--" + e.getKey() + ": unknown flag");
             }
@@ -190,6 +221,76 @@ public final class ScenarioOptions implements Serializable {
         if (duration.isNegative() || reportInterval.isNegative() || reportInterval.isZero()) {
             throw new IllegalArgumentException("--duration must be >= 0 and --report-interval > 0");
         }
+        if (checkpointInterval().isNegative() || checkpointTimeout().toMillis() < 10) {
+            throw new IllegalArgumentException("need --checkpoint-interval >= 0 and --checkpoint-timeout >= 10ms");
+        }
+        List<Step> st = sinkSteps();
+        for (int i = 0; i < st.size(); i++) {
+            Step s = st.get(i);
+            if (i == 0 ? !s.at().isZero() : s.at().compareTo(st.get(i - 1).at()) <= 0) {
+                throw new IllegalArgumentException("--sink-steps: offsets must start at 0s and rise");
+            }
+            if (!(s.costMs() >= 0)) {
+                throw new IllegalArgumentException("--sink-steps: costs must be >= 0");
+            }
+        }
+    }
+
+    /** The checkpoint interval: --checkpoint-interval, or 5 s for the checkpoint scenarios and 10 s for the others. */
+    public Duration checkpointInterval() {
+        if (checkpointInterval != null) {
+            return checkpointInterval;
+        }
+        return Duration.ofSeconds(scenario.checkpoints() ? 5 : 10);
+    }
+
+    /**
+     * The checkpoint timeout: --checkpoint-timeout, or 20 s for the
+     * checkpoint scenarios (four intervals) and Flink's default of 10 min
+     * for the others.
+     */
+    public Duration checkpointTimeout() {
+        if (checkpointTimeout != null) {
+            return checkpointTimeout;
+        }
+        return scenario.checkpoints() ? Duration.ofSeconds(20) : Duration.ofMinutes(10);
+    }
+
+    /**
+     * How many checkpoints in a row may fail before the job fails:
+     * --tolerable-failed-checkpoints, or for the checkpoint scenarios 1000
+     * (the run goes on after its timeouts), else Flink's default 0.
+     */
+    public int tolerableFailedCheckpoints() {
+        if (tolerableFailedCheckpoints >= 0) {
+            return tolerableFailedCheckpoints;
+        }
+        return scenario.checkpoints() ? 1000 : 0;
+    }
+
+    /**
+     * The slow sink subtask's cost schedule: --sink-steps, or the scenario's
+     * default; empty for the scenarios without one. The sink is offered
+     * 200 records/s a subtask (see {@link #effectiveRate()}), so the slow
+     * subtask keeps up below 5 ms a record; above, its input queue fills
+     * and a checkpoint barrier waits behind it, about 1 s per ms of cost
+     * once the queue is full (measured: 10 ms, 10-11 s; 14 ms, 14 s; 18 ms,
+     * 18 s). checkpoint_timeout: 2 ms for 25 s, then 2 ms more every 10 s
+     * from 6 ms to 24 ms: checkpoints grow over several intervals and
+     * expire (20 s) from about 100 s on, and the job goes on.
+     * checkpoint_recover: the same rise to 12 ms (checkpoints past half the
+     * timeout, not at it) held for 20 s, then back to 2 ms.
+     */
+    public List<Step> sinkSteps() {
+        if (sinkSteps != null) {
+            return sinkSteps;
+        }
+        return switch (scenario) {
+            case CHECKPOINT_TIMEOUT -> steps("0s=2,25s=6,35s=8,45s=10,55s=12,65s=14,75s=16,85s=18,95s=20,105s=22,"
+                    + "115s=24");
+            case CHECKPOINT_RECOVER -> steps("0s=2,25s=6,35s=8,45s=10,55s=12,75s=2");
+            default -> List.of();
+        };
     }
 
     /** Sleep per record in the keyed task. */
@@ -198,7 +299,7 @@ public final class ScenarioOptions implements Serializable {
             return keyedCostMs;
         }
         return switch (scenario) {
-            case SLOW_SINK, HEALTHY -> 0.5;
+            case SLOW_SINK, HEALTHY, CHECKPOINT_TIMEOUT, CHECKPOINT_RECOVER -> 0.5;
             // A costly record (a lookup): at p=4 the peers of the hot
             // subtask are half busy, as in the real job of issue 20.
             case MODEST_HOT_KEY -> 7.0;
@@ -227,7 +328,7 @@ public final class ScenarioOptions implements Serializable {
         if (sinkCostMs >= 0) {
             return sinkCostMs;
         }
-        return scenario == Scenario.SLOW_SINK ? 0.2 : 0.1;
+        return scenario == Scenario.SLOW_SINK || scenario.checkpoints() ? 0.2 : 0.1;
     }
 
     /** The share of records that carry the hot key (0 unless the scenario has one). */
@@ -235,9 +336,9 @@ public final class ScenarioOptions implements Serializable {
         return scenario.hot() ? hotShare() : 0;
     }
 
-    /** The sink subtask that is slow, or -1 unless slow_sink. */
+    /** The sink subtask that is slow, or -1 unless slow_sink or a checkpoint scenario. */
     public int effectiveSlowSubtask() {
-        return scenario == Scenario.SLOW_SINK ? slowSubtask : -1;
+        return scenario == Scenario.SLOW_SINK || scenario.checkpoints() ? slowSubtask : -1;
     }
 
     /**
@@ -250,7 +351,9 @@ public final class ScenarioOptions implements Serializable {
      * hot subtask's rate, ~71/s, busy ~500 ms/s); slow_sink:
      * the sinks are offered 1.5x the slow sink's capacity (p=4, 5 ms:
      * 1200/s); under_provisioned: every keyed subtask 1.5x its capacity
-     * (p=4, 1 ms: 6000/s); healthy: 300/s per keyed subtask.
+     * (p=4, 1 ms: 6000/s); healthy: 300/s per keyed subtask; the checkpoint
+     * scenarios: 200/s per sink subtask (p=4: 800/s), which the slow sink
+     * subtask keeps up with below 5 ms a record.
      */
     public double effectiveRate() {
         if (rate > 0) {
@@ -263,11 +366,29 @@ public final class ScenarioOptions implements Serializable {
             case SLOW_SINK -> 1.5 * parallelism * 1000.0 / Math.max(slowSinkCostMs, 0.01);
             case UNDER_PROVISIONED -> 1.5 * parallelism * keyedCap;
             case HEALTHY -> 300.0 * parallelism;
+            case CHECKPOINT_TIMEOUT, CHECKPOINT_RECOVER -> 200.0 * parallelism;
         };
     }
 
     public String jobName() {
         return jobName != null ? jobName : "skewlens-scenario-" + scenario.flag();
+    }
+
+    /** Parses {@code offset=cost,...}, e.g. {@code 0s=2,30s=5}. */
+    static List<Step> steps(String s) {
+        List<Step> l = new ArrayList<>();
+        for (String p : s.split(",")) {
+            int eq = p.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException("--sink-steps: want offset=cost, got " + p);
+            }
+            try {
+                l.add(new Step(duration(p.substring(0, eq)), Double.parseDouble(p.substring(eq + 1).trim())));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--sink-steps: not a cost: " + p, e);
+            }
+        }
+        return List.copyOf(l);
     }
 
     static Duration duration(String s) {

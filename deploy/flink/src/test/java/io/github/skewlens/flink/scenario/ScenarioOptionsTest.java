@@ -2,6 +2,10 @@ package io.github.skewlens.flink.scenario;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -41,6 +45,45 @@ class ScenarioOptionsTest {
         ScenarioOptions sink = ScenarioOptions.parse(new String[] {"--scenario", "slow_sink"});
         assertEquals(0.0, sink.effectiveHotShare());
         assertEquals(0.01, sink.sampleRate());
+    }
+
+    @Test
+    void checkpointScenarioDefaults() {
+        ScenarioOptions o = ScenarioOptions.parse(new String[] {"--scenario", "checkpoint_timeout"});
+        assertEquals(Duration.ofSeconds(5), o.checkpointInterval());
+        assertEquals(Duration.ofSeconds(20), o.checkpointTimeout());
+        assertEquals(1000, o.tolerableFailedCheckpoints());
+        assertEquals(2, o.effectiveSlowSubtask());
+        // 200 records/s a sink subtask: the slow one keeps up below 5 ms.
+        assertEquals(800.0, o.effectiveRate(), 1e-9);
+        List<ScenarioOptions.Step> st = o.sinkSteps();
+        assertEquals(new ScenarioOptions.Step(Duration.ZERO, 2.0), st.get(0));
+        assertEquals(24.0, st.get(st.size() - 1).costMs());
+        ScenarioOptions r = ScenarioOptions.parse(new String[] {"--scenario", "checkpoint_recover"});
+        assertEquals(2.0, r.sinkSteps().get(r.sinkSteps().size() - 1).costMs());
+        // The others keep Flink's defaults and have no steps.
+        ScenarioOptions sink = ScenarioOptions.parse(new String[] {"--scenario", "slow_sink"});
+        assertEquals(Duration.ofSeconds(10), sink.checkpointInterval());
+        assertEquals(Duration.ofMinutes(10), sink.checkpointTimeout());
+        assertEquals(0, sink.tolerableFailedCheckpoints());
+        assertTrue(sink.sinkSteps().isEmpty());
+    }
+
+    @Test
+    void sinkStepsFlag() {
+        ScenarioOptions o = ScenarioOptions.parse(new String[] {
+            "--scenario", "checkpoint_timeout", "--sink-steps", "0s=1.5, 500ms=4,2m=30",
+            "--checkpoint-interval", "1s", "--checkpoint-timeout", "3s"});
+        assertEquals(List.of(new ScenarioOptions.Step(Duration.ZERO, 1.5),
+                new ScenarioOptions.Step(Duration.ofMillis(500), 4.0),
+                new ScenarioOptions.Step(Duration.ofMinutes(2), 30.0)), o.sinkSteps());
+        assertEquals(Duration.ofSeconds(1), o.checkpointInterval());
+        assertEquals(Duration.ofSeconds(3), o.checkpointTimeout());
+        for (String bad : new String[] {"5s=2", "0s=2,0s=3", "0s=2,5s", "0s=-1", "0s=x"}) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> ScenarioOptions.parse(new String[] {"--scenario", "checkpoint_timeout", "--sink-steps", bad}),
+                    bad);
+        }
     }
 
     @Test
