@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -251,6 +252,168 @@ func TestFlinkCountersBeforeGauges(t *testing.T) {
 		t.Logf("%s: data_skew %s after the hot key started with the counters, %s with the gauges", variant, counters, gauges)
 		if gauges-counters < 20*time.Second {
 			t.Errorf("%s: counters %s, gauges %s: want the counters two windows (20 s) or more ahead", variant, counters, gauges)
+		}
+	}
+}
+
+// checkpointTruth is what the checkpoint scenarios (checkpoint_timeout,
+// checkpoint_recover) recorded besides captureTruth: the checkpoint
+// settings, the slow sink subtask's cost steps, and every checkpoint as
+// Flink's REST API reported it.
+type checkpointTruth struct {
+	IntervalMs int64 `json:"checkpoint_interval_ms"`
+	TimeoutMs  int64 `json:"checkpoint_timeout_ms"`
+	SinkSteps  []struct {
+		AtMs   int64   `json:"at_ms"`
+		CostMs float64 `json:"cost_ms"`
+	} `json:"sink_steps"`
+	Checkpoints []struct {
+		ID               int64  `json:"id"`
+		Status           string `json:"status"`
+		TimedOut         bool   `json:"timed_out"`
+		TriggerTimestamp int64  `json:"trigger_timestamp"`
+		Duration         int64  `json:"end_to_end_duration"`
+		FailureTimestamp int64  `json:"failure_timestamp"`
+	} `json:"checkpoints"`
+}
+
+func readCheckpointTruth(t *testing.T, dir string) checkpointTruth {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ct checkpointTruth
+	if err := json.Unmarshal(b, &ct); err != nil {
+		t.Fatalf("%s/truth.json: %v", dir, err)
+	}
+	if ct.TimeoutMs <= 0 || ct.IntervalMs <= 0 || len(ct.Checkpoints) == 0 || len(ct.SinkSteps) < 2 {
+		t.Fatalf("%s/truth.json: timeout %d ms, interval %d ms, %d checkpoints, %d sink steps: not a checkpoint scenario",
+			dir, ct.TimeoutMs, ct.IntervalMs, len(ct.Checkpoints), len(ct.SinkSteps))
+	}
+	return ct
+}
+
+// TestFlinkCheckpointCaptures asserts what the engine sees today in the
+// two checkpoint captures, with its checkpoint timeout set to the job's
+// (20 s): a sink subtask that slows step by step behind aligned
+// checkpoints every 5 s.
+//
+//   - checkpoint_timeout: checkpoints grow over several intervals until
+//     they expire. The job's lastCheckpointDuration, as each window
+//     carries it, rises window after window (each value is the duration
+//     Flink's REST API gave a completed checkpoint), and checkpoint_risk
+//     (at half the timeout) names the slow sink subtask before the first
+//     checkpoint that timed out was even triggered.
+//   - checkpoint_recover: the same rise stops short of the timeout and the
+//     sink recovers; no checkpoint times out, and no finding outlives the
+//     recovery.
+//
+// The truth itself is checked first: the captures must show what they
+// are kept for.
+func TestFlinkCheckpointCaptures(t *testing.T) {
+	for _, scenario := range []string{"checkpoint_timeout", "checkpoint_recover"} {
+		dir := filepath.Join("..", "..", "testdata", "flink", scenario)
+		tr := readTruth(t, dir)
+		ct := readCheckpointTruth(t, dir)
+		completed := map[int64]bool{} // end-to-end durations of the completed checkpoints
+		var firstTimeout, firstExpiry, longest int64
+		var grew []int64 // the completed checkpoints' durations before the first timeout
+		for _, c := range ct.Checkpoints {
+			switch {
+			case c.Status == "COMPLETED":
+				completed[c.Duration] = true
+				longest = max(longest, c.Duration)
+				if firstTimeout == 0 {
+					grew = append(grew, c.Duration)
+				}
+			case c.TimedOut && firstTimeout == 0:
+				firstTimeout, firstExpiry = c.TriggerTimestamp, c.FailureTimestamp
+				if c.Duration < ct.TimeoutMs || c.FailureTimestamp < c.TriggerTimestamp+ct.TimeoutMs {
+					t.Fatalf("%s: checkpoint %d timed out after %d ms (failed at %d), want at least the timeout %d ms",
+						scenario, c.ID, c.Duration, c.FailureTimestamp, ct.TimeoutMs)
+				}
+			}
+		}
+		if scenario == "checkpoint_timeout" {
+			// At least four completed checkpoints in a row, each longer than
+			// the one before, up to the first timeout.
+			rises := 0
+			for i := len(grew) - 1; i > 0 && grew[i] > grew[i-1]; i-- {
+				rises++
+			}
+			if firstTimeout == 0 || rises < 4 || firstTimeout > tr.StoppedAtMs-20_000 {
+				t.Fatalf("%s: first timeout triggered at %d (stopped at %d), completed durations before it %v: want 4 or more rises, then timeouts, then 20 s more",
+					scenario, firstTimeout, tr.StoppedAtMs, grew)
+			}
+		} else if firstTimeout != 0 || 2*longest < ct.TimeoutMs || longest >= ct.TimeoutMs {
+			t.Fatalf("%s: first timeout triggered at %d, longest checkpoint %d ms: want none, and the longest past half the timeout %d ms",
+				scenario, firstTimeout, longest, ct.TimeoutMs)
+		}
+		recovered := ct.SinkSteps[len(ct.SinkSteps)-1].AtMs
+		timeout := fmt.Sprintf("%dms", ct.TimeoutMs)
+
+		for _, variant := range captureVariants {
+			t.Run(scenario+"/"+variant, func(t *testing.T) {
+				var risks []skew.Finding
+				// lastCheckpointDuration by window, from the slow_subtask findings.
+				var seen []float64
+				var ends []int64
+				for _, f := range analyzeCapture(t, dir, variant, "--checkpoint-timeout", timeout) {
+					if f.JobID != tr.JobID {
+						t.Fatalf("finding of job %q, want %q", f.JobID, tr.JobID)
+					}
+					// The slow sink subtask is the one problem: no hot key,
+					// and every saturation finding names it.
+					if f.Saturation == nil || f.SubtaskIndex == nil || *f.SubtaskIndex != *tr.SlowSubtask ||
+						promFiltered(f.TaskName) != promFiltered(tr.SinkTaskName) {
+						t.Fatalf("%s %s on %q #%v, want only findings on %q #%d", f.Kind, f.Cause, f.TaskName, f.SubtaskIndex, tr.SinkTaskName, *tr.SlowSubtask)
+					}
+					ms := f.Evidence.LastCheckpointMs
+					if ms > 0 && !completed[int64(ms)] {
+						t.Fatalf("window %d: lastCheckpointDuration %.0f ms, which no completed checkpoint took (REST)", f.WindowStart, ms)
+					}
+					if scenario == "checkpoint_recover" && f.WindowStart >= recovered+20_000 {
+						t.Fatalf("%s in window %d, 20 s or more after the sink recovered at %d", f.Cause, f.WindowStart, recovered)
+					}
+					switch f.Cause {
+					case skew.CauseSlowSubtask:
+						seen, ends = append(seen, ms), append(ends, f.WindowEnd)
+					case skew.CauseCheckpointRisk:
+						if 2*ms < float64(ct.TimeoutMs) || f.Evidence.CheckpointTimeoutMs != ct.TimeoutMs {
+							t.Fatalf("checkpoint_risk at %.0f ms against a timeout of %d ms, want half the truth's %d ms or more",
+								ms, f.Evidence.CheckpointTimeoutMs, ct.TimeoutMs)
+						}
+						risks = append(risks, f)
+					default:
+						t.Fatalf("%s on %q #%v, want slow_subtask or checkpoint_risk", f.Cause, f.TaskName, f.SubtaskIndex)
+					}
+				}
+				if scenario == "checkpoint_recover" {
+					t.Logf("%d checkpoint_risk findings, lastCheckpointDuration by window %v (ms)", len(risks), seen)
+					return
+				}
+				// lastCheckpointDuration never falls while the sink slows,
+				// and rises in 4 or more windows that end by the first
+				// expiry.
+				rises := 0
+				for i := 1; i < len(seen); i++ {
+					if seen[i] < seen[i-1] {
+						t.Fatalf("lastCheckpointDuration by window %v: falls", seen)
+					}
+					if seen[i] > seen[i-1] && ends[i] <= firstExpiry {
+						rises++
+					}
+				}
+				if rises < 4 {
+					t.Fatalf("lastCheckpointDuration by window %v: %d rises by the first expiry at %d, want 4 or more", seen, rises, firstExpiry)
+				}
+				if len(risks) == 0 || risks[0].WindowEnd > firstTimeout {
+					t.Fatalf("%d checkpoint_risk findings, want the first to end by %d, when the first checkpoint that timed out was triggered", len(risks), firstTimeout)
+				}
+				t.Logf("checkpoint_risk %s before the first timed-out checkpoint was triggered; lastCheckpointDuration by window %v (ms)",
+					time.Duration(firstTimeout-risks[0].WindowEnd)*time.Millisecond, seen)
+			})
 		}
 	}
 }

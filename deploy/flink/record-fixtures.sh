@@ -4,9 +4,15 @@
 # io.github.skewlens.flink.scenario.Recorder, which plays each scenario on a
 # real Flink MiniCluster for --duration (default 150 s) and captures what
 # Flink's PrometheusReporter (twice), InfluxdbReporter and skewlens' Kafka
-# reporter and key sampler emit. About 3 minutes per scenario.
+# reporter and key sampler emit, and with checkpointing every checkpoint as
+# Flink's REST API reports it (checkpoints.jsonl.gz, truth.json). About 3
+# minutes per scenario.
 #
 #   deploy/flink/record-fixtures.sh [--out DIR] [--scenarios hot_key,slow_sink] [--duration 150s] [ScenarioJob flags]
+#
+# Without --scenarios: hot_key, modest_hot_key, slow_sink, under_provisioned;
+# `make flink-fixtures` records hot_key_onset (200 s) and checkpoint_timeout,
+# checkpoint_recover too.
 #
 # The Kafka captures use the broker of deploy/kafka (started and stopped by
 # the recorder), or SKEWLENS_KAFKA_BROKERS when set.
