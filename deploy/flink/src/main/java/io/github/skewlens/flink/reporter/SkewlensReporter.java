@@ -58,8 +58,9 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
     private static final Logger LOG = LoggerFactory.getLogger(SkewlensReporter.class);
 
     /**
-     * The metrics skewlens reads (pipeline/decode/names.go), plus the
-     * cumulative busy/back-pressured/idle counters. Only task-level scopes:
+     * The metrics skewlens reads (pipeline/decode/names.go, checked both
+     * ways by its TestReporterDefaultMetrics), the cumulative
+     * busy/back-pressured/idle counters among them. Only task-level scopes:
      * the operator-level numRecordsIn and friends
      * ({@code taskmanager.job.task.operator.*}) would be counted twice.
      */
@@ -83,7 +84,8 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
             "taskmanager.job.task.checkpointAlignmentTime",
             "taskmanager.job.task.checkpointStartDelayNanos",
             "jobmanager.job.lastCheckpointDuration",
-            "jobmanager.job.numberOfFailedCheckpoints");
+            "jobmanager.job.numberOfFailedCheckpoints",
+            "jobmanager.job.lastCheckpointSize");
 
     /**
      * The reporter's options, read from {@code metrics.reporter.NAME.*}.

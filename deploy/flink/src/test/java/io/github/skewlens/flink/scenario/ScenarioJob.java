@@ -401,9 +401,9 @@ public final class ScenarioJob {
             c.setString(p + "topic", o.metricsTopic);
             c.setString(p + "interval", interval);
             if (o.scenario.checkpoints()) {
-                // The default list and the job's other checkpoint metrics:
-                // its lastCheckpointSize (which skewlens reads) and
-                // numberOfCompletedCheckpoints are not in the default.
+                // The default list and the job's other checkpoint metrics,
+                // so that the captures hold every checkpoint count Flink
+                // reports, not only those skewlens reads today.
                 List<String> m = new ArrayList<>(SkewlensReporter.DEFAULT_METRICS);
                 m.addAll(CHECKPOINT_METRICS);
                 c.setString(p + "metrics", String.join(",", m));
