@@ -204,7 +204,9 @@ func (s *Server) getActions(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each incident's latest finding: every finding of an open incident
 	// starts at or after its start; newest first, the first one seen of
-	// a condition is its latest.
+	// a condition is its latest. A task-wide incident (subtask -1: an
+	// under_provisioned task, a rotating hot key whose subtask moves)
+	// takes the task's latest finding of its cause on any subtask.
 	latest := map[conditionKey]*skew.Finding{}
 	if len(ins) > 0 {
 		var fs []json.RawMessage
@@ -226,9 +228,10 @@ func (s *Server) getActions(w http.ResponseWriter, r *http.Request) {
 			if f.SubtaskIndex != nil {
 				sub = *f.SubtaskIndex
 			}
-			k := conditionKey{f.TaskName, sub, f.Cause}
-			if _, seen := latest[k]; !seen {
-				latest[k] = &f
+			for _, k := range []conditionKey{{f.TaskName, sub, f.Cause}, {f.TaskName, -1, f.Cause}} {
+				if _, seen := latest[k]; !seen {
+					latest[k] = &f
+				}
 			}
 		}
 	}
@@ -323,12 +326,20 @@ func exclusionAction(x autoscalerExclusion) action {
 	slices.SortFunc(x.Unidentified, func(a, b unidentifiedTask) int {
 		return cmp.Or(cmp.Compare(a.TaskName, b.TaskName), cmp.Compare(a.IncidentID, b.IncidentID))
 	})
+	if x.Vertices == nil {
+		x.Vertices = []excludedVertex{}
+	}
 	ids := make([]string, len(x.Vertices))
 	var tasks []string
 	for i, v := range x.Vertices {
 		ids[i] = v.VertexID
 		if !slices.Contains(tasks, v.TaskName) {
 			tasks = append(tasks, v.TaskName)
+		}
+	}
+	for _, u := range x.Unidentified {
+		if !slices.Contains(tasks, u.TaskName) {
+			tasks = append(tasks, u.TaskName)
 		}
 	}
 	ex := rescale.Exclusion{VertexIDs: ids}

@@ -81,7 +81,7 @@ func actionsStore(t *testing.T) *pageStore {
 		open("ds", "Window agg", 3, skew.CauseDataSkew),
 		open("slow", "Sink: es", 2, skew.CauseSlowSubtask),
 		open("rot-noid", "Keyed", 1, skew.CauseRotatingHotKey),
-		open("rot-noplan", "Rotating", 0, skew.CauseRotatingHotKey),
+		open("rot-noplan", "Rotating", -1, skew.CauseRotatingHotKey), // task-wide, as the tracker folds a rotating hot key
 		open("hk", "Window agg", 3, incident.CauseHotKey),
 		open("ckpt", "Sink: es", 2, skew.CauseCheckpointRisk),
 		closed, otherJob,
@@ -134,7 +134,10 @@ func TestActionsEndpoint(t *testing.T) {
 		!slices.Equal(ds.HotKeys, []string{"u42"}) || ds.Parallelism != 4 {
 		t.Errorf("salting plan action %+v", ds)
 	}
-	if a := byID["rot-noplan"]; a.SaltingPlan == nil || a.SaltingPlan.InForce || !strings.Contains(a.Reason, "No salting plan is served") {
+	// The task-wide incident takes its task's latest finding, on
+	// whichever subtask the hot spot was.
+	if a := byID["rot-noplan"]; a.SaltingPlan == nil || a.SaltingPlan.InForce || a.Subtask != -1 ||
+		a.Reason != "rotating_hot_key of Rotating No salting plan is served for the task yet." {
 		t.Errorf("rotating without a plan: %+v %+v", a, a.SaltingPlan)
 	}
 	if in := byID["slow"].Inspect; in == nil || in.TaskManagerID != "tm-1" || in.Host != "10.0.0.2" || in.TaskAttemptID != "14fc6da2" ||
@@ -175,6 +178,11 @@ func TestActionsFollowWhatIsLive(t *testing.T) {
 				}
 			}
 		}, ""},
+		{"a rotating hot key, task-wide, with a plan", func(st *pageStore) {
+			p := testPlan(jobID, "Rotating", 2, time.Now(), "u42|1")
+			p.ExpiresAt = time.Now().Add(time.Hour).UTC()
+			st.fakeStore.plans = append(st.fakeStore.plans, p)
+		}, vidWindow + ";" + vidSink},
 		{"a second skewed vertex with a plan", func(st *pageStore) {
 			st.findings[3].Evidence.VertexID = vidSink // Keyed's metrics carry task_id now
 		}, vidWindow + ";" + vidSink},
@@ -229,5 +237,19 @@ func TestActionsRequests(t *testing.T) {
 				t.Errorf("%d %s, want %d %s", r.code, r.body, tt.code, tt.body)
 			}
 		})
+	}
+}
+
+// TestExclusionOfUnidentifiedTasksOnly: tasks without a vertex id are
+// named, the value and patch stay empty, and vertices is a list.
+func TestExclusionOfUnidentifiedTasksOnly(t *testing.T) {
+	a := exclusionAction(autoscalerExclusion{Unidentified: []unidentifiedTask{{TaskName: "Keyed", IncidentID: "i1"}}})
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := a.Autoscaler; x.Value != "" || x.FlinkDeploymentPatch != "" || !strings.Contains(string(b), `"vertices":[]`) ||
+		!strings.Contains(a.Reason, `The saturation of "Keyed" is a hot key`) || !strings.Contains(a.Reason, "no task_id") {
+		t.Errorf("exclusion %s", b)
 	}
 }
