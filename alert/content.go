@@ -132,6 +132,9 @@ func (t *Tracker) annotations(st *state) map[string]string {
 		if s.TaskAttemptID != "" {
 			a["task_attempt_id"] = clean(s.TaskAttemptID)
 		}
+		if s.TaskManagerID != "" {
+			a["tm_id"] = clean(s.TaskManagerID)
+		}
 		if ev := s.Evidence; ev != nil {
 			if ev.TimeBucketKey != "" {
 				a["time_bucket_key"] = clean(ev.TimeBucketKey)
@@ -139,6 +142,15 @@ func (t *Tracker) annotations(st *state) map[string]string {
 			if ev.RecommendedParallelism > 0 {
 				a["parallelism"] = strconv.Itoa(ev.Parallelism)
 				a["recommended_parallelism"] = strconv.Itoa(ev.RecommendedParallelism)
+			}
+			// The rescale in the two forms one pastes: the option's value
+			// and the flink run argument (the others are in evidence).
+			if r := ev.Rescale; r != nil && s.Cause == skew.CauseUnderProvisioned {
+				a["parallelism_overrides"] = clean(r.Overrides)
+				a["flink_run"] = clean(r.FlinkRun)
+			}
+			if in := ev.Inspect; in != nil && in.ThreadDump != "" {
+				a["thread_dump"] = clean(in.ThreadDump)
 			}
 		}
 	}
@@ -287,9 +299,14 @@ func (t *Tracker) runbook(st *state) string {
 				where += " (task attempt " + f.TaskAttemptID + ")"
 			}
 		}
-		return "jstack " + where + " and check the sink client for blocked requests; look at GC. Its input is no larger than its peers', so more parallelism or salting will not help."
+		return "jstack " + where + " and check the sink client for blocked requests; look at GC." + inspectText(f, ev) +
+			" Its input is no larger than its peers', so more parallelism or salting will not help."
 	case incident.CauseHotKey, skew.CauseDataSkew:
-		return t.applyPlan(st.id) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
+		s := t.applyPlan(st.id) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
+		if st.id.Cause == skew.CauseDataSkew {
+			s += t.autoscalerHint(st.id)
+		}
+		return s
 	case skew.CauseRotatingHotKey:
 		what := "The hot subtask moves over time"
 		if ev != nil && ev.TimeBucketKey != "" {
@@ -298,16 +315,23 @@ func (t *Tracker) runbook(st *state) string {
 			what = fmt.Sprintf("The hot subtask moves over time (it was subtask %d before)", *ev.PreviousHotSubtask)
 		}
 		return what + ": key by the entity and keep the time bucket in the window (or salt the time-bucketed key), so that no single subtask owns a whole bucket; a salting plan for one bucket goes stale with the next. Meanwhile " +
-			strings.ToLower(t.applyPlan(st.id)[:1]) + t.applyPlan(st.id)[1:] + " or enable TWO_PHASE aggregation."
+			strings.ToLower(t.applyPlan(st.id)[:1]) + t.applyPlan(st.id)[1:] + " or enable TWO_PHASE aggregation." + t.autoscalerHint(st.id)
 	case skew.CauseUnderProvisioned:
 		if ev != nil && ev.RecommendedParallelism > 0 {
 			s := fmt.Sprintf("Raise the parallelism of %q from %d to %d", st.id.TaskName, ev.Parallelism, ev.RecommendedParallelism)
-			if ev.MaxParallelism > 0 {
-				s += fmt.Sprintf(" (a divisor of its max parallelism %d)", ev.MaxParallelism)
+			switch {
+			case ev.MaxParallelism > 0 && ev.MaxParallelism%ev.RecommendedParallelism == 0:
+				s += fmt.Sprintf(" (a divisor of its max parallelism %d, so every subtask owns as many key groups)", ev.MaxParallelism)
+			case ev.MaxParallelism > 0:
+				s += fmt.Sprintf(" (no divisor of its max parallelism %d is near: key groups stay uneven; raise the max parallelism too)", ev.MaxParallelism)
 			}
 			s += "; the input is balanced, so salting will not help."
+			if r := ev.Rescale; r != nil {
+				s += fmt.Sprintf(" Flink 1.x: stop the job with a savepoint and resubmit it with %s (on Kubernetes, apply the evidence's rescale.flink_deployment_patch to the FlinkDeployment); Flink 2.x ignores that for DataStream jobs (FLINK-38770): with jobmanager.scheduler: adaptive, PUT %s to %s.",
+					r.FlinkRun, r.ResourceRequirements, r.ResourceRequirementsPath)
+			}
 			if len(ev.ChainableWith) > 0 {
-				s += " At that parallelism it can be chained with " + strings.Join(quoteAll(ev.ChainableWith), ", ") + "."
+				s += " At that parallelism it matches " + strings.Join(quoteAll(ev.ChainableWith), ", ") + ": over a forward edge Flink can chain them and save a network shuffle."
 			}
 			return s
 		}
@@ -321,6 +345,41 @@ func (t *Tracker) runbook(st *state) string {
 			": relieve it first (see its own alert for the cause). Meanwhile unaligned checkpoints (execution.checkpointing.unaligned.enabled: true) or buffer debloating (taskmanager.network.memory.buffer-debloat.enabled: true) let the barrier pass the backlog; a longer timeout only postpones the failure."
 	}
 	return ""
+}
+
+// inspectText is a slow subtask's REST requests (the finding's
+// evidence.inspect) for its runbook, "" when it has none.
+func inspectText(f *skew.Finding, ev *skew.Evidence) string {
+	if ev == nil || ev.Inspect == nil {
+		return ""
+	}
+	in := ev.Inspect
+	var parts []string
+	if in.ThreadDump != "" {
+		what := "the whole TaskManager's threads"
+		if f.TaskManagerID != "" {
+			what = "the threads of TaskManager " + f.TaskManagerID
+		}
+		parts = append(parts, what+": "+in.ThreadDump)
+	}
+	if in.FlameGraph != "" {
+		parts = append(parts, "the subtask's own (with rest.flamegraph.enabled: true): "+in.FlameGraph)
+	}
+	if in.Subtask != "" {
+		parts = append(parts, "the TaskManager it runs in now (taskmanager-id): "+in.Subtask)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " From Flink's REST API, " + strings.Join(parts, "; ") + "."
+}
+
+// autoscalerHint points a skew runbook at the job's actions, which hold
+// the Flink autoscaler setting that keeps it off the vertex while the
+// plan is in force (one place computes it: GET /v1/actions/{job_id}).
+func (t *Tracker) autoscalerHint(id incident.Identity) string {
+	return " With the Flink autoscaler on, keep it off this vertex while the plan is in force (job.autoscaler.vertex.exclude.ids: GET " +
+		strings.TrimRight(t.cfg.SaltingURL, "/") + "/v1/actions/" + url.PathEscape(id.JobID) + ")."
 }
 
 // applyPlan is the salting half of a skew runbook.

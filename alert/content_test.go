@@ -13,6 +13,7 @@ import (
 
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/rescale"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -32,11 +33,40 @@ func firingOf(t *testing.T, cfg TrackerConfig, fs ...skew.Finding) Alert {
 	return firing[0]
 }
 
+// readyFindings returns an under_provisioned finding whose evidence has
+// the rescale in every form, and a slow_subtask one with its TaskManager
+// id and REST requests, as the engine writes them.
+func readyFindings(t *testing.T) (up, slow skew.Finding) {
+	t.Helper()
+	const vid = "cbc357ccb763df2852fee8c4fc7d55f2"
+	up = sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
+	up.Host, up.TaskAttemptID = "", ""
+	up.Evidence.VertexID, up.Evidence.Parallelism, up.Evidence.MaxParallelism, up.Evidence.RecommendedParallelism = vid, 4, 128, 8
+	c, err := rescale.New("j1", rescale.Vertex{ID: vid, Parallelism: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Evidence.Rescale, err = c.Forms(); err != nil {
+		t.Fatal(err)
+	}
+	slow = sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0)
+	slow.TaskManagerID = "10.0.0.2:6122-f1c0e9"
+	slow.Evidence.VertexID = vid
+	slow.Evidence.Inspect = &skew.Inspect{
+		Subtask:    "GET /jobs/j1/vertices/" + vid + "/subtasks/2",
+		ThreadDump: "GET /taskmanagers/10.0.0.2:6122-f1c0e9/thread-dump",
+		FlameGraph: "GET /jobs/j1/vertices/" + vid + "/flamegraph?type=full&subtaskindex=2",
+		Jstack:     "on host 10.0.0.2: jstack <pid> (the TaskManagerRunner's pid: jps -l)",
+	}
+	return up, slow
+}
+
 func TestAlertContent(t *testing.T) {
-	up := sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
-	up.Evidence.Parallelism, up.Evidence.MaxParallelism, up.Evidence.RecommendedParallelism = 4, 128, 8
+	up, slow := readyFindings(t)
 	up.Evidence.ChainableWith = []string{"Sink: es"}
-	up.Host = ""
+	upUneven := sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
+	upUneven.Host = ""
+	upUneven.Evidence.Parallelism, upUneven.Evidence.MaxParallelism, upUneven.Evidence.RecommendedParallelism = 90, 128, 100
 	rot := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
 	rot.Evidence.TimeBucketKey = "u42|1593004200000"
 	rotMoved := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
@@ -80,7 +110,8 @@ func TestAlertContent(t *testing.T) {
 			labels: map[string]string{"alertname": "FlinkSubtaskSkew", "severity": "page", "job_id": "j1", "job_name": "name-j1",
 				"task_name": "Window agg", "subtask": "3", "cause": "data_skew", "host": "10.0.0.2"},
 			annotation: map[string]string{
-				"runbook":              "Apply salting plan v7 (GET http://skewlens:8080/v1/salting/j1/Window%20agg) or enable TWO_PHASE aggregation",
+				"runbook": "Apply salting plan v7 (GET http://skewlens:8080/v1/salting/j1/Window%20agg) or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key). " +
+					"With the Flink autoscaler on, keep it off this vertex while the plan is in force (job.autoscaler.vertex.exclude.ids: GET http://skewlens:8080/v1/actions/j1).",
 				"salting_plan":         "http://skewlens:8080/v1/salting/j1/Window%20agg",
 				"salting_plan_version": "7",
 				"hot_keys":             `"u42" 31.0%`,
@@ -170,10 +201,42 @@ func TestAlertContent(t *testing.T) {
 			labels: map[string]string{"alertname": "FlinkUnderProvisioned", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
 				"task_name": "agg", "cause": "under_provisioned"},
 			annotation: map[string]string{
-				"runbook":                 `Raise the parallelism of "agg" from 4 to 8 (a divisor of its max parallelism 128); the input is balanced, so salting will not help. At that parallelism it can be chained with "Sink: es".`,
+				"runbook": `Raise the parallelism of "agg" from 4 to 8 (a divisor of its max parallelism 128, so every subtask owns as many key groups); the input is balanced, so salting will not help. ` +
+					`Flink 1.x: stop the job with a savepoint and resubmit it with -Dpipeline.jobvertex-parallelism-overrides=cbc357ccb763df2852fee8c4fc7d55f2:8 (on Kubernetes, apply the evidence's rescale.flink_deployment_patch to the FlinkDeployment); ` +
+					`Flink 2.x ignores that for DataStream jobs (FLINK-38770): with jobmanager.scheduler: adaptive, PUT {"cbc357ccb763df2852fee8c4fc7d55f2":{"parallelism":{"lowerBound":1,"upperBound":8}}} to /jobs/j1/resource-requirements. ` +
+					`At that parallelism it matches "Sink: es": over a forward edge Flink can chain them and save a network shuffle.`,
 				"recommended_parallelism": "8", "parallelism": "4",
+				"parallelism_overrides": "cbc357ccb763df2852fee8c4fc7d55f2:8",
+				"flink_run":             "-Dpipeline.jobvertex-parallelism-overrides=cbc357ccb763df2852fee8c4fc7d55f2:8",
+				"evidence":              `"rescale":{"overrides":"cbc357ccb763df2852fee8c4fc7d55f2:8",`,
 			},
-			absent: []string{"salting_plan", "host"},
+			absent: []string{"salting_plan", "host", "thread_dump"},
+		},
+		{
+			name: "under provisioned where no divisor is near, without a vertex id",
+			fs:   []skew.Finding{upUneven},
+			labels: map[string]string{"alertname": "FlinkUnderProvisioned", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "agg", "cause": "under_provisioned"},
+			annotation: map[string]string{
+				"runbook": `Raise the parallelism of "agg" from 90 to 100 (no divisor of its max parallelism 128 is near: key groups stay uneven; raise the max parallelism too); the input is balanced, so salting will not help.`,
+			},
+			absent: []string{"parallelism_overrides", "flink_run"},
+		},
+		{
+			name: "slow subtask with its TaskManager id",
+			fs:   []skew.Finding{slow},
+			labels: map[string]string{"alertname": "FlinkSlowSubtask", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Sink: es", "subtask": "2", "cause": "slow_subtask", "host": "10.0.0.2"},
+			annotation: map[string]string{
+				"runbook": "jstack the TaskManager on host 10.0.0.2 (task attempt 14fc6da2) and check the sink client for blocked requests; look at GC. " +
+					"From Flink's REST API, the threads of TaskManager 10.0.0.2:6122-f1c0e9: GET /taskmanagers/10.0.0.2:6122-f1c0e9/thread-dump; " +
+					"the subtask's own (with rest.flamegraph.enabled: true): GET /jobs/j1/vertices/cbc357ccb763df2852fee8c4fc7d55f2/flamegraph?type=full&subtaskindex=2; " +
+					"the TaskManager it runs in now (taskmanager-id): GET /jobs/j1/vertices/cbc357ccb763df2852fee8c4fc7d55f2/subtasks/2. " +
+					"Its input is no larger than its peers', so more parallelism or salting will not help.",
+				"tm_id": "10.0.0.2:6122-f1c0e9", "thread_dump": "GET /taskmanagers/10.0.0.2:6122-f1c0e9/thread-dump",
+				"evidence": `"inspect":{"subtask":"GET /jobs/j1/vertices/`,
+			},
+			absent: []string{"salting_plan", "flink_run"},
 		},
 		{
 			name: "checkpoint risk",
@@ -246,8 +309,7 @@ func TestLabelsFixedWhileFiring(t *testing.T) {
 // every cause (the webhook and Kafka contract). Run with -update to
 // rewrite testdata/alerts.golden after a deliberate change.
 func TestAlertJSONGolden(t *testing.T) {
-	up := sat("j1", "agg", -1, skew.CauseUnderProvisioned, 0)
-	up.Evidence.Parallelism, up.Evidence.MaxParallelism, up.Evidence.RecommendedParallelism = 4, 128, 8
+	up, slow := readyFindings(t)
 	rot := sat("j1", "agg", 5, skew.CauseRotatingHotKey, 0)
 	rot.Evidence.TimeBucketKey = "u42|1593004200000"
 	ds := sat("j1", "agg", 3, skew.CauseDataSkew, 0)
@@ -265,7 +327,7 @@ func TestAlertJSONGolden(t *testing.T) {
 	enc.SetIndent("", "  ")
 	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
 	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
-	events := tr.Observe([]skew.Finding{ds, hk, rot, up, sat("j1", "Sink: es", 2, skew.CauseSlowSubtask, 0), ckpt})
+	events := tr.Observe([]skew.Finding{ds, hk, rot, up, slow, ckpt})
 	events = append(events, tr.Advance(100_000)...)
 	for _, e := range events {
 		if e.Notify() {

@@ -1,8 +1,11 @@
 // Package serve is the HTTP service of skewlens serve: it serves the
 // current salting plans (with the operators' overrides applied), recent
 // findings, the per-subtask statistics (apart from the findings: GET
-// /v1/stats) and the audit log from ClickHouse, and lets operators pin,
-// override or exclude keys from a plan. docs/api.md shows how to use it;
+// /v1/stats), the incidents, each job's changes ready to apply (GET
+// /v1/actions/{job_id}, derived per request from its open incidents,
+// their latest findings and the plans served now) and the audit log from
+// ClickHouse, and lets operators pin, override or exclude keys from a
+// plan. docs/api.md shows how to use it;
 // docs/openapi.yaml describes every endpoint. It also serves the web view
 // (package webui) at GET /, a page that reads these same endpoints.
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/rescale"
 )
 
 // loadOpenAPI parses docs/openapi.yaml.
@@ -150,19 +151,27 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	types := map[string]any{
-		"Plan":            plans.Plan{},
-		"HotKey":          plans.HotKey{},
-		"SaltTarget":      skew.SaltTarget{},
-		"SubtaskStats":    skew.SubtaskStats{},
-		"Override":        plans.Override{},
-		"AuditEntry":      servestore.AuditEntry{},
-		"Error":           apiError{},
-		"PinRequest":      pinRequest{},
-		"OverrideRequest": overrideRequest{},
-		"ExcludeRequest":  excludeRequest{},
-		"HotKeyFinding":   skew.HotKey{},
-		"Incident":        incident.Incident{},
-		"IncidentStat":    incident.Stat{},
+		"Plan":                plans.Plan{},
+		"HotKey":              plans.HotKey{},
+		"SaltTarget":          skew.SaltTarget{},
+		"SubtaskStats":        skew.SubtaskStats{},
+		"Override":            plans.Override{},
+		"AuditEntry":          servestore.AuditEntry{},
+		"Error":               apiError{},
+		"PinRequest":          pinRequest{},
+		"OverrideRequest":     overrideRequest{},
+		"ExcludeRequest":      excludeRequest{},
+		"HotKeyFinding":       skew.HotKey{},
+		"Incident":            incident.Incident{},
+		"IncidentStat":        incident.Stat{},
+		"ActionList":          actionList{},
+		"Action":              action{},
+		"RescaleAction":       rescaleAction{},
+		"RescaleForms":        rescale.Forms{},
+		"PlanRef":             planRef{},
+		"AutoscalerExclusion": autoscalerExclusion{},
+		"InspectAction":       inspectAction{},
+		"Inspect":             skew.Inspect{},
 	}
 	for name, v := range types {
 		schema := node(doc, "components", "schemas", name)

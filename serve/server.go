@@ -229,6 +229,7 @@ func (s *Server) routes() []route {
 		{http.MethodDelete, "/v1/salting/{job_id}/{task_name}/overrides/{action}", s.deleteOverride},
 		{http.MethodGet, "/v1/findings", s.getFindings},
 		{http.MethodGet, "/v1/incidents", s.getIncidents},
+		{http.MethodGet, "/v1/actions/{job_id}", s.getActions},
 		{http.MethodGet, "/v1/stats", s.getStats},
 		{http.MethodGet, "/v1/audit", s.getAudit},
 	}

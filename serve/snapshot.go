@@ -24,6 +24,9 @@ type snapshot struct {
 	expires time.Time
 	all     []byte              // {"plans":[...]}
 	tasks   map[planTask][]byte // one plan each
+	// served is the plan served for each task (GET /v1/actions reads
+	// which plans are in force); not to be modified.
+	served map[planTask]*plans.Plan
 	// staleSince is set on the copy of the last good snapshot that get
 	// hands out while the store is unavailable: since when it has been.
 	staleSince time.Time
@@ -200,7 +203,7 @@ func buildSnapshot(ctx context.Context, store servestore.Store, now time.Time) (
 	slices.SortFunc(ids, func(a, b planTask) int {
 		return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.task, b.task))
 	})
-	snap := &snapshot{tasks: make(map[planTask][]byte, len(ids))}
+	snap := &snapshot{tasks: make(map[planTask][]byte, len(ids)), served: make(map[planTask]*plans.Plan, len(ids))}
 	var all bytes.Buffer
 	all.WriteString(`{"plans":[`)
 	n := 0
@@ -213,7 +216,7 @@ func buildSnapshot(ctx context.Context, store servestore.Store, now time.Time) (
 		if err != nil {
 			return nil, fmt.Errorf("encode plan %s: %w", plans.Key(t.job, t.task), err)
 		}
-		snap.tasks[t] = body
+		snap.tasks[t], snap.served[t] = body, p
 		if n > 0 {
 			all.WriteByte(',')
 		}

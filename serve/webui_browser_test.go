@@ -16,6 +16,7 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv/browsertest"
 	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/rescale"
 )
 
 // pageStore is an in-memory store for the web view's browser test that
@@ -107,7 +108,7 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 		if w >= 2 {
 			st.findings = append(st.findings,
 				skew.Finding{Kind: skew.KindSaturation, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(hotSubtask),
-					WindowStart: ws, WindowEnd: we, Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 990}},
+					WindowStart: ws, WindowEnd: we, Saturation: &skew.Saturation{Cause: skew.CauseDataSkew, Evidence: &skew.Evidence{BusyMsPerSecond: 990, VertexID: vidWindow}},
 					Summary: "Subtask 2 of " + taskName + " is saturated because of " + key[:60]},
 				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(hotSubtask),
 					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: key, Share: 0.18, ShareMargin: 0.031, Rule: "subtask",
@@ -120,7 +121,22 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "tiny-key", Share: 0.004, ShareMargin: 0.002, Rule: "task", Saturated: ptr(true)}})
 		}
 	}
+	// An under_provisioned task with its rescale in every form.
+	c, err := rescale.New(hostileJob, rescale.Vertex{ID: vidAgg, Parallelism: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms, err := c.Forms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.findings = append(st.findings, skew.Finding{Kind: skew.KindSaturation, JobID: hostileJob, JobName: jobName, TaskName: "agg",
+		WindowStart: start + 5*win, WindowEnd: start + 6*win, Summary: "agg is too small",
+		Saturation: &skew.Saturation{Cause: skew.CauseUnderProvisioned, Evidence: &skew.Evidence{VertexID: vidAgg, Parallelism: 4,
+			MaxParallelism: 128, RecommendedParallelism: 8, ChainableWith: []string{"sink"}, Rescale: forms}}})
 	st.incidents = []incident.Incident{
+		{ID: "inc-up", JobID: hostileJob, JobName: jobName, TaskName: "agg", Subtask: -1, Cause: skew.CauseUnderProvisioned,
+			State: incident.StateOpen, Start: start + 4*win, LastSeen: start + 6*win, Windows: 2},
 		{ID: "inc-open", JobID: hostileJob, JobName: jobName, TaskName: taskName, Subtask: hotSubtask, Cause: skew.CauseDataSkew,
 			State: incident.StateOpen, Start: start + 2*win, LastSeen: start + 6*win, Windows: 4, Summary: "summary with " + jobName},
 		{ID: "inc-closed", JobID: quietJob, JobName: "aaa quiet", TaskName: "Map", Subtask: 0, Cause: skew.CauseSlowSubtask,
@@ -136,7 +152,7 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	defer web.Close()
 
 	var got pageView
-	err := chromedp.Do(ctx,
+	err = chromedp.Do(ctx,
 		chromedp.Navigate(web.URL+"/?refresh=0"),
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := chromedp.Poll[bool](`document.body.dataset.loaded !== undefined || !document.getElementById("error").hidden`,
@@ -163,7 +179,7 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	// The job list names each run by name and short id (skew.JobLabel's
 	// JavaScript twin), the hostile name cut to 40 characters and escaped.
 	if want := []string{
-		strings.ReplaceAll(jobName, "\n", `\x0a`)[:40] + "… (" + hostileJob[:skew.ShortJobID] + ") · 1 open",
+		strings.ReplaceAll(jobName, "\n", `\x0a`)[:40] + "… (" + hostileJob[:skew.ShortJobID] + ") · 2 open",
 		skew.JobLabel("aaa quiet", quietJob),
 	}; !slices.Equal(got.Nav, want) {
 		t.Errorf("job list %q, want %q", got.Nav, want)
@@ -180,8 +196,22 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 	if got.BPValue != "700" {
 		t.Errorf("back-pressure heat map, subtask 0: %q ms/s, want 700", got.BPValue)
 	}
-	if !slices.Equal(got.Incidents, []string{"inc-open"}) {
-		t.Errorf("open incidents listed %q, want inc-open", got.Incidents)
+	if !slices.Equal(got.Incidents, []string{"inc-up", "inc-open"}) {
+		t.Errorf("open incidents listed %q, want inc-up, inc-open", got.Incidents)
+	}
+	// The changes ready to apply (GET /v1/actions): the rescale in its
+	// forms, the plan in force, and the autoscaler kept off the vertex.
+	if want := []string{"salting_plan|inc-open", "rescale|inc-up", "autoscaler_exclude|"}; !slices.Equal(got.Actions, want) {
+		t.Errorf("actions %q, want %q", got.Actions, want)
+	}
+	if want := "-Dpipeline.jobvertex-parallelism-overrides=" + vidAgg + ":8"; got.FlinkRun != want {
+		t.Errorf("flink run form %q, want %q", got.FlinkRun, want)
+	}
+	if want := "spec:\n  flinkConfiguration:\n    pipeline.jobvertex-parallelism-overrides: \"" + vidAgg + ":8\"\n"; got.Patch != want {
+		t.Errorf("FlinkDeployment patch %q, want %q (its lines kept)", got.Patch, want)
+	}
+	if want := "job.autoscaler.vertex.exclude.ids: " + vidWindow; got.Exclude != want {
+		t.Errorf("autoscaler exclusion %q, want %q", got.Exclude, want)
 	}
 	// The fix's receipt, as -o text writes it.
 	if want := "resolved by plan v3: busy 995 → 510 ms/s, key on 4 subtasks, 40s after the plan"; got.Receipt != want {
@@ -221,6 +251,10 @@ type pageView struct {
 	Receipt   string   `json:"receipt"`
 	KeyRow    int      `json:"keyRow"`
 	Salted    []string `json:"salted"`
+	Actions   []string `json:"actions"`
+	FlinkRun  string   `json:"flinkRun"`
+	Patch     string   `json:"patch"`
+	Exclude   string   `json:"exclude"`
 	Shares    []string `json:"shares"`
 	Error     string   `json:"error"`
 }
@@ -254,6 +288,10 @@ func pageProbe(jobID, key string) string {
     salted: [...task.querySelectorAll(".plan li")].map((l) => l.textContent.replace(/^.*?(#\d+) → (\d+)$/s, "$1→$2")),
     shares: [...task.querySelectorAll("tr.hot-key")].map((r) => [r.dataset.key === key ? "hostile" : r.dataset.key,
       r.querySelector("td.share").textContent, r.querySelector("td.subtask-share").textContent, r.dataset.rule || ""].join("|")),
+    actions: [...sec.querySelectorAll(".actions .action")].map((a) => a.dataset.kind + "|" + a.dataset.incidentId),
+    flinkRun: (sec.querySelector('.actions pre[data-form="flink_run"]') || { textContent: "" }).textContent,
+    patch: (sec.querySelector('.actions pre[data-form="flink_deployment_patch"]') || { textContent: "" }).textContent,
+    exclude: (sec.querySelector('.actions pre[data-form="autoscaler_exclude"]') || { textContent: "" }).textContent,
     error: err.hidden ? "" : err.textContent,
   };
 })()`

@@ -3,10 +3,13 @@ package skew
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skewlens/skewlens/skew/rescale"
 )
 
 type jobCtx struct {
@@ -595,6 +598,7 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 		}
 		h := &t.subs[i]
 		ev := e.evidence(ctx, tc, i)
+		ev.VertexID = tc.t.id
 		ev.SustainedWindows = h.sustained
 		ev.SaturatedForMs = s.satFor
 		ev.InputRatio = round(ratios[i], 2)
@@ -638,7 +642,7 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 		f := base
 		f.Kind = KindSaturation
 		f.SubtaskIndex = intPtr(i)
-		sat := &Saturation{Host: h.host, TaskAttemptID: h.attempt, Evidence: ev}
+		sat := &Saturation{Host: h.host, TaskAttemptID: h.attempt, TaskManagerID: h.tmID, Evidence: ev}
 		f.Saturation = sat
 		switch {
 		case ratios[i] >= cfg.SkewRatio || sampleSkew:
@@ -665,6 +669,7 @@ func (e *Engine) saturation(ctx *jobCtx, tc *taskCtx, base Finding, hot *[]hotKe
 			f.Summary = skewSummary(base, i, ev, onSub, sat.Cause, move)
 		default:
 			sat.Cause = CauseSlowSubtask
+			ev.Inspect = inspect(base.JobID, tc.t.id, i, h.tmID, h.host)
 			if h.host != "" {
 				if slowHosts == nil {
 					slowHosts = map[string]int{}
@@ -795,6 +800,9 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 	}
 	want = max(want, p+1)
 	ev.RecommendedParallelism = scaleToDivisor(want, maxP)
+	if c, err := rescale.New(base.JobID, rescale.Vertex{ID: tc.t.id, Parallelism: ev.RecommendedParallelism}); err == nil {
+		ev.Rescale, _ = c.Forms() // nil when it cannot be written, as without a vertex id
+	}
 	for j := range ctx.tasks {
 		o := &ctx.tasks[j]
 		if o.t == tc.t {
@@ -903,18 +911,50 @@ func slowSummary(f *Finding, slowOnHost int) string {
 		*f.SubtaskIndex, f.TaskName, ev.BusyMsPerSecond, ratioText(ev.InputRatio))
 	if f.Host != "" {
 		fmt.Fprintf(&b, "; jstack the TaskManager on host %s", f.Host)
-		if f.TaskAttemptID != "" {
-			fmt.Fprintf(&b, " (attempt %s)", f.TaskAttemptID)
-		}
-		b.WriteString(", check its sink client for blocked requests, and look at GC")
-		if slowOnHost > 1 {
-			fmt.Fprintf(&b, "; %d slow subtasks share this host, so suspect the host itself", slowOnHost)
-		}
 	} else {
-		b.WriteString("; jstack its TaskManager, check its sink client for blocked requests, and look at GC")
+		b.WriteString("; jstack its TaskManager")
+	}
+	var ids []string
+	if f.TaskManagerID != "" {
+		ids = append(ids, "TaskManager "+f.TaskManagerID)
+	}
+	if f.TaskAttemptID != "" && f.Host != "" {
+		ids = append(ids, "attempt "+f.TaskAttemptID)
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(ids, ", "))
+	}
+	if ev.Inspect != nil && ev.Inspect.ThreadDump != "" {
+		fmt.Fprintf(&b, " or take its thread dump (%s)", ev.Inspect.ThreadDump)
+	}
+	b.WriteString(", check its sink client for blocked requests, and look at GC")
+	if f.Host != "" && slowOnHost > 1 {
+		fmt.Fprintf(&b, "; %d slow subtasks share this host, so suspect the host itself", slowOnHost)
 	}
 	b.WriteString(".")
 	return b.String()
+}
+
+// inspect says how to look inside subtask n of vertex vertexID of job
+// jobID, running in TaskManager tmID on host: Flink's REST requests for
+// the ids known, and jstack on the host as the fallback. Ids from the
+// metrics are path-escaped.
+func inspect(jobID, vertexID string, n int, tmID, host string) *Inspect {
+	in := &Inspect{}
+	if jobID != "" && vertexID != "" {
+		v := "/jobs/" + url.PathEscape(jobID) + "/vertices/" + url.PathEscape(vertexID)
+		in.Subtask = "GET " + v + "/subtasks/" + strconv.Itoa(n)
+		in.FlameGraph = "GET " + v + "/flamegraph?type=full&subtaskindex=" + strconv.Itoa(n)
+	}
+	if tmID != "" {
+		in.ThreadDump = "GET /taskmanagers/" + url.PathEscape(tmID) + "/thread-dump"
+	}
+	where := "the TaskManager's host"
+	if host != "" {
+		where = "host " + host
+	}
+	in.Jstack = "on " + where + ": jstack <pid> (the TaskManagerRunner's pid: jps -l)"
+	return in
 }
 
 // ShareText formats a share (a fraction) with margin, half the width of

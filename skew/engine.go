@@ -177,7 +177,7 @@ type reading struct {
 }
 
 type subHistory struct {
-	host, attempt string
+	host, attempt, tmID string
 	// sustained counts the consecutive observed saturated windows, held
 	// is set once they met Config.SustainMs (see taskStats), and the
 	// busy counter's last run of saturated readings began at the reading
@@ -730,6 +730,9 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	// respell's first test, inline: the values rarely change.
 	if m.Host != h.host {
 		respell(&h.host, m.Host)
+	}
+	if m.TMID != h.tmID {
+		respell(&h.tmID, m.TMID)
 	}
 	if a := h.attempt; m.TaskAttemptID != a && respell(&h.attempt, m.TaskAttemptID) && a != "" {
 		h.starting = true // a new attempt starts up again

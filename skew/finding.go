@@ -1,5 +1,7 @@
 package skew
 
+import "github.com/skewlens/skewlens/skew/rescale"
+
 // Finding kinds.
 const (
 	KindHotKey      = "hot_key"
@@ -148,11 +150,15 @@ func (h *HotKey) Actionable() bool {
 	return h.Saturated == nil || *h.Saturated || h.SkewsSubtask
 }
 
-// Saturation is the body of a saturation finding.
+// Saturation is the body of a saturation finding. Host, TaskAttemptID
+// and TaskManagerID (Flink's tm_id, the id of the TaskManager in its REST
+// API) say where the subtask of a per-subtask finding runs, as its
+// metrics report them.
 type Saturation struct {
 	Cause         string    `json:"cause"`
 	Host          string    `json:"host,omitempty"`
 	TaskAttemptID string    `json:"task_attempt_id,omitempty"`
+	TaskManagerID string    `json:"tm_id,omitempty"`
 	Evidence      *Evidence `json:"evidence"`
 }
 
@@ -201,15 +207,37 @@ type Evidence struct {
 	TimeBucketKey       string   `json:"time_bucket_key,omitempty"`
 	PreviousHotSubtask  *int     `json:"previous_hot_subtask,omitempty"`
 	UpstreamBackPressed []string `json:"backpressured_tasks,omitempty"`
-	// The fields below are set for under_provisioned only. VertexID is
-	// Flink's JobVertexID of the task (its metric scope's task_id, as the
-	// REST API's vertices[].id shows it), when the metrics carry it.
-	VertexID               string   `json:"vertex_id,omitempty"`
-	Parallelism            int      `json:"parallelism,omitempty"`
-	MaxParallelism         int      `json:"max_parallelism,omitempty"`
-	TrueRatePerSubtask     float64  `json:"true_rate_per_subtask,omitempty"`
-	RecommendedParallelism int      `json:"recommended_parallelism,omitempty"`
-	ChainableWith          []string `json:"chainable_with,omitempty"`
+	// VertexID is Flink's JobVertexID of the task (its metric scope's
+	// task_id, as the REST API's vertices[].id shows it), when the metrics
+	// carry it: what Flink's per-vertex settings and REST paths name.
+	VertexID string `json:"vertex_id,omitempty"`
+	// Inspect is set for slow_subtask: how to look inside the subtask.
+	Inspect *Inspect `json:"inspect,omitempty"`
+	// The fields below are set for under_provisioned only. Rescale is the
+	// recommended parallelism in the forms Flink users apply it (package
+	// skew/rescale), when VertexID is known.
+	Rescale                *rescale.Forms `json:"rescale,omitempty"`
+	Parallelism            int            `json:"parallelism,omitempty"`
+	MaxParallelism         int            `json:"max_parallelism,omitempty"`
+	TrueRatePerSubtask     float64        `json:"true_rate_per_subtask,omitempty"`
+	RecommendedParallelism int            `json:"recommended_parallelism,omitempty"`
+	ChainableWith          []string       `json:"chainable_with,omitempty"`
+}
+
+// Inspect says how to look inside a slow subtask: requests to Flink's
+// REST API (paths relative to the JobManager's REST address; empty when
+// the ids they need are unknown) and the command of last resort.
+type Inspect struct {
+	// Subtask is the subtask's current attempt, whose taskmanager-id and
+	// endpoint name the TaskManager it runs in now.
+	Subtask string `json:"subtask,omitempty"`
+	// ThreadDump dumps the threads of the whole TaskManager (tm_id).
+	ThreadDump string `json:"thread_dump,omitempty"`
+	// FlameGraph samples the subtask's own threads; Flink serves it only
+	// with rest.flamegraph.enabled: true.
+	FlameGraph string `json:"flame_graph,omitempty"`
+	// Jstack is the fallback without the REST API: on the host.
+	Jstack string `json:"jstack"`
 }
 
 // KeyShare names a key, its share of the task's sampled records and of

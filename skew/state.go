@@ -113,6 +113,7 @@ type PoolWindowState struct {
 type SubtaskState struct {
 	Host      string `json:"host,omitempty"`
 	Attempt   string `json:"attempt,omitempty"`
+	TMID      string `json:"tm_id,omitempty"`
 	Sustained int    `json:"sustained,omitempty"`
 	// Held is set once the saturation met Config.SustainMs; SatSince and
 	// SatUntil are the busy counter's last run of saturated readings.
@@ -203,7 +204,7 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 				h := &t.subs[i]
 				in := h.last[cRecordsIn]
 				ss := SubtaskState{
-					Host: h.host, Attempt: h.attempt, Sustained: h.sustained,
+					Host: h.host, Attempt: h.attempt, TMID: h.tmID, Sustained: h.sustained,
 					Held: h.held, SatSince: h.satSince, SatUntil: h.satUntil,
 					CountTS: in.ts, Count: in.v, HasCount: in.ok, Starting: h.starting,
 				}
@@ -436,7 +437,7 @@ func restoreTask(j *jobState, ts *TaskState) (*taskState, error) {
 			return nil, fmt.Errorf("subtask %d: counters out of range", si)
 		}
 		h := &t.subs[si]
-		*h = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), sustained: ss.Sustained,
+		*h = subHistory{host: strings.Clone(ss.Host), attempt: strings.Clone(ss.Attempt), tmID: strings.Clone(ss.TMID), sustained: ss.Sustained,
 			held: ss.Held, satSince: ss.SatSince, satUntil: ss.SatUntil, starting: ss.Starting}
 		h.last[cRecordsIn] = reading{ts: ss.CountTS, v: ss.Count, ok: ss.HasCount}
 		for _, x := range [...]struct {

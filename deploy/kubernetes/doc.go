@@ -13,7 +13,11 @@
 // ships in its package, so the check works offline. It has no schema for
 // the operator's FlinkDeployment: that manifest is decoded strictly into
 // the spec fields it uses, its reporter keys are checked against
-// docs/flink.md, and its podTemplate is validated as a core/v1 Pod. They skip under go
-// test -short, and fail, never skip, in the full run when the tool cannot
-// be installed.
+// docs/flink.md, and its podTemplate is validated as a core/v1 Pod; and it
+// is validated, as shipped and with the FlinkDeployment patches skewlens
+// emits (skew/rescale) merged in, against the operator's own CRD
+// (testdata/, vendored from the operator's release 1.15.0) by
+// crdvalidate.py, on the jsonschema library of kubernetes-validate's
+// virtual environment. They skip under go test -short, and fail, never
+// skip, in the full run when the tool cannot be installed.
 package kubernetes

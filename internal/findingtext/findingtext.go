@@ -82,10 +82,29 @@ func WriteFinding(w io.Writer, f *skew.Finding, width int) error {
 		tail = fmt.Sprintf("busy %4.0f  bp %4.0f  idle %4.0f ms/s  in %9.1f/s  share %5.1f%%  inPool %.2f  outPool %.2f",
 			st.BusyMsPerSecond, st.BackPressuredMsPerSecond, st.IdleMsPerSecond, st.RecordsInPerSecond, st.InputShare*100, st.InPoolUsage, st.OutPoolUsage)
 	default:
-		tail = termtext.Clean(f.Summary, room(""), false)
+		tail = termtext.Clean(f.Summary+actText(f), room(""), false)
 	}
 	_, err := io.WriteString(w, termtext.Fit(head+tail, width)+"\n")
 	return err
+}
+
+// actText is what to run for a saturation finding, when its summary
+// does not say it already: the `flink run` argument of an
+// under_provisioned finding's rescale (the other forms are in its
+// evidence), or for a slow subtask whose TaskManager id is unknown the
+// REST request that names it.
+func actText(f *skew.Finding) string {
+	if f.Saturation == nil || f.Evidence == nil {
+		return ""
+	}
+	ev := f.Evidence
+	switch {
+	case f.Cause == skew.CauseUnderProvisioned && ev.Rescale != nil:
+		return " Apply: " + ev.Rescale.FlinkRun
+	case f.Cause == skew.CauseSlowSubtask && ev.Inspect != nil && ev.Inspect.ThreadDump == "" && ev.Inspect.Subtask != "":
+		return " Its TaskManager: " + ev.Inspect.Subtask
+	}
+	return ""
 }
 
 // textWhere is where a finding is: job/task #subtask, escaped; with a

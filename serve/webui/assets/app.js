@@ -1,7 +1,8 @@
 // skewlens web view: reads the JSON API of the server that serves it and
-// draws, per job, its incidents, a heat map of subtasks × windows per task
-// (busy time, and back-pressure apart), the hot keys over time and the
-// current salting plan.
+// draws, per job, its incidents, the changes ready to apply for the open
+// ones (GET /v1/actions/{job_id}), a heat map of subtasks × windows per
+// task (busy time, and back-pressure apart), the hot keys over time and
+// the current salting plan.
 //
 // Safety: every string that comes from the API (job, task and key names
 // among them) reaches the page as a text node or an attribute value set
@@ -121,7 +122,7 @@
     ];
     const jobs = new Map();
     const job = (id, nm) => {
-      if (!jobs.has(id)) jobs.set(id, { id, name: nm || "", incidents: [], plans: [], stats: [], saturation: [], hotKeys: [] });
+      if (!jobs.has(id)) jobs.set(id, { id, name: nm || "", incidents: [], plans: [], stats: [], saturation: [], hotKeys: [], actions: [] });
       const j = jobs.get(id);
       if (!j.name && nm) j.name = nm;
       return j;
@@ -134,6 +135,7 @@
       j.stats = (await getJSON("v1/stats?" + q(id))).stats || [];
       j.saturation = (await getJSON("v1/findings?" + q({ ...id, kind: "saturation" }))).findings || [];
       j.hotKeys = (await getJSON("v1/findings?" + q({ ...id, kind: "hot_key" }))).findings || [];
+      if (openCount(j)) j.actions = (await getJSON("v1/actions/" + encodeURIComponent(j.id))).actions || [];
     }
     return [...jobs.values()];
   }
@@ -162,6 +164,7 @@
     sec.append(el("h2", {}, name(j.name || j.id), el("span", { class: "id" }, shown(j.id)),
       openCount(j) ? el("span", { class: "badge open" }, openCount(j) + " open incident" + (openCount(j) > 1 ? "s" : "")) : el("span", { class: "muted" }, "no open incident")));
     sec.append(renderIncidents(j));
+    if (j.actions.length) sec.append(renderActions(j));
     const tasks = new Map();
     const task = (t) => { if (!tasks.has(t)) tasks.set(t, { name: t, stats: [], saturation: [], hotKeys: [], plans: [] }); return tasks.get(t); };
     for (const s of j.stats) task(s.task_name).stats.push(s);
@@ -196,6 +199,60 @@
     box.append(el("table", { class: "list incidents" },
       el("thead", {}, el("tr", {}, ["state", "cause", "task", "subtask", "key", "start", "duration", "windows", "peak busy", "peak share", "latest summary"].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows)));
+    return box;
+  }
+
+  // renderActions draws the changes ready to apply for the job's open
+  // incidents, as GET /v1/actions/{job_id} gives them: each form in a
+  // block of its own, to copy as it is.
+  function renderActions(j) {
+    const box = el("div", { class: "actions" }, el("h3", {}, "Ready to apply"));
+    const form = (label, kind, text) => el("div", { class: "form" }, el("span", { class: "muted" }, label),
+      el("pre", { "data-form": kind, title: label }, String(text || "").split("\n").map((l) => shown(l, 4000)).join("\n")));
+    for (const a of j.actions) {
+      const where = a.task_name ? [name(a.task_name), a.subtask >= 0 ? " #" + a.subtask : ""] : [];
+      const div = el("div", { class: "action", "data-kind": a.kind, "data-incident-id": a.incident_id || "" });
+      if (a.rescale) {
+        const r = a.rescale;
+        div.append(el("h4", {}, causeBadge(a.cause), ...where, " rescale " + r.parallelism + " → " + r.recommended_parallelism));
+        div.append(el("p", { class: "muted" }, r.divides_max_parallelism
+          ? r.recommended_parallelism + " divides the max parallelism " + r.max_parallelism + ": every subtask owns as many key groups."
+          : "No divisor of the max parallelism " + r.max_parallelism + " is near: key groups stay uneven; raise the max parallelism too.",
+        (r.chainable_with || []).length ? " At " + r.recommended_parallelism + " it matches " + r.chainable_with.map((t) => JSON.stringify(shown(t, 60))).join(", ") +
+          ": over a forward edge Flink can chain them." : ""));
+        if (r.forms) {
+          const f = r.forms;
+          div.append(form("flink run (Flink 1.x, resubmitting from a savepoint)", "flink_run", f.flink_run),
+            form("pipeline.jobvertex-parallelism-overrides", "overrides", f.overrides),
+            form("FlinkDeployment patch (kubectl patch flinkdeployment NAME --type merge --patch-file FILE)", "flink_deployment_patch", f.flink_deployment_patch),
+            form("Flink 2.x, adaptive scheduler: PUT " + shown(f.resource_requirements_path, 200), "resource_requirements", JSON.stringify(f.resource_requirements)),
+            el("p", { class: "legend" }, shown(f.note, 600)));
+        } else {
+          div.append(el("p", { class: "muted" }, "The metrics carry no task_id: find the vertex id in Flink's GET /jobs/" + shown(j.id) + " (vertices[].id)."));
+        }
+      } else if (a.salting_plan) {
+        const p = a.salting_plan;
+        div.append(el("h4", {}, causeBadge(a.cause), ...where, p.in_force ? " salting plan v" + p.version + " in force" : " no salting plan in force yet"));
+        if (p.in_force) div.append(el("p", {}, el("a", { href: p.url.replace(/^\//, "") }, "GET " + shown(p.url, 300)), " · salts " + (p.hot_keys || []).map((k) => JSON.stringify(shown(k, 40))).join(", ") + " for parallelism " + p.parallelism));
+      } else if (a.autoscaler) {
+        const x = a.autoscaler;
+        div.append(el("h4", {}, el("span", { class: "badge" }, "autoscaler"), " keep the Flink autoscaler off " + x.vertices.length + " vertex" + (x.vertices.length === 1 ? "" : "es")));
+        if (x.value) div.append(form(x.key, "autoscaler_exclude", x.key + ": " + x.value), form("FlinkDeployment patch", "autoscaler_patch", x.flink_deployment_patch));
+        div.append(el("ul", { class: "plain" }, x.vertices.map((v) => el("li", {}, el("code", {}, shown(v.vertex_id)), " ", name(v.task_name), " (" + shown(v.cause, 40) + ", plan v" + v.plan_version + ")")),
+          (x.unidentified || []).map((u) => el("li", {}, name(u.task_name), " (its metrics carry no task_id: add its vertex id yourself)"))));
+      } else if (a.inspect) {
+        const i = a.inspect;
+        const ids = [i.host ? "host " + shown(i.host, 80) : "", i.tm_id ? "TaskManager " + shown(i.tm_id, 120) : "", i.task_attempt_id ? "attempt " + shown(i.task_attempt_id, 80) : ""].filter((x) => x);
+        div.append(el("h4", {}, causeBadge(a.cause), ...where, " look inside" + (ids.length ? ": " + ids.join(", ") : "")));
+        const rq = i.requests || {};
+        if (rq.thread_dump) div.append(form("thread dump of the whole TaskManager", "thread_dump", rq.thread_dump));
+        if (rq.flame_graph) div.append(form("the subtask's flame graph (rest.flamegraph.enabled: true)", "flame_graph", rq.flame_graph));
+        if (rq.subtask) div.append(form("the TaskManager it runs in now (taskmanager-id)", "subtask", rq.subtask));
+        if (rq.jstack) div.append(form("without the REST API", "jstack", rq.jstack));
+      }
+      div.append(el("p", { class: "summary" }, shown(a.reason, 800)));
+      box.append(div);
+    }
     return box;
   }
 
