@@ -209,7 +209,7 @@ func TestLoadIncidentsFollowedRun(t *testing.T) {
 	}
 	rows := []incident.Incident{
 		up("a", oldRun, "", incident.StateOpen, 60_000, 60_000),
-		up("a", oldRun, newRun, incident.StateOpen, 60_000, 90_000),  // followed
+		up("a", oldRun, newRun, incident.StateOpen, 60_000, 90_000),   // followed
 		up("a", oldRun, newRun, incident.StateOpen, 110_000, 110_000), // the new run's finding extended it
 		up("b", other, "", incident.StateOpen, 30_000, 30_000),
 	}
