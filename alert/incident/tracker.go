@@ -94,7 +94,7 @@ const (
 // replaced it instead), and the incidents each window opened, extended
 // or followed. Findings that make no alert
 // (hot keys that are not actionable, malformed ones) count only as their
-// job's reports and as evidence of a plan's effect, and findings of a
+// job's reports and as evidence of a plan's or a rescale's effect, and findings of a
 // job's windows that ended at or before the latest window already folded
 // in for that job are ignored: a replay after a restart, or the same call
 // repeated, changes nothing.
