@@ -42,9 +42,11 @@ type Config struct {
 	// goroutine.
 	Plan func(jobID, taskName string) (version uint64, at int64, ok bool) `kong:"-"`
 	// ReliefWithin is how long a plan may be served without relieving its
-	// data_skew incident's subtask before the incident says so
-	// (PlanEffect.Overdue); it stays open. The jobs poll for plans every
-	// 30 s by default, and relief shows in the next windows.
+	// data_skew incident's subtask, or a higher parallelism be in effect
+	// without relieving an under_provisioned incident's task, before the
+	// incident says so (PlanEffect.Overdue, RescaleEffect.Overdue); it
+	// stays open. The jobs poll for plans every 30 s by default, and
+	// relief shows in the next windows.
 	ReliefWithin time.Duration `kong:"-" default:"3m" range:"(0s,]"`
 }
 

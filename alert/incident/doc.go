@@ -8,7 +8,7 @@
 // first finding of a condition, extends it with every later one, and
 // closes it with the Hysteresis: once no finding of it arrived for
 // ResolveAfter, its end being the end of its last window (or earlier: its
-// run ended, or a salting plan relieved it). This is the one fold of
+// run ended, or a fix relieved it). This is the one fold of
 // findings: alerts are made from the changes it returns (package alert:
 // an alert fires once an incident has lasted Hysteresis.For, and
 // resolves when its last incident closes), and carry the incident's id
@@ -29,6 +29,18 @@
 // uninterrupted run leaves it. Each instance of a consumer group restores
 // the incidents of the jobs it owns only (see Tracker.Restore), so that
 // instances do not close each other's incidents.
+//
+// Two fixes close incidents with a receipt, both seen in the
+// subtask_stats findings rather than taken on trust: a salting plan
+// relieving a data_skew incident's subtask (Config.Plan, PlanEffect),
+// and a higher parallelism relieving an under_provisioned incident's
+// task (RescaleEffect). skewlens does not restart jobs; an operator
+// rescales with the override the finding carries and a resubmit, which
+// gives the job a new id, so an under_provisioned incident is not closed
+// with its run: it follows the job name into the run that replaced it
+// (Incident.RunJobID) and closes "resolved by rescale" there, or stays
+// open while the new run is still saturated. A rescale in place (Flink's
+// adaptive scheduler) is the same receipt within one run.
 //
 // Package sinks/incidentsink wires a Tracker into the pipeline between the
 // findings writer and the alerts (its OnChanges hands the stored changes

@@ -52,12 +52,32 @@ type Incident struct {
 	Summary string `json:"summary,omitempty"`
 	// Resolution says why a closed incident closed when it was not its
 	// condition's absence for the resolve-after time: its run of the job
-	// ended ("job restarted as 9b7c1d2e", "job stopped reporting").
+	// ended ("job restarted as 9b7c1d2e", "job stopped reporting"), or a
+	// fix relieved it ("resolved by plan v2", "resolved by rescale to 4").
 	Resolution string `json:"resolution,omitempty"`
 	// Plan is the effect of the salting plan served for a data_skew
 	// incident's task while it was open: the fix's receipt once it
 	// relieved the subtask (Resolution "resolved by plan vN").
 	Plan *PlanEffect `json:"plan,omitempty"`
+	// Parallelism is, for under_provisioned, the task's parallelism in
+	// the incident's first finding: what its recommendation was made
+	// against, and what a rescale is measured from.
+	Parallelism int `json:"parallelism,omitempty"`
+	// RunJobID is the job id of the run an under_provisioned incident
+	// follows once a new run of its job replaced JobID's (a stop with a
+	// savepoint and a resubmit, with the override or not): its
+	// condition is then that run's task, and JobID stays the run it
+	// opened in, so its id, alert and rows stay the same. RunSince is the
+	// end of the window in which it followed (the old run's job_end): its
+	// absence counts from there, and the new run's earlier windows are
+	// not its. Both are empty while the incident is JobID's.
+	RunJobID string `json:"run_job_id,omitempty"`
+	RunSince int64  `json:"run_since,omitempty"`
+	// Rescale is what a higher parallelism of the task did for an
+	// under_provisioned incident: the fix's receipt once its subtasks
+	// were no longer saturated (Resolution "resolved by rescale to N"),
+	// or the note that they still are.
+	Rescale *RescaleEffect `json:"rescale,omitempty"`
 	// UpdatedAt is the event time of this state of the incident: the end
 	// of the window that opened or extended it, or for a closed incident
 	// when the hysteresis ran out (LastSeen + ResolveAfter). It grows with
@@ -72,9 +92,11 @@ func (in *Incident) Duration() time.Duration {
 }
 
 // Why says why a closed incident closed, with the fix's receipt when a
-// plan relieved it: "resolved by plan v2: busy 990 → 510 ms/s, key on 4
-// subtasks, 40s after the plan". It is empty when the incident closed
-// only because its condition was absent (or is open).
+// plan or a rescale relieved it: "resolved by plan v2: busy 990 → 510
+// ms/s, key on 4 subtasks, 40s after the plan"; "resolved by rescale to
+// 4: parallelism 2 → 4 (run 3f2a1c9e), busy 1000 → 560 ms/s (busiest
+// subtask 610), 20s after the change". It is empty when the incident
+// closed only because its condition was absent (or is open).
 func (in *Incident) Why() string {
 	why := in.Resolution
 	if p := in.Plan; why != "" && p != nil && p.RelievedAt > 0 {
@@ -84,7 +106,30 @@ func (in *Incident) Why() string {
 		}
 		why += fmt.Sprintf(", %s after the plan", time.Duration(p.RelievedAt-p.At)*time.Millisecond)
 	}
+	if r := in.Rescale; why != "" && r != nil && r.RelievedAt > 0 {
+		why += fmt.Sprintf(": parallelism %d → %d", r.ParallelismBefore, r.ParallelismAfter)
+		if in.RunJobID != "" {
+			why += " (run " + skew.ShortID(in.RunJobID) + ")"
+		}
+		why += fmt.Sprintf(", busy %.0f → %.0f ms/s (busiest subtask %.0f), %s after the change",
+			r.BusyBefore, r.BusyAfter, r.BusyAfterPeak, r.Took())
+	}
 	return why
+}
+
+// run returns the job id of the run the incident's condition is in now.
+func (in *Incident) run() string {
+	if in.RunJobID != "" {
+		return in.RunJobID
+	}
+	return in.JobID
+}
+
+// absentFrom is when the incident's condition was last known present,
+// for the hysteresis: its latest window, or the window it followed a
+// new run in, whichever is later (the new run starts its own count).
+func (in *Incident) absentFrom() int64 {
+	return max(in.LastSeen, in.RunSince)
 }
 
 // PlanEffect is what a salting plan did for a data_skew incident: the
@@ -158,6 +203,10 @@ const (
 	// ReasonResolvedByPlan: the salting plan relieved the subtask of a
 	// data_skew incident (Incident.Plan has the receipt).
 	ReasonResolvedByPlan = "resolved_by_plan"
+	// ReasonResolvedByRescale: the task of an under_provisioned incident
+	// runs at a higher parallelism and none of its subtasks is saturated
+	// (Incident.Rescale has the receipt).
+	ReasonResolvedByRescale = "resolved_by_rescale"
 )
 
 // Change is one new state of one incident: what the incidents table

@@ -71,12 +71,16 @@ const (
 	// roleReport: the finding's job reported in its window
 	// (Config.RequireReports).
 	roleReport role = iota
+	// roleFollow: a job_end finding of a run a new run replaced, for
+	// its under_provisioned incidents (see follow).
+	roleFollow
 	// roleCondition: a finding of a condition (an alert's identity).
 	roleCondition
 	// roleSpread: a hot_key finding of a salted key (HotKey.Subtasks).
 	roleSpread
-	// roleStats: a subtask_stats finding of a subtask with an open
-	// data_skew incident, for its plan's effect (see planEffect).
+	// roleStats: a subtask_stats finding, for the effect of a plan on
+	// its subtask's data_skew incident (see planEffect) and of a rescale
+	// on its task's under_provisioned incident (see rescaleEffect).
 	roleStats
 	// roleEnd: a job_end finding.
 	roleEnd
@@ -85,10 +89,12 @@ const (
 // Observe folds in the findings of closed windows and returns the
 // changes, in event time order (then condition order): incidents closed
 // because a later window in fs shows them absent for ResolveAfter, or
-// relieved by a salting plan, or because their run ended, and the
-// incidents each window opened or extended. Findings that make no alert
+// relieved by a salting plan or a rescale, or because their run ended
+// (an under_provisioned incident follows its job into the run that
+// replaced it instead), and the incidents each window opened, extended
+// or followed. Findings that make no alert
 // (hot keys that are not actionable, malformed ones) count only as their
-// job's reports and as evidence of a plan's effect, and findings of a
+// job's reports and as evidence of a plan's or a rescale's effect, and findings of a
 // job's windows that ended at or before the latest window already folded
 // in for that job are ignored: a replay after a restart, or the same call
 // repeated, changes nothing.
@@ -113,11 +119,14 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 		}
 		switch {
 		case f.Kind == skew.KindJobEnd && f.JobEnd != nil && f.JobID != "":
+			if f.JobEnd.Reason == skew.EndRestarted {
+				recs = append(recs, record{role: roleFollow, f: f})
+			}
 			recs = append(recs, record{role: roleEnd, f: f})
 			continue
 		case f.Kind == skew.KindHotKey && f.HotKey != nil && len(f.HotKey.Subtasks) > 1:
 			recs = append(recs, record{role: roleSpread, f: f})
-		case f.Kind == skew.KindSubtaskStats && f.Stats != nil && f.SubtaskIndex != nil && t.cfg.Plan != nil:
+		case f.Kind == skew.KindSubtaskStats && f.Stats != nil && f.SubtaskIndex != nil && *f.SubtaskIndex >= 0:
 			// Kept whether or not the incident is open yet: it may open
 			// from an earlier window of this batch, and what a window's
 			// statistics do must not depend on how windows were batched.
@@ -142,16 +151,25 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 	eachWindow(recs, func(r *record) *skew.Finding { return r.f }, func(start, end int64, group []record) {
 		out = t.expire(start, out)
 		var prev *Incident
+		var tws []taskWindow // the window's statistics per task, for rescaleEffect
 		for _, r := range group {
+			if r.role > roleStats && tws != nil {
+				out, tws = t.rescaleEffects(tws, out), nil
+			}
 			switch r.role {
 			case roleReport:
 				t.reports[r.f.JobID] = max(t.reports[r.f.JobID], r.f.WindowEnd)
+			case roleFollow:
+				out = t.follow(r.f, out)
 			case roleEnd:
 				out = t.endJob(r.f, out)
 			case roleSpread:
 				t.spread(r.f)
 			case roleStats:
-				out = t.planEffect(r, out)
+				if t.cfg.Plan != nil {
+					out = t.planEffect(r, out)
+				}
+				tws = addStats(tws, r.f)
 			case roleCondition:
 				in, kind := t.apply(r)
 				if in == nil || in == prev {
@@ -162,11 +180,12 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 				out = append(out, Change{Kind: kind, Incident: clone(in), Finding: &f, Lasted: t.lasted(in)})
 			}
 		}
+		out = t.rescaleEffects(tws, out)
 		t.now = max(t.now, end)
 	})
 	for _, r := range recs {
 		switch _, ended := t.ended[r.f.JobID]; {
-		case r.role == roleReport:
+		case r.role == roleReport, r.role == roleFollow:
 		case r.role == roleEnd:
 			delete(t.seen, r.f.JobID) // the run is over: nothing of it comes again
 		case !ended:
@@ -224,7 +243,7 @@ func (t *Tracker) apply(r record) (*Incident, ChangeKind) {
 		return in, Updated // the same window again: already folded in
 	}
 	in.LastSeen = f.WindowEnd
-	in.UpdatedAt = f.WindowEnd
+	in.UpdatedAt = max(f.WindowEnd, in.UpdatedAt+1)
 	in.Windows++
 	if f.JobName != "" {
 		in.JobName = f.JobName
@@ -243,6 +262,9 @@ func (t *Tracker) apply(r record) (*Incident, ChangeKind) {
 		in.Share.add(ev.InputShare)
 		for _, k := range ev.HotKeys {
 			t.addKey(in, k.Key)
+		}
+		if in.Parallelism == 0 && r.c.id.Cause == skew.CauseUnderProvisioned {
+			in.Parallelism = ev.Parallelism
 		}
 	}
 	return in, kind
@@ -271,13 +293,13 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 	open := map[string]bool{}
 	for c, in := range t.open {
 		clock := t.now
-		if last, ok := t.reports[in.JobID]; ok && t.cfg.RequireReports {
-			clock = min(clock, max(last, in.LastSeen)) // a silent job's conditions are not absent
+		if last, ok := t.reports[in.run()]; ok && t.cfg.RequireReports {
+			clock = min(clock, max(last, in.absentFrom())) // a silent job's conditions are not absent
 		}
-		if h.Over(in.LastSeen, clock) {
+		if h.Over(in.absentFrom(), clock) {
 			done = append(done, c)
 		} else {
-			open[in.JobID] = true
+			open[in.run()] = true
 		}
 	}
 	for j, last := range t.reports {
@@ -286,7 +308,7 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 		}
 	}
 	slices.SortFunc(done, func(a, b condition) int {
-		if x := cmp.Compare(t.open[a].LastSeen, t.open[b].LastSeen); x != 0 {
+		if x := cmp.Compare(t.open[a].absentFrom(), t.open[b].absentFrom()); x != 0 {
 			return x
 		}
 		return a.compare(b)
@@ -298,7 +320,7 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 		in.End = in.LastSeen
 		// When the hysteresis ran out, not when it was noticed, so that
 		// how calls are batched does not change the rows.
-		in.UpdatedAt = h.OverAt(in.LastSeen)
+		in.UpdatedAt = max(h.OverAt(in.absentFrom()), in.UpdatedAt+1)
 		out = append(out, Change{Kind: Closed, Incident: *in, Lasted: t.lasted(in), Reason: ReasonAbsent})
 	}
 	return out
@@ -320,7 +342,9 @@ func (t *Tracker) Open() []Incident {
 
 // Restore resumes from stored incidents: the open ones are tracked again
 // and, for each job, seen is the end of the latest window an incident of
-// it saw (closed ones included), before which Observe ignores findings.
+// it saw (closed ones included; for an incident that followed a new run,
+// Incident.RunJobID, that run's too), before which Observe ignores
+// findings.
 // Call it on a new Tracker, before Observe, with the incidents of the
 // jobs this tracker owns only (the pipeline restores those whose engine
 // state it restored): it closes them as it closes its own.
@@ -338,9 +362,9 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 		if in.State != StateOpen || in.JobID == "" {
 			continue
 		}
-		c := condition{id: Identity{JobID: in.JobID, TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
+		c := condition{id: Identity{JobID: in.run(), TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
 		t.open[c] = &in
-		t.seen[in.JobID] = max(t.seen[in.JobID], in.LastSeen)
+		t.seen[in.run()] = max(t.seen[in.run()], in.absentFrom())
 	}
 }
 
@@ -403,7 +427,20 @@ func clone(in *Incident) Incident {
 		p := *in.Plan
 		c.Plan = &p
 	}
+	if in.Rescale != nil {
+		r := *in.Rescale
+		c.Rescale = &r
+	}
 	return c
+}
+
+// rescaleEffects applies rescaleEffect to each task's statistics of one
+// window, in task order.
+func (t *Tracker) rescaleEffects(tws []taskWindow, out []Change) []Change {
+	for i := range tws {
+		out = t.rescaleEffect(&tws[i], out)
+	}
+	return out
 }
 
 // OpenCount returns the number of open incidents.

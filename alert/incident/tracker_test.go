@@ -165,8 +165,13 @@ func (tb table) put(cs []Change) {
 }
 
 // restore builds a Tracker from the table, as the pipeline does at start.
-func (tb table) restore(t *testing.T) *Tracker {
-	tr := newTracker(t)
+func (tb table) restore(t *testing.T) *Tracker { return tb.restoreInto(newTracker(t)) }
+
+// restoreInto restores tr from the table as the pipeline does, with what
+// store/clickhouse's LoadIncidents reads: the open incidents, and each
+// job's latest window over the incidents of it, by JobID and by
+// RunJobID.
+func (tb table) restoreInto(tr *Tracker) *Tracker {
 	var open []Incident
 	seen := map[string]int64{}
 	for _, in := range tb {
@@ -174,6 +179,9 @@ func (tb table) restore(t *testing.T) *Tracker {
 			open = append(open, in)
 		}
 		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
+		if in.RunJobID != "" {
+			seen[in.RunJobID] = max(seen[in.RunJobID], in.LastSeen)
+		}
 	}
 	tr.Restore(open, seen)
 	return tr

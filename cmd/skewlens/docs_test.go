@@ -88,6 +88,8 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"README.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", knob.Duration(src.BrokerWait))},
 		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultConfig().StoreTimeout))},
 		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
+		{"docs/flink.md", fmt.Sprintf("noted overdue after %s", mins(incident.DefaultConfig().ReliefWithin))},
+		{"docs/flink.md", fmt.Sprintf("`--job-end-after` (%s) of the old run's last report", knob.Duration(time.Duration(eng.JobEndAfterMs)*time.Millisecond))},
 		// docs/alerts.md: the Tracker (prose and table).
 		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(hyst.For), count(int(hyst.For/window)), secs(window))},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -101,6 +102,9 @@ type loopOptions struct {
 	// cluster of that version, two TaskManagers with the reporter in
 	// plugins/, instead of a ScenarioJob on a MiniCluster.
 	cluster string
+	// clusterConfig holds more config.yaml entries of the cluster (the
+	// adaptive scheduler, for one).
+	clusterConfig map[string]string
 }
 
 // startLoopWith is startLoop with the options of o.
@@ -148,14 +152,15 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
 	if o.cluster != "" {
+		conf := map[string]string{
+			"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
+			"metrics.reporter.skewlens.bootstrap.servers": l.brokers[0],
+			"metrics.reporter.skewlens.topic":             l.prefix + "-metrics",
+			"metrics.reporter.skewlens.interval":          "5 s",
+		}
+		maps.Copy(conf, o.clusterConfig)
 		c := flinktest.StartCluster(t, flinktest.ClusterConfig{Version: o.cluster, TaskManagers: 2, Slots: 4,
-			Plugins: map[string]string{"skewlens": pluginJar},
-			Config: map[string]string{
-				"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
-				"metrics.reporter.skewlens.bootstrap.servers": l.brokers[0],
-				"metrics.reporter.skewlens.topic":             l.prefix + "-metrics",
-				"metrics.reporter.skewlens.interval":          "5 s",
-			}})
+			Plugins: map[string]string{"skewlens": pluginJar}, Config: conf})
 		l.keyed = "Partial sums"
 		l.job = c.Run(t, jobJar, flinktest.HotKeyJob, append([]string{"--brokers", l.brokers[0],
 			"--salting-url", "http://" + l.api, "--samples-topic", l.prefix + "-samples", "--job-name", name}, o.jobArgs...)...)

@@ -178,6 +178,9 @@ func WriteIncident(w io.Writer, label string, in *incident.Incident, width int) 
 		detail = fmt.Sprintf("plan v%d not working: served %s ago; ", p.Version,
 			time.Duration(in.LastSeen-p.At)*time.Millisecond) + detail
 	}
+	if r := in.Rescale; r != nil && r.Overdue && in.State == incident.StateOpen {
+		detail = fmt.Sprintf("rescale %d → %d not working: still saturated; ", r.ParallelismBefore, r.ParallelismAfter) + detail
+	}
 	if why := in.Why(); why != "" {
 		// Why it closed comes first: the rest is history.
 		detail = termtext.Clean(why, 0, false) + "; " + detail

@@ -91,7 +91,10 @@ func (w *Writer) WriteIncidents(ctx context.Context, ins []incident.Incident) er
 
 // LoadIncidents returns what incident.Tracker.Restore needs: the latest
 // state of every incident that is open, and for each job the end of the
-// latest window any incident of it saw. A stored body that does not
+// latest window any incident of it saw, including the incidents that
+// followed a new run of their job (incident.Incident.RunJobID, in the
+// body only: the row's job_id stays the run the incident opened in, so
+// that the incidents of a job are found by its id). A stored body that does not
 // decode is a permanent error naming the incident. It makes one attempt;
 // the caller (start-up) retries.
 func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, err error) {
@@ -107,7 +110,7 @@ func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, s
 			if err := rows.Scan(&job, &last); err != nil {
 				return fmt.Errorf("scan incidents: %w", err)
 			}
-			seen[job] = last
+			seen[job] = max(seen[job], last)
 		}
 		return nil
 	})
@@ -135,9 +138,16 @@ func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, s
 }
 
 // loadIncidentsQueries returns the queries of LoadIncidents: each job's
-// latest window, and the open incidents (one parameter: the open state).
+// latest window, by job_id and by the run an under_provisioned incident
+// followed (a job may come twice: the caller takes the later), and the
+// open incidents (one parameter: the open state). visitParamExtractString
+// reads the top-level run_job_id of the body; 18.16 has it, and the
+// casts give both halves of the union one type (job_id is
+// LowCardinality in the modern dialect).
 func loadIncidentsQueries(table string) (seen, open string) {
-	return "SELECT job_id, max(last_seen) FROM " + table + " GROUP BY job_id ORDER BY job_id",
+	return "SELECT CAST(job_id AS String) AS j, max(last_seen) FROM " + table + " GROUP BY j" +
+			" UNION ALL SELECT CAST(visitParamExtractString(body, 'run_job_id') AS String) AS j, max(last_seen) FROM " + table +
+			" WHERE cause = 'under_provisioned' AND j != '' GROUP BY j",
 		"SELECT id, argMax(body, version) AS b, argMax(state, version) AS st FROM " + table + " GROUP BY id HAVING st = ? ORDER BY id"
 }
 

@@ -187,3 +187,72 @@ func TestIncidentRowRejects(t *testing.T) {
 		t.Errorf("incidentRow = %v, %v: want %d columns, version 7", r, err, len(incidentColumns()))
 	}
 }
+
+// TestLoadIncidentsFollowedRun: an under_provisioned incident that
+// followed its job into a new run (incident.Incident.RunJobID) gives
+// that run its latest window too, open or closed, so that a restored
+// tracker does not fold in again the new run's windows the incident
+// already saw; the rows stay the old run's.
+func TestLoadIncidentsFollowedRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, _ := newTestSink(t, Config{Database: testDatabase("followed")})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const oldRun, newRun, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "other-job"
+	up := func(id, job, run string, state string, lastSeen, version int64) incident.Incident {
+		return incident.Incident{ID: id, JobID: job, TaskName: "agg", Subtask: -1, Cause: skew.CauseUnderProvisioned, State: state,
+			Start: 10_000, LastSeen: lastSeen, Windows: 3, Parallelism: 2, RunJobID: run, RunSince: 80_000, UpdatedAt: version,
+			Summary: `a "run_job_id": "` + other + `" in a summary is not a field`}
+	}
+	rows := []incident.Incident{
+		up("a", oldRun, "", incident.StateOpen, 60_000, 60_000),
+		up("a", oldRun, newRun, incident.StateOpen, 60_000, 90_000),   // followed
+		up("a", oldRun, newRun, incident.StateOpen, 110_000, 110_000), // the new run's finding extended it
+		up("b", other, "", incident.StateOpen, 30_000, 30_000),
+	}
+	closed := rows[2]
+	closed.State, closed.End, closed.Resolution, closed.UpdatedAt = incident.StateClosed, 110_000, "resolved by rescale to 4", 130_000
+	closed.Rescale = &incident.RescaleEffect{ParallelismBefore: 2, ParallelismAfter: 4, At: 90_000, BusyBefore: 1000, BusyAfter: 500, RelievedAt: 130_000}
+	for _, tc := range []struct {
+		name     string
+		write    []incident.Incident
+		wantOpen []string
+	}{
+		{"followed, open", rows, []string{"a", "b"}},
+		{"followed, closed by the rescale", []incident.Incident{closed}, []string{"b"}},
+	} {
+		if err := s.Writer().WriteIncidents(ctx, tc.write); err != nil {
+			t.Fatal(err)
+		}
+		open, seen, err := s.Writer().LoadIncidents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{oldRun: 110_000, newRun: 110_000, other: 30_000}
+		if !reflect.DeepEqual(seen, want) {
+			t.Errorf("%s: seen %v, want %v", tc.name, seen, want)
+		}
+		var ids []string
+		for _, in := range open {
+			ids = append(ids, in.ID)
+			if in.ID == "a" && (in.RunJobID != newRun || in.RunSince != 80_000 || in.LastSeen != 110_000) {
+				t.Errorf("%s: restored %+v, want the followed run and its latest window", tc.name, in)
+			}
+		}
+		if !reflect.DeepEqual(ids, tc.wantOpen) {
+			t.Errorf("%s: open %v, want %v", tc.name, ids, tc.wantOpen)
+		}
+	}
+	// The receipt survives the store.
+	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: oldRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in incident.Incident
+	if len(got) != 1 || json.Unmarshal(got[0], &in) != nil || !reflect.DeepEqual(in.Rescale, closed.Rescale) || in.Why() != closed.Why() {
+		t.Errorf("incidents of the old run: %s, want the closed one with its receipt", got)
+	}
+}

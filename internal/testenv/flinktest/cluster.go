@@ -252,6 +252,26 @@ func (c *Cluster) Log(name string) string {
 // cluster, and returns the job id.
 func (c *Cluster) Submit(t testing.TB, jar, entryClass string, args ...string) string {
 	t.Helper()
+	return c.RunJar(t, c.Upload(t, jar), RunRequest{EntryClass: entryClass, ProgramArgsList: args})
+}
+
+// RunRequest is the body of POST /jars/:jarid/run, as both Flink lines
+// take it (2.x has no string programArgs). Empty fields are left out.
+type RunRequest struct {
+	EntryClass      string   `json:"entryClass,omitempty"`
+	ProgramArgsList []string `json:"programArgsList,omitempty"`
+	// SavepointPath resumes the job from a savepoint (or a retained
+	// checkpoint), as `flink run -s` does.
+	SavepointPath string `json:"savepointPath,omitempty"`
+	// FlinkConfiguration is added to the job's configuration, as `flink
+	// run -D` does (e.g. pipeline.jobvertex-parallelism-overrides).
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+}
+
+// Upload uploads a job jar (REST /jars/upload) and returns its jar id,
+// for RunJar.
+func (c *Cluster) Upload(t testing.TB, jar string) string {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	fw, err := mw.CreateFormFile("jarfile", filepath.Base(jar))
@@ -275,17 +295,53 @@ func (c *Cluster) Submit(t testing.TB, jar, entryClass string, args ...string) s
 	if err := c.do(http.MethodPost, "/jars/upload", mw.FormDataContentType(), &body, &up); err != nil || up.Status != "success" {
 		t.Fatalf("flinktest: upload %s: %v (%+v)", jar, err, up)
 	}
-	run, err := json.Marshal(map[string]any{"entryClass": entryClass, "programArgsList": args})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return filepath.Base(up.Filename)
+}
+
+// RunJar runs an uploaded jar (POST /jars/:jarid/run) and returns the
+// job id.
+func (c *Cluster) RunJar(t testing.TB, jarID string, req RunRequest) string {
+	t.Helper()
 	var out struct {
 		JobID string `json:"jobid"`
 	}
-	if err := c.do(http.MethodPost, "/jars/"+url.PathEscape(filepath.Base(up.Filename))+"/run", "application/json", bytes.NewReader(run), &out); err != nil || out.JobID == "" {
-		t.Fatalf("flinktest: run %s: %v\n%s", entryClass, err, c.LogTail(30))
+	if err := c.JSON(http.MethodPost, "/jars/"+url.PathEscape(jarID)+"/run", req, &out); err != nil || out.JobID == "" {
+		t.Fatalf("flinktest: run %s: %v\n%s", req.EntryClass, err, c.LogTail(30))
 	}
 	return out.JobID
+}
+
+// JSON sends one REST request with in as its JSON body (nil: none) and
+// decodes a 2xx answer into out (nil: dropped); any other status is an
+// error with the answer's tail.
+func (c *Cluster) JSON(method, path string, in, out any) error {
+	if in == nil {
+		return c.do(method, path, "", nil, out)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.do(method, path, "application/json", bytes.NewReader(b), out)
+}
+
+// Vertex is one job vertex as GET /jobs/:jobid shows it.
+type Vertex struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Parallelism int    `json:"parallelism"`
+	Status      string `json:"status"`
+}
+
+// Vertices returns the job's vertices (GET /jobs/:jobid).
+func (c *Cluster) Vertices(jobID string) ([]Vertex, error) {
+	var j struct {
+		Vertices []Vertex `json:"vertices"`
+	}
+	if err := c.get("/jobs/"+jobID, &j); err != nil {
+		return nil, err
+	}
+	return j.Vertices, nil
 }
 
 // WaitRunning waits (at most timeout) until every task of the job runs.
@@ -446,34 +502,112 @@ type ClusterJob struct {
 	// ID is the Flink job id; Started is when all its tasks ran.
 	ID      string
 	Started time.Time
+	// JarID is the uploaded jar it runs, Request how it was run: what an
+	// operator resubmits it with.
+	JarID   string
+	Request RunRequest
 
 	c    *Cluster
 	done chan struct{}
 	stop sync.Once
 }
 
-// Run submits a job (Submit), waits until all its tasks run (at most
-// two minutes) and returns it; the job is cancelled when the test ends.
-// Done is closed once the job leaves RUNNING.
+// Run uploads a job jar and runs it (Start).
 func (c *Cluster) Run(t testing.TB, jar, entryClass string, args ...string) *ClusterJob {
 	t.Helper()
-	j := &ClusterJob{ID: c.Submit(t, jar, entryClass, args...), c: c, done: make(chan struct{})}
+	return c.Start(t, c.Upload(t, jar), RunRequest{EntryClass: entryClass, ProgramArgsList: args})
+}
+
+// Start runs an uploaded jar (RunJar), waits until all its tasks run (at
+// most two minutes) and returns the job; it is cancelled when the test
+// ends. Done is closed once the job has ended (FINISHED, CANCELED,
+// FAILED, SUSPENDED), or has not been RUNNING for restartGrace (a job
+// failing over and over), or the REST API stopped answering. A rescale
+// in place (the adaptive scheduler restarts the job's tasks) is not an
+// end.
+func (c *Cluster) Start(t testing.TB, jarID string, req RunRequest) *ClusterJob {
+	t.Helper()
+	j := &ClusterJob{ID: c.RunJar(t, jarID, req), JarID: jarID, Request: req, c: c, done: make(chan struct{})}
 	c.WaitRunning(t, j.ID, 2*time.Minute)
 	j.Started = time.Now()
 	go func() {
 		defer close(j.done)
+		running, failures := time.Now(), 0
 		for {
 			time.Sleep(time.Second)
 			var s struct {
 				State string `json:"state"`
 			}
-			if err := c.get("/jobs/"+j.ID, &s); err != nil || s.State != "RUNNING" {
+			if err := c.get("/jobs/"+j.ID, &s); err != nil {
+				if failures++; failures >= 5 {
+					return
+				}
+				continue
+			}
+			failures = 0
+			switch s.State {
+			case "RUNNING":
+				running = time.Now()
+			case "FINISHED", "CANCELED", "FAILED", "SUSPENDED":
 				return
+			default:
+				if time.Since(running) > restartGrace {
+					return
+				}
 			}
 		}
 	}()
 	t.Cleanup(j.Stop)
 	return j
+}
+
+// restartGrace is how long a job may be out of RUNNING (restarting,
+// rescaling) before ClusterJob.Done calls it ended.
+const restartGrace = 90 * time.Second
+
+// StopWithSavepoint stops the job with a savepoint in dir (POST
+// /jobs/:jobid/stop, drain false: the job is suspended, not drained),
+// polls the savepoint (GET /jobs/:jobid/savepoints/:triggerid) until it
+// completes (at most two minutes), waits for the job's end (at most a
+// minute), and returns the savepoint's path.
+func (j *ClusterJob) StopWithSavepoint(t testing.TB, dir string) string {
+	t.Helper()
+	var trig struct {
+		RequestID string `json:"request-id"`
+	}
+	if err := j.c.JSON(http.MethodPost, "/jobs/"+j.ID+"/stop", map[string]any{"targetDirectory": dir, "drain": false}, &trig); err != nil || trig.RequestID == "" {
+		t.Fatalf("flinktest: stop %s with a savepoint: %v", j.ID, err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var location string
+	for location == "" {
+		var st struct {
+			Status struct {
+				ID string `json:"id"`
+			} `json:"status"`
+			Operation struct {
+				Location     string          `json:"location"`
+				FailureCause json.RawMessage `json:"failure-cause"`
+			} `json:"operation"`
+		}
+		err := j.c.get("/jobs/"+j.ID+"/savepoints/"+trig.RequestID, &st)
+		switch {
+		case err == nil && st.Status.ID == "COMPLETED" && st.Operation.Location != "":
+			location = st.Operation.Location
+		case err == nil && st.Status.ID == "COMPLETED":
+			t.Fatalf("flinktest: savepoint of %s failed: %s\n%s", j.ID, st.Operation.FailureCause, j.c.LogTail(30))
+		case time.Now().After(deadline):
+			t.Fatalf("flinktest: savepoint of %s not complete after 2 minutes (%v, %s):\n%s", j.ID, err, st.Status.ID, j.c.LogTail(30))
+		default:
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	select {
+	case <-j.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("flinktest: job %s still runs a minute after its savepoint", j.ID)
+	}
+	return location
 }
 
 // JobID returns the Flink job id.

@@ -10,7 +10,11 @@
 //     directory, on Flink 2 (Flink2) or the 1.20 LTS (Flink1). Jars builds
 //     the reporter plugin and the example job jar (deploy/flink/example)
 //     as a user would, and Cluster.Submit runs the job through the REST
-//     API (/jars/upload, /jars/:id/run).
+//     API (/jars/upload, /jars/:id/run). An operator's moves are there
+//     too: ClusterJob.StopWithSavepoint (/jobs/:id/stop), Cluster.Start
+//     with a RunRequest (savepointPath, flinkConfiguration) to resubmit,
+//     Cluster.Vertices to check the parallelism, Cluster.JSON for the
+//     rest (the adaptive scheduler's resource requirements).
 //
 // Classpath builds the Maven module once per test process (mvn
 // test-compile and dependency:build-classpath; Maven's own incremental
