@@ -76,11 +76,12 @@ func clusterRescale(t *testing.T, name, version string) {
 		f, ok = l.apiUnderProvisioned(old.ID)
 		return ok
 	})
-	change, err := rescale.FromFinding(&f)
-	if err != nil {
-		t.Fatalf("the finding's change: %v\n%+v", err, f.Saturation.Evidence)
+	// Only what skewlens emitted: the forms in the finding's evidence.
+	forms := f.Saturation.Evidence.Rescale
+	if forms == nil {
+		t.Fatalf("the finding carries no rescale: %+v", f.Saturation.Evidence)
 	}
-	want := change.Vertices[0]
+	want := overridden(t, forms.Overrides)
 	t.Logf("step 1: under_provisioned %s after the job ran: %s", detectedAt.Sub(start).Round(100*time.Millisecond), f.Summary)
 	if ev := f.Saturation.Evidence; want.Parallelism <= 2 || 128%want.Parallelism != 0 || ev.Parallelism != 2 || ev.MaxParallelism != 128 {
 		t.Fatalf("recommended %d from %d (max %d): want more than 2, a divisor of 128", want.Parallelism, ev.Parallelism, ev.MaxParallelism)
@@ -103,10 +104,7 @@ func clusterRescale(t *testing.T, name, version string) {
 		if err := c.JSON(http.MethodGet, "/jobs/"+old.ID+"/resource-requirements", nil, &reqs); err != nil {
 			t.Fatal(err)
 		}
-		body, err := change.ResourceRequirements()
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := forms.ResourceRequirements
 		var emitted map[string]json.RawMessage
 		if err := json.Unmarshal(body, &emitted); err != nil {
 			t.Fatal(err)
@@ -121,11 +119,11 @@ func clusterRescale(t *testing.T, name, version string) {
 		stopped = time.Now()
 		req := old.Request
 		req.SavepointPath = savepoint
-		req.FlinkConfiguration = map[string]string{rescale.OverridesKey: change.Overrides()}
+		req.FlinkConfiguration = map[string]string{rescale.OverridesKey: forms.Overrides}
 		run = c.Start(t, old.JarID, req)
 		l.job = run
 		t.Logf("step 2: stopped with a savepoint (%s), resubmitted with %s=%s as %s; %s from the finding to running again",
-			savepoint, rescale.OverridesKey, change.Overrides(), run.ID, time.Since(detectedAt).Round(100*time.Millisecond))
+			savepoint, rescale.OverridesKey, forms.Overrides, run.ID, time.Since(detectedAt).Round(100*time.Millisecond))
 	}
 
 	// 3. Flink runs the task at the recommended parallelism.
@@ -340,4 +338,17 @@ func (w *busyWatch) worst(job string, n int, from, to time.Time) (worst float64,
 		worst = max(worst, b)
 	}
 	return worst, all
+}
+
+// overridden reads the one vertex of an emitted
+// pipeline.jobvertex-parallelism-overrides value ("id:p"), as the test
+// checks it against Flink's REST API.
+func overridden(t *testing.T, v string) rescale.Vertex {
+	t.Helper()
+	id, p, ok := strings.Cut(v, ":")
+	n, err := strconv.Atoi(p)
+	if !ok || err != nil || strings.Contains(v, ",") || !rescale.ValidID(id) {
+		t.Fatalf("emitted overrides %q: want one vertex id:parallelism", v)
+	}
+	return rescale.Vertex{ID: id, Parallelism: n}
 }
