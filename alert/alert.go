@@ -39,7 +39,7 @@ type Alert struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Reason says why a resolved alert resolved: why its last incident
 	// closed (incident.ReasonAbsent, ReasonJobRestarted, ReasonJobStopped,
-	// ReasonResolvedByPlan).
+	// ReasonResolvedByPlan, ReasonResolvedByRescale).
 	Reason string `json:"reason,omitempty"`
 	// Finding is the latest finding of the condition (for hot keys, the
 	// hottest key's), in the findings contract.

@@ -25,7 +25,8 @@ const (
 const Caveat = "Flink 1.x applies " + OverridesKey + " when the job is submitted " +
 	"(stop it with a savepoint and resubmit with flink_run, or set it in the FlinkDeployment and let the operator redeploy); " +
 	"Flink 2.x ignores it for DataStream jobs (FLINK-38770): there, with jobmanager.scheduler: adaptive, " +
-	"PUT resource_requirements to resource_requirements_path, which rescales the running job."
+	"merge resource_requirements into what GET resource_requirements_path answers (the PUT must name every vertex) " +
+	"and PUT it there, which rescales the running job."
 
 // Vertex is one job vertex's new parallelism.
 type Vertex struct {
@@ -101,9 +102,11 @@ func (c Change) DynamicProperty() string {
 	return "-D" + OverridesKey + "=" + c.Overrides()
 }
 
-// ResourceRequirements is the body of the adaptive scheduler's
-// PUT /jobs/:jobid/resource-requirements: each vertex's parallelism as
-// its upper bound, at least one subtask.
+// ResourceRequirements is this change's part of the body of the adaptive
+// scheduler's PUT /jobs/:jobid/resource-requirements: each vertex's
+// parallelism as its upper bound, at least one subtask. Flink refuses a
+// PUT that does not name every vertex of the job, so it is merged into
+// what GET on the same path answers (docs/flink.md shows the jq).
 func (c Change) ResourceRequirements() ([]byte, error) {
 	type bounds struct {
 		LowerBound int `json:"lowerBound"`
