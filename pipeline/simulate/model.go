@@ -3,8 +3,16 @@ package simulate
 import (
 	"io"
 	"math/rand/v2"
+	"time"
 
 	"github.com/skewlens/skewlens/skew/keygroup"
+)
+
+// The simulated job's checkpointing: execution.checkpointing.interval and
+// execution.checkpointing.timeout.
+const (
+	CheckpointingInterval = ckIntervalMs * time.Millisecond
+	CheckpointingTimeout  = ckTimeoutMs * time.Millisecond
 )
 
 // Task names of the simulated job, in pipeline order.
@@ -55,8 +63,8 @@ const (
 	exclusiveBufs   = 2     // taskmanager.network.memory.buffers-per-channel
 	floatingBufs    = 8     // taskmanager.network.memory.floating-buffers-per-gate
 	maxBufsPerChan  = 10    // taskmanager.network.memory.max-buffers-per-channel
-	ckIntervalMs    = 30000 // execution.checkpointing.interval
-	ckTimeoutMs     = 60000 // execution.checkpointing.timeout
+	ckIntervalMs    = 30000 // execution.checkpointing.interval (CheckpointingInterval)
+	ckTimeoutMs     = 60000 // execution.checkpointing.timeout (CheckpointingTimeout)
 	meterSpanMs     = 60000 // MeterView time span
 	timerWindowMs   = 5000  // window of busy/idle/backPressured TimerGauges
 	maxStepMs       = 100
@@ -182,6 +190,11 @@ type Generator struct {
 	pend      *pendingCkpt
 	lastCkDur int64
 	failedCk  int64
+	// doneCk counts the completed checkpoints, ckSize is the last one's
+	// size, and ckpts lists every checkpoint that ended (Checkpoints).
+	doneCk int64
+	ckSize int64
+	ckpts  []Checkpoint
 
 	// Scratch.
 	share   []float64
@@ -282,11 +295,18 @@ func (g *Generator) Next(dst []byte) (out []byte, ok bool) {
 	if g.n >= g.burstFrom && g.n < g.burstTo {
 		D *= burstFactor
 	}
+	slow := 1.0
+	if sd := cfg.Slowdown; sd != nil {
+		slow = sd.capacity(cfg.Start, t0) * uniform(r, sd.Jitter)
+	}
 	for i := range g.subs {
 		s := &g.subs[i]
 		c := g.baseCap[s.task] * uniform(r, 0.01)
 		if cfg.Scenario == SlowSink && s.task == tSink && s.index == cfg.SlowSubtask {
 			c = g.baseCap[tSink] * slowSinkFactor * uniform(r, 0.1)
+		}
+		if s.task == tSink {
+			c *= slow
 		}
 		g.capNow[i] = c
 		g.eps[i] = 0.02 + 0.03*r.Float64()

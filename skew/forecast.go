@@ -1,0 +1,301 @@
+package skew
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// The checkpoint-timeout forecast.
+//
+// Each job keeps its last checkpoints (ckptHistory): when each was
+// triggered, how long it took, its size and how long the subtask holding
+// the barrier waited for it. Flink reports only the last completed
+// checkpoint's duration and size, so a checkpoint is seen when
+// numberOfCompletedCheckpoints rises or, without that counter, when
+// lastCheckpointDuration or lastCheckpointSize changes; it was triggered
+// its duration before the reading that showed it. A failure
+// (numberOfFailedCheckpoints rose) that came at least the checkpoint
+// timeout after the last checkpoint ended is taken for a timeout: a
+// checkpoint triggered a timeout before it that took the whole timeout.
+// One that came sooner is some other failure (or the configured timeout
+// is not the job's), and no point of the trend.
+//
+// The trend is a Theil–Sen line (the median of the pairwise slopes, and
+// the median intercept) of duration over trigger time through the last
+// ckptFitPoints checkpoints: robust to a stray checkpoint, deterministic,
+// and a few dozen divisions per job and window. The checkpoint that times
+// out is the first one triggered when the line reaches the timeout, and it
+// fails the timeout after its trigger. Checkpoints already timing out (the
+// latest point a timeout, or the line at the latest checkpoint at or above
+// the timeout) time out now. A trend that turned (the latest checkpoint
+// quicker than each of the two before it) forecasts nothing until it rises
+// again, nor does a history whose last checkpoint ended more than twice a
+// timeout plus an interval ago: Flink has stopped checkpointing, or
+// stopped reporting.
+//
+// The horizon is counted in checkpoint intervals: the median gap between
+// the triggers of consecutive completed checkpoints, among the gaps the
+// earlier checkpoint took less than half of (a checkpoint that takes
+// longer than the interval delays the next trigger, so those gaps show
+// its duration, not the interval), once there are ckptMinGaps of them;
+// until then Config.CheckpointIntervalMs.
+
+const (
+	// ckptFitPoints is how many of a job's checkpoints the trend fits,
+	// and the fewest that make one. Four are the fewest in which one
+	// stray checkpoint (a pause, a spike) moves the median slope only to
+	// the next pair's; more lag a slowdown, whose trend steepens with
+	// every step (on the labelled set of pipeline/simulate/forecasteval,
+	// fits of 5 and 8 warned before fewer first timeouts, and no more
+	// precisely).
+	ckptFitPoints = 4
+	ckptMinPoints = ckptFitPoints
+	// ckptMaxGaps and ckptMinGaps bound the trigger gaps kept for the
+	// interval, and the fewest that measure it.
+	ckptMaxGaps = 16
+	ckptMinGaps = 3
+)
+
+// ckptPoint is one checkpoint of a job: its estimated trigger time (epoch
+// ms), duration (ms), size and the barrier wait of the subtask holding
+// the barrier (start delay plus alignment, ms) when known.
+type ckptPoint struct {
+	trig       int64
+	ms         float64
+	bytes      float64
+	barrier    float64
+	hasBytes   bool
+	hasBarrier bool
+	timedOut   bool
+}
+
+// ckptHistory is a job's recent checkpoints and the readings that tell a
+// new one.
+type ckptHistory struct {
+	points []ckptPoint // oldest first, at most ckptFitPoints
+	gaps   []float64   // trigger gaps in ms, oldest first, at most ckptMaxGaps
+	// The last readings of lastCheckpointDuration, lastCheckpointSize
+	// and numberOfCompletedCheckpoints.
+	lastMs, lastBytes, completed  float64
+	hasMs, hasBytes, hasCompleted bool
+	// lastEnd is the time of the reading that showed the last checkpoint
+	// end (completed, or timed out); failedSince is set when a failure
+	// came after the last completed checkpoint.
+	lastEnd     int64
+	hasEnd      bool
+	failedSince bool
+}
+
+// empty reports whether the history holds nothing to carry over.
+func (h *ckptHistory) empty() bool {
+	return len(h.points) == 0 && len(h.gaps) == 0 && !h.hasMs && !h.hasBytes && !h.hasCompleted && !h.hasEnd && !h.failedSince
+}
+
+func (h *ckptHistory) add(p ckptPoint) {
+	if len(h.points) == ckptFitPoints {
+		h.points = slices.Delete(h.points, 0, 1)
+	}
+	h.points = append(h.points, p)
+}
+
+// observe reads a closed window's job-scoped checkpoint metrics (jw, its
+// failures already a difference, see updateJobCounters): a new completed
+// checkpoint, with the barrier wait of the subtask that holds the barrier
+// in the window when hasBarrier, or a timeout (see the top of the file).
+// windowMs is the slack of a reading's time.
+func (h *ckptHistory) observe(jw *jobWindow, timeoutMs float64, windowMs int64, barrier float64, hasBarrier bool) {
+	if jw.hasLastCkptTime {
+		n := 0 // new completed checkpoints
+		counted := false
+		if jw.hasCompleted {
+			if h.hasCompleted && jw.completed >= h.completed {
+				n = int(min(jw.completed-h.completed, 1e6))
+				counted = true
+			}
+			h.completed, h.hasCompleted = jw.completed, true
+		}
+		if !counted && h.hasMs && (jw.ckLast != h.lastMs || jw.hasBytes && h.hasBytes && jw.bytesLast != h.lastBytes) {
+			n = 1
+		}
+		if n > 0 && jw.ckLast >= 0 {
+			p := ckptPoint{trig: jw.ckTS - int64(math.Round(jw.ckLast)), ms: jw.ckLast,
+				bytes: jw.bytesLast, hasBytes: jw.hasBytes, barrier: barrier, hasBarrier: hasBarrier}
+			if k := len(h.points); k > 0 && !h.failedSince && !h.points[k-1].timedOut {
+				prev := &h.points[k-1]
+				// The gap over the checkpoints that completed since:
+				// the ones between were not seen.
+				if g := float64(p.trig-prev.trig) / float64(n); g > 0 && prev.ms < g/2 {
+					if len(h.gaps) == ckptMaxGaps {
+						h.gaps = slices.Delete(h.gaps, 0, 1)
+					}
+					h.gaps = append(h.gaps, g)
+				}
+			}
+			h.add(p)
+			h.lastEnd, h.hasEnd, h.failedSince = jw.ckTS, true, false
+		}
+		h.lastMs, h.hasMs = jw.ckLast, true
+	}
+	if jw.hasBytes {
+		h.lastBytes, h.hasBytes = jw.bytesLast, true
+	}
+	if jw.failed > 0 && h.hasEnd {
+		h.failedSince = true
+		if trig := jw.failTS - int64(timeoutMs); trig >= h.lastEnd-windowMs {
+			h.add(ckptPoint{trig: trig, ms: timeoutMs, timedOut: true})
+			h.lastEnd = jw.failTS
+		}
+	}
+}
+
+// ckptForecast is what the trend says at the end of a window.
+type ckptForecast struct {
+	// ok: there is a forecast. now: checkpoints time out already; inMs is
+	// then 0, else the time from the window's end to the forecast
+	// timeout (0 when it is overdue).
+	ok, now bool
+	inMs    int64
+	// intervalMs is the checkpoint interval the horizon counts in,
+	// measured from the job's checkpoints or the configured one.
+	intervalMs int64
+	measured   bool
+	// slope is the trend in ms of duration per ms of trigger time, and
+	// level the trend's duration at the latest checkpoint.
+	slope, level float64
+	// The trends of the barrier wait (ms per ms) and of the size (bytes
+	// per ms), and the latest size, when the checkpoints carry them.
+	barrierSlope, bytesSlope, bytes float64
+	hasBarrier, hasBytes            bool
+	points                          int
+}
+
+// intervals is the forecast in checkpoint intervals.
+func (f *ckptForecast) intervals() float64 {
+	return float64(f.inMs) / float64(f.intervalMs)
+}
+
+// forecast fits the trend at the end we of a window (see the top of the
+// file) for a job whose checkpoints time out after timeoutMs, counting in
+// intervalMs until the job's own interval is measured.
+func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ckptForecast {
+	f := ckptForecast{intervalMs: intervalMs}
+	if len(h.gaps) >= ckptMinGaps {
+		f.intervalMs, f.measured = max(int64(math.Round(median(h.gaps))), 1), true
+	}
+	n := len(h.points)
+	if n < ckptMinPoints || !h.hasEnd || we-h.lastEnd > 2*(int64(timeoutMs)+f.intervalMs) {
+		return f
+	}
+	last := &h.points[n-1]
+	if !last.timedOut && last.ms < h.points[n-2].ms && last.ms < h.points[n-3].ms {
+		return f // recovering
+	}
+	t0 := h.points[0].trig
+	xs, ys := make([]float64, n), make([]float64, n)
+	for i, p := range h.points {
+		xs[i], ys[i] = float64(p.trig-t0), p.ms
+	}
+	slope, _, ok := theilSen(xs, ys)
+	if !ok {
+		return f
+	}
+	f.slope, f.level, f.points = slope, last.ms, n
+	f.barrierSlope, f.hasBarrier = h.trend(func(p *ckptPoint) (float64, bool) { return p.barrier, p.hasBarrier && !p.timedOut })
+	f.bytesSlope, f.hasBytes = h.trend(func(p *ckptPoint) (float64, bool) { return p.bytes, p.hasBytes && !p.timedOut })
+	if f.hasBytes {
+		for i := n - 1; i >= 0; i-- {
+			if p := &h.points[i]; p.hasBytes && !p.timedOut {
+				f.bytes = p.bytes
+				break
+			}
+		}
+	}
+	switch {
+	case last.timedOut || f.level >= timeoutMs:
+		f.ok, f.now = true, true
+	case slope > 0:
+		fail := ckptFailure(float64(last.trig), f.level, slope, timeoutMs, float64(f.intervalMs))
+		f.ok, f.inMs = true, int64(math.Max(0, math.Min(math.Ceil(fail-float64(we)), math.MaxInt64/2)))
+	}
+	return f
+}
+
+// ckptMaxSteps bounds the checkpoints ckptFailure walks: a trend that
+// needs more to reach the timeout is far beyond any horizon.
+const ckptMaxSteps = 200
+
+// ckptFailure is when the trend's first timeout happens: Flink triggers
+// the next checkpoint an interval after the last one's trigger, or when
+// it ends if it took longer (trigger, duration level), each takes what
+// the line says at its trigger (slope ms per ms), and the first whose
+// duration reaches the timeout fails the timeout after its trigger.
+func ckptFailure(trig, level, slope, timeoutMs, intervalMs float64) float64 {
+	d := level
+	for range ckptMaxSteps {
+		next := trig + max(intervalMs, d)
+		d += slope * (next - trig)
+		trig = next
+		if d >= timeoutMs {
+			return trig + timeoutMs
+		}
+	}
+	// Where the line reaches the timeout.
+	return trig + (timeoutMs-d)/slope + timeoutMs
+}
+
+// trend is the Theil–Sen slope of a quantity of the checkpoints (of those
+// that have it) over trigger time, when at least three have it.
+func (h *ckptHistory) trend(get func(*ckptPoint) (float64, bool)) (float64, bool) {
+	var xs, ys []float64
+	for i := range h.points {
+		if v, ok := get(&h.points[i]); ok {
+			xs = append(xs, float64(h.points[i].trig-h.points[0].trig))
+			ys = append(ys, v)
+		}
+	}
+	if len(xs) < 3 {
+		return 0, false
+	}
+	s, _, ok := theilSen(xs, ys)
+	return s, ok
+}
+
+// theilSen fits y = icpt + slope·x: the median of the slopes between
+// every two points of distinct x, and the median of y - slope·x. ok is
+// false when no two points have distinct x.
+func theilSen(xs, ys []float64) (slope, icpt float64, ok bool) {
+	var slopes []float64
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			if dx := xs[j] - xs[i]; dx != 0 {
+				slopes = append(slopes, (ys[j]-ys[i])/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0, 0, false
+	}
+	slope = median(slopes)
+	res := make([]float64, len(xs))
+	for i := range xs {
+		res[i] = ys[i] - slope*xs[i]
+	}
+	return slope, median(res), true
+}
+
+// bytesText formats a size in bytes the way a person says it: 850 B,
+// 12.3 MB (decimal units, as Flink's web UI shows checkpoint sizes).
+func bytesText(b float64) string {
+	units := [...]string{"B", "kB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for math.Abs(b) >= 1000 && i < len(units)-1 {
+		b /= 1000
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatFloat(b, 'f', 0, 64) + " B"
+	}
+	return fmt.Sprintf("%.1f %s", b, units[i])
+}
