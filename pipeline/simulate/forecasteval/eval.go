@@ -87,11 +87,18 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// String is the score in one line, as the README quotes it.
+// String is the score in one line, as the README quotes it; a ratio
+// over nothing is "-".
 func (r Result) String() string {
-	return fmt.Sprintf("precision %.2f, recall %.2f (%d TP, %d FP, %d FN, %d TN of %d windows); before the first timeout recall %.2f (%d of %d); %d of %d runs that timed out warned, lead median %s, p10 %s",
-		r.Precision, r.Recall, r.TP, r.FP, r.FN, r.TN, r.Windows, r.BeforeRecall(), r.BeforeTP, r.BeforeTP+r.BeforeFN,
-		r.Warned, r.TimedOut, r.LeadMedian, r.LeadP10)
+	f := func(a, b int) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", ratio(a, b))
+	}
+	return fmt.Sprintf("precision %s, recall %s (%d TP, %d FP, %d FN, %d TN of %d windows); before the first timeout recall %s (%d of %d); %d of %d runs that timed out warned, lead median %s, p10 %s",
+		f(r.TP, r.TP+r.FP), f(r.TP, r.TP+r.FN), r.TP, r.FP, r.FN, r.TN, r.Windows, f(r.BeforeTP, r.BeforeTP+r.BeforeFN), r.BeforeTP, r.BeforeTP+r.BeforeFN,
+		r.Warned, r.TimedOut, r.LeadMedian.Round(time.Second), r.LeadP10.Round(time.Second))
 }
 
 // Forecasts reports whether f is a checkpoint_risk finding whose
