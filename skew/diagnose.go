@@ -430,7 +430,11 @@ func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 		ev.ForecastTimeoutInMs, ev.ForecastIntervals = &in, &n
 		ev.CheckpointIntervalMs, ev.CheckpointIntervalMeasured = fc.intervalMs, fc.measured
 		iv := float64(fc.intervalMs)
-		ev.CheckpointTrendMsPerInterval = round(fc.slope*iv, 1)
+		ev.CheckpointTrendMsPerInterval = round(fc.trend.perInterval(fc.level, iv), 1)
+		ev.CheckpointTrend = "linear"
+		if fc.trend.exp {
+			ev.CheckpointTrend = "exponential"
+		}
 		if fc.hasBarrier {
 			ev.BarrierTrendMsPerInterval = round(fc.barrierSlope*iv, 1)
 		}
@@ -459,7 +463,12 @@ func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 			ctx.job.name, msText(jw.lastCkptMs), jw.lastCkptMs/timeout*100, msText(timeout))
 	}
 	if soon && !fc.now {
-		fmt.Fprintf(&b, " and they grow by %s per interval (trend of the last %d checkpoints)", msText(ev.CheckpointTrendMsPerInterval), fc.points)
+		if fc.trend.exp {
+			fmt.Fprintf(&b, " and they grow by %.0f%% per interval (%s at the last one; exponential trend of the last %d checkpoints)",
+				(fc.trend.at(1, float64(fc.intervalMs))-1)*100, msText(ev.CheckpointTrendMsPerInterval), fc.points)
+		} else {
+			fmt.Fprintf(&b, " and they grow by %s per interval (linear trend of the last %d checkpoints)", msText(ev.CheckpointTrendMsPerInterval), fc.points)
+		}
 	}
 	f.TaskName, f.SubtaskIndex = task, intPtr(sub)
 	ev.BusyMsPerSecond, ev.BackPressuredMsPerSecond = round(s.busy, 1), round(s.bp, 1)

@@ -192,14 +192,16 @@ type Evidence struct {
 	// already), ForecastIntervals the same in CheckpointIntervalMs
 	// (CheckpointIntervalMeasured: the job's own, measured from its
 	// checkpoints; else the configured one); the trends, per checkpoint
-	// interval, of the checkpoint duration, of the barrier wait (start
-	// delay plus alignment) of the subtask that holds the barrier, and of
-	// the checkpoint size; ForecastPoints the checkpoints the trend
-	// fits.
+	// interval, of the checkpoint duration (from the last one's, by
+	// CheckpointTrend: "linear" or "exponential", whichever fits the
+	// checkpoints better), of the barrier wait (start delay plus
+	// alignment) of the subtask that holds the barrier, and of the
+	// checkpoint size; ForecastPoints the checkpoints the trend fits.
 	ForecastTimeoutInMs                 *int64   `json:"forecast_timeout_in_ms,omitempty"`
 	ForecastIntervals                   *float64 `json:"forecast_intervals,omitempty"`
 	CheckpointIntervalMs                int64    `json:"checkpoint_interval_ms,omitempty"`
 	CheckpointIntervalMeasured          bool     `json:"checkpoint_interval_measured,omitempty"`
+	CheckpointTrend                     string   `json:"checkpoint_trend,omitempty"`
 	CheckpointTrendMsPerInterval        float64  `json:"checkpoint_trend_ms_per_interval,omitempty"`
 	BarrierTrendMsPerInterval           float64  `json:"barrier_trend_ms_per_interval,omitempty"`
 	CheckpointSizeTrendBytesPerInterval float64  `json:"checkpoint_size_trend_bytes_per_interval,omitempty"`

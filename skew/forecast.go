@@ -22,18 +22,22 @@ import (
 // One that came sooner is some other failure (or the configured timeout
 // is not the job's), and no point of the trend.
 //
-// The trend is a Theil–Sen line (the median of the pairwise slopes, and
-// the median intercept) of duration over trigger time through the last
-// ckptFitPoints checkpoints: robust to a stray checkpoint, deterministic,
-// and a few dozen divisions per job and window. The checkpoint that times
-// out is the first one triggered when the line reaches the timeout, and it
-// fails the timeout after its trigger. Checkpoints already timing out (the
-// latest point a timeout, or the line at the latest checkpoint at or above
-// the timeout) time out now. A trend that turned (the latest checkpoint
-// quicker than each of the two before it) forecasts nothing until it rises
-// again, nor does a history whose last checkpoint ended more than twice a
-// timeout plus an interval ago: Flink has stopped checkpointing, or
-// stopped reporting.
+// The trend is fitted with Theil–Sen (the median of the pairwise slopes,
+// and the median intercept) through the last ckptFitPoints checkpoints,
+// of duration over trigger time: robust to a stray checkpoint,
+// deterministic, and a few dozen divisions per job and window. Two are
+// fitted, a line and an exponential (a line through the logarithms of the
+// durations), and the one with the smaller median absolute residual
+// forecasts (fitTrend). From the latest checkpoint the forecast walks
+// Flink's schedule (ckptFailure): the next checkpoint is triggered an
+// interval after the last one's trigger, or when that one ends if later,
+// takes what the trend says, and the first that reaches the timeout
+// fails the timeout after its trigger; after a timeout the next one is
+// triggered when it failed, and fails a timeout later while the trend does
+// not fall. A trend that turned (the latest checkpoint quicker than each
+// of the two before it) forecasts nothing until it rises again, nor does
+// a history whose last checkpoint ended more than twice a timeout plus an
+// interval ago: Flink has stopped checkpointing, or stopped reporting.
 //
 // The horizon is counted in checkpoint intervals: the median gap between
 // the triggers of consecutive completed checkpoints, among the gaps the
@@ -48,8 +52,8 @@ const (
 	// stray checkpoint (a pause, a spike) moves the median slope only to
 	// the next pair's; more lag a slowdown, whose trend steepens with
 	// every step (on the labelled set of pipeline/simulate/forecasteval,
-	// fits of 5 and 8 warned before fewer first timeouts, and no more
-	// precisely).
+	// fits of 5 and 8 checkpoints warned before fewer first timeouts,
+	// and no more precisely).
 	ckptFitPoints = 4
 	ckptMinPoints = ckptFitPoints
 	// ckptMaxGaps and ckptMinGaps bound the trigger gaps kept for the
@@ -152,18 +156,19 @@ func (h *ckptHistory) observe(jw *jobWindow, timeoutMs float64, windowMs int64, 
 
 // ckptForecast is what the trend says at the end of a window.
 type ckptForecast struct {
-	// ok: there is a forecast. now: checkpoints time out already; inMs is
-	// then 0, else the time from the window's end to the forecast
-	// timeout (0 when it is overdue).
+	// ok: the trend reaches the timeout; inMs is the time from the
+	// window's end to the next timeout it forecasts (0 when that is
+	// overdue). now: the latest checkpoint timed out.
 	ok, now bool
 	inMs    int64
 	// intervalMs is the checkpoint interval the horizon counts in,
 	// measured from the job's checkpoints or the configured one.
 	intervalMs int64
 	measured   bool
-	// slope is the trend in ms of duration per ms of trigger time, and
-	// level the trend's duration at the latest checkpoint.
-	slope, level float64
+	// trend is the trend of the duration over trigger time, and level
+	// the duration it starts from, the latest checkpoint's.
+	trend ckptTrend
+	level float64
 	// The trends of the barrier wait (ms per ms) and of the size (bytes
 	// per ms), and the latest size, when the checkpoints carry them.
 	barrierSlope, bytesSlope, bytes float64
@@ -197,11 +202,11 @@ func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ck
 	for i, p := range h.points {
 		xs[i], ys[i] = float64(p.trig-t0), p.ms
 	}
-	slope, _, ok := theilSen(xs, ys)
+	tr, ok := fitTrend(xs, ys)
 	if !ok {
 		return f
 	}
-	f.slope, f.level, f.points = slope, last.ms, n
+	f.trend, f.level, f.points = tr, last.ms, n
 	f.barrierSlope, f.hasBarrier = h.trend(func(p *ckptPoint) (float64, bool) { return p.barrier, p.hasBarrier && !p.timedOut })
 	f.bytesSlope, f.hasBytes = h.trend(func(p *ckptPoint) (float64, bool) { return p.bytes, p.hasBytes && !p.timedOut })
 	if f.hasBytes {
@@ -212,11 +217,8 @@ func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ck
 			}
 		}
 	}
-	switch {
-	case last.timedOut || f.level >= timeoutMs:
-		f.ok, f.now = true, true
-	case slope > 0:
-		fail := ckptFailure(float64(last.trig), f.level, slope, timeoutMs, float64(f.intervalMs))
+	f.now = last.timedOut
+	if fail, ok := ckptFailure(float64(last.trig), f.level, tr, timeoutMs, float64(f.intervalMs)); ok {
 		f.ok, f.inMs = true, int64(math.Max(0, math.Min(math.Ceil(fail-float64(we)), math.MaxInt64/2)))
 	}
 	return f
@@ -226,23 +228,79 @@ func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ck
 // needs more to reach the timeout is far beyond any horizon.
 const ckptMaxSteps = 200
 
-// ckptFailure is when the trend's first timeout happens: Flink triggers
-// the next checkpoint an interval after the last one's trigger, or when
-// it ends if it took longer (trigger, duration level), each takes what
-// the line says at its trigger (slope ms per ms), and the first whose
-// duration reaches the timeout fails the timeout after its trigger.
-func ckptFailure(trig, level, slope, timeoutMs, intervalMs float64) float64 {
+// ckptFailure is when the trend's next timeout happens, if it does:
+// Flink triggers the next checkpoint an interval after the last one's
+// trigger, or when it ends (completes, or fails at the timeout) if that
+// is later (trigger, duration level: the timeout for one that timed
+// out), each takes what the trend says at its trigger, and the first
+// whose duration reaches the timeout fails the timeout after its
+// trigger. Checkpoints that time out go on timing out while the trend
+// does not fall.
+func ckptFailure(trig, level float64, tr ckptTrend, timeoutMs, intervalMs float64) (float64, bool) {
 	d := level
 	for range ckptMaxSteps {
-		next := trig + max(intervalMs, d)
-		d += slope * (next - trig)
+		next := trig + max(intervalMs, min(d, timeoutMs))
+		d = tr.at(d, next-trig)
 		trig = next
 		if d >= timeoutMs {
-			return trig + timeoutMs
+			return trig + timeoutMs, true
+		}
+		if tr.slope <= 0 {
+			return 0, false
 		}
 	}
-	// Where the line reaches the timeout.
-	return trig + (timeoutMs-d)/slope + timeoutMs
+	// Where the trend reaches the timeout, without the steps.
+	if tr.exp {
+		return trig + math.Log(timeoutMs/d)/tr.slope + timeoutMs, true
+	}
+	return trig + (timeoutMs-d)/tr.slope + timeoutMs, true
+}
+
+// ckptTrend is a trend of checkpoint duration over trigger time: linear
+// (slope in ms per ms) or exponential (slope of the logarithm of the
+// duration, per ms: growth by a factor per unit of time).
+type ckptTrend struct {
+	exp   bool
+	slope float64
+}
+
+// at is the duration dt ms after one of d ms, by the trend.
+func (tr ckptTrend) at(d, dt float64) float64 {
+	if tr.exp {
+		return d * math.Exp(tr.slope*dt)
+	}
+	return d + tr.slope*dt
+}
+
+// perInterval is how much the trend adds to a duration of d ms over
+// one interval of iv ms.
+func (tr ckptTrend) perInterval(d, iv float64) float64 { return tr.at(d, iv) - d }
+
+// fitTrend fits both trends to the checkpoints (trigger times xs in ms,
+// durations ys in ms) with Theil–Sen, the exponential one through the
+// logarithms of the durations, and returns the one whose median absolute
+// residual is smaller: a backlog that grows by a steady rate makes the
+// line, one whose growth itself grows (a sink that slows step by step)
+// the exponential.
+func fitTrend(xs, ys []float64) (ckptTrend, bool) {
+	slope, icpt, ok := theilSen(xs, ys)
+	if !ok {
+		return ckptTrend{}, false
+	}
+	ls := make([]float64, len(ys))
+	for i, y := range ys {
+		ls[i] = math.Log(max(y, 1))
+	}
+	rate, lc, _ := theilSen(xs, ls)
+	lin, exp := make([]float64, len(xs)), make([]float64, len(xs))
+	for i, x := range xs {
+		lin[i] = math.Abs(ys[i] - (icpt + slope*x))
+		exp[i] = math.Abs(ys[i] - math.Exp(lc+rate*x))
+	}
+	if median(exp) < median(lin) {
+		return ckptTrend{exp: true, slope: rate}, true
+	}
+	return ckptTrend{slope: slope}, true
 }
 
 // trend is the Theil–Sen slope of a quantity of the checkpoints (of those

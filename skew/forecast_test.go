@@ -6,6 +6,29 @@ import (
 	"testing"
 )
 
+// TestFitTrend: of a line and an exponential through the checkpoints,
+// the one that fits them better forecasts.
+func TestFitTrend(t *testing.T) {
+	xs := []float64{0, 30000, 60000, 90000}
+	tests := []struct {
+		name string
+		ys   []float64
+		exp  bool
+		at   float64 // the trend 30 s on from the last checkpoint
+	}{
+		{"steady growth", []float64{10000, 15000, 20000, 25000}, false, 30000},
+		{"growth that grows", []float64{2000, 4000, 8000, 16000}, true, 32000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, ok := fitTrend(xs, tt.ys)
+			if got := tr.at(tt.ys[3], 30000); !ok || tr.exp != tt.exp || math.Abs(got-tt.at) > 1 {
+				t.Errorf("fitTrend = %+v (%v): exponential %v and %.0f ms 30 s on, want %v and %.0f", tr, ok, tr.exp, got, tt.exp, tt.at)
+			}
+		})
+	}
+}
+
 func TestTheilSen(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -45,11 +68,14 @@ func TestCkptFailure(t *testing.T) {
 		{"from short checkpoints", 10000, 1.0 / 3, 60000, 30000, 183333.33 + 60000},
 		// Far away: where the line reaches the timeout, plus the timeout.
 		{"beyond the steps", 1000, 1e-9, 60000, 30000, 59000/1e-9 + 60000},
+		// Timing out, and a trend that does not fall: the next one,
+		// triggered when the last failed at 60 s, fails at 120 s.
+		{"timing out", 60000, 0, 60000, 30000, 120000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ckptFailure(0, tt.level, tt.slope, tt.timeout, tt.interval)
-			if math.Abs(got-tt.want) > 1 && math.Abs(got-tt.want)/tt.want > 0.02 {
+			got, ok := ckptFailure(0, tt.level, ckptTrend{slope: tt.slope}, tt.timeout, tt.interval)
+			if !ok || math.Abs(got-tt.want) > 1 && math.Abs(got-tt.want)/tt.want > 0.02 {
 				t.Errorf("ckptFailure = %.0f, want %.0f", got, tt.want)
 			}
 		})
@@ -62,36 +88,29 @@ func TestCkptFailure(t *testing.T) {
 // that is no timeout at that time. counter: the readings carry
 // numberOfCompletedCheckpoints.
 func ckptRun(durations []float64, counter bool, failAt int64) []*jobWindow {
-	var trig, end []int64
+	var end []int64
 	next := int64(0)
 	for _, d := range durations {
 		d = min(d, 60000)
-		trig = append(trig, next)
 		end = append(end, next+int64(d))
 		next = max(next+30000, next+int64(d))
 	}
 	var out []*jobWindow
-	done, failed, lastFailed := 0, 0, 0
+	lastFailed := 0
 	for ts := int64(10000); ts < end[len(end)-1]+10000; ts += 10000 {
 		jw := &jobWindow{failTS: ts, ckTS: ts}
+		done, n := 0, 0 // completed and failed so far
 		for i := range durations {
-			if end[i] > ts {
-				continue
-			}
-			if durations[i] >= 60000 {
-				failed = max(failed, i+1)
-				continue
-			}
-			jw.ckLast, jw.lastCkptMs, jw.hasLastCkptTime = durations[i], durations[i], true
-			done = i + 1
-		}
-		n := 0
-		for i := range failed {
-			if durations[i] >= 60000 {
+			switch {
+			case end[i] > ts:
+			case durations[i] >= 60000:
 				n++
+			default:
+				jw.ckLast, jw.lastCkptMs, jw.hasLastCkptTime = durations[i], durations[i], true
+				done++
 			}
 		}
-		if failAt > ts-10000 && failAt <= ts {
+		if failAt > 0 && failAt <= ts {
 			n++
 		}
 		if n > lastFailed {
@@ -119,10 +138,15 @@ func TestCkptHistory(t *testing.T) {
 		minIn, maxIn int64
 		measured     bool
 	}{
-		// The last four, from 30 s on: +0.28 s per s; the next ones at
-		// 180 s (38 s), 218 s (49 s), 267 s (62 s), which fails at 327 s.
-		{"rising", rising, true, 0, 10000, true, false, 130000, 145000, true},
-		{"rising, without the counter", rising, false, 0, 10000, true, false, 130000, 145000, true},
+		// Doubling: the next one, at 180 s, takes the timeout and fails
+		// at 240 s.
+		{"rising", rising, true, 0, 10000, true, false, 45000, 55000, true},
+		{"rising, without the counter", rising, false, 0, 10000, true, false, 45000, 55000, true},
+		// +5 s per 30 s, too long for the interval to show (a gap shows
+		// it only when the checkpoint before took under half of it):
+		// by the configured 60 s, the next ones at 210 s (40 s), 270 s
+		// (51 s), 330 s (61 s), which fails at 390 s.
+		{"rising steadily", []float64{5000, 10000, 15000, 20000, 25000, 30000}, true, 0, 10000, true, false, 190000, 210000, false},
 		// Too slow for the interval to show: each gap is the last
 		// checkpoint's duration.
 		{"steep", []float64{1000, 4000, 12000, 28000, 50000}, true, 0, 10000, true, false, 0, 90000, false},
@@ -132,7 +156,7 @@ func TestCkptHistory(t *testing.T) {
 		{"timing out", with(rising, 40000, 60000), true, 0, 10000, true, true, 0, 0, true},
 		// A failure sooner than a timeout after the last checkpoint is
 		// some other failure: no point, and no gap measured across it.
-		{"other failure", rising, true, 125000, 10000, true, false, 130000, 145000, false},
+		{"other failure", rising, true, 125000, 10000, true, false, 75000, 85000, false},
 		{"stale", rising, true, 0, 2*(60000+30000) + 1, false, false, 0, 0, true},
 	}
 	for _, tt := range tests {

@@ -233,7 +233,7 @@ func TestRestoredEngineForecastsTheSame(t *testing.T) {
 			NoKeySamples: true, MetricFormat: "mixed", Slowdown: slow, CheckpointDetail: true},
 		simulate.Config{Scenario: simulate.CheckpointTimeout, Seed: 4, JobName: "recovers", Duration: 12 * time.Minute,
 			NoKeySamples: true, MetricFormat: "mixed", Slowdown: &recovers})
-	cfg := skew.Config{CheckpointTimeoutMs: simulate.CheckpointingTimeout.Milliseconds()}
+	cfg := skew.Config{CheckpointTimeoutMs: simulate.DefaultConfig().CheckpointTimeout.Milliseconds()}
 	_, st := newStageOf(t, cfg, nil)
 	want, _, _ := feed(t, st, evs, nil)
 	want = st.Flush(want)

@@ -33,7 +33,7 @@ func (g *Generator) ckStep(a, b float64) {
 			x = g.pend.trig
 		}
 		p := g.pend
-		deadline := p.trig + ckTimeoutMs
+		deadline := p.trig + g.ckTimeout
 		end := min(b, deadline)
 		g.advance(p, x, end)
 		if p.done >= 0 && p.done <= end {
@@ -41,15 +41,15 @@ func (g *Generator) ckStep(a, b float64) {
 			g.doneCk++
 			g.ckSize = g.stateBytes()
 			g.ckpts = append(g.ckpts, Checkpoint{Trigger: int64(math.Round(p.trig)), DurationMs: g.lastCkDur})
-			g.nextTrig = max(p.trig+ckIntervalMs, p.done)
+			g.nextTrig = max(p.trig+g.ckInterval, p.done)
 			g.pend = nil
 			x = p.done
 			continue
 		}
 		if end >= deadline {
 			g.failedCk++
-			g.ckpts = append(g.ckpts, Checkpoint{Trigger: int64(math.Round(p.trig)), DurationMs: ckTimeoutMs, TimedOut: true})
-			g.nextTrig = max(p.trig+ckIntervalMs, deadline)
+			g.ckpts = append(g.ckpts, Checkpoint{Trigger: int64(math.Round(p.trig)), DurationMs: int64(g.ckTimeout), TimedOut: true})
+			g.nextTrig = max(p.trig+g.ckInterval, deadline)
 			g.pend = nil
 			x = deadline
 			continue

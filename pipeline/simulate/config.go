@@ -148,6 +148,10 @@ type Config struct {
 	// checkpoints then creep towards the timeout rather than jump to it.
 	// Nil leaves the output exactly as without the field.
 	Slowdown *Slowdown `kong:"-"`
+	// CheckpointInterval and CheckpointTimeout are the job's
+	// execution.checkpointing.interval and execution.checkpointing.timeout.
+	CheckpointInterval time.Duration `kong:"-" default:"30s" range:"[1s,1h]"`
+	CheckpointTimeout  time.Duration `kong:"-" default:"60s" range:"[1s,1h]"`
 	// CheckpointDetail makes the JobManager also report
 	// numberOfCompletedCheckpoints and lastCheckpointSize, as Flink's
 	// reporters do. Off (the default) leaves the output exactly as without
@@ -275,6 +279,9 @@ func (c Config) Validate() error {
 	case NamingLegacy, NamingCurrent, NamingMixed:
 	default:
 		return fmt.Errorf("simulate: Naming %q: want legacy, current or mixed", c.Naming)
+	}
+	if c.CheckpointInterval%time.Millisecond != 0 || c.CheckpointTimeout%time.Millisecond != 0 {
+		return fmt.Errorf("simulate: CheckpointInterval %v and CheckpointTimeout %v: must be whole numbers of milliseconds", c.CheckpointInterval, c.CheckpointTimeout)
 	}
 	if c.Slowdown != nil {
 		if err := c.Slowdown.validate(&c); err != nil {

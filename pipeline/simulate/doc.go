@@ -115,8 +115,9 @@
 //
 // # Checkpoints
 //
-// Aligned checkpoints every 30 s, timeout 60 s, at most one at a time, the
-// next triggered 30 s after the previous one started or when it ended. The
+// Aligned checkpoints every 30 s, timeout 60 s (Config.CheckpointInterval
+// and CheckpointTimeout), at most one at a time, the next triggered an
+// interval after the previous one started or when it ended. The
 // barrier enters behind the records queued in front of each keyed subtask
 // and passes it once those are processed; a sink subtask receives its last
 // barrier once its own queue plus its share of the keyed queues has drained
@@ -133,8 +134,7 @@
 // the keyed task has seen, up to the key space). Generator.Checkpoints
 // lists every checkpoint that ended, with its trigger, duration and
 // whether it timed out: the truth a forecast of timeouts is scored
-// against (package forecasteval). CheckpointingInterval and
-// CheckpointingTimeout are the job's settings.
+// against (package forecasteval).
 //
 // # Key samples
 //

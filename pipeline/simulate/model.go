@@ -3,16 +3,8 @@ package simulate
 import (
 	"io"
 	"math/rand/v2"
-	"time"
 
 	"github.com/skewlens/skewlens/skew/keygroup"
-)
-
-// The simulated job's checkpointing: execution.checkpointing.interval and
-// execution.checkpointing.timeout.
-const (
-	CheckpointingInterval = ckIntervalMs * time.Millisecond
-	CheckpointingTimeout  = ckTimeoutMs * time.Millisecond
 )
 
 // Task names of the simulated job, in pipeline order.
@@ -63,8 +55,6 @@ const (
 	exclusiveBufs   = 2     // taskmanager.network.memory.buffers-per-channel
 	floatingBufs    = 8     // taskmanager.network.memory.floating-buffers-per-gate
 	maxBufsPerChan  = 10    // taskmanager.network.memory.max-buffers-per-channel
-	ckIntervalMs    = 30000 // execution.checkpointing.interval (CheckpointingInterval)
-	ckTimeoutMs     = 60000 // execution.checkpointing.timeout (CheckpointingTimeout)
 	meterSpanMs     = 60000 // MeterView time span
 	timerWindowMs   = 5000  // window of busy/idle/backPressured TimerGauges
 	maxStepMs       = 100
@@ -186,10 +176,13 @@ type Generator struct {
 	ckAlignNs []int64
 	hist      [][]float64 // ring of [in..., out...] snapshots at interval ends
 
-	nextTrig  float64
-	pend      *pendingCkpt
-	lastCkDur int64
-	failedCk  int64
+	// ckInterval and ckTimeout are Config.CheckpointInterval and
+	// CheckpointTimeout in ms.
+	ckInterval, ckTimeout float64
+	nextTrig              float64
+	pend                  *pendingCkpt
+	lastCkDur             int64
+	failedCk              int64
 	// doneCk counts the completed checkpoints, ckSize is the last one's
 	// size, and ckpts lists every checkpoint that ended (Checkpoints).
 	doneCk int64
@@ -253,7 +246,8 @@ func New(cfg Config) (*Generator, error) {
 	g.cum = make([]float64, P)
 	ring := int((meterSpanMs+cfg.Interval.Milliseconds()-1)/cfg.Interval.Milliseconds()) + 2
 	g.hist = make([][]float64, ring)
-	g.nextTrig = float64(cfg.Start + ckIntervalMs)
+	g.ckInterval, g.ckTimeout = float64(cfg.CheckpointInterval.Milliseconds()), float64(cfg.CheckpointTimeout.Milliseconds())
+	g.nextTrig = float64(cfg.Start) + g.ckInterval
 	g.curBkt = -1
 	return g, nil
 }

@@ -741,7 +741,7 @@ func TestSlowdown(t *testing.T) {
 				}
 				if c.TimedOut {
 					failed++
-					if c.DurationMs != CheckpointingTimeout.Milliseconds() {
+					if c.DurationMs != g.Config().CheckpointTimeout.Milliseconds() {
 						t.Fatalf("timed out after %d ms", c.DurationMs)
 					}
 				} else {

@@ -18,7 +18,8 @@ type Checkpoint struct {
 }
 
 // Run is one job's run: the engine's findings for it (other jobs'
-// findings are ignored, by JobID), its checkpoints, and the span [From,
+// findings are ignored, by JobID), its checkpoints, its checkpoint
+// interval (execution.checkpointing.interval, ms), and the span [From,
 // To) in epoch ms the truth covers. A window is scored only when the
 // horizon after it lies inside the span, since a timeout after To is
 // unknown.
@@ -26,6 +27,7 @@ type Run struct {
 	Name        string
 	JobID       string
 	From, To    int64
+	IntervalMs  int64
 	Findings    []skew.Finding
 	Checkpoints []Checkpoint
 }
@@ -35,21 +37,23 @@ type Options struct {
 	// WindowMs is the engine's window: a forecast is made at the end of
 	// each.
 	WindowMs int64
-	// HorizonMs is the horizon in time: the engine's horizon in
-	// intervals times the job's true checkpoint interval. A window is
-	// positive when a checkpoint times out within HorizonMs after its end.
-	HorizonMs int64
-	// Intervals is the engine's horizon in checkpoint intervals: a
-	// window is forecast positive when a checkpoint_risk finding of the
-	// job in it has a forecast at most that many of its intervals away
-	// (the engine's own rule; a finding raised only by
-	// --checkpoint-risk-fraction, without such a forecast, is not one).
+	// Intervals is the horizon in checkpoint intervals. A window is
+	// positive when a checkpoint times out within Intervals of the run's
+	// checkpoint intervals after its end, and forecast positive when a
+	// checkpoint_risk finding of the job in it has a forecast at most
+	// that many of the engine's intervals away (the engine's own rule; a
+	// finding raised only by --checkpoint-risk-fraction, without such a
+	// forecast, is not one).
 	Intervals int
+	// Positive, when set, says which findings forecast a timeout instead
+	// of Forecasts: to score another rule on the same runs, such as
+	// --checkpoint-risk-fraction alone.
+	Positive func(f *skew.Finding) bool
 }
 
 func (o Options) validate() error {
-	if o.WindowMs <= 0 || o.HorizonMs <= 0 || o.Intervals <= 0 {
-		return fmt.Errorf("forecasteval: WindowMs %d, HorizonMs %d and Intervals %d must be positive", o.WindowMs, o.HorizonMs, o.Intervals)
+	if o.WindowMs <= 0 || o.Intervals <= 0 {
+		return fmt.Errorf("forecasteval: WindowMs %d and Intervals %d must be positive", o.WindowMs, o.Intervals)
 	}
 	return nil
 }
@@ -139,10 +143,10 @@ func rank(s []time.Duration, q float64) time.Duration {
 }
 
 func (r *Result) add(run *Run, opt *Options) error {
-	if run.To <= run.From {
-		return errors.New("forecasteval: run " + run.Name + ": To must be after From")
+	if run.To <= run.From || run.IntervalMs <= 0 {
+		return errors.New("forecasteval: run " + run.Name + ": To must be after From, and IntervalMs positive")
 	}
-	w := opt.WindowMs
+	w, horizon := opt.WindowMs, int64(opt.Intervals)*run.IntervalMs
 	first := run.From / w * w
 	if first < run.From {
 		first += w // the first whole window
@@ -150,7 +154,10 @@ func (r *Result) add(run *Run, opt *Options) error {
 	positive := map[int64]bool{} // by window start
 	for i := range run.Findings {
 		f := &run.Findings[i]
-		if f.JobID == run.JobID && Forecasts(f, opt.Intervals) {
+		if f.JobID != run.JobID {
+			continue
+		}
+		if opt.Positive != nil && opt.Positive(f) || opt.Positive == nil && Forecasts(f, opt.Intervals) {
 			positive[f.WindowStart] = true
 		}
 	}
@@ -170,10 +177,10 @@ func (r *Result) add(run *Run, opt *Options) error {
 		}
 	}
 	r.Runs++
-	for ws := first; ws+w+opt.HorizonMs <= run.To; ws += w {
+	for ws := first; ws+w+horizon <= run.To; ws += w {
 		we := ws + w
 		i, _ := slices.BinarySearch(timeouts, we+1)
-		label := i < len(timeouts) && timeouts[i] <= we+opt.HorizonMs
+		label := i < len(timeouts) && timeouts[i] <= we+horizon
 		pred := positive[ws]
 		r.Windows++
 		switch {

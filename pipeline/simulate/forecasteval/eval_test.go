@@ -24,11 +24,11 @@ func risk(job string, ws int64, inMs *int64) skew.Finding {
 func ms(v int64) *int64 { return &v }
 
 func TestScore(t *testing.T) {
-	opt := Options{WindowMs: 10000, HorizonMs: 30000, Intervals: 3}
+	opt := Options{WindowMs: 10000, Intervals: 3}
 	// Windows from 100 s to 160 s are scored (the horizon after the last
 	// one ends at the run's end, 200 s). Timeouts at 160 s and 175 s make
 	// the windows ending 130 s to 170 s positive.
-	timedOut := Run{Name: "a", JobID: "a", From: 100000, To: 200000,
+	timedOut := Run{Name: "a", JobID: "a", From: 100000, To: 200000, IntervalMs: 10000,
 		Checkpoints: []Checkpoint{{End: 100000}, {End: 130000}, {End: 160000, TimedOut: true}, {End: 175000, TimedOut: true}},
 		Findings: []skew.Finding{
 			risk("a", 110000, ms(100000)), // beyond 3 intervals: not a forecast of one
@@ -36,7 +36,7 @@ func TestScore(t *testing.T) {
 			risk("a", 160000, nil),   // raised by the fraction alone
 			risk("b", 160000, ms(0)), // another job's
 		}}
-	quiet := Run{Name: "b", JobID: "b", From: 100000, To: 200000,
+	quiet := Run{Name: "b", JobID: "b", From: 100000, To: 200000, IntervalMs: 10000,
 		Checkpoints: []Checkpoint{{End: 130000}, {End: 160000}},
 		Findings:    []skew.Finding{risk("b", 100000, ms(10000))}}
 	got, err := Score([]Run{timedOut, quiet}, opt)
@@ -59,12 +59,15 @@ func TestScore(t *testing.T) {
 	if err != nil || got.Warned != 0 || !reflect.DeepEqual(got.Leads, []time.Duration{0}) || got.BeforeFN != 1 {
 		t.Errorf("Score of a late warning = %+v, %v", got, err)
 	}
-	for _, bad := range []Options{{}, {WindowMs: 10000, HorizonMs: 30000}, {WindowMs: -1, HorizonMs: 1, Intervals: 1}} {
+	for _, bad := range []Options{{}, {WindowMs: 10000}, {WindowMs: -1, Intervals: 1}} {
 		if _, err := Score(nil, bad); err == nil {
 			t.Errorf("Score accepted %+v", bad)
 		}
 	}
-	if _, err := Score([]Run{{Name: "x", From: 5, To: 5}}, opt); err == nil {
+	if _, err := Score([]Run{{Name: "x", From: 5, To: 5, IntervalMs: 1}}, opt); err == nil {
 		t.Error("Score accepted an empty span")
+	}
+	if _, err := Score([]Run{{Name: "x", From: 5, To: 50}}, opt); err == nil {
+		t.Error("Score accepted a run without its interval")
 	}
 }
