@@ -404,19 +404,39 @@ func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 	if jw == nil {
 		return dst
 	}
-	task, sub, s, held := e.checkpointCulprit(ctx)
-	barrier := 0.0
-	if held {
-		barrier = s.delay + s.align
-	}
 	timeout := float64(e.cfg.CheckpointTimeoutMs)
 	h := &ctx.job.ckpt
+	// The culprit is looked for only when a checkpoint completed (its
+	// barrier wait goes with it) or a finding may be made: it reads every
+	// subtask of the job.
+	var (
+		task string
+		sub  int
+		s    *subStats
+		held bool
+	)
+	found := false
+	culprit := func() {
+		if !found {
+			task, sub, s, held = e.checkpointCulprit(ctx)
+			found = true
+		}
+	}
+	barrier := 0.0
+	if h.completions(jw) > 0 {
+		if culprit(); held {
+			barrier = s.delay + s.align
+		}
+	}
 	h.observe(jw, timeout, e.cfg.WindowMs, barrier, held)
 	we := ctx.ws + e.cfg.WindowMs
 	fc := h.forecast(we, timeout, e.cfg.CheckpointIntervalMs)
 	slow := jw.hasLastCkptTime && jw.lastCkptMs >= e.cfg.CheckpointRiskFraction*timeout
 	soon := fc.ok && fc.inMs <= int64(e.cfg.CheckpointForecastHorizon)*fc.intervalMs
-	if !slow && !soon || s == nil {
+	if !slow && !soon {
+		return dst
+	}
+	if culprit(); s == nil {
 		return dst
 	}
 	ev := &Evidence{
@@ -446,15 +466,19 @@ func (e *Engine) checkpointRisk(ctx *jobCtx, dst []Finding) []Finding {
 	f := Finding{Kind: KindSaturation, JobID: ctx.job.id, JobName: ctx.job.name,
 		WindowStart: ctx.ws, WindowEnd: we}
 	var b strings.Builder
+	when := "any time now"
+	if fc.inMs > 0 {
+		when = fmt.Sprintf("in about %s checkpoint intervals of %s (%s)",
+			strconv.FormatFloat(*ev.ForecastIntervals, 'f', 1, 64), msText(float64(fc.intervalMs)), msText(float64(fc.inMs)))
+	}
 	switch {
 	case soon && fc.now:
-		fmt.Fprintf(&b, "Checkpoints of job %q reach the %s checkpoint timeout now", ctx.job.name, msText(timeout))
+		fmt.Fprintf(&b, "Checkpoints of job %q time out at the %s checkpoint timeout, and by their trend the next one will too, %s", ctx.job.name, msText(timeout), when)
 		if jw.hasLastCkptTime {
 			fmt.Fprintf(&b, ": the last one that completed took %s", msText(jw.lastCkptMs))
 		}
 	case soon:
-		fmt.Fprintf(&b, "Checkpoints of job %q are forecast to reach the %s checkpoint timeout in about %s checkpoint intervals of %s (%s)",
-			ctx.job.name, msText(timeout), strconv.FormatFloat(*ev.ForecastIntervals, 'f', 1, 64), msText(float64(fc.intervalMs)), msText(float64(fc.inMs)))
+		fmt.Fprintf(&b, "Checkpoints of job %q are forecast to reach the %s checkpoint timeout %s", ctx.job.name, msText(timeout), when)
 		if jw.hasLastCkptTime {
 			fmt.Fprintf(&b, ": the last one took %s,", msText(jw.lastCkptMs))
 		}

@@ -104,6 +104,22 @@ func (h *ckptHistory) add(p ckptPoint) {
 	h.points = append(h.points, p)
 }
 
+// completions is how many checkpoints completed since the last readings
+// by the window's (jw), as observe counts them: the rise of
+// numberOfCompletedCheckpoints, or without it one when
+// lastCheckpointDuration or lastCheckpointSize changed.
+func (h *ckptHistory) completions(jw *jobWindow) int {
+	switch {
+	case !jw.hasLastCkptTime || jw.ckLast < 0:
+		return 0
+	case jw.hasCompleted && h.hasCompleted && jw.completed >= h.completed:
+		return int(min(jw.completed-h.completed, 1e6))
+	case h.hasMs && (jw.ckLast != h.lastMs || jw.hasBytes && h.hasBytes && jw.bytesLast != h.lastBytes):
+		return 1
+	}
+	return 0
+}
+
 // observe reads a closed window's job-scoped checkpoint metrics (jw, its
 // failures already a difference, see updateJobCounters): a new completed
 // checkpoint, with the barrier wait of the subtask that holds the barrier
@@ -111,19 +127,11 @@ func (h *ckptHistory) add(p ckptPoint) {
 // windowMs is the slack of a reading's time.
 func (h *ckptHistory) observe(jw *jobWindow, timeoutMs float64, windowMs int64, barrier float64, hasBarrier bool) {
 	if jw.hasLastCkptTime {
-		n := 0 // new completed checkpoints
-		counted := false
+		n := h.completions(jw)
 		if jw.hasCompleted {
-			if h.hasCompleted && jw.completed >= h.completed {
-				n = int(min(jw.completed-h.completed, 1e6))
-				counted = true
-			}
 			h.completed, h.hasCompleted = jw.completed, true
 		}
-		if !counted && h.hasMs && (jw.ckLast != h.lastMs || jw.hasBytes && h.hasBytes && jw.bytesLast != h.lastBytes) {
-			n = 1
-		}
-		if n > 0 && jw.ckLast >= 0 {
+		if n > 0 {
 			p := ckptPoint{trig: jw.ckTS - int64(math.Round(jw.ckLast)), ms: jw.ckLast,
 				bytes: jw.bytesLast, hasBytes: jw.hasBytes, barrier: barrier, hasBarrier: hasBarrier}
 			if k := len(h.points); k > 0 && !h.failedSince && !h.points[k-1].timedOut {
@@ -187,7 +195,8 @@ func (f *ckptForecast) intervals() float64 {
 func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ckptForecast {
 	f := ckptForecast{intervalMs: intervalMs}
 	if len(h.gaps) >= ckptMinGaps {
-		f.intervalMs, f.measured = max(int64(math.Round(median(h.gaps))), 1), true
+		var ga [ckptMaxGaps]float64
+		f.intervalMs, f.measured = max(int64(math.Round(medianInPlace(append(ga[:0], h.gaps...)))), 1), true
 	}
 	n := len(h.points)
 	if n < ckptMinPoints || !h.hasEnd || we-h.lastEnd > 2*(int64(timeoutMs)+f.intervalMs) {
@@ -198,7 +207,10 @@ func (h *ckptHistory) forecast(we int64, timeoutMs float64, intervalMs int64) ck
 		return f // recovering
 	}
 	t0 := h.points[0].trig
-	xs, ys := make([]float64, n), make([]float64, n)
+	// The buffers here and below are arrays of ckptFitPoints on the
+	// stack: a forecast per job and window allocates nothing.
+	var xa, ya [ckptFitPoints]float64
+	xs, ys := xa[:n], ya[:n]
 	for i, p := range h.points {
 		xs[i], ys[i] = float64(p.trig-t0), p.ms
 	}
@@ -287,17 +299,19 @@ func fitTrend(xs, ys []float64) (ckptTrend, bool) {
 	if !ok {
 		return ckptTrend{}, false
 	}
-	ls := make([]float64, len(ys))
-	for i, y := range ys {
-		ls[i] = math.Log(max(y, 1))
+	var la [ckptFitPoints]float64
+	ls := la[:0]
+	for _, y := range ys {
+		ls = append(ls, math.Log(max(y, 1)))
 	}
 	rate, lc, _ := theilSen(xs, ls)
-	lin, exp := make([]float64, len(xs)), make([]float64, len(xs))
+	var lina, expa [ckptFitPoints]float64
+	lin, exp := lina[:0], expa[:0]
 	for i, x := range xs {
-		lin[i] = math.Abs(ys[i] - (icpt + slope*x))
-		exp[i] = math.Abs(ys[i] - math.Exp(lc+rate*x))
+		lin = append(lin, math.Abs(ys[i]-(icpt+slope*x)))
+		exp = append(exp, math.Abs(ys[i]-math.Exp(lc+rate*x)))
 	}
-	if median(exp) < median(lin) {
+	if medianInPlace(exp) < medianInPlace(lin) {
 		return ckptTrend{exp: true, slope: rate}, true
 	}
 	return ckptTrend{slope: slope}, true
@@ -306,7 +320,8 @@ func fitTrend(xs, ys []float64) (ckptTrend, bool) {
 // trend is the Theil–Sen slope of a quantity of the checkpoints (of those
 // that have it) over trigger time, when at least three have it.
 func (h *ckptHistory) trend(get func(*ckptPoint) (float64, bool)) (float64, bool) {
-	var xs, ys []float64
+	var xa, ya [ckptFitPoints]float64
+	xs, ys := xa[:0], ya[:0]
 	for i := range h.points {
 		if v, ok := get(&h.points[i]); ok {
 			xs = append(xs, float64(h.points[i].trig-h.points[0].trig))
@@ -322,9 +337,11 @@ func (h *ckptHistory) trend(get func(*ckptPoint) (float64, bool)) (float64, bool
 
 // theilSen fits y = icpt + slope·x: the median of the slopes between
 // every two points of distinct x, and the median of y - slope·x. ok is
-// false when no two points have distinct x.
+// false when no two points have distinct x. It allocates nothing for up
+// to ckptFitPoints points.
 func theilSen(xs, ys []float64) (slope, icpt float64, ok bool) {
-	var slopes []float64
+	var sa [ckptFitPoints * (ckptFitPoints - 1) / 2]float64
+	slopes := sa[:0]
 	for i := range xs {
 		for j := i + 1; j < len(xs); j++ {
 			if dx := xs[j] - xs[i]; dx != 0 {
@@ -335,12 +352,23 @@ func theilSen(xs, ys []float64) (slope, icpt float64, ok bool) {
 	if len(slopes) == 0 {
 		return 0, 0, false
 	}
-	slope = median(slopes)
-	res := make([]float64, len(xs))
+	slope = medianInPlace(slopes)
+	var ra [ckptFitPoints]float64
+	res := ra[:0]
 	for i := range xs {
-		res[i] = ys[i] - slope*xs[i]
+		res = append(res, ys[i]-slope*xs[i])
 	}
-	return slope, median(res), true
+	return slope, medianInPlace(res), true
+}
+
+// medianInPlace is the median of xs (not empty), which it sorts.
+func medianInPlace(xs []float64) float64 {
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
 }
 
 // bytesText formats a size in bytes the way a person says it: 850 B,

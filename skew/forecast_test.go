@@ -178,6 +178,19 @@ func TestCkptHistory(t *testing.T) {
 	}
 }
 
+// TestForecastAllocs: a forecast is made per job and window, for every
+// job of a fleet: it allocates nothing.
+func TestForecastAllocs(t *testing.T) {
+	var h ckptHistory
+	for _, jw := range ckptRun([]float64{1000, 2000, 4000, 8000, 16000, 30000}, true, 0) {
+		h.observe(jw, 60000, 10000, 500, true)
+	}
+	var f ckptForecast
+	if n := testing.AllocsPerRun(100, func() { f = h.forecast(200000, 60000, 60000) }); n != 0 || !f.ok {
+		t.Errorf("%v allocs per forecast (%+v)", n, f)
+	}
+}
+
 // TestCkptHistoryCounts: a counter that rose by two between readings
 // halves the gap, and the first reading only sets the baseline.
 func TestCkptHistoryCounts(t *testing.T) {
@@ -292,6 +305,15 @@ func TestCheckpointForecast(t *testing.T) {
 						late++
 					}
 				}
+			}
+			timingOut := 0
+			for _, f := range j.kinds(KindSaturation, CauseCheckpointRisk) {
+				if strings.Contains(f.Summary, "time out at the 1.0 min checkpoint timeout, and by their trend the next one will too, ") {
+					timingOut++
+				}
+			}
+			if (firstOut >= 0 && tt.saturated) != (timingOut > 0) {
+				t.Errorf("%d findings say checkpoints time out, want some: %v", timingOut, firstOut >= 0 && tt.saturated)
 			}
 			if tt.want != (forecasts > 0) {
 				t.Errorf("%d forecast findings, want some: %v; %s", forecasts, tt.want, dump(j.kinds(KindSaturation, CauseCheckpointRisk)))

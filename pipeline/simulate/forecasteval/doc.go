@@ -5,8 +5,12 @@
 // and the lead time from the first warning to the first timeout.
 //
 // Score takes findings and checkpoint outcomes, wherever they come from:
-// the simulator's (pipeline/simulate, Generator.Checkpoints) in this
-// package's labelled set, or a real Flink capture's truth. The package's
+// the simulator's (pipeline/simulate, Generator.Checkpoints, through
+// Ended) in this package's labelled set, or a real Flink capture's truth:
+// a Run per job with the findings `skewlens analyze` printed for it
+// (run with the job's --checkpoint-timeout), its checkpoints' ends and
+// whether each timed out, its execution.checkpointing.interval, and the
+// span the capture covers. The package's
 // test is the labelled set: seeded simulated runs whose sink slows step
 // by step towards a checkpoint timeout (some recover before, some after
 // it), runs with a sudden burst, and healthy or steadily slow runs,

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -15,6 +16,18 @@ import (
 type Checkpoint struct {
 	End      int64
 	TimedOut bool
+}
+
+// Ended returns checkpoints as Score takes them: each ends at its trigger
+// plus its duration. A capture's truth in the simulator's form (JSON
+// trigger, duration_ms, timed_out; a timed-out checkpoint's duration the
+// time it ran until it failed) unmarshals into simulate.Checkpoint.
+func Ended(cs []simulate.Checkpoint) []Checkpoint {
+	out := make([]Checkpoint, len(cs))
+	for i, c := range cs {
+		out[i] = Checkpoint{End: c.End(), TimedOut: c.TimedOut}
+	}
+	return out
 }
 
 // Run is one job's run: the engine's findings for it (other jobs'

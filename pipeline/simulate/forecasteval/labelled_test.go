@@ -129,12 +129,8 @@ func replayRun(t testing.TB, lr labelledRun) Run {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	run := Run{Name: lr.cfg.JobName, JobID: g.Truth().JobID, From: gc.Start, To: gc.Start + gc.Duration.Milliseconds(),
-		IntervalMs: gc.CheckpointInterval.Milliseconds(), Findings: fs}
-	for _, c := range g.Checkpoints() {
-		run.Checkpoints = append(run.Checkpoints, Checkpoint{End: c.End(), TimedOut: c.TimedOut})
-	}
-	return run
+	return Run{Name: lr.cfg.JobName, JobID: g.Truth().JobID, From: gc.Start, To: gc.Start + gc.Duration.Milliseconds(),
+		IntervalMs: gc.CheckpointInterval.Milliseconds(), Findings: fs, Checkpoints: Ended(g.Checkpoints())}
 }
 
 // replayAll replays the runs on every core.
