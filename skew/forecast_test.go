@@ -324,3 +324,26 @@ func TestCheckpointForecast(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreCkptTrims: a saved history longer than the engine keeps (a
+// version that kept more) restores as its newest part.
+func TestRestoreCkptTrims(t *testing.T) {
+	cs := &CheckpointState{}
+	for i := range 6 {
+		cs.Points = append(cs.Points, CheckpointPoint{Trigger: int64(i) * 30000, DurationMs: float64(i+1) * 1000})
+	}
+	for i := range 20 {
+		cs.TriggerGapsMs = append(cs.TriggerGapsMs, float64(30000+i))
+	}
+	h, err := restoreCkpt(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.points) != ckptFitPoints || h.points[0].trig != 60000 || len(h.gaps) != ckptMaxGaps || h.gaps[0] != 30004 {
+		t.Errorf("restored %d points from %d, %d gaps from %.0f: want the newest %d and %d", len(h.points), h.points[0].trig, len(h.gaps), h.gaps[0], ckptFitPoints, ckptMaxGaps)
+	}
+	// And it saves as it restored.
+	if got := h.state(); len(got.Points) != ckptFitPoints || len(got.TriggerGapsMs) != ckptMaxGaps {
+		t.Errorf("saved %+v", got)
+	}
+}

@@ -589,8 +589,11 @@ func (h *ckptHistory) state() *CheckpointState {
 // restoreCkpt checks and loads a job's saved checkpoint history.
 func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
 	var h ckptHistory
-	if len(cs.Points) > ckptFitPoints || len(cs.TriggerGapsMs) > ckptMaxGaps {
-		return h, fmt.Errorf("%d points and %d gaps, more than %d and %d", len(cs.Points), len(cs.TriggerGapsMs), ckptFitPoints, ckptMaxGaps)
+	// A state saved by a version that kept more is trimmed to the newest
+	// the engine keeps; an absurd one is refused.
+	const maxSaved = 1000
+	if len(cs.Points) > maxSaved || len(cs.TriggerGapsMs) > maxSaved {
+		return h, fmt.Errorf("%d points and %d gaps, more than %d", len(cs.Points), len(cs.TriggerGapsMs), maxSaved)
 	}
 	val := func(p *float64) (float64, bool, error) {
 		if p == nil {
@@ -609,14 +612,14 @@ func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
 		if err := errors.Join(errB, errS); err != nil || !finiteNumber(p.DurationMs) || p.DurationMs < 0 {
 			return h, fmt.Errorf("point %d: out of range", i)
 		}
-		h.points = append(h.points, q)
+		h.add(q)
 	}
 	for i, g := range cs.TriggerGapsMs {
 		if !finiteNumber(g) || g <= 0 {
 			return h, fmt.Errorf("trigger gap %d: out of range", i)
 		}
 	}
-	h.gaps = slices.Clone(cs.TriggerGapsMs)
+	h.gaps = slices.Clone(cs.TriggerGapsMs[max(0, len(cs.TriggerGapsMs)-ckptMaxGaps):])
 	var errs [3]error
 	h.lastMs, h.hasMs, errs[0] = val(cs.LastDuration)
 	h.lastBytes, h.hasBytes, errs[1] = val(cs.LastSize)

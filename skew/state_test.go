@@ -369,6 +369,10 @@ func TestRestoreRejectsBadState(t *testing.T) {
 		{"bad utf8", []skew.JobState{{WindowMs: 10000, JobID: "a\xff"}}, "UTF-8"},
 		{"long", []skew.JobState{{WindowMs: 10000, JobID: strings.Repeat("x", 70000)}}, "bytes"},
 		{"nan counter", []skew.JobState{{WindowMs: 10000, JobID: "a", LastFailed: &nan}}, "not a number"},
+		{"nan checkpoint", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: []skew.CheckpointPoint{{DurationMs: nan}}}}}, "checkpoints: point 0"},
+		{"negative checkpoint size", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{LastSize: ptrTo(-1.0)}}}, "checkpoints: a reading"},
+		{"zero trigger gap", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{TriggerGapsMs: []float64{30000, 0}}}}, "trigger gap 1"},
+		{"too many checkpoints", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: make([]skew.CheckpointPoint, 1001)}}}, "more than 1000"},
 		{"bad parallelism", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}}, "t"},
 		{"dominant out of range", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}}, "out of range"},
 		{"other window", []skew.JobState{{WindowMs: 60000, JobID: "a"}}, "60000 ms windows"},
@@ -395,3 +399,5 @@ func TestRestoreRejectsBadState(t *testing.T) {
 		t.Error("Restore after events: no error")
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
