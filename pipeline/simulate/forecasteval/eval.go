@@ -3,6 +3,7 @@ package forecasteval
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -151,7 +152,7 @@ func Score(runs []Run, opt Options) (Result, error) {
 
 // rank is the nearest-rank q-quantile of sorted s.
 func rank(s []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(s))+0.999999) - 1
+	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }
 
