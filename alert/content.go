@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
@@ -341,7 +342,19 @@ func (t *Tracker) runbook(st *state) string {
 		if f.SubtaskIndex != nil {
 			who = fmt.Sprintf("subtask %d of %q holds up the checkpoint barrier", *f.SubtaskIndex, st.id.TaskName)
 		}
-		return "Checkpoints will fail when they reach the checkpoint timeout, and " + who +
+		when := "Checkpoints will fail when they reach the checkpoint timeout"
+		if ev != nil && ev.ForecastTimeoutInMs != nil && ev.ForecastIntervals != nil {
+			// The engine's forecast: when, by the trend of the job's
+			// checkpoints.
+			switch in := *ev.ForecastTimeoutInMs; {
+			case in == 0:
+				when = "Checkpoints reach the checkpoint timeout now"
+			default:
+				when = fmt.Sprintf("Checkpoints are forecast to reach the checkpoint timeout in about %.1f checkpoint intervals (%s)",
+					*ev.ForecastIntervals, (time.Duration(in) * time.Millisecond).Round(time.Second))
+			}
+		}
+		return when + ", and " + who +
 			": relieve it first (see its own alert for the cause). Meanwhile unaligned checkpoints (execution.checkpointing.unaligned.enabled: true) or buffer debloating (taskmanager.network.memory.buffer-debloat.enabled: true) let the barrier pass the backlog; a longer timeout only postpones the failure."
 	}
 	return ""

@@ -76,6 +76,8 @@ func TestAlertContent(t *testing.T) {
 	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
 	ckpt.Host = ""
 	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
+	forecast := ckptForecast(ckpt, 150_000, 2.5)
+	timingOut := ckptForecast(ckpt, 0, 0)
 	version := func(job, task string) (uint64, bool) { return 7, job == "j1" && task == "Window agg" }
 	hotMargin := hot("j1", "agg", 2, "customer-42", 0.18, 0)
 	hotMargin.ShareMargin, hotMargin.Rule, hotMargin.SubtaskShare, hotMargin.SubtaskShareMargin = 0.031, "subtask", 0.46, 0.081
@@ -249,6 +251,25 @@ func TestAlertContent(t *testing.T) {
 			absent: []string{"salting_plan"},
 		},
 		{
+			name: "checkpoint risk forecast",
+			fs:   []skew.Finding{forecast},
+			labels: map[string]string{"alertname": "FlinkCheckpointRisk", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Sink: es", "cause": "checkpoint_risk"},
+			annotation: map[string]string{
+				"runbook":  `Checkpoints are forecast to reach the checkpoint timeout in about 2.5 checkpoint intervals (2m30s), and subtask 2 of "Sink: es" holds up the checkpoint barrier: relieve it first`,
+				"evidence": `"forecast_timeout_in_ms":150000,"forecast_intervals":2.5,"checkpoint_interval_ms":60000,"checkpoint_interval_measured":true,"checkpoint_trend":"exponential","checkpoint_trend_ms_per_interval":90000`,
+			},
+		},
+		{
+			name: "checkpoint risk timing out",
+			fs:   []skew.Finding{timingOut},
+			labels: map[string]string{"alertname": "FlinkCheckpointRisk", "severity": "warning", "job_id": "j1", "job_name": "name-j1",
+				"task_name": "Sink: es", "cause": "checkpoint_risk"},
+			annotation: map[string]string{
+				"runbook": `Checkpoints reach the checkpoint timeout now, and subtask 2 of "Sink: es" holds up the checkpoint barrier`,
+			},
+		},
+		{
 			name: "invalid UTF-8 is cleaned",
 			fs: []skew.Finding{func() skew.Finding {
 				f := sat("j1", "bad\xff", 1, skew.CauseSlowSubtask, 0)
@@ -325,8 +346,11 @@ func TestAlertJSONGolden(t *testing.T) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
+	// The checkpoint risk as the engine now writes it, with its
+	// forecast.
 	ckpt := sat("j1", "Sink: es", 2, skew.CauseCheckpointRisk, 0)
 	ckpt.Evidence.LastCheckpointMs, ckpt.Evidence.CheckpointTimeoutMs = 400_000, 600_000
+	ckpt = ckptForecast(ckpt, 150_000, 2.5)
 	events := tr.Observe([]skew.Finding{ds, hk, rot, up, slow, ckpt})
 	events = append(events, tr.Advance(100_000)...)
 	for _, e := range events {
@@ -352,6 +376,18 @@ func TestAlertJSONGolden(t *testing.T) {
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("alert JSON differs from %s (go test -update rewrites it):\n%s", path, buf.String())
 	}
+}
+
+// ckptForecast is a copy of the checkpoint_risk finding f with a
+// forecast of a timeout in inMs, intervals checkpoint intervals of 60 s.
+func ckptForecast(f skew.Finding, inMs int64, intervals float64) skew.Finding {
+	sat, ev := *f.Saturation, *f.Evidence
+	ev.ForecastTimeoutInMs, ev.ForecastIntervals = &inMs, &intervals
+	ev.CheckpointIntervalMs, ev.CheckpointIntervalMeasured = 60000, true
+	ev.CheckpointTrend, ev.CheckpointTrendMsPerInterval, ev.BarrierTrendMsPerInterval, ev.ForecastPoints = "exponential", 90000, 85000, 4
+	sat.Evidence = &ev
+	f.Saturation = &sat
+	return f
 }
 
 // TestNaNEvidence checks that non-finite numbers in a finding (which JSON

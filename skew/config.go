@@ -78,6 +78,11 @@ type Config struct {
 	PlanMinImbalance       float64 `name:"plan-min-imbalance" default:"1.5" range:"[1,]" group:"Engine" help:"Max/mean subtask load at which a salting plan is proposed."`
 	CheckpointTimeoutMs    int64   `name:"checkpoint-timeout" type:"ms" default:"10m" range:"[1ms,]" group:"Engine" help:"The jobs' checkpoint timeout (Flink's execution.checkpointing.timeout)."`
 	CheckpointRiskFraction float64 `name:"checkpoint-risk-fraction" default:"0.5" range:"(0,1]" group:"Engine" help:"Share of --checkpoint-timeout at or above which a job's lastCheckpointDuration counts as slow; saturation summaries then name the subtask that holds checkpoints up."`
+	// CheckpointIntervalMs counts the forecast's horizon until a job's
+	// own checkpoints show their interval (see forecast.go).
+	CheckpointIntervalMs int64 `name:"checkpoint-interval" type:"ms" default:"1m" range:"[1ms,]" group:"Engine" help:"The jobs' checkpoint interval (Flink's execution.checkpointing.interval), used until a job's own checkpoints show theirs."`
+	// CheckpointForecastHorizon is in checkpoint intervals.
+	CheckpointForecastHorizon int `name:"checkpoint-forecast-horizon" default:"3" range:"[1,${max_forecast_horizon}]" group:"Engine" help:"Checkpoint intervals ahead within which a forecast timeout raises checkpoint_risk: the trend of a job's checkpoint durations says when they reach --checkpoint-timeout."`
 	// EmitStats adds a subtask_stats row per reporting subtask and window
 	// to the findings.
 	EmitStats bool `kong:"-"`
@@ -105,6 +110,11 @@ const MaxTopK = 10000
 // MaxSaltSeparatorBytes bounds Config.SaltSeparator and a plan's.
 const MaxSaltSeparatorBytes = 16
 
+// MaxCheckpointForecastHorizon bounds Config.CheckpointForecastHorizon:
+// a line fitted to the last few checkpoints says little about a hundred
+// intervals ahead.
+const MaxCheckpointForecastHorizon = 100
+
 // MaxHotKeyPoolWindows bounds Config.HotKeyPoolWindows, and the pooled
 // windows a saved state may hold.
 const MaxHotKeyPoolWindows = 30
@@ -118,6 +128,7 @@ func (Config) KnobVars() map[string]string {
 		"max_hot_key_pool_windows": strconv.Itoa(MaxHotKeyPoolWindows),
 		"max_separator":            strconv.Itoa(MaxSaltSeparatorBytes),
 		"max_parallelism":          strconv.Itoa(keygroup.UpperBoundMaxParallelism),
+		"max_forecast_horizon":     strconv.Itoa(MaxCheckpointForecastHorizon),
 		// The rotation lookback fits in the history: HistoryWindows's
 		// declared default.
 		"history_windows": historyField.Tag.Get("default"),

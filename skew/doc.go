@@ -50,5 +50,33 @@
 // may alert, only when the key alone pushes its subtask above the skew
 // ratio. The candidate keys' evidence is part of the saved state.
 //
+// # Checkpoints
+//
+// A saturated or back-pressured subtask delays the checkpoint barrier; of
+// those, the one with the largest checkpoint start delay or alignment
+// (else the busiest saturated one) holds it up. checkpoint_risk, a
+// saturation finding on that subtask (none without one), warns before
+// checkpoints fail, in either of two ways. The forecast (forecast.go):
+// each job keeps its last checkpoints (a completed one is seen when
+// numberOfCompletedCheckpoints rises, or lastCheckpointDuration or
+// lastCheckpointSize changes; a failure that came a timeout after the
+// last one ended counts as one that took the whole timeout), fits two
+// Theil–Sen trends of duration over trigger time through the last four, a
+// line and an exponential (a line through the logarithms), keeps the one
+// that fits them better, walks Flink's schedule forward from the latest
+// (the next trigger an interval after the last, or when it ends) to the
+// first checkpoint the trend makes reach Config.CheckpointTimeoutMs, and
+// raises checkpoint_risk when that one fails within
+// Config.CheckpointForecastHorizon checkpoint intervals; a trend whose
+// latest checkpoint is quicker than the two before it forecasts nothing. The interval is measured from the gaps between the
+// triggers of the job's checkpoints (Config.CheckpointIntervalMs until
+// three gaps show it). The evidence carries the forecast, the interval,
+// and the trends per interval of the duration, of the barrier wait of the
+// subtask holding the barrier and of the checkpoint size. And, as before
+// the forecast, a lastCheckpointDuration of Config.CheckpointRiskFraction
+// of the timeout or more raises it too. The job's recent checkpoints are
+// part of its saved state, so a restored engine forecasts as one that ran
+// through.
+//
 // An Engine is not safe for concurrent use: one goroutine owns it.
 package skew

@@ -107,6 +107,8 @@ type jobState struct {
 	// the run ends (see endJobs).
 	firstEvent, lastEvent int64
 	hasEvents             bool
+	// ckpt is the job's recent checkpoints, for the forecast of timeouts.
+	ckpt ckptHistory
 }
 
 // jobWindow holds job-scoped metrics of one window.
@@ -118,6 +120,16 @@ type jobWindow struct {
 	hasLastCkptTime bool
 	// lastCkptBytes is the largest lastCheckpointSize in the window.
 	lastCkptBytes float64
+	// The window's latest readings, which the forecast compares with the
+	// last window's to tell a new checkpoint (see forecast.go): of
+	// lastCheckpointDuration (at ckTS), of lastCheckpointSize (hasBytes),
+	// of numberOfCompletedCheckpoints (hasCompleted) and the time of the
+	// latest numberOfFailedCheckpoints reading.
+	ckTS, bytesTS, completedTS int64
+	ckLast, bytesLast          float64
+	completed                  float64
+	hasBytes, hasCompleted     bool
+	failTS                     int64
 }
 
 type taskState struct {
@@ -769,12 +781,27 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 	switch m.Name {
 	case LastCheckpointDuration:
 		w.lastCkptMs = max(w.lastCkptMs, m.Value)
+		if !w.hasLastCkptTime || m.TS >= w.ckTS {
+			w.ckTS, w.ckLast = m.TS, m.Value
+		}
 		w.hasLastCkptTime = true
 	case NumberOfFailedCheckpoints:
 		w.failed = max(w.failed, m.Value)
+		if !w.hasFailed || m.TS >= w.failTS {
+			w.failTS = m.TS
+		}
 		w.hasFailed = true
 	case LastCheckpointSize:
 		w.lastCkptBytes = max(w.lastCkptBytes, m.Value)
+		if !w.hasBytes || m.TS >= w.bytesTS {
+			w.bytesTS, w.bytesLast = m.TS, m.Value
+		}
+		w.hasBytes = true
+	case NumberOfCompletedCheckpoints:
+		if !w.hasCompleted || m.TS >= w.completedTS {
+			w.completedTS, w.completed = m.TS, m.Value
+		}
+		w.hasCompleted = true
 	}
 	return Accepted
 }
@@ -858,6 +885,10 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 		}
 		if len(ctx.tasks) > 0 {
 			dst = e.diagnose(&ctx, dst)
+		} else if jw != nil {
+			// No subtask reported: the checkpoints still count, without
+			// a barrier wait.
+			j.ckpt.observe(jw, float64(e.cfg.CheckpointTimeoutMs), e.cfg.WindowMs, 0, false)
 		}
 		for _, tc := range ctx.tasks {
 			// The history grew one subtask at a time in the task's

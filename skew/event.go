@@ -80,6 +80,10 @@ const (
 	// LastCheckpointSize is job-scoped too (bytes of the last completed
 	// checkpoint); it comes after the others for the same reason.
 	LastCheckpointSize
+	// NumberOfCompletedCheckpoints is job-scoped: the JobManager's count
+	// of the job's completed checkpoints. Its rises date the checkpoints
+	// the forecast of timeouts reads, and their interval.
+	NumberOfCompletedCheckpoints
 	numMetricNames
 )
 
@@ -95,7 +99,7 @@ func (m MetricName) String() string {
 		"checkpointAlignmentTime", "checkpointStartDelayNanos",
 		"lastCheckpointDuration", "numberOfFailedCheckpoints",
 		"accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs",
-		"lastCheckpointSize",
+		"lastCheckpointSize", "numberOfCompletedCheckpoints",
 	}
 	if m < numMetricNames {
 		return names[m]
@@ -105,7 +109,7 @@ func (m MetricName) String() string {
 
 // JobScoped reports whether the metric belongs to the job rather than a subtask.
 func (m MetricName) JobScoped() bool {
-	return m == LastCheckpointDuration || m == NumberOfFailedCheckpoints || m == LastCheckpointSize
+	return m == LastCheckpointDuration || m == NumberOfFailedCheckpoints || m == LastCheckpointSize || m == NumberOfCompletedCheckpoints
 }
 
 // Metric is one Flink metric observation.

@@ -18,10 +18,12 @@ const (
 	CauseRotatingHotKey   = "rotating_hot_key"
 	CauseSlowSubtask      = "slow_subtask"
 	CauseUnderProvisioned = "under_provisioned"
-	// CauseCheckpointRisk marks a job whose last checkpoint took at least
-	// Config.CheckpointRiskFraction of the checkpoint timeout: it warns
-	// before checkpoints fail. The finding names the task and subtask that
-	// hold the barrier up when one is saturated or back-pressured.
+	// CauseCheckpointRisk marks a job whose checkpoints are forecast to
+	// reach the checkpoint timeout within Config.CheckpointForecastHorizon
+	// checkpoint intervals, or whose last checkpoint took at least
+	// Config.CheckpointRiskFraction of it: it warns before checkpoints
+	// fail. The finding names the task and subtask that hold the barrier
+	// up, which is saturated or back-pressured; without one there is none.
 	CauseCheckpointRisk = "checkpoint_risk"
 )
 
@@ -190,11 +192,31 @@ type Evidence struct {
 	FailedCheckpoints   float64 `json:"failed_checkpoints_in_window,omitempty"`
 	LastCheckpointBytes float64 `json:"last_checkpoint_size_bytes,omitempty"`
 	CheckpointTimeoutMs int64   `json:"checkpoint_timeout_ms,omitempty"`
-	SkewScore           float64 `json:"skew_score"`
-	MaxMedianRatio      float64 `json:"max_median_ratio"`
-	Subtasks            int     `json:"subtasks_observed"`
-	SaturatedSubtasks   int     `json:"subtasks_saturated"`
-	SustainedWindows    int     `json:"sustained_windows"`
+	// The forecast of checkpoint_risk (see skew's doc), when the trend of
+	// the job's checkpoints rises: ForecastTimeoutInMs is the time from
+	// the window's end to the forecast timeout (0: checkpoints time out
+	// already), ForecastIntervals the same in CheckpointIntervalMs
+	// (CheckpointIntervalMeasured: the job's own, measured from its
+	// checkpoints; else the configured one); the trends, per checkpoint
+	// interval, of the checkpoint duration (from the last one's, by
+	// CheckpointTrend: "linear" or "exponential", whichever fits the
+	// checkpoints better), of the barrier wait (start delay plus
+	// alignment) of the subtask that holds the barrier, and of the
+	// checkpoint size; ForecastPoints the checkpoints the trend fits.
+	ForecastTimeoutInMs                 *int64   `json:"forecast_timeout_in_ms,omitempty"`
+	ForecastIntervals                   *float64 `json:"forecast_intervals,omitempty"`
+	CheckpointIntervalMs                int64    `json:"checkpoint_interval_ms,omitempty"`
+	CheckpointIntervalMeasured          bool     `json:"checkpoint_interval_measured,omitempty"`
+	CheckpointTrend                     string   `json:"checkpoint_trend,omitempty"`
+	CheckpointTrendMsPerInterval        float64  `json:"checkpoint_trend_ms_per_interval,omitempty"`
+	BarrierTrendMsPerInterval           float64  `json:"barrier_trend_ms_per_interval,omitempty"`
+	CheckpointSizeTrendBytesPerInterval float64  `json:"checkpoint_size_trend_bytes_per_interval,omitempty"`
+	ForecastPoints                      int      `json:"forecast_points,omitempty"`
+	SkewScore                           float64  `json:"skew_score"`
+	MaxMedianRatio                      float64  `json:"max_median_ratio"`
+	Subtasks                            int      `json:"subtasks_observed"`
+	SaturatedSubtasks                   int      `json:"subtasks_saturated"`
+	SustainedWindows                    int      `json:"sustained_windows"`
 	// SaturatedForMs is how long the busy counter has shown the subtask
 	// saturated without a break, up to its last reading in the window.
 	SaturatedForMs int64      `json:"saturated_for_ms,omitempty"`

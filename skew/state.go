@@ -45,10 +45,42 @@ type JobState struct {
 	// saved before they were kept): the pipeline restores the job only
 	// where one of them is read now.
 	Sources []Source `json:"sources,omitempty"`
+	// Checkpoints is the job's recent checkpoints, for the forecast of
+	// checkpoint timeouts (absent when there are none, and in states
+	// saved before the forecast).
+	Checkpoints *CheckpointState `json:"checkpoints,omitempty"`
 	// Ended marks a tombstone: the engine freed the job (it ended, or
 	// stopped reporting past the history), and its saved state is to be
 	// deleted. A tombstone carries only the JobID.
 	Ended bool `json:"-"`
+}
+
+// CheckpointState is a job's recent checkpoints and the readings that
+// tell a new one (see the forecast in skew's doc): the last checkpoints,
+// oldest first; the gaps between the triggers of completed ones that
+// measure the checkpoint interval; the last readings of
+// lastCheckpointDuration, lastCheckpointSize and
+// numberOfCompletedCheckpoints; when the last checkpoint's end was seen;
+// and whether a checkpoint failed since the last one completed.
+type CheckpointState struct {
+	Points        []CheckpointPoint `json:"points,omitempty"`
+	TriggerGapsMs []float64         `json:"trigger_gaps_ms,omitempty"`
+	LastDuration  *float64          `json:"last_duration_ms,omitempty"`
+	LastSize      *float64          `json:"last_size_bytes,omitempty"`
+	Completed     *float64          `json:"completed,omitempty"`
+	LastEnd       *int64            `json:"last_end,omitempty"`
+	FailedSince   bool              `json:"failed_since,omitempty"`
+}
+
+// CheckpointPoint is one checkpoint: its estimated trigger time (epoch
+// ms), its duration (the timeout, for one that timed out), its size and
+// the barrier wait of the subtask that held the barrier, when known.
+type CheckpointPoint struct {
+	Trigger    int64    `json:"trigger"`
+	DurationMs float64  `json:"duration_ms"`
+	SizeBytes  *float64 `json:"size_bytes,omitempty"`
+	BarrierMs  *float64 `json:"barrier_ms,omitempty"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
 }
 
 // TaskState is the cross-window state of one task.
@@ -179,6 +211,7 @@ func (e *Engine) Snapshot(dst []JobState) []JobState {
 			first, last := j.firstEvent, j.lastEvent
 			js.FirstEvent, js.LastEvent = &first, &last
 		}
+		js.Checkpoints = j.ckpt.state()
 		tasks := slices.SortedFunc(slices.Values(j.tasks), compareTasks)
 		for _, t := range tasks {
 			ts := TaskState{
@@ -340,6 +373,13 @@ func restoreJob(s *JobState, horizon int64) (*jobState, error) {
 			return nil, errors.New("last_failed is not a number")
 		}
 		j.lastFailed, j.hasLastFailed = *s.LastFailed, true
+	}
+	if s.Checkpoints != nil {
+		h, err := restoreCkpt(s.Checkpoints)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoints: %w", err)
+		}
+		j.ckpt = h
 	}
 	names := make(map[string]bool, len(s.Tasks)) // name-only tasks' names
 	byKey := map[string]*taskState{}             // name-only tasks by filtered name
@@ -521,4 +561,76 @@ func mergeTask(a, b *taskState) {
 		a.lastDominant, a.prevDominant, a.lastMoveWindow, a.hasMoved = b.lastDominant, b.prevDominant, b.lastMoveWindow, b.hasMoved
 	}
 	a.lastSeen = max(a.lastSeen, b.lastSeen)
+}
+
+// state is the history's saved form, nil when it holds nothing.
+func (h *ckptHistory) state() *CheckpointState {
+	if h.empty() {
+		return nil
+	}
+	cs := &CheckpointState{TriggerGapsMs: slices.Clone(h.gaps), FailedSince: h.failedSince}
+	ptr := func(v float64, ok bool) *float64 {
+		if !ok {
+			return nil
+		}
+		return &v
+	}
+	for _, p := range h.points {
+		cs.Points = append(cs.Points, CheckpointPoint{Trigger: p.trig, DurationMs: p.ms,
+			SizeBytes: ptr(p.bytes, p.hasBytes), BarrierMs: ptr(p.barrier, p.hasBarrier), TimedOut: p.timedOut})
+	}
+	cs.LastDuration, cs.LastSize, cs.Completed = ptr(h.lastMs, h.hasMs), ptr(h.lastBytes, h.hasBytes), ptr(h.completed, h.hasCompleted)
+	if h.hasEnd {
+		end := h.lastEnd
+		cs.LastEnd = &end
+	}
+	return cs
+}
+
+// restoreCkpt checks and loads a job's saved checkpoint history.
+func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
+	var h ckptHistory
+	// A state saved by a version that kept more is trimmed to the newest
+	// the engine keeps; an absurd one is refused.
+	const maxSaved = 1000
+	if len(cs.Points) > maxSaved || len(cs.TriggerGapsMs) > maxSaved {
+		return h, fmt.Errorf("%d points and %d gaps, more than %d", len(cs.Points), len(cs.TriggerGapsMs), maxSaved)
+	}
+	val := func(p *float64) (float64, bool, error) {
+		if p == nil {
+			return 0, false, nil
+		}
+		if !finiteNumber(*p) || *p < 0 {
+			return 0, false, errors.New("a reading out of range")
+		}
+		return *p, true, nil
+	}
+	for i, p := range cs.Points {
+		q := ckptPoint{trig: p.Trigger, ms: p.DurationMs, timedOut: p.TimedOut}
+		var errB, errS error
+		q.barrier, q.hasBarrier, errB = val(p.BarrierMs)
+		q.bytes, q.hasBytes, errS = val(p.SizeBytes)
+		if err := errors.Join(errB, errS); err != nil || !finiteNumber(p.DurationMs) || p.DurationMs < 0 {
+			return h, fmt.Errorf("point %d: out of range", i)
+		}
+		h.add(q)
+	}
+	for i, g := range cs.TriggerGapsMs {
+		if !finiteNumber(g) || g <= 0 {
+			return h, fmt.Errorf("trigger gap %d: out of range", i)
+		}
+	}
+	h.gaps = slices.Clone(cs.TriggerGapsMs[max(0, len(cs.TriggerGapsMs)-ckptMaxGaps):])
+	var errs [3]error
+	h.lastMs, h.hasMs, errs[0] = val(cs.LastDuration)
+	h.lastBytes, h.hasBytes, errs[1] = val(cs.LastSize)
+	h.completed, h.hasCompleted, errs[2] = val(cs.Completed)
+	if err := errors.Join(errs[:]...); err != nil {
+		return h, err
+	}
+	if cs.LastEnd != nil {
+		h.lastEnd, h.hasEnd = *cs.LastEnd, true
+	}
+	h.failedSince = cs.FailedSince
+	return h, nil
 }

@@ -3,6 +3,7 @@ package skew_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -26,10 +27,20 @@ type event struct {
 // reporting interval at a time as Kafka would deliver them.
 func simulatedEvents(t *testing.T, scenarios ...simulate.Scenario) []event {
 	t.Helper()
-	var gens []*simulate.Generator
+	var cfgs []simulate.Config
 	for i, s := range scenarios {
-		g, err := simulate.New(simulate.Config{Scenario: s, Seed: uint64(i + 7), JobName: string(s),
+		cfgs = append(cfgs, simulate.Config{Scenario: s, Seed: uint64(i + 7), JobName: string(s),
 			Duration: 8 * time.Minute, SamplesPerInterval: 300, MetricFormat: "mixed", Naming: "mixed"})
+	}
+	return simulatedRuns(t, cfgs...)
+}
+
+// simulatedRuns is simulatedEvents of runs configured in full.
+func simulatedRuns(t *testing.T, cfgs ...simulate.Config) []event {
+	t.Helper()
+	var gens []*simulate.Generator
+	for _, c := range cfgs {
+		g, err := simulate.New(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +104,13 @@ func feed(t *testing.T, st *window.Stage, evs []event, out []skew.Finding) ([]sk
 
 func newStage(t *testing.T, states []skew.JobState) (*skew.Engine, *window.Stage) {
 	t.Helper()
-	eng, err := skew.New(skew.Config{EmitStats: true})
+	return newStageOf(t, skew.Config{EmitStats: true}, states)
+}
+
+// newStageOf is newStage with an engine of configuration cfg.
+func newStageOf(t *testing.T, cfg skew.Config, states []skew.JobState) (*skew.Engine, *window.Stage) {
+	t.Helper()
+	eng, err := skew.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +218,70 @@ func TestSnapshotRestoreEqualsUninterrupted(t *testing.T) {
 	}
 }
 
+// TestRestoredEngineForecastsTheSame: the checkpoint-timeout forecast
+// lives in the job's saved state (its recent checkpoints and the measured
+// interval), so an engine restored at any point makes the same
+// checkpoint_risk findings, forecasts included, as one that ran through:
+// with and without numberOfCompletedCheckpoints, with crashes before the
+// first forecast, during the slowdown and after the first timeout.
+func TestRestoredEngineForecastsTheSame(t *testing.T) {
+	slow := &simulate.Slowdown{At: 2 * time.Minute, Every: 40 * time.Second, Factor: 0.85, Steps: 8, Jitter: 0.05}
+	recovers := *slow
+	recovers.RecoverAt = 7 * time.Minute
+	evs := simulatedRuns(t,
+		simulate.Config{Scenario: simulate.CheckpointTimeout, Seed: 3, JobName: "creep", Duration: 12 * time.Minute,
+			NoKeySamples: true, MetricFormat: "mixed", Slowdown: slow, CheckpointDetail: true},
+		simulate.Config{Scenario: simulate.CheckpointTimeout, Seed: 4, JobName: "recovers", Duration: 12 * time.Minute,
+			NoKeySamples: true, MetricFormat: "mixed", Slowdown: &recovers})
+	cfg := skew.Config{CheckpointTimeoutMs: simulate.DefaultConfig().CheckpointTimeout.Milliseconds()}
+	_, st := newStageOf(t, cfg, nil)
+	want, _, _ := feed(t, st, evs, nil)
+	want = st.Flush(want)
+	wantJSON := jsonLines(t, want)
+	forecasts := map[string]int{}
+	for _, f := range want {
+		if f.Saturation != nil && f.Cause == skew.CauseCheckpointRisk && f.Evidence.ForecastTimeoutInMs != nil {
+			forecasts[f.JobName]++
+			if !f.Evidence.CheckpointIntervalMeasured {
+				t.Errorf("forecast without the measured interval: %s", wantJSON[0])
+			}
+		}
+	}
+	if forecasts["creep"] == 0 || forecasts["recovers"] == 0 {
+		t.Fatalf("forecasts per job %v: the test would prove nothing", forecasts)
+	}
+	for _, cut := range []float64{0.2, 0.45, 0.6, 0.8} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			eng, st := newStageOf(t, cfg, nil)
+			n := int(cut * float64(len(evs)))
+			before, _, _ := feed(t, st, evs[:n], nil)
+			b, err := json.Marshal(eng.Snapshot(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var states []skew.JobState
+			if err := json.Unmarshal(b, &states); err != nil {
+				t.Fatal(err)
+			}
+			from := 0
+			for from < n && eng.WindowStart(evs[from].ts) < states[0].ClosedUpTo {
+				from++
+			}
+			_, st2 := newStageOf(t, cfg, states)
+			after, _, _ := feed(t, st2, evs[from:], nil)
+			got := jsonLines(t, st2.Flush(append(before, after...)))
+			if len(got) != len(wantJSON) {
+				t.Fatalf("%d findings, want %d", len(got), len(wantJSON))
+			}
+			for i := range got {
+				if got[i] != wantJSON[i] {
+					t.Fatalf("finding %d differs:\n got %s\nwant %s", i, got[i], wantJSON[i])
+				}
+			}
+		})
+	}
+}
+
 // TestRestoreForgetsWhatTheEngineWouldHave: a job (and a task) last seen
 // more than HistoryWindows before the newest saved window is not restored,
 // as an uninterrupted engine would have forgotten it.
@@ -288,6 +369,10 @@ func TestRestoreRejectsBadState(t *testing.T) {
 		{"bad utf8", []skew.JobState{{WindowMs: 10000, JobID: "a\xff"}}, "UTF-8"},
 		{"long", []skew.JobState{{WindowMs: 10000, JobID: strings.Repeat("x", 70000)}}, "bytes"},
 		{"nan counter", []skew.JobState{{WindowMs: 10000, JobID: "a", LastFailed: &nan}}, "not a number"},
+		{"nan checkpoint", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: []skew.CheckpointPoint{{DurationMs: nan}}}}}, "checkpoints: point 0"},
+		{"negative checkpoint size", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{LastSize: ptrTo(-1.0)}}}, "checkpoints: a reading"},
+		{"zero trigger gap", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{TriggerGapsMs: []float64{30000, 0}}}}, "trigger gap 1"},
+		{"too many checkpoints", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: make([]skew.CheckpointPoint, 1001)}}}, "more than 1000"},
 		{"bad parallelism", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}}, "t"},
 		{"dominant out of range", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}}, "out of range"},
 		{"other window", []skew.JobState{{WindowMs: 60000, JobID: "a"}}, "60000 ms windows"},
@@ -314,3 +399,5 @@ func TestRestoreRejectsBadState(t *testing.T) {
 		t.Error("Restore after events: no error")
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

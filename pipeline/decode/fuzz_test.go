@@ -227,6 +227,7 @@ func init() {
 	canonicalName[skew.LastCheckpointDuration] = jobPrefix + "lastCheckpointDuration"
 	canonicalName[skew.NumberOfFailedCheckpoints] = jobPrefix + "numberOfFailedCheckpoints"
 	canonicalName[skew.LastCheckpointSize] = jobPrefix + "lastCheckpointSize"
+	canonicalName[skew.NumberOfCompletedCheckpoints] = jobPrefix + "numberOfCompletedCheckpoints"
 }
 
 type metricVar struct {

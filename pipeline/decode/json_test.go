@@ -363,6 +363,8 @@ func TestMetricJSON(t *testing.T) {
 			want: skew.Metric{TS: 1000, Name: skew.NumberOfFailedCheckpoints, JobID: "j", Subtask: -1, Value: 2}},
 		{name: "job scoped size", line: mj(`"name":"jobmanager_job_lastCheckpointSize","time_stamp":1000,"job_id":"j","value":{"value":"2048"}`),
 			want: skew.Metric{TS: 1000, Name: skew.LastCheckpointSize, JobID: "j", Subtask: -1, Value: 2048}},
+		{name: "job scoped completed", line: mj(`"name":"jobmanager.job.numberOfCompletedCheckpoints","time_stamp":1000,"job_id":"j","value":12`),
+			want: skew.Metric{TS: 1000, Name: skew.NumberOfCompletedCheckpoints, JobID: "j", Subtask: -1, Value: 12}},
 		{name: "name wins over key", line: mj(mjBase + `,"key":"k","value":1`), want: smallMetric(skew.BusyTimeMsPerSecond, nil)},
 		{name: "escaped strings", line: mj(`"name":"taskmanager_job_task_busyTimeMsPerSecond","time_stamp":1000,"job_id":"j","task_name":"Map \u002d\u003e Sink: \"x\"","subtask_index":"3","value":1`),
 			want: smallMetric(skew.BusyTimeMsPerSecond, func(m *skew.Metric) { m.TaskName = `Map -> Sink: "x"` })},

@@ -65,6 +65,8 @@ func lookupNormalized(s string) skew.MetricName {
 			return skew.NumberOfFailedCheckpoints
 		case "lastCheckpointSize":
 			return skew.LastCheckpointSize
+		case "numberOfCompletedCheckpoints":
+			return skew.NumberOfCompletedCheckpoints
 		}
 	}
 	return skew.MetricUnknown

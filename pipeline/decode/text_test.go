@@ -131,6 +131,8 @@ func TestInflux(t *testing.T) {
 			want: skew.Metric{TS: 0, Name: skew.LastCheckpointDuration, JobID: "j", Subtask: -1, Value: 7}},
 		{name: "job scoped size", line: `jobmanager_job_lastCheckpointSize,job_id=j,host=h value=4096i 1593004193363`,
 			want: skew.Metric{TS: 1593004193363, Name: skew.LastCheckpointSize, JobID: "j", Host: "h", Subtask: -1, Value: 4096}},
+		{name: "job scoped completed", line: `jobmanager_job_numberOfCompletedCheckpoints,job_id=j,host=h value=17i 1593004193363`,
+			want: skew.Metric{TS: 1593004193363, Name: skew.NumberOfCompletedCheckpoints, JobID: "j", Host: "h", Subtask: -1, Value: 17}},
 		{name: "unknown", line: `taskmanager_job_task_operator_numRecordsIn,job_id=j value=1 1`, wantNo: true},
 		{name: "unknown with fields", line: `foo,bar baz=qux`, wantNo: true},
 		{name: "comment", line: `# a comment`, wantNo: true},
@@ -340,6 +342,12 @@ func TestLookupMetric(t *testing.T) {
 		}
 	}
 	seen[skew.LastCheckpointSize] = true
+	for _, name := range []string{"jobmanager_job_numberOfCompletedCheckpoints", "flink_jobmanager_job_numberOfCompletedCheckpoints", "flink.jobmanager.job.numberOfCompletedCheckpoints"} {
+		if got := LookupMetric(name); got != skew.NumberOfCompletedCheckpoints {
+			t.Errorf("LookupMetric(%q) = %v", name, got)
+		}
+	}
+	seen[skew.NumberOfCompletedCheckpoints] = true
 	for n := skew.MetricName(1); n.String() != "invalid"; n++ {
 		if !seen[n] {
 			t.Errorf("metric %v has no test name", n)

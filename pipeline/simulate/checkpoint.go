@@ -33,19 +33,23 @@ func (g *Generator) ckStep(a, b float64) {
 			x = g.pend.trig
 		}
 		p := g.pend
-		deadline := p.trig + ckTimeoutMs
+		deadline := p.trig + g.ckTimeout
 		end := min(b, deadline)
 		g.advance(p, x, end)
 		if p.done >= 0 && p.done <= end {
 			g.lastCkDur = int64(math.Round(p.done - p.trig))
-			g.nextTrig = max(p.trig+ckIntervalMs, p.done)
+			g.doneCk++
+			g.ckSize = g.stateBytes()
+			g.ckpts = append(g.ckpts, Checkpoint{Trigger: int64(math.Round(p.trig)), DurationMs: g.lastCkDur})
+			g.nextTrig = max(p.trig+g.ckInterval, p.done)
 			g.pend = nil
 			x = p.done
 			continue
 		}
 		if end >= deadline {
 			g.failedCk++
-			g.nextTrig = max(p.trig+ckIntervalMs, deadline)
+			g.ckpts = append(g.ckpts, Checkpoint{Trigger: int64(math.Round(p.trig)), DurationMs: int64(g.ckTimeout), TimedOut: true})
+			g.nextTrig = max(p.trig+g.ckInterval, deadline)
 			g.pend = nil
 			x = deadline
 			continue
@@ -159,3 +163,16 @@ func (g *Generator) advance(p *pendingCkpt, x, y float64) {
 		}
 	}
 }
+
+// stateBytes is the size of a checkpoint of the job's keyed state: about
+// 48 bytes per key, for the keys the keyed task has processed records of
+// (every record a new key until the key space is covered, a simple bound
+// that grows and then levels off as real keyed state does).
+func (g *Generator) stateBytes() int64 {
+	return 48 * int64(min(float64(g.cfg.KeySpace), g.sumIn(tKeyed)))
+}
+
+// Checkpoints returns the checkpoints of the run that ended so far (all
+// of them once Next returned false), in the order they ended: completed
+// or timed out, as the truth to score a forecast of timeouts against.
+func (g *Generator) Checkpoints() []Checkpoint { return append([]Checkpoint(nil), g.ckpts...) }

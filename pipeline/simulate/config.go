@@ -3,6 +3,7 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,68 @@ type Config struct {
 	// NoKeySamples turns the key sampler off: the job writes metrics
 	// only, as most jobs of a fleet do.
 	NoKeySamples bool `kong:"-"`
+	// Slowdown, with the checkpoint_timeout scenario only, replaces its
+	// demand burst by a sink that slows step by step (and may recover):
+	// checkpoints then creep towards the timeout rather than jump to it.
+	// Nil leaves the output exactly as without the field.
+	Slowdown *Slowdown `kong:"-"`
+	// CheckpointInterval and CheckpointTimeout are the job's
+	// execution.checkpointing.interval and execution.checkpointing.timeout.
+	CheckpointInterval time.Duration `kong:"-" default:"30s" range:"[1s,1h]"`
+	CheckpointTimeout  time.Duration `kong:"-" default:"60s" range:"[1s,1h]"`
+	// CheckpointDetail makes the JobManager also report
+	// numberOfCompletedCheckpoints and lastCheckpointSize, as Flink's
+	// reporters do. Off (the default) leaves the output exactly as without
+	// the field.
+	CheckpointDetail bool `kong:"-"`
+}
+
+// Slowdown is a sink that slows step by step: from At after Start, every
+// Every, each sink subtask keeps Factor of its capacity, Steps times; from
+// RecoverAt after Start (when it is set) it has its whole capacity back.
+// Jitter is the relative noise of the slowed capacity, drawn once per
+// interval for the whole sink (its backend speeds up and slows down for
+// every writer at once). The demand stays at the scenario's base rate, so
+// once the sink's capacity falls below it the sink saturates, the backlog
+// in its buffers grows, and every checkpoint barrier waits longer behind
+// it, until checkpoints time out or the sink recovers.
+type Slowdown struct {
+	At        time.Duration
+	Every     time.Duration
+	Factor    float64
+	Steps     int
+	RecoverAt time.Duration
+	Jitter    float64
+}
+
+// validate checks a Slowdown against the run's configuration.
+func (s *Slowdown) validate(c *Config) error {
+	switch {
+	case c.Scenario != CheckpointTimeout:
+		return fmt.Errorf("simulate: Slowdown: only with the %s scenario, not %s", CheckpointTimeout, c.Scenario)
+	case s.At < 0 || s.Every <= 0 || s.RecoverAt < 0:
+		return fmt.Errorf("simulate: Slowdown: At %v and RecoverAt %v must not be negative, Every %v must be positive", s.At, s.RecoverAt, s.Every)
+	case !(s.Factor > 0 && s.Factor < 1):
+		return fmt.Errorf("simulate: Slowdown: Factor %g: must be in (0,1)", s.Factor)
+	case s.Steps < 1 || s.Steps > 1000:
+		return fmt.Errorf("simulate: Slowdown: Steps %d: must be in [1,1000]", s.Steps)
+	case !(s.Jitter >= 0 && s.Jitter < 0.5):
+		return fmt.Errorf("simulate: Slowdown: Jitter %g: must be in [0,0.5)", s.Jitter)
+	case s.RecoverAt > 0 && s.RecoverAt <= s.At:
+		return fmt.Errorf("simulate: Slowdown: RecoverAt %v: must come after At %v", s.RecoverAt, s.At)
+	}
+	return nil
+}
+
+// capacity is the share of its capacity the sink keeps at time t (epoch
+// ms) of a run that started at start, before jitter.
+func (s *Slowdown) capacity(start, t int64) float64 {
+	el := time.Duration(t-start) * time.Millisecond
+	if el < s.At || s.RecoverAt > 0 && el >= s.RecoverAt {
+		return 1
+	}
+	steps := min(s.Steps, int((el-s.At)/s.Every)+1)
+	return math.Pow(s.Factor, float64(steps))
 }
 
 // KnobVars gives the range bounds the tags name.
@@ -216,6 +279,14 @@ func (c Config) Validate() error {
 	case NamingLegacy, NamingCurrent, NamingMixed:
 	default:
 		return fmt.Errorf("simulate: Naming %q: want legacy, current or mixed", c.Naming)
+	}
+	if c.CheckpointInterval%time.Millisecond != 0 || c.CheckpointTimeout%time.Millisecond != 0 {
+		return fmt.Errorf("simulate: CheckpointInterval %v and CheckpointTimeout %v: must be whole numbers of milliseconds", c.CheckpointInterval, c.CheckpointTimeout)
+	}
+	if c.Slowdown != nil {
+		if err := c.Slowdown.validate(&c); err != nil {
+			return err
+		}
 	}
 	if !utf8.ValidString(c.JobName) {
 		return fmt.Errorf("simulate: JobName %q: not valid UTF-8", c.JobName)

@@ -100,13 +100,24 @@
 //     source tasks are not back-pressured because the queue never fills),
 //     and checkpoints triggered meanwhile time out (3 in the default run).
 //     A burst shorter than ~45 s could not exceed the 60 s timeout.
+//     With Config.Slowdown there is no burst: from Slowdown.At the sink
+//     keeps Slowdown.Factor of its capacity every Slowdown.Every,
+//     Slowdown.Steps times (with Slowdown.Jitter of noise per interval),
+//     and gets it back at Slowdown.RecoverAt if that is set. Once its
+//     capacity is below the demand the sink saturates and the backlog in
+//     its buffers grows by the difference, so each checkpoint's barrier
+//     waits longer behind it (and longer still after every step), until
+//     checkpoints time out, or until the backlog, bounded by the buffers
+//     (smaller with a smaller keyed parallelism), levels them off below
+//     the timeout. Truth.From and To span the slowdown.
 //
 // Config.Rate overrides the base demand.
 //
 // # Checkpoints
 //
-// Aligned checkpoints every 30 s, timeout 60 s, at most one at a time, the
-// next triggered 30 s after the previous one started or when it ended. The
+// Aligned checkpoints every 30 s, timeout 60 s (Config.CheckpointInterval
+// and CheckpointTimeout), at most one at a time, the next triggered an
+// interval after the previous one started or when it ended. The
 // barrier enters behind the records queued in front of each keyed subtask
 // and passes it once those are processed; a sink subtask receives its last
 // barrier once its own queue plus its share of the keyed queues has drained
@@ -118,6 +129,12 @@
 // never arrived). jobmanager_job_lastCheckpointDuration (ms) is the last
 // completed checkpoint, jobmanager_job_numberOfFailedCheckpoints counts
 // timeouts; both are Gauges in Flink and written as gauges (influx value=Ni).
+// With Config.CheckpointDetail the JobManager also reports
+// numberOfCompletedCheckpoints and lastCheckpointSize (48 bytes per key
+// the keyed task has seen, up to the key space). Generator.Checkpoints
+// lists every checkpoint that ended, with its trigger, duration and
+// whether it timed out: the truth a forecast of timeouts is scored
+// against (package forecasteval).
 //
 // # Key samples
 //

@@ -33,6 +33,8 @@ const (
 	mStartDelay
 	mLastCk
 	mFailedCk
+	mDoneCk // Config.CheckpointDetail only, as mCkSize
+	mCkSize
 	numMetrics
 )
 
@@ -60,6 +62,7 @@ func newNameTable() *nameTable {
 		"numRecordsIn", "numRecordsInPerSecond", "numRecordsOut", "numRecordsOutPerSecond",
 		"checkpointAlignmentTime", "checkpointStartDelayNanos",
 		"lastCheckpointDuration", "numberOfFailedCheckpoints",
+		"numberOfCompletedCheckpoints", "lastCheckpointSize",
 	}
 	for n := range 2 {
 		for id := range numMetrics {
@@ -397,6 +400,10 @@ func (g *Generator) appendMetrics(dst []byte, t1 int64) []byte {
 	ts := t1 - 1
 	dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mLastCk, &g.jmTags, ts, value{kind: vInt, i: g.lastCkDur})
 	dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mFailedCk, &g.jmTags, ts, value{kind: vInt, i: g.failedCk})
+	if g.cfg.CheckpointDetail {
+		dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mDoneCk, &g.jmTags, ts, value{kind: vInt, i: g.doneCk})
+		dst = g.names.appendMetric(dst, g.jm.format, g.jm.naming, mCkSize, &g.jmTags, ts, value{kind: vInt, i: g.ckSize})
+	}
 	return dst
 }
 

@@ -55,8 +55,6 @@ const (
 	exclusiveBufs   = 2     // taskmanager.network.memory.buffers-per-channel
 	floatingBufs    = 8     // taskmanager.network.memory.floating-buffers-per-gate
 	maxBufsPerChan  = 10    // taskmanager.network.memory.max-buffers-per-channel
-	ckIntervalMs    = 30000 // execution.checkpointing.interval
-	ckTimeoutMs     = 60000 // execution.checkpointing.timeout
 	meterSpanMs     = 60000 // MeterView time span
 	timerWindowMs   = 5000  // window of busy/idle/backPressured TimerGauges
 	maxStepMs       = 100
@@ -178,10 +176,18 @@ type Generator struct {
 	ckAlignNs []int64
 	hist      [][]float64 // ring of [in..., out...] snapshots at interval ends
 
-	nextTrig  float64
-	pend      *pendingCkpt
-	lastCkDur int64
-	failedCk  int64
+	// ckInterval and ckTimeout are Config.CheckpointInterval and
+	// CheckpointTimeout in ms.
+	ckInterval, ckTimeout float64
+	nextTrig              float64
+	pend                  *pendingCkpt
+	lastCkDur             int64
+	failedCk              int64
+	// doneCk counts the completed checkpoints, ckSize is the last one's
+	// size, and ckpts lists every checkpoint that ended (Checkpoints).
+	doneCk int64
+	ckSize int64
+	ckpts  []Checkpoint
 
 	// Scratch.
 	share   []float64
@@ -240,7 +246,8 @@ func New(cfg Config) (*Generator, error) {
 	g.cum = make([]float64, P)
 	ring := int((meterSpanMs+cfg.Interval.Milliseconds()-1)/cfg.Interval.Milliseconds()) + 2
 	g.hist = make([][]float64, ring)
-	g.nextTrig = float64(cfg.Start + ckIntervalMs)
+	g.ckInterval, g.ckTimeout = float64(cfg.CheckpointInterval.Milliseconds()), float64(cfg.CheckpointTimeout.Milliseconds())
+	g.nextTrig = float64(cfg.Start) + g.ckInterval
 	g.curBkt = -1
 	return g, nil
 }
@@ -282,11 +289,18 @@ func (g *Generator) Next(dst []byte) (out []byte, ok bool) {
 	if g.n >= g.burstFrom && g.n < g.burstTo {
 		D *= burstFactor
 	}
+	slow := 1.0
+	if sd := cfg.Slowdown; sd != nil {
+		slow = sd.capacity(cfg.Start, t0) * uniform(r, sd.Jitter)
+	}
 	for i := range g.subs {
 		s := &g.subs[i]
 		c := g.baseCap[s.task] * uniform(r, 0.01)
 		if cfg.Scenario == SlowSink && s.task == tSink && s.index == cfg.SlowSubtask {
 			c = g.baseCap[tSink] * slowSinkFactor * uniform(r, 0.1)
+		}
+		if s.task == tSink {
+			c *= slow
 		}
 		g.capNow[i] = c
 		g.eps[i] = 0.02 + 0.03*r.Float64()

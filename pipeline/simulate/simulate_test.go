@@ -278,7 +278,7 @@ func TestEveryLineParses(t *testing.T) {
 	for _, format := range []string{FormatJSON, FormatInflux, FormatPrometheus, FormatMixed} {
 		for _, naming := range []string{NamingLegacy, NamingCurrent, NamingMixed} {
 			cfg := Config{Scenario: SlowSink, Seed: 3, Duration: time.Minute, MetricFormat: format, Naming: naming,
-				JobName: jobName, SamplesPerInterval: 50, SlotsPerTM: 2}
+				JobName: jobName, SamplesPerInterval: 50, SlotsPerTM: 2, CheckpointDetail: true}
 			g, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -386,7 +386,8 @@ func TestEveryLineParses(t *testing.T) {
 				t.Fatalf("naming %s: legacy=%v current=%v", naming, legacy, current)
 			}
 			for _, n := range []string{"taskmanager_job_task_busyTimeMsPerSecond", "taskmanager_job_task_numRecordsInPerSecond",
-				"jobmanager_job_lastCheckpointDuration", "jobmanager_job_numberOfFailedCheckpoints", "taskmanager_job_task_checkpointStartDelayNanos"} {
+				"jobmanager_job_lastCheckpointDuration", "jobmanager_job_numberOfFailedCheckpoints", "taskmanager_job_task_checkpointStartDelayNanos",
+				"jobmanager_job_numberOfCompletedCheckpoints", "jobmanager_job_lastCheckpointSize"} {
 				if !names[n] {
 					t.Fatalf("%s/%s: no %s", format, naming, n)
 				}
@@ -449,6 +450,13 @@ func TestValidate(t *testing.T) {
 		{KeySpace: -1},
 		{SamplesPerInterval: -1},
 		{Start: -1},
+		{Scenario: SlowSink, Slowdown: &Slowdown{Every: time.Minute, Factor: 0.8, Steps: 2}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{Every: time.Minute, Factor: 1, Steps: 2}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{Factor: 0.8, Steps: 2}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{Every: time.Minute, Factor: 0.8}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{At: time.Minute, Every: time.Minute, Factor: 0.8, Steps: 2, RecoverAt: time.Minute}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{Every: time.Minute, Factor: 0.8, Steps: 2, Jitter: 0.5}},
+		{Scenario: CheckpointTimeout, Slowdown: &Slowdown{At: -time.Second, Every: time.Minute, Factor: 0.8, Steps: 2}},
 	}
 	for _, b := range bad {
 		if err := b.withDefaults().Validate(); err == nil {
@@ -692,6 +700,77 @@ func TestCheckpointTimeout(t *testing.T) {
 	}
 	if last := ivs[len(ivs)-1]; last.get(SinkTaskName, 0, "busyTimeMsPerSecond") >= 900 {
 		t.Fatal("the sink never recovered from the burst")
+	}
+}
+
+// TestSlowdown: a sink that slows step by step saturates once its
+// capacity falls below the demand, and its checkpoints, quick before,
+// grow until they time out; one that recovers drains its backlog and its
+// checkpoints are quick again. The JobManager's counters agree with
+// Checkpoints.
+func TestSlowdown(t *testing.T) {
+	slow := Slowdown{At: 2 * time.Minute, Every: time.Minute, Factor: 0.85, Steps: 6, Jitter: 0.05}
+	recovers := slow
+	recovers.RecoverAt = 6 * time.Minute
+	tests := []struct {
+		name     string
+		sd       Slowdown
+		timeouts bool // some, and until the end
+	}{
+		{"slows until timeouts", slow, true},
+		{"recovers", recovers, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, ivs := run(t, Config{Scenario: CheckpointTimeout, Duration: 12 * time.Minute, NoKeySamples: true, Slowdown: &tt.sd, CheckpointDetail: true})
+			tr := g.Truth()
+			start := g.Config().Start
+			if tr.Cause != CauseUnderProvisioned || tr.TaskName != SinkTaskName || tr.From != start+tt.sd.At.Milliseconds() ||
+				tt.sd.RecoverAt > 0 && tr.To != start+tt.sd.RecoverAt.Milliseconds() || tt.sd.RecoverAt == 0 && tr.To != start+12*60000 {
+				t.Fatalf("truth %+v", tr)
+			}
+			cks := g.Checkpoints()
+			done, failed, maxMs := 0, 0, int64(0)
+			var lastDone Checkpoint
+			for i, c := range cks {
+				if i > 0 && c.Trigger < cks[i-1].End() {
+					t.Fatalf("checkpoint %d triggered at %d, before the last one ended at %d", i, c.Trigger, cks[i-1].End())
+				}
+				if c.Trigger < tr.From && (c.TimedOut || c.DurationMs > 2000) {
+					t.Fatalf("checkpoint at %d s took %d ms before the slowdown", (c.Trigger-start)/1000, c.DurationMs)
+				}
+				if c.TimedOut {
+					failed++
+					if c.DurationMs != g.Config().CheckpointTimeout.Milliseconds() {
+						t.Fatalf("timed out after %d ms", c.DurationMs)
+					}
+				} else {
+					done++
+					lastDone = c
+					maxMs = max(maxMs, c.DurationMs)
+				}
+			}
+			last := ivs[len(ivs)-1]
+			if last.job["numberOfCompletedCheckpoints"] != float64(done) || last.job["numberOfFailedCheckpoints"] != float64(failed) ||
+				last.job["lastCheckpointDuration"] != float64(lastDone.DurationMs) || last.job["lastCheckpointSize"] <= 0 {
+				t.Fatalf("last report %v; %d completed (the last %d ms), %d failed", last.job, done, lastDone.DurationMs, failed)
+			}
+			if maxMs < 20000 {
+				t.Fatalf("the longest checkpoint took %d ms: the slowdown did not slow them", maxMs)
+			}
+			switch end := cks[len(cks)-1]; {
+			case tt.timeouts && (failed == 0 || !end.TimedOut):
+				t.Fatalf("%d timeouts, the last checkpoint %+v: want timeouts to the end", failed, end)
+			case !tt.timeouts && (end.TimedOut || end.DurationMs > 2000):
+				t.Fatalf("the last checkpoint %+v: want a quick one after the recovery", end)
+			}
+			for _, iv := range ivs {
+				busy := iv.get(SinkTaskName, 0, "busyTimeMsPerSecond")
+				if iv.to <= tr.From && busy >= 900 {
+					t.Fatalf("sink saturated before the slowdown at %d s: %v", (iv.from-start)/1000, busy)
+				}
+			}
+		})
 	}
 }
 

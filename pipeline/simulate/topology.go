@@ -222,9 +222,11 @@ func (g *Generator) buildScenario() {
 	case CheckpointTimeout:
 		g.baseCap[tSink] = ckSinkCapacity
 		g.baseRate = ckBaseLoad * Pk * ckSinkCapacity
-		iv := cfg.Interval.Milliseconds()
-		g.burstFrom = g.nInt / 5
-		g.burstTo = g.burstFrom + max(2, int((burstMillis+iv-1)/iv))
+		if cfg.Slowdown == nil {
+			iv := cfg.Interval.Milliseconds()
+			g.burstFrom = g.nInt / 5
+			g.burstTo = g.burstFrom + max(2, int((burstMillis+iv-1)/iv))
+		}
 	}
 	if cfg.Rate > 0 {
 		g.baseRate = cfg.Rate

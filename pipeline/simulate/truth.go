@@ -18,6 +18,19 @@ type HotSpan struct {
 	TaskAttemptID string `json:"task_attempt_id"`
 }
 
+// Checkpoint is one checkpoint of a run, as it ended: when it was
+// triggered (epoch ms), how long it took (the timeout, for one that timed
+// out) and whether it timed out. Unlike Truth it is known only as the run
+// goes (Generator.Checkpoints): it follows from the model.
+type Checkpoint struct {
+	Trigger    int64 `json:"trigger"`
+	DurationMs int64 `json:"duration_ms"`
+	TimedOut   bool  `json:"timed_out"`
+}
+
+// End is when the checkpoint completed or timed out (epoch ms).
+func (c Checkpoint) End() int64 { return c.Trigger + c.DurationMs }
+
 // Truth is the ground truth of a generated run: what the engine should
 // find. It is fixed by the Config and known before any line is generated.
 type Truth struct {
@@ -44,7 +57,8 @@ type Truth struct {
 	Hot []HotSpan `json:"hot"`
 	// From and To bound the incident's cause in epoch ms: the whole run,
 	// or for checkpoint_timeout the demand burst (the sink stays saturated
-	// after it until the backlog drains).
+	// after it until the backlog drains), or with Config.Slowdown from its
+	// first step to its recovery (or the run's end).
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
 	// Parallelism and MaxParallelism of the keyed task (MaxParallelism
@@ -107,6 +121,13 @@ func (g *Generator) buildTruth() {
 		t.Cause = CauseUnderProvisioned
 		setTask(tSink)
 		iv := cfg.Interval.Milliseconds()
+		if sd := cfg.Slowdown; sd != nil {
+			t.From = min(end, cfg.Start+sd.At.Milliseconds())
+			if sd.RecoverAt > 0 {
+				t.To = min(end, cfg.Start+sd.RecoverAt.Milliseconds())
+			}
+			break
+		}
 		t.From = cfg.Start + int64(g.burstFrom)*iv
 		t.To = min(end, cfg.Start+int64(g.burstTo)*iv)
 	}

@@ -85,7 +85,8 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
             "taskmanager.job.task.checkpointStartDelayNanos",
             "jobmanager.job.lastCheckpointDuration",
             "jobmanager.job.numberOfFailedCheckpoints",
-            "jobmanager.job.lastCheckpointSize");
+            "jobmanager.job.lastCheckpointSize",
+            "jobmanager.job.numberOfCompletedCheckpoints");
 
     /**
      * The reporter's options, read from {@code metrics.reporter.NAME.*}.
