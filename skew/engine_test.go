@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -26,6 +27,9 @@ type job struct {
 	id, name string
 	e        *Engine
 	out      []Finding
+	// ids: the metrics carry the ids Flink's task scope has, task_id (the
+	// vertex, vertexOf) and tm_id (one TaskManager per host).
+	ids bool
 }
 
 func newJob(t *testing.T, cfg Config) *job {
@@ -42,6 +46,9 @@ func (j *job) metrics(w int, task string, subs []sub) {
 	for i, s := range subs {
 		m := Metric{TS: ts, JobID: j.id, JobName: j.name, TaskName: task, Subtask: int32(i),
 			Host: s.host, TaskAttemptID: fmt.Sprintf("attempt-%s-%d", task, i)}
+		if j.ids {
+			m.TaskID, m.TMID = vertexOf(task), s.host+":6122-"+strings.Repeat("a", 6)
+		}
 		for _, kv := range []struct {
 			n MetricName
 			v float64

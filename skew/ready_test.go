@@ -10,29 +10,6 @@ import (
 // vertexOf is the JobVertexID the test metrics of a task carry.
 func vertexOf(task string) string { return fmt.Sprintf("%032x", len(task)*7919) }
 
-// idMetrics is job.metrics with the ids Flink's task scope carries:
-// task_id (the vertex) and tm_id (one TaskManager per host).
-func (j *job) idMetrics(w int, task string, subs []sub) {
-	ts := t0 + int64(w)*10000 + 5000
-	for i, s := range subs {
-		m := Metric{TS: ts, JobID: j.id, JobName: j.name, TaskID: vertexOf(task), TaskName: task, Subtask: int32(i),
-			Host: s.host, TMID: s.host + ":6122-" + strings.Repeat("a", 6), TaskAttemptID: fmt.Sprintf("attempt-%s-%d", task, i)}
-		for _, kv := range []struct {
-			n MetricName
-			v float64
-		}{
-			{BusyTimeMsPerSecond, s.busy}, {BackPressuredTimeMsPerSecond, s.bp},
-			{IdleTimeMsPerSecond, max(0, 1000-s.busy-s.bp)}, {NumRecordsInPerSecond, s.rate},
-			{InputQueueLength, min(s.busy/100, 9)},
-		} {
-			m.Name, m.Value = kv.n, kv.v
-			if v := j.e.AddMetric(&m); v != Accepted {
-				panic(fmt.Sprintf("metric rejected: %v", v))
-			}
-		}
-	}
-}
-
 // TestReadyToApply checks that the findings carry what a person needs to
 // act: the vertex id of every per-subtask finding, the rescale in every
 // form for under_provisioned, and for slow_subtask the TaskManager id and
@@ -48,9 +25,9 @@ func TestReadyToApply(t *testing.T) {
 		{
 			name: "under-provisioned", cause: CauseUnderProvisioned,
 			build: func(j *job, w int) {
-				j.idMetrics(w, "source", balanced(4, 60, 800, 2000))
-				j.idMetrics(w, "agg", balanced(p, 985, 0, 1000))
-				j.idMetrics(w, "sink", balanced(4, 100, 0, 2000))
+				j.metrics(w, "source", balanced(4, 60, 800, 2000))
+				j.metrics(w, "agg", balanced(p, 985, 0, 1000))
+				j.metrics(w, "sink", balanced(4, 100, 0, 2000))
 			},
 			check: func(t *testing.T, f Finding) {
 				ev := f.Evidence
@@ -73,11 +50,11 @@ func TestReadyToApply(t *testing.T) {
 		{
 			name: "slow sink", cause: CauseSlowSubtask,
 			build: func(j *job, w int) {
-				j.idMetrics(w, "source", balanced(4, 40, 900, 100))
-				j.idMetrics(w, "agg", balanced(p, 30, 850, 50))
+				j.metrics(w, "source", balanced(4, 40, 900, 100))
+				j.metrics(w, "agg", balanced(p, 30, 850, 50))
 				s := balanced(4, 20, 0, 100)
 				s[2] = sub{busy: 990, rate: 98, host: "10.0.0.169"}
-				j.idMetrics(w, "sink", s)
+				j.metrics(w, "sink", s)
 			},
 			check: func(t *testing.T, f Finding) {
 				tm := "10.0.0.169:6122-aaaaaa"
@@ -106,11 +83,11 @@ func TestReadyToApply(t *testing.T) {
 		{
 			name: "hot key", cause: CauseDataSkew,
 			build: func(j *job, w int) {
-				j.idMetrics(w, "source", balanced(4, 40, 900, 1000))
+				j.metrics(w, "source", balanced(4, 40, 900, 1000))
 				s := balanced(p, 250, 0, 300)
 				s[hotSubtask("hot", p)] = sub{busy: 995, rate: 1400, host: "10.0.0.7"}
-				j.idMetrics(w, "agg", s)
-				j.idMetrics(w, "sink", balanced(4, 100, 0, 1000))
+				j.metrics(w, "agg", s)
+				j.metrics(w, "sink", balanced(4, 100, 0, 1000))
 				j.samples(w, "agg", p, map[string]float64{"hot": 0.4}, 2000)
 			},
 			check: func(t *testing.T, f Finding) {
@@ -123,6 +100,7 @@ func TestReadyToApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := newJob(t, Config{})
+			j.ids = true
 			for w := range 4 {
 				tt.build(j, w)
 				j.close(w)
@@ -177,9 +155,10 @@ func TestInspectWithoutIDs(t *testing.T) {
 // names is part of the saved state, as its host and attempt are.
 func TestTaskManagerIDSurvivesRestore(t *testing.T) {
 	j := newJob(t, Config{})
+	j.ids = true
 	s := balanced(4, 20, 0, 100)
 	s[2] = sub{busy: 990, rate: 98, host: "10.0.0.169"}
-	j.idMetrics(0, "sink", s)
+	j.metrics(0, "sink", s)
 	j.close(0)
 	e2, err := New(Config{})
 	if err != nil {

@@ -60,8 +60,8 @@ type JobState struct {
 // oldest first; the gaps between the triggers of completed ones that
 // measure the checkpoint interval; the last readings of
 // lastCheckpointDuration, lastCheckpointSize and
-// numberOfCompletedCheckpoints; when the last checkpoint's end was seen;
-// and whether a checkpoint failed since the last one completed.
+// numberOfCompletedCheckpoints; when the last checkpoint ended, and when
+// lastCheckpointDuration was last read; and whether a checkpoint failed since the last one completed.
 type CheckpointState struct {
 	Points        []CheckpointPoint `json:"points,omitempty"`
 	TriggerGapsMs []float64         `json:"trigger_gaps_ms,omitempty"`
@@ -69,6 +69,7 @@ type CheckpointState struct {
 	LastSize      *float64          `json:"last_size_bytes,omitempty"`
 	Completed     *float64          `json:"completed,omitempty"`
 	LastEnd       *int64            `json:"last_end,omitempty"`
+	LastRead      *int64            `json:"last_read,omitempty"`
 	FailedSince   bool              `json:"failed_since,omitempty"`
 }
 
@@ -584,6 +585,10 @@ func (h *ckptHistory) state() *CheckpointState {
 		end := h.lastEnd
 		cs.LastEnd = &end
 	}
+	if h.hasRead {
+		read := h.lastRead
+		cs.LastRead = &read
+	}
 	return cs
 }
 
@@ -630,6 +635,9 @@ func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
 	}
 	if cs.LastEnd != nil {
 		h.lastEnd, h.hasEnd = *cs.LastEnd, true
+	}
+	if cs.LastRead != nil {
+		h.lastRead, h.hasRead = *cs.LastRead, true
 	}
 	h.failedSince = cs.FailedSince
 	return h, nil
