@@ -60,10 +60,11 @@ lint: ## gofmt, go vet, staticcheck, and go.mod/go.sum tidy (CI runs this before
 incidents: ## Regenerate the example incident files under testdata/incidents.
 	$(GO) test ./cmd/skewlens -run TestIncidentFiles -update
 
-flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one ScenarioJob per scenario, its reporters captured (about 21 min; Java 17, Maven).
+flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one ScenarioJob per scenario, its reporters captured (about 30 min; Java 17, Maven).
 	bash deploy/flink/record-fixtures.sh
 	bash deploy/flink/record-fixtures.sh --scenarios hot_key_onset --duration 200s
-	bash deploy/flink/record-fixtures.sh --scenarios checkpoint_timeout,checkpoint_recover
+	bash deploy/flink/record-fixtures.sh --scenarios checkpoint_timeout --duration 520s
+	bash deploy/flink/record-fixtures.sh --scenarios checkpoint_recover --duration 360s
 
 # The salting API of `make run` (curl http://$(API)/v1/salting).
 API         ?= 127.0.0.1:8080

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/pipeline/simulate/forecasteval"
 	"github.com/skewlens/skewlens/skew"
 )
 
@@ -277,6 +278,39 @@ type checkpointTruth struct {
 	} `json:"checkpoints"`
 }
 
+// ended returns the checkpoints as the forecast's scorer takes them: a
+// completed one ends at its trigger plus its duration, a timed-out one
+// when Flink expired it, one failed otherwise (the cancel) when it failed.
+func (ct checkpointTruth) ended() []forecasteval.Checkpoint {
+	out := make([]forecasteval.Checkpoint, 0, len(ct.Checkpoints))
+	for _, c := range ct.Checkpoints {
+		end := c.TriggerTimestamp + c.Duration
+		if c.Status != "COMPLETED" {
+			end = c.FailureTimestamp
+		}
+		out = append(out, forecasteval.Checkpoint{End: end, TimedOut: c.TimedOut})
+	}
+	return out
+}
+
+// scoreCaptures scores the forecast on the real captures as
+// forecasteval's labelled set scores it on simulated runs: each 10 s
+// window labelled by whether a checkpoint times out within horizon of the
+// job's checkpoint intervals after it.
+func scoreCaptures(t *testing.T, runs []forecasteval.Run, horizon int) {
+	if t.Failed() || len(runs) == 0 {
+		return
+	}
+	r, err := forecasteval.Score(runs, forecasteval.Options{WindowMs: 10_000, Intervals: horizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("real Flink captures, %d runs (2 jobs x 4 reporters): %s", len(runs), r)
+	if r.Precision < 0.8 || r.Recall < 0.8 {
+		t.Errorf("forecast on the real captures: precision %.2f, recall %.2f, want both 0.8 or more", r.Precision, r.Recall)
+	}
+}
+
 func readCheckpointTruth(t *testing.T, dir string) checkpointTruth {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
@@ -294,24 +328,32 @@ func readCheckpointTruth(t *testing.T, dir string) checkpointTruth {
 	return ct
 }
 
-// TestFlinkCheckpointCaptures asserts what the engine sees today in the
-// two checkpoint captures, with its checkpoint timeout set to the job's
-// (20 s): a sink subtask that slows step by step behind aligned
-// checkpoints every 5 s.
+// TestFlinkCheckpointCaptures asserts what the engine sees in the two
+// checkpoint captures, with its checkpoint timeout and interval set to the
+// job's (90 s, 20 s): a sink subtask that slows step by step behind
+// aligned checkpoints.
 //
 //   - checkpoint_timeout: checkpoints grow over several intervals until
 //     they expire. The job's lastCheckpointDuration, as each window
 //     carries it, rises window after window (each value is the duration
 //     Flink's REST API gave a completed checkpoint), and checkpoint_risk
-//     (at half the timeout) names the slow sink subtask before the first
-//     checkpoint that timed out was even triggered.
+//     (by its forecast, or at half the timeout) names the slow sink
+//     subtask before the first checkpoint that timed out was even
+//     triggered.
 //   - checkpoint_recover: the same rise stops short of the timeout and the
 //     sink recovers; no checkpoint times out, and no finding outlives the
-//     recovery.
+//     recovery by 20 s.
+//
+// Then the forecast is scored on both, every reporter's file a run, as
+// forecasteval's labelled set scores it on simulated runs: precision and
+// recall of "a checkpoint times out within 3 intervals" 0.8 or more.
 //
 // The truth itself is checked first: the captures must show what they
 // are kept for.
 func TestFlinkCheckpointCaptures(t *testing.T) {
+	const horizon = 3 // checkpoint intervals, the engine's default
+	var runs []forecasteval.Run
+	defer func() { scoreCaptures(t, runs, horizon) }()
 	for _, scenario := range []string{"checkpoint_timeout", "checkpoint_recover"} {
 		dir := filepath.Join("..", "..", "testdata", "flink", scenario)
 		tr := readTruth(t, dir)
@@ -351,7 +393,7 @@ func TestFlinkCheckpointCaptures(t *testing.T) {
 				scenario, firstTimeout, longest, ct.TimeoutMs)
 		}
 		recovered := ct.SinkSteps[len(ct.SinkSteps)-1].AtMs
-		timeout := fmt.Sprintf("%dms", ct.TimeoutMs)
+		timeout, interval := fmt.Sprintf("%dms", ct.TimeoutMs), fmt.Sprintf("%dms", ct.IntervalMs)
 
 		for _, variant := range captureVariants {
 			t.Run(scenario+"/"+variant, func(t *testing.T) {
@@ -359,7 +401,10 @@ func TestFlinkCheckpointCaptures(t *testing.T) {
 				// lastCheckpointDuration by window, from the slow_subtask findings.
 				var seen []float64
 				var ends []int64
-				for _, f := range analyzeCapture(t, dir, variant, "--checkpoint-timeout", timeout) {
+				found := analyzeCapture(t, dir, variant, "--checkpoint-timeout", timeout, "--checkpoint-interval", interval)
+				runs = append(runs, forecasteval.Run{Name: scenario + "/" + variant, JobID: tr.JobID, From: tr.ReadyAtMs, To: tr.StoppedAtMs,
+					IntervalMs: ct.IntervalMs, Findings: found, Checkpoints: ct.ended()})
+				for _, f := range found {
 					if f.JobID != tr.JobID {
 						t.Fatalf("finding of job %q, want %q", f.JobID, tr.JobID)
 					}
@@ -380,9 +425,10 @@ func TestFlinkCheckpointCaptures(t *testing.T) {
 					case skew.CauseSlowSubtask:
 						seen, ends = append(seen, ms), append(ends, f.WindowEnd)
 					case skew.CauseCheckpointRisk:
-						if 2*ms < float64(ct.TimeoutMs) || f.Evidence.CheckpointTimeoutMs != ct.TimeoutMs {
-							t.Fatalf("checkpoint_risk at %.0f ms against a timeout of %d ms, want half the truth's %d ms or more",
-								ms, f.Evidence.CheckpointTimeoutMs, ct.TimeoutMs)
+						// Raised by half the timeout or by the forecast.
+						if !(2*ms >= float64(ct.TimeoutMs) || forecasteval.Forecasts(&f, horizon)) || f.Evidence.CheckpointTimeoutMs != ct.TimeoutMs {
+							t.Fatalf("checkpoint_risk at %.0f ms against a timeout of %d ms, forecast %v: want half the truth's %d ms or more, or a timeout forecast within %d intervals",
+								ms, f.Evidence.CheckpointTimeoutMs, f.Evidence.ForecastTimeoutInMs, ct.TimeoutMs, horizon)
 						}
 						risks = append(risks, f)
 					default:

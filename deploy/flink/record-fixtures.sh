@@ -11,8 +11,8 @@
 #   deploy/flink/record-fixtures.sh [--out DIR] [--scenarios hot_key,slow_sink] [--duration 150s] [ScenarioJob flags]
 #
 # Without --scenarios: hot_key, modest_hot_key, slow_sink, under_provisioned;
-# `make flink-fixtures` records hot_key_onset (200 s) and checkpoint_timeout,
-# checkpoint_recover too.
+# `make flink-fixtures` records hot_key_onset (200 s), checkpoint_timeout
+# (520 s) and checkpoint_recover (360 s) too.
 #
 # The Kafka captures use the broker of deploy/kafka (started and stopped by
 # the recorder), or SKEWLENS_KAFKA_BROKERS when set.

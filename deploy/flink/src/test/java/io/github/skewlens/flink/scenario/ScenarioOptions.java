@@ -236,24 +236,29 @@ public final class ScenarioOptions implements Serializable {
         }
     }
 
-    /** The checkpoint interval: --checkpoint-interval, or 5 s for the checkpoint scenarios and 10 s for the others. */
+    /**
+     * The checkpoint interval: --checkpoint-interval, or 20 s for the
+     * checkpoint scenarios (twice the reporters' 10 s, so that a forecast
+     * horizon of 3 intervals spans several readings) and 10 s for the
+     * others.
+     */
     public Duration checkpointInterval() {
         if (checkpointInterval != null) {
             return checkpointInterval;
         }
-        return Duration.ofSeconds(scenario.checkpoints() ? 5 : 10);
+        return Duration.ofSeconds(scenario.checkpoints() ? 20 : 10);
     }
 
     /**
-     * The checkpoint timeout: --checkpoint-timeout, or 20 s for the
-     * checkpoint scenarios (four intervals) and Flink's default of 10 min
+     * The checkpoint timeout: --checkpoint-timeout, or 90 s for the
+     * checkpoint scenarios (4.5 intervals) and Flink's default of 10 min
      * for the others.
      */
     public Duration checkpointTimeout() {
         if (checkpointTimeout != null) {
             return checkpointTimeout;
         }
-        return scenario.checkpoints() ? Duration.ofSeconds(20) : Duration.ofMinutes(10);
+        return scenario.checkpoints() ? Duration.ofSeconds(90) : Duration.ofMinutes(10);
     }
 
     /**
@@ -275,20 +280,22 @@ public final class ScenarioOptions implements Serializable {
      * subtask keeps up below 5 ms a record; above, its input queue fills
      * and a checkpoint barrier waits behind it, about 1 s per ms of cost
      * once the queue is full (measured: 10 ms, 10-11 s; 14 ms, 14 s; 18 ms,
-     * 18 s). checkpoint_timeout: 2 ms for 25 s, then 2 ms more every 10 s
-     * from 6 ms to 24 ms: checkpoints grow over several intervals and
-     * expire (20 s) from about 100 s on, and the job goes on.
-     * checkpoint_recover: the same rise to 12 ms (checkpoints past half the
-     * timeout, not at it) held for 20 s, then back to 2 ms.
+     * 18 s). checkpoint_timeout: 2 ms for 30 s, then 6 ms more every 20 s
+     * from 8 ms to 98 ms: checkpoints grow over several intervals and
+     * expire (90 s) from about 6 min on, and the job goes on (record it
+     * for 520 s). checkpoint_recover: the same rise to 56 ms (checkpoints
+     * past half the timeout, not at it) held for 40 s, then back to 2 ms
+     * (record it for 360 s).
      */
     public List<Step> sinkSteps() {
         if (sinkSteps != null) {
             return sinkSteps;
         }
         return switch (scenario) {
-            case CHECKPOINT_TIMEOUT -> steps("0s=2,25s=6,35s=8,45s=10,55s=12,65s=14,75s=16,85s=18,95s=20,105s=22,"
-                    + "115s=24");
-            case CHECKPOINT_RECOVER -> steps("0s=2,25s=6,35s=8,45s=10,55s=12,75s=2");
+            case CHECKPOINT_TIMEOUT -> steps("0s=2,30s=8,50s=14,70s=20,90s=26,110s=32,130s=38,150s=44,170s=50,"
+                    + "190s=56,210s=62,230s=68,250s=74,270s=80,290s=86,310s=92,330s=98");
+            case CHECKPOINT_RECOVER -> steps("0s=2,30s=8,50s=14,70s=20,90s=26,110s=32,130s=38,150s=44,170s=50,"
+                    + "190s=56,230s=2");
             default -> List.of();
         };
     }

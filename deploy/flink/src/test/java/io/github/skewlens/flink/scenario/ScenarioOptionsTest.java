@@ -50,15 +50,15 @@ class ScenarioOptionsTest {
     @Test
     void checkpointScenarioDefaults() {
         ScenarioOptions o = ScenarioOptions.parse(new String[] {"--scenario", "checkpoint_timeout"});
-        assertEquals(Duration.ofSeconds(5), o.checkpointInterval());
-        assertEquals(Duration.ofSeconds(20), o.checkpointTimeout());
+        assertEquals(Duration.ofSeconds(20), o.checkpointInterval());
+        assertEquals(Duration.ofSeconds(90), o.checkpointTimeout());
         assertEquals(1000, o.tolerableFailedCheckpoints());
         assertEquals(2, o.effectiveSlowSubtask());
         // 200 records/s a sink subtask: the slow one keeps up below 5 ms.
         assertEquals(800.0, o.effectiveRate(), 1e-9);
         List<ScenarioOptions.Step> st = o.sinkSteps();
         assertEquals(new ScenarioOptions.Step(Duration.ZERO, 2.0), st.get(0));
-        assertEquals(24.0, st.get(st.size() - 1).costMs());
+        assertEquals(98.0, st.get(st.size() - 1).costMs());
         ScenarioOptions r = ScenarioOptions.parse(new String[] {"--scenario", "checkpoint_recover"});
         assertEquals(2.0, r.sinkSteps().get(r.sinkSteps().size() - 1).costMs());
         // The others keep Flink's defaults and have no steps.
