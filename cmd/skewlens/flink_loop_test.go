@@ -218,12 +218,38 @@ func (l *loop) waitReady() {
 // Kafka reporter: accumulateBusyTimeMs of every subtask of the keyed and
 // sink tasks, Flink's own account of how busy they were.
 func (l *loop) followFlinkMetrics() {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: l.brokers, GroupID: l.prefix + "-observer",
-		Topic: l.prefix + "-metrics", StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
-	defer r.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-l.job.Done(); time.Sleep(5 * time.Second); cancel() }()
 	l.t.Cleanup(cancel)
+	readBusyCounters(ctx, l.brokers, l.prefix+"-metrics", l.prefix+"-observer", func(c busyCounter) {
+		if c.jobID != l.job.JobID() {
+			return
+		}
+		l.flinkMu.Lock()
+		defer l.flinkMu.Unlock()
+		switch c.task {
+		case l.keyed:
+			l.flink[c.subtask] = append(l.flink[c.subtask], c.counterPoint)
+		case sinkTask:
+			l.sinkBusy[c.subtask] = append(l.sinkBusy[c.subtask], c.counterPoint)
+		}
+	})
+}
+
+// busyCounter is one report of Flink's accumulateBusyTimeMs counter of a
+// subtask, as the TaskManagers send it through the Kafka reporter.
+type busyCounter struct {
+	jobID, task string
+	subtask     int
+	counterPoint
+}
+
+// readBusyCounters hands every busy-time counter report on the reporter's
+// topic to fn, as consumer group group, until ctx is done.
+func readBusyCounters(ctx context.Context, brokers []string, topic, group string, fn func(busyCounter)) {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: group, Topic: topic,
+		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
+	defer r.Close()
 	for {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
@@ -242,22 +268,14 @@ func (l *loop) followFlinkMetrics() {
 					Subtask  string `json:"subtask_index"`
 				} `json:"tags"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Name != "taskmanager.job.task.accumulateBusyTimeMs" ||
-				line.Tags.JobID != l.job.JobID() {
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Name != "taskmanager.job.task.accumulateBusyTimeMs" {
 				continue
 			}
 			sub, err := strconv.Atoi(line.Tags.Subtask)
 			if err != nil {
 				continue
 			}
-			l.flinkMu.Lock()
-			switch line.Tags.TaskName {
-			case l.keyed:
-				l.flink[sub] = append(l.flink[sub], counterPoint{line.TS, line.Value})
-			case sinkTask:
-				l.sinkBusy[sub] = append(l.sinkBusy[sub], counterPoint{line.TS, line.Value})
-			}
-			l.flinkMu.Unlock()
+			fn(busyCounter{jobID: line.Tags.JobID, task: line.Tags.TaskName, subtask: sub, counterPoint: counterPoint{line.TS, line.Value}})
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/alert/incident"
@@ -267,41 +264,17 @@ func watchBusy(t *testing.T, brokers []string, topic, group, task string) *busyW
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: group, Topic: topic, StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
-		defer r.Close()
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
+		readBusyCounters(ctx, brokers, topic, group, func(c busyCounter) {
+			if c.task != task {
 				return
 			}
-			sc := bufio.NewScanner(strings.NewReader(string(m.Value)))
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				var line struct {
-					Name  string  `json:"name"`
-					TS    int64   `json:"timestamp"`
-					Value float64 `json:"value"`
-					Tags  struct {
-						JobID    string `json:"job_id"`
-						TaskName string `json:"task_name"`
-						Subtask  string `json:"subtask_index"`
-					} `json:"tags"`
-				}
-				if json.Unmarshal(sc.Bytes(), &line) != nil || line.Name != "taskmanager.job.task.accumulateBusyTimeMs" || line.Tags.TaskName != task {
-					continue
-				}
-				sub, err := strconv.Atoi(line.Tags.Subtask)
-				if err != nil {
-					continue
-				}
-				w.mu.Lock()
-				if w.pts[line.Tags.JobID] == nil {
-					w.pts[line.Tags.JobID] = map[int][]counterPoint{}
-				}
-				w.pts[line.Tags.JobID][sub] = append(w.pts[line.Tags.JobID][sub], counterPoint{line.TS, line.Value})
-				w.mu.Unlock()
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.pts[c.jobID] == nil {
+				w.pts[c.jobID] = map[int][]counterPoint{}
 			}
-		}
+			w.pts[c.jobID][c.subtask] = append(w.pts[c.jobID][c.subtask], c.counterPoint)
+		})
 	}()
 	return w
 }
