@@ -102,6 +102,26 @@ func feed(t *testing.T, st *window.Stage, evs []event, out []skew.Finding) ([]sk
 	return out, replayed, late
 }
 
+// crashAt is what a crash after the events evs[:n] leaves behind: the
+// engine's state as the store keeps it (through its JSON), and the
+// committed offset, the first event still held by an open window.
+func crashAt(t *testing.T, eng *skew.Engine, evs []event, n int) ([]skew.JobState, int) {
+	t.Helper()
+	b, err := json.Marshal(eng.Snapshot(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []skew.JobState
+	if err := json.Unmarshal(b, &states); err != nil {
+		t.Fatal(err)
+	}
+	from := 0
+	for from < n && len(states) > 0 && eng.WindowStart(evs[from].ts) < states[0].ClosedUpTo {
+		from++
+	}
+	return states, from
+}
+
 func newStage(t *testing.T, states []skew.JobState) (*skew.Engine, *window.Stage) {
 	t.Helper()
 	return newStageOf(t, skew.Config{EmitStats: true}, states)
@@ -174,22 +194,9 @@ func TestSnapshotRestoreEqualsUninterrupted(t *testing.T) {
 			eng, st := newStage(t, nil)
 			cut := int(tc.cut * float64(len(evs)))
 			before, _, _ := feed(t, st, evs[:cut], nil)
-			snap := eng.Snapshot(nil)
-			if len(snap) != 4 {
-				t.Fatalf("snapshot of %d jobs, want 4", len(snap))
-			}
-			b, err := json.Marshal(snap)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var states []skew.JobState
-			if err := json.Unmarshal(b, &states); err != nil {
-				t.Fatal(err)
-			}
-			// The committed offset: the first event held by an open window.
-			from := 0
-			for from < cut && eng.WindowStart(evs[from].ts) < states[0].ClosedUpTo {
-				from++
+			states, from := crashAt(t, eng, evs, cut)
+			if len(states) != 4 {
+				t.Fatalf("snapshot of %d jobs, want 4", len(states))
 			}
 			from = max(0, from-tc.rewind)
 			eng2, st2 := newStage(t, states)
@@ -255,18 +262,7 @@ func TestRestoredEngineForecastsTheSame(t *testing.T) {
 			eng, st := newStageOf(t, cfg, nil)
 			n := int(cut * float64(len(evs)))
 			before, _, _ := feed(t, st, evs[:n], nil)
-			b, err := json.Marshal(eng.Snapshot(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var states []skew.JobState
-			if err := json.Unmarshal(b, &states); err != nil {
-				t.Fatal(err)
-			}
-			from := 0
-			for from < n && eng.WindowStart(evs[from].ts) < states[0].ClosedUpTo {
-				from++
-			}
+			states, from := crashAt(t, eng, evs, n)
 			_, st2 := newStageOf(t, cfg, states)
 			after, _, _ := feed(t, st2, evs[from:], nil)
 			got := jsonLines(t, st2.Flush(append(before, after...)))

@@ -39,13 +39,17 @@ type captureTruth struct {
 	Parallelism   int    `json:"parallelism"`
 }
 
-func readTruth(t *testing.T, dir string) captureTruth {
+func readTruth(t *testing.T, dir string) captureTruth { return readTruthAs[captureTruth](t, dir) }
+
+// readTruthAs reads a capture's truth.json into T: captureTruth, or the
+// checkpoint scenarios' checkpointTruth.
+func readTruthAs[T any](t *testing.T, dir string) T {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tr captureTruth
+	var tr T
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("%s/truth.json: %v", dir, err)
 	}
@@ -313,14 +317,7 @@ func scoreCaptures(t *testing.T, runs []forecasteval.Run, horizon int) {
 
 func readCheckpointTruth(t *testing.T, dir string) checkpointTruth {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ct checkpointTruth
-	if err := json.Unmarshal(b, &ct); err != nil {
-		t.Fatalf("%s/truth.json: %v", dir, err)
-	}
+	ct := readTruthAs[checkpointTruth](t, dir)
 	if ct.TimeoutMs <= 0 || ct.IntervalMs <= 0 || len(ct.Checkpoints) == 0 || len(ct.SinkSteps) < 2 {
 		t.Fatalf("%s/truth.json: timeout %d ms, interval %d ms, %d checkpoints, %d sink steps: not a checkpoint scenario",
 			dir, ct.TimeoutMs, ct.IntervalMs, len(ct.Checkpoints), len(ct.SinkSteps))
