@@ -130,6 +130,10 @@ type jobWindow struct {
 	completed                  float64
 	hasBytes, hasCompleted     bool
 	failTS                     int64
+	// noneYet: a lastCheckpointDuration reading said no checkpoint has
+	// completed (Metric.NoValue), at noneTS.
+	noneYet bool
+	noneTS  int64
 }
 
 type taskState struct {
@@ -724,6 +728,9 @@ func (e *Engine) AddMetric(m *Metric) Verdict {
 	}
 	t.lastSeen = ws
 	t.job.saw(m.TS, m.Source)
+	if m.NoValue {
+		return Accepted // alive, with nothing to measure (busy time not measured)
+	}
 	sub := int(m.Subtask)
 	if sub >= len(w.subs) {
 		// Room for the subtasks the task had in earlier windows at once:
@@ -777,6 +784,21 @@ func (e *Engine) addJobMetric(m *Metric, ws int64) Verdict {
 	if w == nil {
 		w = &jobWindow{start: ws}
 		j.wins = append(j.wins, w)
+	}
+	switch m.Name {
+	case LastCheckpointDuration, LastCheckpointSize:
+		// Flink's only negative reading of these is its "none yet";
+		// a decoder that does not mark it must not make it a duration.
+		if m.NoValue || m.Value < 0 {
+			if m.Name == LastCheckpointDuration && (!w.noneYet || m.TS >= w.noneTS) {
+				w.noneYet, w.noneTS = true, m.TS
+			}
+			return Accepted
+		}
+	case NumberOfFailedCheckpoints, NumberOfCompletedCheckpoints:
+		if m.NoValue || m.Value < 0 {
+			return Accepted // counters: no sentinel of Flink's, nothing to count
+		}
 	}
 	switch m.Name {
 	case LastCheckpointDuration:

@@ -131,6 +131,12 @@ type Metric struct {
 	Subtask int32
 	// Value is the gauge value, or the count of a counter or meter.
 	Value float64
+	// NoValue marks Flink's reading for "no value yet" (the decoders'
+	// sentinel table, pipeline/decode/sentinel.go: -1 for the last
+	// checkpoint's duration and size before one completed, NaN for a busy
+	// time that is not measured); Value is then 0 and means nothing. The
+	// report still says the job and its subtask are alive.
+	NoValue bool
 	// Rate is the per-second rate of a meter; valid when HasRate is set.
 	Rate    float64
 	HasRate bool

@@ -185,11 +185,15 @@ type Evidence struct {
 	InputQueueLength float64 `json:"input_queue_length"`
 	// QueueCapacity is learned from the flat-line maximum of
 	// inputQueueLength; 0 while unknown.
-	QueueCapacity       float64 `json:"queue_capacity,omitempty"`
-	CheckpointAlignMs   float64 `json:"checkpoint_alignment_ms,omitempty"`
-	CheckpointDelayMs   float64 `json:"checkpoint_start_delay_ms,omitempty"`
-	LastCheckpointMs    float64 `json:"last_checkpoint_duration_ms,omitempty"`
-	FailedCheckpoints   float64 `json:"failed_checkpoints_in_window,omitempty"`
+	QueueCapacity     float64 `json:"queue_capacity,omitempty"`
+	CheckpointAlignMs float64 `json:"checkpoint_alignment_ms,omitempty"`
+	CheckpointDelayMs float64 `json:"checkpoint_start_delay_ms,omitempty"`
+	LastCheckpointMs  float64 `json:"last_checkpoint_duration_ms,omitempty"`
+	FailedCheckpoints float64 `json:"failed_checkpoints_in_window,omitempty"`
+	// NoCheckpointYet: the job reported that none of its checkpoints has
+	// completed (Flink's -1, before the first one and with checkpointing
+	// off), so there is no checkpoint duration and no forecast.
+	NoCheckpointYet     bool    `json:"no_checkpoint_yet,omitempty"`
 	LastCheckpointBytes float64 `json:"last_checkpoint_size_bytes,omitempty"`
 	CheckpointTimeoutMs int64   `json:"checkpoint_timeout_ms,omitempty"`
 	// The forecast of checkpoint_risk (see skew's doc), when the trend of

@@ -96,6 +96,9 @@ type ckptHistory struct {
 	// a checkpoint a later reading shows new ended between the two.
 	lastRead int64
 	hasRead  bool
+	// noneYet: the job said no checkpoint of it has completed (Flink's -1
+	// for lastCheckpointDuration), and none has since.
+	noneYet bool
 }
 
 // ended estimates when a checkpoint that a reading at ts shows ended: the
@@ -112,7 +115,7 @@ func (h *ckptHistory) ended(ts int64) int64 {
 
 // empty reports whether the history holds nothing to carry over.
 func (h *ckptHistory) empty() bool {
-	return len(h.points) == 0 && len(h.gaps) == 0 && !h.hasMs && !h.hasBytes && !h.hasCompleted && !h.hasEnd && !h.failedSince
+	return len(h.points) == 0 && len(h.gaps) == 0 && !h.hasMs && !h.hasBytes && !h.hasCompleted && !h.hasEnd && !h.failedSince && !h.noneYet
 }
 
 func (h *ckptHistory) add(p ckptPoint) {
@@ -183,6 +186,7 @@ func (h *ckptHistory) observe(jw *jobWindow, timeoutMs float64, windowMs int64, 
 	if jw.hasLastCkptTime {
 		h.lastRead, h.hasRead = jw.ckTS, true
 	}
+	h.noneYet = !h.hasMs && (h.noneYet || jw.noneYet)
 }
 
 // ckptForecast is what the trend says at the end of a window.

@@ -645,7 +645,7 @@ func TestPoolBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2.Restore(j.e.Snapshot(nil)); err != nil {
+	if err := restoreAll(e2, j.e.Snapshot(nil)); err != nil {
 		t.Fatalf("the saved state does not restore: %v", err)
 	}
 }

@@ -398,7 +398,7 @@ func TestSnapshotKeepsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newTJob(t, Config{})
-	if err := second.e.Restore(states); err != nil {
+	if err := restoreAll(second.e, states); err != nil {
 		t.Fatal(err)
 	}
 	feed(second, 2)
@@ -426,7 +426,7 @@ func TestRestoreOlderState(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := newTJob(t, Config{})
-	if err := j.e.Restore(states); err != nil {
+	if err := restoreAll(j.e, states); err != nil {
 		t.Fatal(err)
 	}
 	j.metric(1, 5, "", enrichID, promName, 3, BusyTimeMsPerSecond, 990)
@@ -459,7 +459,7 @@ func TestRestoreRejectsBadIdentity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _ := New(Config{})
-			err := e.Restore([]JobState{{JobID: "j", WindowMs: 10000, Tasks: tc.tasks}})
+			err := restoreAll(e, []JobState{{JobID: "j", WindowMs: 10000, Tasks: tc.tasks}})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Restore: %v, want %q", err, tc.want)
 			}

@@ -173,7 +173,7 @@ func TestJobEndAcrossRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Restore(append(states, other)); err != nil {
+	if err := restoreAll(r, append(states, other)); err != nil {
 		t.Fatal(err)
 	}
 	fs = fs[:0]

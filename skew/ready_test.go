@@ -164,7 +164,7 @@ func TestTaskManagerIDSurvivesRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2.Restore(j.e.Snapshot(nil)); err != nil {
+	if err := restoreAll(e2, j.e.Snapshot(nil)); err != nil {
 		t.Fatal(err)
 	}
 	var tms []string

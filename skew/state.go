@@ -71,6 +71,8 @@ type CheckpointState struct {
 	LastEnd       *int64            `json:"last_end,omitempty"`
 	LastRead      *int64            `json:"last_read,omitempty"`
 	FailedSince   bool              `json:"failed_since,omitempty"`
+	// NoneYet: the job said none of its checkpoints has completed.
+	NoneYet bool `json:"none_yet,omitempty"`
 }
 
 // CheckpointPoint is one checkpoint: its estimated trigger time (epoch
@@ -278,22 +280,34 @@ func (e *Engine) Reset() {
 // the decoders bound them in events.
 const maxStateString = 64 << 10
 
+// RefusedState is a saved job state that could not be restored, and
+// why: the job starts afresh, without its history.
+type RefusedState struct {
+	JobID string
+	Err   error
+}
+
 // Restore loads job states saved by Snapshot. Call it before the first
 // event. Events of a restored job in windows that start before its
 // ClosedUpTo are Replayed from then on: they were diagnosed and written
-// before the restart. A state that does not validate (including one saved
-// with another window length) is an error and nothing is restored.
+// before the restart.
+//
+// A state that does not validate (corrupt, saved by another version, or
+// with another window length) costs only its own job: Restore leaves it
+// out, returns it among the refused, and the next Snapshot carries a
+// tombstone for it, so that it is refused once. The error is for a
+// misuse only: Restore after events.
 //
 // Jobs and tasks last seen more than HistoryWindows before the newest
 // ClosedUpTo are left out: an uninterrupted engine would have forgotten
 // them, and their saved state is merely the last one written.
-func (e *Engine) Restore(states []JobState) error {
+func (e *Engine) Restore(states []JobState) ([]RefusedState, error) {
 	if len(e.jobs) > 0 || len(e.open) > 0 {
-		return errors.New("restore: the engine has seen events already")
+		return nil, errors.New("restore: the engine has seen events already")
 	}
 	newest := int64(math.MinInt64)
 	for i := range states {
-		if !states[i].Ended {
+		if !states[i].Ended && states[i].WindowMs == e.cfg.WindowMs {
 			newest = max(newest, states[i].ClosedUpTo)
 		}
 	}
@@ -301,40 +315,31 @@ func (e *Engine) Restore(states []JobState) error {
 	if span := int64(e.cfg.HistoryWindows) * e.cfg.WindowMs; newest > math.MinInt64+span {
 		horizon = newest - span
 	}
+	var refused []RefusedState
 	jobs := make(map[string]*jobState, len(states))
 	for i := range states {
 		s := &states[i]
 		if s.Ended {
 			continue
 		}
-		if s.WindowMs != e.cfg.WindowMs {
-			return fmt.Errorf("restore job %d (%.64q): saved with %d ms windows, the engine has %d ms: keep the window length or start a new consumer group",
-				i, s.JobID, s.WindowMs, e.cfg.WindowMs)
+		j, err := e.restoreJob(s, horizon)
+		if err == nil && j != nil && jobs[j.id] != nil {
+			err = errors.New("duplicate job")
 		}
-		if s.ClosedUpTo != e.WindowStart(s.ClosedUpTo) {
-			return fmt.Errorf("restore job %d (%.64q): closed_up_to %d is not a window boundary", i, s.JobID, s.ClosedUpTo)
-		}
-		// A job is seen when any of its tasks is: states saved before
-		// Snapshot said so carry only the job-scoped metrics' time.
-		lastSeen := s.LastSeen
-		for ti := range s.Tasks {
-			lastSeen = max(lastSeen, s.Tasks[ti].LastSeen)
-		}
-		if lastSeen < horizon {
+		if err != nil {
+			refused = append(refused, RefusedState{JobID: s.JobID, Err: fmt.Errorf("restore job %d (%.64q): %w", i, s.JobID, err)})
+			if s.JobID != "" && jobs[s.JobID] == nil {
+				e.dropped = append(e.dropped, strings.Clone(s.JobID))
+			}
 			continue
 		}
-		j, err := restoreJob(s, horizon)
-		if err != nil {
-			return fmt.Errorf("restore job %d (%.64q): %w", i, s.JobID, err)
+		if j != nil {
+			jobs[j.id] = j
 		}
-		if _, dup := jobs[j.id]; dup {
-			return fmt.Errorf("restore job %d (%.64q): duplicate job", i, s.JobID)
-		}
-		jobs[j.id] = j
 	}
 	e.jobs = jobs
 	e.last = nil
-	return nil
+	return refused, nil
 }
 
 func validStateString(s string) error {
@@ -347,7 +352,25 @@ func validStateString(s string) error {
 	return nil
 }
 
-func restoreJob(s *JobState, horizon int64) (*jobState, error) {
+// restoreJob checks and loads one job's state; nil without an error
+// for a job an uninterrupted engine would have forgotten (see Restore).
+func (e *Engine) restoreJob(s *JobState, horizon int64) (*jobState, error) {
+	if s.WindowMs != e.cfg.WindowMs {
+		return nil, fmt.Errorf("saved with %d ms windows, the engine has %d ms: keep the window length or start a new consumer group",
+			s.WindowMs, e.cfg.WindowMs)
+	}
+	if s.ClosedUpTo != e.WindowStart(s.ClosedUpTo) {
+		return nil, fmt.Errorf("closed_up_to %d is not a window boundary", s.ClosedUpTo)
+	}
+	// A job is seen when any of its tasks is: states saved before
+	// Snapshot said so carry only the job-scoped metrics' time.
+	lastSeen := s.LastSeen
+	for ti := range s.Tasks {
+		lastSeen = max(lastSeen, s.Tasks[ti].LastSeen)
+	}
+	if lastSeen < horizon {
+		return nil, nil
+	}
 	if s.JobID == "" {
 		return nil, errors.New("empty job_id")
 	}
@@ -569,7 +592,7 @@ func (h *ckptHistory) state() *CheckpointState {
 	if h.empty() {
 		return nil
 	}
-	cs := &CheckpointState{TriggerGapsMs: slices.Clone(h.gaps), FailedSince: h.failedSince}
+	cs := &CheckpointState{TriggerGapsMs: slices.Clone(h.gaps), FailedSince: h.failedSince, NoneYet: h.noneYet}
 	ptr := func(v float64, ok bool) *float64 {
 		if !ok {
 			return nil
@@ -601,11 +624,13 @@ func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
 	if len(cs.Points) > maxSaved || len(cs.TriggerGapsMs) > maxSaved {
 		return h, fmt.Errorf("%d points and %d gaps, more than %d", len(cs.Points), len(cs.TriggerGapsMs), maxSaved)
 	}
+	// A negative reading is Flink's "none yet" (-1), which states saved
+	// before the decoders understood it hold: it is no reading.
 	val := func(p *float64) (float64, bool, error) {
-		if p == nil {
+		if p == nil || *p < 0 {
 			return 0, false, nil
 		}
-		if !finiteNumber(*p) || *p < 0 {
+		if !finiteNumber(*p) {
 			return 0, false, errors.New("a reading out of range")
 		}
 		return *p, true, nil
@@ -640,5 +665,6 @@ func restoreCkpt(cs *CheckpointState) (ckptHistory, error) {
 		h.lastRead, h.hasRead = *cs.LastRead, true
 	}
 	h.failedSince = cs.FailedSince
+	h.noneYet = !h.hasMs && len(h.points) == 0 && (cs.NoneYet || cs.LastDuration != nil && *cs.LastDuration < 0)
 	return h, nil
 }

@@ -135,8 +135,8 @@ func newStageOf(t *testing.T, cfg skew.Config, states []skew.JobState) (*skew.En
 		t.Fatal(err)
 	}
 	if states != nil {
-		if err := eng.Restore(states); err != nil {
-			t.Fatal(err)
+		if refused, err := eng.Restore(states); err != nil || refused != nil {
+			t.Fatal(err, refused)
 		}
 	}
 	st, err := window.New(window.Config{}, eng)
@@ -287,15 +287,15 @@ func TestRestoreForgetsWhatTheEngineWouldHave(t *testing.T) {
 		t.Fatal(err)
 	}
 	const now = 1_000_000
-	err = eng.Restore([]skew.JobState{
+	refused, err := eng.Restore([]skew.JobState{
 		{WindowMs: 10000, JobID: "live", ClosedUpTo: now, LastSeen: now - 10000, Tasks: []skew.TaskState{
 			{Name: "fresh", LastSeen: now - 10000, LastDominant: -1, PrevDominant: -1},
 			{Name: "stale", LastSeen: now - 70000, LastDominant: -1, PrevDominant: -1, UpSustained: 2},
 		}},
 		{WindowMs: 10000, JobID: "gone", ClosedUpTo: 500_000, LastSeen: now - 70000},
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || refused != nil {
+		t.Fatal(err, refused)
 	}
 	// Touch both jobs so that they are snapshotted.
 	for _, job := range []string{"live", "gone"} {
@@ -324,11 +324,11 @@ func TestRestoredJobsInSnapshots(t *testing.T) {
 	}
 	metrics := skew.Source{Topic: "flink-metrics", Partition: 3}
 	samples := skew.Source{Topic: "flink-key-samples", Partition: 3}
-	if err := eng.Restore([]skew.JobState{
+	if refused, err := eng.Restore([]skew.JobState{
 		{WindowMs: 10000, JobID: "a", ClosedUpTo: 10000, Sources: []skew.Source{metrics}},
 		{WindowMs: 10000, JobID: "b", ClosedUpTo: 10000},
-	}); err != nil {
-		t.Fatal(err)
+	}); err != nil || refused != nil {
+		t.Fatal(err, refused)
 	}
 	old := &skew.KeySample{TS: 5000, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1, Source: samples}
 	if v := eng.AddSample(old); v != skew.Replayed {
@@ -353,46 +353,101 @@ func TestRestoredJobsInSnapshots(t *testing.T) {
 	}
 }
 
-func TestRestoreRejectsBadState(t *testing.T) {
+// TestRestoreRefusesBadStateOfOneJob: a state that does not validate
+// costs its own job only: the good job beside it restores, the bad one is
+// refused with the reason and its id, and the next Snapshot carries its
+// tombstone so that it is refused once.
+func TestRestoreRefusesBadStateOfOneJob(t *testing.T) {
 	nan := math.NaN()
+	good := skew.JobState{WindowMs: 10000, JobID: "good", ClosedUpTo: 10000, LastSeen: 0}
 	for _, tc := range []struct {
-		name   string
-		states []skew.JobState
-		want   string
+		name  string
+		state skew.JobState
+		want  string
 	}{
-		{"empty id", []skew.JobState{{WindowMs: 10000}}, "empty job_id"},
-		{"duplicate", []skew.JobState{{WindowMs: 10000, JobID: "a"}, {WindowMs: 10000, JobID: "a"}}, "duplicate"},
-		{"bad utf8", []skew.JobState{{WindowMs: 10000, JobID: "a\xff"}}, "UTF-8"},
-		{"long", []skew.JobState{{WindowMs: 10000, JobID: strings.Repeat("x", 70000)}}, "bytes"},
-		{"nan counter", []skew.JobState{{WindowMs: 10000, JobID: "a", LastFailed: &nan}}, "not a number"},
-		{"nan checkpoint", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: []skew.CheckpointPoint{{DurationMs: nan}}}}}, "checkpoints: point 0"},
-		{"negative checkpoint size", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{LastSize: ptrTo(-1.0)}}}, "checkpoints: a reading"},
-		{"zero trigger gap", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{TriggerGapsMs: []float64{30000, 0}}}}, "trigger gap 1"},
-		{"too many checkpoints", []skew.JobState{{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: make([]skew.CheckpointPoint, 1001)}}}, "more than 1000"},
-		{"bad parallelism", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}}, "t"},
-		{"dominant out of range", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}}, "out of range"},
-		{"other window", []skew.JobState{{WindowMs: 60000, JobID: "a"}}, "60000 ms windows"},
-		{"not a boundary", []skew.JobState{{WindowMs: 10000, JobID: "a", ClosedUpTo: 12345}}, "not a window boundary"},
-		{"task twice", []skew.JobState{{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}, {Name: "t", LastDominant: -1, PrevDominant: -1}}}}, "twice"},
+		{"empty id", skew.JobState{WindowMs: 10000}, "empty job_id"},
+		{"duplicate", good, "duplicate"},
+		{"bad utf8", skew.JobState{WindowMs: 10000, JobID: "a\xff"}, "UTF-8"},
+		{"long", skew.JobState{WindowMs: 10000, JobID: strings.Repeat("x", 70000)}, "bytes"},
+		{"nan counter", skew.JobState{WindowMs: 10000, JobID: "a", LastFailed: &nan}, "not a number"},
+		{"nan checkpoint", skew.JobState{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: []skew.CheckpointPoint{{DurationMs: nan}}}}, "checkpoints: point 0"},
+		{"nan checkpoint size", skew.JobState{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{LastSize: &nan}}, "checkpoints: a reading"},
+		{"zero trigger gap", skew.JobState{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{TriggerGapsMs: []float64{30000, 0}}}, "trigger gap 1"},
+		{"too many checkpoints", skew.JobState{WindowMs: 10000, JobID: "a", Checkpoints: &skew.CheckpointState{Points: make([]skew.CheckpointPoint, 1001)}}, "more than 1000"},
+		{"bad parallelism", skew.JobState{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", Parallelism: 10, MaxParallelism: 5, LastDominant: -1, PrevDominant: -1}}}, "t"},
+		{"dominant out of range", skew.JobState{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -5}}}, "out of range"},
+		{"other window", skew.JobState{WindowMs: 60000, JobID: "a"}, "60000 ms windows"},
+		{"not a boundary", skew.JobState{WindowMs: 10000, JobID: "a", ClosedUpTo: 12345}, "not a window boundary"},
+		{"task twice", skew.JobState{WindowMs: 10000, JobID: "a", Tasks: []skew.TaskState{{Name: "t", LastDominant: -1, PrevDominant: -1}, {Name: "t", LastDominant: -1, PrevDominant: -1}}}, "twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, err := skew.New(skew.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = eng.Restore(tc.states)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Restore: %v, want an error containing %q", err, tc.want)
+			refused, err := eng.Restore([]skew.JobState{good, tc.state})
+			if err != nil {
+				t.Fatalf("Restore: %v, want the bad job refused and no error", err)
 			}
-			if n := len(eng.Snapshot(nil)); n != 0 {
-				t.Errorf("a failed restore left %d jobs", n)
+			if len(refused) != 1 || refused[0].JobID != tc.state.JobID || !strings.Contains(refused[0].Err.Error(), tc.want) {
+				t.Fatalf("refused %v, want job %.20q refused for %q", refused, tc.state.JobID, tc.want)
+			}
+			var live, ended []string
+			for _, st := range eng.Snapshot(nil) {
+				if st.Ended {
+					ended = append(ended, st.JobID)
+				} else {
+					live = append(live, st.JobID)
+				}
+			}
+			if !slices.Equal(live, []string{"good"}) {
+				t.Errorf("snapshot after the restore holds %q, want the good job", live)
+			}
+			if wantEnded := tc.state.JobID != "" && tc.state.JobID != "good"; wantEnded != (len(ended) == 1) {
+				t.Errorf("tombstones %.20q, want one for the refused job: %v", ended, wantEnded)
 			}
 		})
 	}
 	eng, _ := skew.New(skew.Config{})
 	eng.AddSample(&skew.KeySample{TS: 1, JobID: "a", TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1})
-	if err := eng.Restore([]skew.JobState{{WindowMs: 10000, JobID: "b"}}); err == nil {
+	if _, err := eng.Restore([]skew.JobState{{WindowMs: 10000, JobID: "b"}}); err == nil {
 		t.Error("Restore after events: no error")
+	}
+}
+
+// TestRestoreSentinelsSavedBefore: states saved before the decoders
+// understood Flink's "none yet" hold -1 for the last checkpoint's
+// duration and size (a user's crash loop): they restore, as a job
+// without a completed checkpoint.
+func TestRestoreSentinelsSavedBefore(t *testing.T) {
+	eng, err := skew.New(skew.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minus := -1.0
+	refused, err := eng.Restore([]skew.JobState{
+		{WindowMs: 10000, JobID: "never", ClosedUpTo: 10000, Checkpoints: &skew.CheckpointState{LastDuration: &minus, LastSize: &minus}},
+		{WindowMs: 10000, JobID: "once", ClosedUpTo: 10000, Checkpoints: &skew.CheckpointState{LastDuration: ptrTo(500.0), LastSize: &minus,
+			Points: []skew.CheckpointPoint{{Trigger: 1000, DurationMs: 500, SizeBytes: &minus}}}},
+	})
+	if err != nil || refused != nil {
+		t.Fatalf("Restore: %v, refused %v", err, refused)
+	}
+	for _, job := range []string{"never", "once"} {
+		eng.AddSample(&skew.KeySample{TS: 15000, JobID: job, TaskName: "t", Key: "k", Weight: 1, SampleRate: 1, Subtask: -1})
+	}
+	snap := eng.Snapshot(nil)
+	if len(snap) != 2 || snap[0].Checkpoints == nil || snap[1].Checkpoints == nil {
+		t.Fatalf("snapshot %+v, want both jobs with their checkpoints", snap)
+	}
+	never, once := snap[0].Checkpoints, snap[1].Checkpoints
+	if never.LastDuration != nil || never.LastSize != nil || !never.NoneYet {
+		b, _ := json.Marshal(never)
+		t.Errorf("a job without a checkpoint saved again as %s, want no readings and none_yet", b)
+	}
+	if once.NoneYet || once.LastSize != nil || len(once.Points) != 1 || once.Points[0].SizeBytes != nil || once.LastDuration == nil {
+		b, _ := json.Marshal(once)
+		t.Errorf("a job with a checkpoint saved again as %s, want its point and duration, without the -1 size", b)
 	}
 }
 

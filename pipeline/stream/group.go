@@ -52,7 +52,9 @@ type GroupSource interface {
 // state back (the ClickHouse store's Writer). With a GroupSource, the
 // runner loads the group's saved state each time partitions are assigned.
 type StateLoader interface {
-	LoadState(ctx context.Context, group string) ([]skew.JobState, error)
+	// LoadState returns the saved states, and those it could not read,
+	// each refused with its job (they cost that job its history only).
+	LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedState, error)
 }
 
 // Resumer is implemented by sinks that keep state of the jobs they see
@@ -192,17 +194,30 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 	var states []skew.JobState
 	if l, ok := r.state.(StateLoader); ok {
+		var unread []skew.RefusedState
 		err := r.retry(ctx, "load the engine state of group "+r.cfg.Group, func(ctx context.Context) (err error) {
-			states, err = l.LoadState(ctx, r.cfg.Group)
+			states, unread, err = l.LoadState(ctx, r.cfg.Group)
 			return err
 		})
 		if err != nil {
 			return 0, err
 		}
 		states = Owned(states, parts)
-		if err := r.stage.Restore(states); err != nil {
+		refused, err := r.stage.Restore(states)
+		if err != nil {
 			return 0, fmt.Errorf("engine state of group %s: %w", r.cfg.Group, err)
 		}
+		// A state that does not decode names no source: it counts as
+		// partition 0's, as a state saved before sources were kept.
+		for _, u := range unread {
+			if len(Owned([]skew.JobState{{JobID: u.JobID}}, parts)) > 0 {
+				refused = append(refused, u)
+			}
+		}
+		r.refused(refused)
+		states = slices.DeleteFunc(states, func(st skew.JobState) bool {
+			return slices.ContainsFunc(refused, func(x skew.RefusedState) bool { return x.JobID == st.JobID })
+		})
 	}
 	owned := make(map[string]bool, len(states))
 	for _, st := range states {
@@ -217,6 +232,18 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 		}
 	}
 	return len(states), nil
+}
+
+// refused reports the saved job states that did not restore: each job
+// starts afresh, without its history, and the others go on. A job whose
+// state cannot be read never stops the runner (a crash loop at every
+// start would cost every job).
+func (r *Runner) refused(refused []skew.RefusedState) {
+	for _, x := range refused {
+		r.m.refusedStates.Inc()
+		r.log.Warn("saved engine state not restored: the job starts afresh, without its history",
+			"job_id", x.JobID, "group", r.cfg.Group, "err", x.Err)
+	}
 }
 
 // accept reports whether msg belongs to the generation being processed,

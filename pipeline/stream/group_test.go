@@ -1,15 +1,20 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
@@ -102,47 +107,56 @@ type loadingStore struct {
 	fakeStore
 	loads  int
 	loaded []skew.JobState // of the last load
+	unread []skew.RefusedState
 }
 
-func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, error) {
+func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, []skew.RefusedState, error) {
 	s.loads++
 	s.log.add("load")
 	s.loaded = nil
 	if len(s.saves) == 0 {
-		return nil, nil
+		return nil, s.unread, nil
 	}
 	for _, st := range s.saves[len(s.saves)-1] {
 		if !st.Ended {
 			s.loaded = append(s.loaded, st)
 		}
 	}
-	return s.loaded, nil
+	return s.loaded, s.unread, nil
 }
 
 // runGroup runs a runner to the end of steps, with a store that holds
 // saved (the group's saved engine state, when not nil) before it starts.
 func runGroup(t *testing.T, steps []groupStep, saved []skew.JobState) (*scriptedGroup, *loadingStore, *resumingSink) {
 	t.Helper()
-	log := &opLog{}
-	src := &scriptedGroup{steps: steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
-	store := &loadingStore{fakeStore: fakeStore{log: log}}
+	store := &loadingStore{fakeStore: fakeStore{log: &opLog{}}}
 	if saved != nil {
 		store.saves = append(store.saves, saved)
 	}
+	src, sink, _ := runGroupOn(t, steps, store, nil, prometheus.NewRegistry())
+	return src, store, sink
+}
+
+// runGroupOn is runGroup with a store of the caller's, a logger and a
+// registry.
+func runGroupOn(t *testing.T, steps []groupStep, store *loadingStore, logger *slog.Logger, reg prometheus.Registerer) (*scriptedGroup, *resumingSink, *Runner) {
+	t.Helper()
+	log := store.log
+	src := &scriptedGroup{steps: steps, events: make(chan Rebalance), log: log, commits: map[int64]int{}, revoked: map[int64]bool{}}
 	sink := &resumingSink{log: log, store: store}
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
-	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, nil, prometheus.NewRegistry())
+	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, store, &fakeDead{}, logger, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)
 	}
-	return src, store, sink
+	return src, sink, r
 }
 
 // resumingSink is a fakeSink that counts Resume calls, and checks that
@@ -326,5 +340,52 @@ func TestRestoredJobsOwnedByPartition(t *testing.T) {
 	}
 	if !tombstone {
 		t.Fatal("no tombstone of the ended job saved")
+	}
+}
+
+// TestRefusedStateCostsOnlyItsJob: at an assignment, a saved state that
+// does not restore (here one of another window length, and one the store
+// could not decode) costs its own job its history: the runner logs a
+// WARN naming the job, counts it, restores the others and runs on; the
+// refused job's next save is a tombstone, so it is refused once.
+func TestRefusedStateCostsOnlyItsJob(t *testing.T) {
+	lines := incident(t)
+	start := simulate.DefaultConfig().Start
+	good := skew.JobState{JobID: "good", WindowMs: 10000, ClosedUpTo: start + 10000, LastSeen: start,
+		FirstEvent: &start, LastEvent: &start, Sources: []skew.Source{{Topic: "flink", Partition: 1}}}
+	bad := good
+	bad.JobID, bad.WindowMs = "bad", 60000
+	parts := []Partition{{Topic: "flink", ID: 0}, {Topic: "flink", ID: 1}}
+	steps := []groupStep{{ev: &Rebalance{Generation: 1, Assigned: parts}}}
+	for i, l := range lines {
+		steps = append(steps, groupStep{msg: &Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l,
+			Time: time.UnixMilli(start), Generation: 1}})
+	}
+	store := &loadingStore{fakeStore: fakeStore{log: &opLog{}}, unread: []skew.RefusedState{{JobID: "garbled", Err: errors.New("decode engine state of job \"garbled\": bad JSON")}}}
+	store.saves = append(store.saves, []skew.JobState{good, bad})
+	var out bytes.Buffer
+	_, sink, r := runGroupOn(t, steps, store, slog.New(slog.NewTextHandler(&out, nil)), prometheus.NewRegistry())
+	if sink.owns == nil || !sink.owns("good") || sink.owns("bad") || sink.owns("garbled") {
+		t.Fatal("at Resume the sink was not told that good is owned here, and the refused jobs not")
+	}
+	for _, job := range []string{"bad", "garbled"} {
+		if !strings.Contains(out.String(), "level=WARN msg=\"saved engine state not restored: the job starts afresh, without its history\" job_id="+job) {
+			t.Errorf("no WARN naming job %s; the log:\n%s", job, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "60000 ms windows") {
+		t.Errorf("the WARN does not say why the state was refused; the log:\n%s", out.String())
+	}
+	if got := testutil.ToFloat64(r.m.refusedStates); got != 2 {
+		t.Errorf("skewlens_engine_state_refused_jobs_total %v, want 2", got)
+	}
+	var tombstone bool
+	for _, save := range store.saves[1:] {
+		for _, st := range save {
+			tombstone = tombstone || st.JobID == "bad" && st.Ended
+		}
+	}
+	if !tombstone {
+		t.Error("no tombstone saved for the refused job")
 	}
 }

@@ -30,6 +30,8 @@ type metrics struct {
 	engineJobs  prometheus.Gauge
 	refusedJobs prometheus.Counter
 	refusedSeen uint64
+	// refusedStates counts the saved job states that did not restore.
+	refusedStates prometheus.Counter
 	// Consumer-group rebalances (GroupSource): the generation processed,
 	// and what a revocation dropped.
 	generation                                    prometheus.Gauge
@@ -69,6 +71,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Jobs (runs, by job id) the engine tracks; --max-jobs bounds them and a run's end frees its place."}),
 		refusedJobs: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_refused_job_events_total",
 			Help: "Events rejected because the engine tracked --max-jobs jobs and theirs was not one of them."}),
+		refusedStates: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_state_refused_jobs_total",
+			Help: "Saved engine states of jobs that could not be restored (corrupt, of another version or window length): each such job started afresh, without its history."}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_group_generation",
 			Help: "The consumer-group generation whose partitions are processed (0: none yet, or not a consumer group)."}),
 		revokedFindings: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_revoked_findings_total",
@@ -83,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
 	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.watermarkStalled, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
-		m.engineJobs, m.refusedJobs, m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
+		m.engineJobs, m.refusedJobs, m.refusedStates, m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -101,12 +105,16 @@ func (m *metrics) message(topic string) prometheus.Counter {
 }
 
 // savedJobs sets each saved job's last-seen gauge and removes the series
-// of the jobs the engine no longer holds (gone for its HistoryWindows).
-// Only the writer goroutine calls it, after the state is saved.
+// of the jobs the engine no longer holds (ended, or gone for its
+// HistoryWindows: a tombstone, or absent). Only the writer goroutine
+// calls it, after the state is saved.
 func (m *metrics) savedJobs(states []skew.JobState) {
 	seen := make(map[string]bool, len(states))
 	for i := range states {
 		s := &states[i]
+		if s.Ended {
+			continue
+		}
 		seen[s.JobID] = true
 		m.jobLastSeen.WithLabelValues(s.JobID).Set(float64(s.LastSeen) / 1000)
 	}

@@ -178,8 +178,11 @@ func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenes
 func (s *Stage) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Snapshot(dst) }
 
 // Restore loads saved job states into the engine (see
-// skew.Engine.Restore): call it before the first event, or after Reset.
-func (s *Stage) Restore(states []skew.JobState) error { return s.eng.Restore(states) }
+// skew.Engine.Restore, which returns the states it refused): call it
+// before the first event, or after Reset.
+func (s *Stage) Restore(states []skew.JobState) ([]skew.RefusedState, error) {
+	return s.eng.Restore(states)
+}
 
 // Reset drops everything but the counters: the open windows and the
 // engine's state (skew.Engine.Reset), the watermark and the partitions of

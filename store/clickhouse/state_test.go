@@ -47,7 +47,12 @@ func TestStateRoundTrip(t *testing.T) {
 			t.Fatalf("SaveState %s v%d: %v", step.group, step.version, err)
 		}
 	}
-	got, err := s.Writer().LoadState(ctx, "g")
+	// A state that does not decode (corrupt, or of another version) is
+	// refused with its job; the others load.
+	if err := s.Writer().saveJobStates(ctx, "save", "g", partEngine, 3, []jobPart{{"corrupt", `{"job_id":"corrupt","window_ms":"ten"}`}}); err != nil {
+		t.Fatal(err)
+	}
+	got, refused, err := s.Writer().LoadState(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +60,20 @@ func TestStateRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("LoadState:\n got %+v\nwant %+v", got, want)
 	}
-	none, err := s.Writer().LoadState(ctx, "nobody")
-	if err != nil || len(none) != 0 {
-		t.Fatalf("LoadState of an unknown group: %v, %v", none, err)
+	if len(refused) != 1 || refused[0].JobID != "corrupt" || !strings.Contains(refused[0].Err.Error(), `job "corrupt"`) {
+		t.Fatalf("refused %v, want the corrupt job, named", refused)
+	}
+	none, refused, err := s.Writer().LoadState(ctx, "nobody")
+	if err != nil || len(none) != 0 || len(refused) != 0 {
+		t.Fatalf("LoadState of an unknown group: %v, %v, %v", none, refused, err)
 	}
 	// The restored states are valid engine state.
 	eng, err := skew.New(skew.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Restore(got); err != nil {
-		t.Fatal(err)
+	if refused, err := eng.Restore(got); err != nil || refused != nil {
+		t.Fatal(err, refused)
 	}
 }
 
@@ -118,7 +126,7 @@ func TestJobStateUpgrade(t *testing.T) {
 		}
 	}
 	w := s.Writer()
-	states, err := w.LoadState(ctx, "g")
+	states, _, err := w.LoadState(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +147,7 @@ func TestJobStateUpgrade(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if states, err = w.LoadState(ctx, "g"); err != nil {
+	if states, _, err = w.LoadState(ctx, "g"); err != nil {
 		t.Fatal(err)
 	}
 	if len(states) != 1 || states[0].JobID != "b" || states[0].ClosedUpTo != 30000 {

@@ -149,23 +149,27 @@ func (w *Writer) SaveState(ctx context.Context, group string, version uint64, st
 }
 
 // LoadState returns the latest saved state of every job of a consumer
-// group whose state was not deleted, ordered by job ID. A state that does not decode is an error that
-// names the job (permanent): starting without it would silently change
-// findings. It makes one attempt; the caller (start-up) retries.
-func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, error) {
+// group whose state was not deleted, ordered by job ID, and the states
+// that do not decode (corrupt, or of another version), each refused with
+// its job and the reason: one job's unreadable state costs that job its
+// history, never the others' (skew.Engine.Restore refuses likewise). It
+// makes one attempt; the caller (start-up) retries.
+func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedState, error) {
 	var out []skew.JobState
+	var refused []skew.RefusedState
 	err := w.loadJobStates(ctx, "load engine state", group, partEngine, func(job, state string) error {
 		var st skew.JobState
 		if err := json.Unmarshal([]byte(state), &st); err != nil {
-			return permanentErr(fmt.Sprintf("decode engine state of job %.64q", job), err)
+			refused = append(refused, skew.RefusedState{JobID: job, Err: fmt.Errorf("decode engine state of job %.64q: %w", job, err)})
+			return nil
 		}
 		out = append(out, st)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // Column lists of the inserts into the tables of migration 0003.
