@@ -96,5 +96,7 @@
 // told apart by magnitude; a key sample's ts: s, ms, µs or ns from 1e9
 // on, told apart by magnitude, smaller values are milliseconds); a metric
 // without one gets Decoder.DefaultTS when that is > 0. Metric values must
-// be finite.
+// be finite, but for Flink's "no value yet" readings (-1 for the last
+// checkpoint's duration and size, NaN for an unmeasured busy time), which
+// decode with skew.Metric.NoValue: the table is in sentinel.go.
 package decode

@@ -311,6 +311,9 @@ func (d *Decoder) decodeInflux(b []byte, nameEnd int, nameEsc bool) (Kind, *Erro
 	default:
 		return KindNone, newErr(ReasonBadValue, "", `no numeric "value" or "count" field`)
 	}
+	if noValue(m, m.Value) {
+		return KindMetric, nil
+	}
 	if !finite(m.Value) {
 		return KindNone, newErr(ReasonBadValue, "value", "must be finite")
 	}

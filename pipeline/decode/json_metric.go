@@ -96,8 +96,14 @@ func (d *Decoder) finishMetricJSON(b []byte) (Kind, *Error) {
 				return KindNone, newErr(ReasonBadValue, "value", `object has no "value" or "count"`)
 			}
 		}
-		v, err := d.jsonNum(b, vs)
+		v, err := d.jsonValue(b, vs)
 		if err != nil {
+			return KindNone, err
+		}
+		if noValue(m, v) {
+			return KindMetric, nil
+		}
+		if err := checkFinite(v); err != nil {
 			return KindNone, err
 		}
 		m.Value = v
@@ -110,8 +116,14 @@ func (d *Decoder) finishMetricJSON(b []byte) (Kind, *Error) {
 		}
 		return KindMetric, nil
 	}
-	v, err := d.jsonNum(b, sp)
+	v, err := d.jsonValue(b, sp)
 	if err != nil {
+		return KindNone, err
+	}
+	if noValue(m, v) {
+		return KindMetric, nil
+	}
+	if err := checkFinite(v); err != nil {
 		return KindNone, err
 	}
 	m.Value = v
@@ -120,6 +132,16 @@ func (d *Decoder) finishMetricJSON(b []byte) (Kind, *Error) {
 
 // jsonNum reads a finite number given as a JSON number or numeric string.
 func (d *Decoder) jsonNum(b []byte, sp *jspan) (float64, *Error) {
+	v, err := d.jsonValue(b, sp)
+	if err == nil {
+		err = checkFinite(v)
+	}
+	return v, err
+}
+
+// jsonValue reads a number given as a JSON number or numeric string
+// ("NaN" and "Inf" included, for the sentinel table).
+func (d *Decoder) jsonValue(b []byte, sp *jspan) (float64, *Error) {
 	var v float64
 	var ok bool
 	switch sp.kind {
@@ -130,8 +152,15 @@ func (d *Decoder) jsonNum(b []byte, sp *jspan) (float64, *Error) {
 	default:
 		return 0, newErr(ReasonBadValue, "value", "must be a number")
 	}
-	if !ok || !finite(v) {
+	if !ok {
 		return 0, newErr(ReasonBadValue, "value", "must be a finite number")
 	}
 	return v, nil
+}
+
+func checkFinite(v float64) *Error {
+	if !finite(v) {
+		return newErr(ReasonBadValue, "value", "must be a finite number")
+	}
+	return nil
 }

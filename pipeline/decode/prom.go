@@ -221,6 +221,9 @@ func (d *Decoder) decodeProm(b []byte) (Kind, *Error) {
 	if !ok {
 		return KindNone, newErr(ReasonBadValue, "", "not a number")
 	}
+	if noValue(m, v) {
+		return KindMetric, nil
+	}
 	if !finite(v) {
 		return KindNone, newErr(ReasonBadValue, "", "NaN or infinite")
 	}

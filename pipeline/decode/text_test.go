@@ -2,6 +2,7 @@ package decode
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skewlens/skewlens/skew"
@@ -165,7 +166,7 @@ func TestInfluxErrors(t *testing.T) {
 		{"only string", m + ixTags + ` value="abc" 1`, ReasonBadValue, ""},
 		{"only bool", m + ixTags + ` value=true 1`, ReasonBadValue, ""},
 		{"rate only", m + ixTags + ` rate=1 1`, ReasonBadValue, ""},
-		{"NaN string", m + ixTags + ` value="NaN" 1`, ReasonBadValue, "value"},
+		{"NaN string of a metric without that sentinel", strings.Replace(m, "busyTime", "idleTime", 1) + ixTags + ` value="NaN" 1`, ReasonBadValue, "value"},
 		{"bad rate", m + ixTags + ` count=1,rate=x 1`, ReasonBadValue, "rate"},
 		{"missing job_id", m + `,task_name=t,subtask_index=3 value=1 1`, ReasonMissingField, "job_id"},
 		{"missing task_name", m + `,job_id=j,subtask_index=3 value=1 1`, ReasonMissingField, "task_name"},
@@ -217,7 +218,7 @@ func TestPrometheus(t *testing.T) {
 func TestPrometheusErrors(t *testing.T) {
 	const m = `flink_taskmanager_job_task_busyTimeMsPerSecond`
 	tests := []errCase{
-		{"NaN", m + pmLabels + ` NaN 1000`, ReasonBadValue, ""},
+		{"NaN of a metric without that sentinel", strings.Replace(m, "busyTime", "idleTime", 1) + pmLabels + ` NaN 1000`, ReasonBadValue, ""},
 		{"+Inf", m + pmLabels + ` +Inf 1000`, ReasonBadValue, ""},
 		{"-Inf", m + pmLabels + ` -Inf 1000`, ReasonBadValue, ""},
 		{"word", m + pmLabels + ` abc 1000`, ReasonBadValue, ""},

@@ -25,6 +25,8 @@ func TestSavedJobsGauge(t *testing.T) {
 			map[string]float64{"a": 30}},
 		{"a forgotten job loses its series", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}, {JobID: "b", LastSeen: 10_000}}, {{JobID: "b", LastSeen: 40_000}}},
 			map[string]float64{"b": 40}},
+		{"an ended job's tombstone removes its series", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}, {JobID: "b", LastSeen: 10_000}}, {{JobID: "b", LastSeen: 40_000}, {JobID: "a", Ended: true}}},
+			map[string]float64{"b": 40}},
 		{"an empty save removes every series", [][]skew.JobState{{{JobID: "a", LastSeen: 10_000}}, nil},
 			map[string]float64{}},
 	}
