@@ -30,6 +30,10 @@ func TestCheckpointLink(t *testing.T) {
 		{"fraction above the duration", Config{CheckpointTimeoutMs: 30000, CheckpointRiskFraction: 0.9}, 20000, nil, 30e9, 1e9, "", 0},
 		{"no subtask times: the busiest saturated subtask", Config{}, 400000, nil, 0, 0,
 			` Checkpoints take 6.7 min because subtask 3 of "sink" holds up the barrier (it is saturated).`, 1},
+		// Flink's -1 ("none yet", Metric.NoValue) for the duration and size.
+		{"no checkpoint yet, failing", Config{}, -1, []float64{0, 0, 1}, 30e9, 1e9,
+			` No checkpoint of the job has completed yet, and 1 failed in this window because subtask 2 of "sink" holds up the barrier`, 1},
+		{"no checkpoint yet, checkpointing off", Config{}, -1, nil, 30e9, 1e9, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +65,10 @@ func TestCheckpointLink(t *testing.T) {
 					}
 				}
 				job := []Metric{{Name: LastCheckpointDuration, Value: tt.lastMs}, {Name: LastCheckpointSize, Value: 3e9 + float64(w)}}
+				noneYet := tt.lastMs < 0
+				if noneYet {
+					job = []Metric{{Name: LastCheckpointDuration, NoValue: true}, {Name: LastCheckpointSize, NoValue: true}}
+				}
 				if tt.failed != nil {
 					job = append(job, Metric{Name: NumberOfFailedCheckpoints, Value: tt.failed[w]})
 				}
@@ -84,16 +92,28 @@ func TestCheckpointLink(t *testing.T) {
 					risks = append(risks, f)
 					continue
 				}
-				if strings.Contains(f.Summary, "Checkpoints") || strings.Contains(f.Summary, "checkpoints failed") {
+				if strings.Contains(f.Summary, "Checkpoints") || strings.Contains(f.Summary, "checkpoints failed") || strings.Contains(f.Summary, "No checkpoint") {
 					n++
 					if tt.want == "" || !strings.Contains(f.Summary, tt.want) {
 						t.Errorf("summary %q, want it to contain %q", f.Summary, tt.want)
 					}
 				}
-				if f.Kind == KindSaturation && f.Evidence != nil && f.Evidence.LastCheckpointMs != tt.lastMs {
+				if f.Kind != KindSaturation || f.Evidence == nil {
+					continue
+				}
+				if tt.lastMs < 0 {
+					if !f.Evidence.NoCheckpointYet || f.Evidence.LastCheckpointMs != 0 || f.Evidence.LastCheckpointBytes != 0 {
+						t.Errorf("evidence %+v, want no checkpoint yet and no duration or size", f.Evidence)
+					}
+					continue
+				}
+				if f.Evidence.NoCheckpointYet {
+					t.Error("evidence says no checkpoint yet for a job with one")
+				}
+				if f.Evidence.LastCheckpointMs != tt.lastMs {
 					t.Errorf("evidence last checkpoint %v ms, want %v", f.Evidence.LastCheckpointMs, tt.lastMs)
 				}
-				if f.Kind == KindSaturation && f.Evidence != nil && f.Evidence.LastCheckpointBytes != 3e9+windows-1 {
+				if f.Evidence.LastCheckpointBytes != 3e9+windows-1 {
 					t.Errorf("evidence last checkpoint size %v bytes, want %v", f.Evidence.LastCheckpointBytes, 3e9+windows-1)
 				}
 			}

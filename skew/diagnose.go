@@ -551,12 +551,15 @@ func (e *Engine) linkCheckpoints(ctx *jobCtx, fs []Finding) {
 		return
 	}
 	var b strings.Builder
-	if jw.hasLastCkptTime {
+	switch {
+	case jw.hasLastCkptTime:
 		fmt.Fprintf(&b, " Checkpoints take %s", msText(jw.lastCkptMs))
 		if jw.failed > 0 {
 			fmt.Fprintf(&b, " and %.0f failed in this window", jw.failed)
 		}
-	} else {
+	case ctx.noCheckpointYet():
+		fmt.Fprintf(&b, " No checkpoint of the job has completed yet, and %.0f failed in this window", jw.failed)
+	default:
 		fmt.Fprintf(&b, " %.0f checkpoints failed in this window", jw.failed)
 	}
 	fmt.Fprintf(&b, " because subtask %d of %q holds up the barrier", sub, task)
@@ -571,6 +574,15 @@ func (e *Engine) linkCheckpoints(ctx *jobCtx, fs []Finding) {
 			fs[i].Summary += b.String()
 		}
 	}
+}
+
+// noCheckpointYet reports whether the job said, in this window or
+// before, that none of its checkpoints has completed (Flink's -1), and
+// nothing since showed one: it then has no checkpoint duration and no
+// forecast, which its findings say.
+func (ctx *jobCtx) noCheckpointYet() bool {
+	jw, h := ctx.jw, &ctx.job.ckpt
+	return jw != nil && !jw.hasLastCkptTime && !h.hasMs && (jw.noneYet || h.noneYet)
 }
 
 // checkpointCulprit picks the subtask that holds up the job's checkpoints:
@@ -812,6 +824,7 @@ func (e *Engine) evidence(ctx *jobCtx, tc *taskCtx, i int) *Evidence {
 		ev.LastCheckpointMs = jw.lastCkptMs
 		ev.FailedCheckpoints = jw.failed
 		ev.LastCheckpointBytes = jw.lastCkptBytes
+		ev.NoCheckpointYet = ctx.noCheckpointYet()
 	}
 	for j := range ctx.tasks {
 		o := &ctx.tasks[j]
@@ -869,6 +882,7 @@ func (e *Engine) underProvisioned(ctx *jobCtx, tc *taskCtx, base Finding) Findin
 		ev.LastCheckpointMs = jw.lastCkptMs
 		ev.FailedCheckpoints = jw.failed
 		ev.LastCheckpointBytes = jw.lastCkptBytes
+		ev.NoCheckpointYet = ctx.noCheckpointYet()
 	}
 	if tc.t.queueHits >= 3 {
 		ev.QueueCapacity = tc.t.queueMax
