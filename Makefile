@@ -65,6 +65,8 @@ flink-fixtures: ## Record testdata/flink from a real Flink 2.3 MiniCluster: one 
 	bash deploy/flink/record-fixtures.sh --scenarios hot_key_onset --duration 200s
 	bash deploy/flink/record-fixtures.sh --scenarios checkpoint_timeout --duration 520s
 	bash deploy/flink/record-fixtures.sh --scenarios checkpoint_recover --duration 360s
+	rm -rf .state/rec-nockpt && bash deploy/flink/record-fixtures.sh --out .state/rec-nockpt --scenarios hot_key --checkpoint-interval 0
+	rm -rf testdata/flink/hot_key_no_checkpoints && mv .state/rec-nockpt/hot_key testdata/flink/hot_key_no_checkpoints
 
 # The salting API of `make run` (curl http://$(API)/v1/salting).
 API         ?= 127.0.0.1:8080

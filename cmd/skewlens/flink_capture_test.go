@@ -87,7 +87,7 @@ func analyzeCapture(t *testing.T, dir, metrics string, extra ...string) []skew.F
 // metrics came filtered) and the subtask, with the hot key joined to the
 // data_skew finding.
 func TestFlinkCaptures(t *testing.T) {
-	for _, scenario := range []string{"hot_key", "hot_key_onset", "modest_hot_key", "slow_sink", "under_provisioned"} {
+	for _, scenario := range []string{"hot_key", "hot_key_no_checkpoints", "hot_key_onset", "modest_hot_key", "slow_sink", "under_provisioned"} {
 		dir := filepath.Join("..", "..", "testdata", "flink", scenario)
 		tr := readTruth(t, dir)
 		for _, variant := range captureVariants {

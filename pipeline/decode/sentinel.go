@@ -13,9 +13,10 @@ import (
 //   - lastCheckpointDuration and lastCheckpointSize: -1 until a checkpoint
 //     of the job completes, and for the job's whole life with
 //     checkpointing off;
-//   - busyTimeMsPerSecond: NaN while the task does not measure busy time
-//     (a legacy source's task, for one). Flink's Prometheus and InfluxDB
-//     reporters write it as "NaN"; skewlens's own reporter leaves it out.
+//   - busyTimeMsPerSecond and accumulateBusyTimeMs: NaN while the task
+//     does not measure busy time (as its task starts up, and for a legacy
+//     source's task). Flink's Prometheus and InfluxDB reporters write it as
+//     "NaN"; skewlens's own reporter leaves it out.
 //
 // The buffer-usage gauges report 0, not NaN, without buffers; the
 // counters have no sentinel. Any other NaN or infinite value is a bad
@@ -29,7 +30,7 @@ func isSentinel(name skew.MetricName, v float64) bool {
 	switch name {
 	case skew.LastCheckpointDuration, skew.LastCheckpointSize:
 		return v == -1
-	case skew.BusyTimeMsPerSecond:
+	case skew.BusyTimeMsPerSecond, skew.AccumulateBusyTimeMs:
 		return math.IsNaN(v)
 	}
 	return false
