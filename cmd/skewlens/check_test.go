@@ -230,6 +230,10 @@ func TestOtherCommandsCheckBeforeRunning(t *testing.T) {
 		{"simulate interval", []string{"simulate", "hot_key", "--interval", "1500ms", "--duration", "10s"}, ""},
 		{"keygroup parallelism", []string{"keygroup", "-p", "0", "x"}, "--parallelism 0: must be in [1,32768]"},
 		{"demo scenario", []string{"demo", "--simulate", "hot_kye"}, `--simulate "hot_kye": want all or some of`},
+		// A broker without a port is refused at start, not dialled for
+		// --broker-wait.
+		{"run broker without port", []string{"run", "--brokers", "kafka-1:9092,kafka1", "--clickhouse-addr", "127.0.0.1:1"}, `--brokers, --group, --topics, --dead-letter-topic, --broker-wait: kafkasrc config: brokers: "kafka1" has no port: want HOST:PORT, e.g. kafka1:9092`},
+		{"demo broker with a bad port", []string{"demo", "--brokers", "kafka1:x", "--duration", "1s"}, `brokers: "kafka1:x": port "x" is not a number in 1..65535`},
 		{"run separator", []string{"run", "--salt-separator", "a\nb"}, "--plan-cooldown, --plan-ttl, --salt-separator: plans config: separator"},
 		{"run alertmanager", []string{"run", "--alertmanager-url", "::bad"}, "--alertmanager-url: "},
 		{"run tls", []string{"run", "--api-listen", "127.0.0.1:0", "--tls-cert", "check_test.go"}, "--api-listen, --token-file, --tls-cert, --tls-key: serve config: tls"},

@@ -32,12 +32,16 @@ func TestConfigValidate(t *testing.T) {
 		}},
 		{name: "no brokers", cfg: Config{}, wantErr: "brokers"},
 		{name: "empty broker", cfg: Config{Brokers: []string{""}}, wantErr: "empty address"},
-		{name: "duplicate topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"a", "a"}}, wantErr: "twice"},
-		{name: "topic is dead-letter topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"x"}, DeadLetterTopic: "x"}, wantErr: "dead-letter"},
-		{name: "max below min", cfg: Config{Brokers: []string{"b"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
-		{name: "negative queue", cfg: Config{Brokers: []string{"b"}, QueueCapacity: -1}, wantErr: "queue capacity"},
-		{name: "negative timeout", cfg: Config{Brokers: []string{"b"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
-		{name: "negative broker wait", cfg: Config{Brokers: []string{"b"}, BrokerWait: -time.Second}, wantErr: "broker-wait"},
+		// A broker without a port is refused here, at start, not after
+		// BrokerWait of dialling it.
+		{name: "broker without port", cfg: Config{Brokers: []string{"kafka-1:9092", "kafka1"}}, wantErr: `brokers: "kafka1" has no port: want HOST:PORT, e.g. kafka1:9092`},
+		{name: "broker with a bad port", cfg: Config{Brokers: []string{"kafka1:90o2"}}, wantErr: `brokers: "kafka1:90o2": port "90o2" is not a number in 1..65535`},
+		{name: "duplicate topic", cfg: Config{Brokers: []string{"b:9092"}, Topics: []string{"a", "a"}}, wantErr: "twice"},
+		{name: "topic is dead-letter topic", cfg: Config{Brokers: []string{"b:9092"}, Topics: []string{"x"}, DeadLetterTopic: "x"}, wantErr: "dead-letter"},
+		{name: "max below min", cfg: Config{Brokers: []string{"b:9092"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
+		{name: "negative queue", cfg: Config{Brokers: []string{"b:9092"}, QueueCapacity: -1}, wantErr: "queue capacity"},
+		{name: "negative timeout", cfg: Config{Brokers: []string{"b:9092"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
+		{name: "negative broker wait", cfg: Config{Brokers: []string{"b:9092"}, BrokerWait: -time.Second}, wantErr: "broker-wait"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
