@@ -393,7 +393,9 @@ func TestVersion(t *testing.T) {
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "def456"}, {Key: "vcs.modified", Value: "true"}}},
 			true, "skewlens github.com/skewlens/skewlens (devel) revision def456 (modified) go1.26.0"},
 		{"no VCS stamp", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/skewlens/skewlens", Version: "(devel)"}},
-			true, "skewlens github.com/skewlens/skewlens (devel) revision unknown go1.26.0"},
+			true, "skewlens github.com/skewlens/skewlens (devel) revision unknown (not stamped: built outside a git clone or with -buildvcs=false; make build stamps it) go1.26.0"},
+		{"go install of a tag", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/skewlens/skewlens", Version: "v1.2.0"}},
+			true, "skewlens github.com/skewlens/skewlens v1.2.0 go1.26.0"},
 	}
 	for _, tt := range tests {
 		if got := versionText(tt.bi, tt.ok); got != tt.want {
