@@ -1,9 +1,11 @@
 package kafkasrc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -225,7 +227,8 @@ func TestNewMissingTopic(t *testing.T) {
 func TestDeadLetters(t *testing.T) {
 	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	reg := prometheus.NewRegistry()
-	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, discardLogger(), reg)
+	var logs bytes.Buffer
+	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 	if err != nil {
 		t.Fatalf("NewDeadLetters: %v", err)
 	}
@@ -244,6 +247,12 @@ func TestDeadLetters(t *testing.T) {
 	checkDeadLetter(t, ctx, brokers, src, "invalid_json", "unexpected end of object")
 	if got := metricValue(t, reg, "skewlens_kafka_dead_lettered_records_total", "reason", "invalid_json"); got != 1 {
 		t.Errorf("dead_lettered{invalid_json} = %v, want 1", got)
+	}
+	// The log says so (deadLetterLog: at most every 30 s per reason).
+	for _, want := range []string{`level=WARN msg="lines dead-lettered"`, " count=1 total=1 reason=invalid_json topic=in dead_letter_topic=skewlens-dead-letters "} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log %q lacks %q", logs.String(), want)
+		}
 	}
 }
 
