@@ -17,8 +17,14 @@ BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## Build bin/skewlens.
-	$(GO) build -o $(BIN) ./cmd/skewlens
+# VCS stamping of `make build` (go build -buildvcs): auto stamps the git
+# revision that `skewlens version` prints, even where GOFLAGS turns it off
+# (go env -w GOFLAGS=-buildvcs=false); BUILDVCS=false when git cannot read
+# the clone (go build then says so).
+BUILDVCS    ?= auto
+
+build: ## Build bin/skewlens, stamped with the git revision (BUILDVCS=false to skip).
+	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN) ./cmd/skewlens
 
 deps: ## Install what the tests and `make run` need when absent: clickhouse-server, zookeeper (the cluster test), prometheus-alertmanager, chromium, promtool and systemd-analyze (apt), kubernetes-validate (PyPI), chDB (npm), Kafka jars (Maven).
 	bash internal/localch/install.sh

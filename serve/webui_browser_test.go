@@ -118,7 +118,12 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(1),
 					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "old-key", Share: 0.12, Saturated: ptr(true)}},
 				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName, SubtaskIndex: ptr(3),
-					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "tiny-key", Share: 0.004, ShareMargin: 0.002, Rule: "task", Saturated: ptr(true)}})
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "tiny-key", Share: 0.004, ShareMargin: 0.002, Rule: "task", Saturated: ptr(true)}},
+				// A key a plan salted: its finding names no subtask
+				// (subtask_index null) but the subtasks it spread over.
+				skew.Finding{Kind: skew.KindHotKey, JobID: hostileJob, JobName: jobName, TaskName: taskName,
+					WindowStart: ws, WindowEnd: we, HotKey: &skew.HotKey{Key: "salted-key", Share: 0.15, ShareMargin: 0.02, Rule: "task",
+						Saturated: ptr(false), Subtasks: []int{0, 1, 2, 3}}})
 		}
 	}
 	// An under_provisioned task with its rescale in every form.
@@ -221,8 +226,16 @@ func TestWebViewEscapesHostileNames(t *testing.T) {
 		t.Errorf("%d hot-key rows carry the 64 KiB key intact, want 1", got.KeyRow)
 	}
 	// Each key's latest share with its margin, and its subtask's share.
-	if want := []string{"hostile|18% ± 3|46% ± 8|subtask", "old-key|12.0%||", "tiny-key|0.4% ± 0.2||task"}; !slices.Equal(got.Shares, want) {
+	if want := []string{"hostile|18% ± 3|46% ± 8|subtask", "salted-key|15% ± 2||task", "old-key|12.0%||", "tiny-key|0.4% ± 0.2||task"}; !slices.Equal(got.Shares, want) {
 		t.Errorf("hot-key shares %q, want %q", got.Shares, want)
+	}
+	// Each key's subtask; a salted key's are the subtasks it spread
+	// over, and no cell or tooltip shows a null.
+	if want := []string{"hostile|2", "salted-key|salted: 0, 1, 2, 3", "old-key|1", "tiny-key|3"}; !slices.Equal(got.KeySubtasks, want) {
+		t.Errorf("hot-key subtasks %q, want %q", got.KeySubtasks, want)
+	}
+	if len(got.HotKeyNulls) != 0 {
+		t.Errorf("the hot-key table shows null or undefined: %q", got.HotKeyNulls)
 	}
 	var want []string
 	for _, s := range plan.HotKeys[0].Salted {
@@ -256,7 +269,11 @@ type pageView struct {
 	Patch     string   `json:"patch"`
 	Exclude   string   `json:"exclude"`
 	Shares    []string `json:"shares"`
-	Error     string   `json:"error"`
+	// KeySubtasks are the hot-key rows' subtask cells, HotKeyNulls the
+	// texts and tooltips of the hot-key table that say null or undefined.
+	KeySubtasks []string `json:"keySubtasks"`
+	HotKeyNulls []string `json:"hotKeyNulls"`
+	Error       string   `json:"error"`
 }
 
 // pageProbe is the script that reads, from the rendered page, what a
@@ -288,6 +305,9 @@ func pageProbe(jobID, key string) string {
     salted: [...task.querySelectorAll(".plan li")].map((l) => l.textContent.replace(/^.*?(#\d+) → (\d+)$/s, "$1→$2")),
     shares: [...task.querySelectorAll("tr.hot-key")].map((r) => [r.dataset.key === key ? "hostile" : r.dataset.key,
       r.querySelector("td.share").textContent, r.querySelector("td.subtask-share").textContent, r.dataset.rule || ""].join("|")),
+    keySubtasks: [...task.querySelectorAll("tr.hot-key")].map((r) => (r.dataset.key === key ? "hostile" : r.dataset.key) + "|" + r.children[3].textContent),
+    hotKeyNulls: [...task.querySelectorAll(".hot-keys td, .hot-keys th")].flatMap((c) => [c.textContent, c.getAttribute("title") || ""])
+      .filter((s) => /\b(null|undefined|NaN)\b/.test(s)),
     actions: [...sec.querySelectorAll(".actions .action")].map((a) => a.dataset.kind + "|" + a.dataset.incidentId),
     flinkRun: (sec.querySelector('.actions pre[data-form="flink_run"]') || { textContent: "" }).textContent,
     patch: (sec.querySelector('.actions pre[data-form="flink_deployment_patch"]') || { textContent: "" }).textContent,

@@ -170,7 +170,7 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 				case "config":
 					file := writeFile(t, "skewlens.yaml", knob.Key(tt.flag)+": '"+tt.value+"'\n")
 					args = append(args, "--config", file)
-					wantSource = " (set by key " + knob.Key(tt.flag) + " in " + file + ")"
+					wantSource = " (set by key " + knob.Key(tt.flag) + " at " + file + ":1)"
 				}
 				code, out, errOut := runCLI(t, "", args...)
 				if code != 1 {
@@ -230,6 +230,10 @@ func TestOtherCommandsCheckBeforeRunning(t *testing.T) {
 		{"simulate interval", []string{"simulate", "hot_key", "--interval", "1500ms", "--duration", "10s"}, ""},
 		{"keygroup parallelism", []string{"keygroup", "-p", "0", "x"}, "--parallelism 0: must be in [1,32768]"},
 		{"demo scenario", []string{"demo", "--simulate", "hot_kye"}, `--simulate "hot_kye": want all or some of`},
+		// A broker without a port is refused at start, not dialled for
+		// --broker-wait.
+		{"run broker without port", []string{"run", "--brokers", "kafka-1:9092,kafka1", "--clickhouse-addr", "127.0.0.1:1"}, `--brokers, --group, --topics, --dead-letter-topic, --broker-wait: kafkasrc config: brokers: "kafka1" has no port: want HOST:PORT, e.g. kafka1:9092`},
+		{"demo broker with a bad port", []string{"demo", "--brokers", "kafka1:x", "--duration", "1s"}, `brokers: "kafka1:x": port "x" is not a number in 1..65535`},
 		{"run separator", []string{"run", "--salt-separator", "a\nb"}, "--plan-cooldown, --plan-ttl, --salt-separator: plans config: separator"},
 		{"run alertmanager", []string{"run", "--alertmanager-url", "::bad"}, "--alertmanager-url: "},
 		{"run tls", []string{"run", "--api-listen", "127.0.0.1:0", "--tls-cert", "check_test.go"}, "--api-listen, --token-file, --tls-cert, --tls-key: serve config: tls"},
@@ -270,10 +274,17 @@ func TestConfigFileKeys(t *testing.T) {
 		{"no near key", "colour_scheme: dark\n", 2, []string{`unknown key "colour_scheme"`}},
 		{"every unknown key", "brokerz: a\ngroupp: b\n", 2, []string{`unknown key "brokerz"`, `unknown key "groupp"`}},
 		{"the config itself", "config: other.yaml\n", 2, []string{`unknown key "config"`}},
-		{"nested", "clickhouse:\n  addr: x\n", 2, []string{`key "clickhouse": want a value or a list, not a map`}},
-		{"bare number as duration", "window: 10\n", 2, []string{`--window: expected duration but got "10"`}},
-		{"fraction for an integer", "top_k: 2.5\n", 2, []string{`--top-k: expected a valid 64 bit int but got "2.5"`}},
-		{"out of range", "hot_key_share: 5\n", 1, []string{"--hot-key-share 5: must be in (0,1] (set by key hot_key_share in"}},
+		{"nested", "clickhouse:\n  addr: x\n", 2, []string{`key clickhouse at FILE:1: want a value or a list, not a map`}},
+		{"not a map", "- brokers\n", 2, []string{`FILE:1: want a map of flag names to values`}},
+		{"unknown key's line", "window: 10s\n\nbroker: kafka-1:9092\n", 2, []string{`FILE:3: unknown key "broker"`}},
+		// A value that does not parse names the flag, the key, the file
+		// and the line, as a value out of its range does.
+		{"bare number as duration", "window: 10\n", 2, []string{`--window: expected duration but got "10": time: missing unit in duration "10" (set by key window at FILE:1)`}},
+		{"words as duration", "group: g\nwindow: ten seconds\n", 2, []string{`--window: expected duration but got "ten seconds"`, `(set by key window at FILE:2)`}},
+		{"fraction for an integer", "top_k: 2.5\n", 2, []string{`--top-k: expected a valid 64 bit int but got "2.5" (set by key top_k at FILE:1)`}},
+		{"list for a value", "window: [10s, 20s]\n", 2, []string{`--window: want one value, not a list (set by key window at FILE:1)`}},
+		{"not in the enum", "log_format: xml\n", 2, []string{`--log-format: must be one of text, json but got "xml" (set by key log_format at FILE:1)`}},
+		{"out of range", "top_k: 16\nhot_key_share: 5\n", 1, []string{"--hot-key-share 5: must be in (0,1] (set by key hot_key_share at FILE:2)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,7 +295,7 @@ func TestConfigFileKeys(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr %q", code, tt.wantCode, errOut)
 			}
 			for _, w := range tt.want {
-				if !strings.Contains(errOut, w) {
+				if w = strings.ReplaceAll(w, "FILE", file); !strings.Contains(errOut, w) {
 					t.Errorf("stderr %q lacks %q", errOut, w)
 				}
 			}
@@ -382,7 +393,9 @@ func TestVersion(t *testing.T) {
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "def456"}, {Key: "vcs.modified", Value: "true"}}},
 			true, "skewlens github.com/skewlens/skewlens (devel) revision def456 (modified) go1.26.0"},
 		{"no VCS stamp", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/skewlens/skewlens", Version: "(devel)"}},
-			true, "skewlens github.com/skewlens/skewlens (devel) revision unknown go1.26.0"},
+			true, "skewlens github.com/skewlens/skewlens (devel) revision unknown (not stamped: built outside a git clone or with -buildvcs=false; make build stamps it) go1.26.0"},
+		{"go install of a tag", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/skewlens/skewlens", Version: "v1.2.0"}},
+			true, "skewlens github.com/skewlens/skewlens v1.2.0 go1.26.0"},
 	}
 	for _, tt := range tests {
 		if got := versionText(tt.bi, tt.ok); got != tt.want {

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
-	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/plans"
 )
 
@@ -431,14 +431,17 @@ func TestDocsAlertsCommandsRun(t *testing.T) {
 }
 
 // TestDocsProductionCommandsRun runs docs/production.md's commands in
-// its order, as a reader on one machine would, with the hosts, ports and
-// directories of the page replaced by the test's own: the trial broker
-// and ClickHouse from the project's scripts, the topics the
-// kafka-topics.sh lines name (created with their partitions; replication
-// 1 on one broker), migrate --print and migrate, run with the example
-// configuration, and serve. kafka-topics.sh itself is not run: it ships
-// with Kafka's distribution, which the tests do not install; its lines
-// must have the form run prints (TestRunNeedsItsTopics checks run's).
+// its order, as a reader with the trial broker on one machine would, with
+// the hosts, ports and directories of the page replaced by the test's
+// own: the trial broker and ClickHouse from the project's scripts,
+// migrate --print and migrate, run with the example configuration, and
+// serve. The trial broker has no kafka-topics.sh (it ships with Kafka's
+// distribution, which neither the trial install nor the tests have), so
+// its lines are not run: they must have the form run prints
+// (TestRunNeedsItsTopics checks run's). A run before the topics exist
+// must stop, naming each topic those lines create, as the page says; the
+// run with --create-topics, the page's trial path, must create them
+// with the lines' partitions and start.
 func TestDocsProductionCommandsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kafka broker and ClickHouse from the docs' commands")
@@ -472,6 +475,7 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 	}
 	topicLine := regexp.MustCompile(`^kafka-topics\.sh --bootstrap-server \S+ --create --topic (\S+) --partitions (\d+) --replication-factor \d+$`)
 	var topics []kafka.TopicConfig
+	topicsMade := false // by a run with --create-topics
 	ran := map[string]bool{}
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -489,7 +493,6 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 		case f[0] == "deploy/kafka/start.sh":
 			script(f[0], kafkaDir, kafkaPort)
 			t.Cleanup(func() { _ = exec.Command("bash", filepath.Join(root, "deploy/kafka/stop.sh"), kafkaDir).Run() })
-			kafkatest.CreateTopicConfigs(t, []string{broker}, topics...)
 		case f[0] == "internal/localch/install.sh":
 			script(f[0]) // idempotent: installed already where tests run
 		case f[0] == "internal/localch/start.sh":
@@ -521,9 +524,41 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 				}
 			case "run":
 				args = append(args, "--database", db, "--listen", "127.0.0.1:"+free(), "--duration", "15s", "--quiet")
+				creates := slices.Contains(args, "--create-topics")
+				if !creates && !topicsMade {
+					// The page's topics are not there yet: run stops,
+					// naming them.
+					code, _, errOut := runCLI(t, "", args...)
+					if code != 1 || !strings.Contains(errOut, "or pass --create-topics") {
+						t.Fatalf("%s before the topics exist: exit %d, want 1 naming the topics\n%s", l, code, tail([]byte(errOut)))
+					}
+					for _, tc := range topics {
+						if !strings.Contains(errOut, "--create --topic "+tc.Topic+" ") {
+							t.Errorf("%s: run does not name the missing topic %s:\n%s", l, tc.Topic, tail([]byte(errOut)))
+						}
+					}
+					break
+				}
+				if creates {
+					have := topicPartitions(t, broker)
+					for _, tc := range topics {
+						if _, ok := have[tc.Topic]; ok {
+							t.Fatalf("%s: topic %s exists before it", l, tc.Topic)
+						}
+					}
+				}
 				code, _, errOut := runCLI(t, "", args...)
 				if code != 0 || !strings.Contains(errOut, "ClickHouse ready") {
 					t.Fatalf("%s: exit %d\n%s", l, code, tail([]byte(errOut)))
+				}
+				if creates {
+					have := topicPartitions(t, broker)
+					for _, tc := range topics {
+						if have[tc.Topic] != tc.NumPartitions {
+							t.Errorf("%s: topic %s has %d partitions, want the %d of the page's kafka-topics.sh line", l, tc.Topic, have[tc.Topic], tc.NumPartitions)
+						}
+					}
+					topicsMade = true
 				}
 			case "serve":
 				srv := startChild(t, "production-serve", append(args, "--database", db)...)
@@ -554,4 +589,20 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 			t.Errorf("the page no longer has %q, or the test no longer runs it (ran %v)", want, ran)
 		}
 	}
+	if len(topics) == 0 || !topicsMade {
+		t.Errorf("the page no longer shows the topics (%d kafka-topics.sh lines) or how to create them on the trial broker (skewlens run --create-topics)", len(topics))
+	}
+}
+
+// topicPartitions returns the topics of the broker at addr with their
+// partitions.
+func topicPartitions(t *testing.T, addr string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := kafkaclient.TopicPartitions(ctx, kafkaclient.AdminConfig{Brokers: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -134,9 +134,11 @@ func (versionCmd) Run(e *env) error {
 
 // versionText describes the build from its build information (ok is
 // false without any): the module's path and version ("(devel)" when
-// built from a work tree rather than a tagged module), the VCS revision
-// and commit time that go build stamps, with "modified" when the tree
-// had uncommitted changes, and the Go version.
+// built from a work tree without VCS stamping, a pseudo-version of the
+// commit with it, the tag for go install ...@tag), the VCS revision and
+// commit time that go build stamps, with "modified" when the tree had
+// uncommitted changes, or why a work tree's build has none, and the Go
+// version.
 func versionText(bi *debug.BuildInfo, ok bool) string {
 	if !ok || bi == nil {
 		return "skewlens (no build information)"
@@ -159,8 +161,12 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 		if len(when) > 0 {
 			text += " (" + strings.Join(when, ", ") + ")"
 		}
-	} else {
-		text += " revision unknown"
+	} else if bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		// A module version (go install ...@v1.2.0) names the build by
+		// itself; a work tree's build needs the revision, which go
+		// build stamps only in a git clone with -buildvcs on (it is off
+		// where GOFLAGS says -buildvcs=false: make build turns it on).
+		text += " revision unknown (not stamped: built outside a git clone or with -buildvcs=false; make build stamps it)"
 	}
 	return text + " " + bi.GoVersion
 }

@@ -214,6 +214,10 @@ func TestRunDeadLetters(t *testing.T) {
 		if reasons[v] != reason {
 			t.Errorf("dead letter %q: reason %q, want %q", v, reasons[v], reason)
 		}
+		// The log says so, with the count, reason and topic.
+		if line := `"msg":"lines dead-lettered","component":"kafkasrc.deadletters","count":1,"total":1,"reason":"` + reason + `","topic":"` + topic + `"`; !strings.Contains(errOut, line) {
+			t.Errorf("the log lacks %s:\n%s", line, tail([]byte(errOut)))
+		}
 	}
 	// Three keys share the samples evenly: each is a hot key in ClickHouse.
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
@@ -265,6 +269,10 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "clickhouse sink: retrying") {
 		t.Errorf("the outage left no trace in the log:\n%s", tail([]byte(errOut)))
+	}
+	// Nor does its end: the write that went through says so.
+	if strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, `"level":"INFO","msg":"recovered","op":"`) {
+		t.Errorf("the sink's recovery left no trace in the log:\n%s", tail([]byte(errOut)))
 	}
 	n := assertNoLostWindow(t, chAddr, "e2e_outage", errOut)
 	t.Logf("hot key in all %d windows across the outage", n)

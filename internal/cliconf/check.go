@@ -58,13 +58,12 @@ func flagSource(kctx *kong.Context, f *kong.Flag) string {
 			if !p.Resolved {
 				return ""
 			}
-			file := "the config file"
 			for _, cf := range kctx.Flags() {
 				if path, _ := kctx.FlagValue(cf).(string); cf.Name == "config" && path != "" {
-					file = path
+					return keyAt(path, knob.Key(f.Name))
 				}
 			}
-			return fmt.Sprintf("key %s in %s", knob.Key(f.Name), file)
+			return fmt.Sprintf("key %s in the config file", knob.Key(f.Name))
 		}
 	}
 	for _, env := range f.Envs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,6 +34,16 @@ import (
 type configFile struct {
 	name   string         // for messages
 	values map[string]any // key: scalar or list, as YAML decoded it
+	lines  map[string]int // key: its line in the file
+}
+
+// where names a key of the file for an error message: "key window at
+// skewlens.yaml:3". Every error about a value the file set says where.
+func (c *configFile) where(key string) string {
+	if line := c.lines[key]; line > 0 {
+		return fmt.Sprintf("key %s at %s:%d", key, c.name, line)
+	}
+	return fmt.Sprintf("key %s in %s", key, c.name)
 }
 
 // ReadFile reads a YAML configuration file for a --config flag. It
@@ -40,6 +51,20 @@ type configFile struct {
 // a flag is checked when the command line is parsed (Validate).
 func ReadFile(r io.Reader) (kong.Resolver, error) {
 	return readConfigFile(r)
+}
+
+// keyAt names key of the config file at path for an error message, with
+// its line (configFile.where); the file is read again, as this is only
+// for a message.
+func keyAt(path, key string) string {
+	c := &configFile{name: path}
+	if f, err := os.Open(path); err == nil {
+		if read, err := readConfigFile(f); err == nil {
+			c = read
+		}
+		f.Close()
+	}
+	return c.where(key)
 }
 
 // ConfigFlag gives a command the --config flag. The file is loaded by
@@ -79,19 +104,45 @@ func readConfigFile(r io.Reader) (*configFile, error) {
 	if f, ok := r.(interface{ Name() string }); ok {
 		name = f.Name()
 	}
-	var v map[string]any
-	if err := yaml.NewDecoder(r).Decode(&v); err != nil && !errors.Is(err, io.EOF) {
+	// A node first, for the line of each key; then its values.
+	var doc yaml.Node
+	if err := yaml.NewDecoder(r).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c := &configFile{name: name, values: map[string]any{}}
+	c := &configFile{name: name, values: map[string]any{}, lines: map[string]int{}}
+	if len(doc.Content) == 0 {
+		return c, nil // empty, or only comments
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d: want a map of flag names to values (brokers: [kafka-1:9092]), not a %s", name, root.Line, nodeKind(root))
+	}
+	var v map[string]any
+	if err := root.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		c.lines[root.Content[i].Value] = root.Content[i].Line
+	}
 	for k, x := range v {
 		val, err := configValue(x)
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %q: %w", name, k, err)
+			return nil, fmt.Errorf("%s: %w", c.where(k), err)
 		}
 		c.values[k] = val
 	}
 	return c, nil
+}
+
+// nodeKind names a YAML node's kind for an error message.
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "single value"
+	}
+	return "YAML node"
 }
 
 // configValue turns a decoded YAML value into what kong parses: a
@@ -148,7 +199,43 @@ func (c *configFile) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (an
 			return nil, nil
 		}
 	}
-	return c.values[knob.Key(flag.Name)], nil
+	key := knob.Key(flag.Name)
+	v := c.values[key]
+	if v == nil {
+		return nil, nil
+	}
+	// kong parses the value after Resolve returns and reports a value
+	// that does not parse without saying where it came from: try it here
+	// first, so that the error names the file, the key and its line
+	// (kong puts the flag's name before it).
+	if err := tryValue(flag, v); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, c.where(key))
+	}
+	return v, nil
+}
+
+// tryValue parses v as kong will for flag, into a scratch value, and
+// checks it against the flag's enum: the errors kong would give, less
+// the flag's name.
+func tryValue(flag *kong.Flag, v any) error {
+	if _, list := v.([]any); list && !flag.IsSlice() && !flag.IsMap() {
+		return errors.New("want one value, not a list")
+	}
+	target := reflect.New(flag.Target.Type()).Elem()
+	if target.Kind() == reflect.Pointer {
+		target.Set(reflect.New(target.Type().Elem()))
+	}
+	scan := kong.Scan().PushTyped(v, kong.FlagValueToken)
+	if err := flag.Mapper.Decode(&kong.DecodeContext{Value: flag.Value, Scan: scan}, target); err != nil {
+		return err
+	}
+	if flag.Enum == "" || target.Kind() != reflect.String {
+		return nil
+	}
+	if enum := flag.EnumMap(); !enum[target.String()] {
+		return fmt.Errorf("must be one of %s but got %q", strings.Join(flag.EnumSlice(), ", "), target.String())
+	}
+	return nil
 }
 
 // Validate rejects every key that names no flag of the commands that
@@ -167,7 +254,11 @@ func (c *configFile) Validate(app *kong.Application) error {
 	sort.Strings(bad)
 	errs := make([]error, 0, len(bad))
 	for _, k := range bad {
-		msg := fmt.Sprintf("%s: unknown key %q", c.name, k)
+		at := c.name
+		if line := c.lines[k]; line > 0 {
+			at = fmt.Sprintf("%s:%d", c.name, line)
+		}
+		msg := fmt.Sprintf("%s: unknown key %q", at, k)
 		if s := nearestKey(k, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -64,8 +63,10 @@ func WaitBrokers(ctx context.Context, c AdminConfig) error {
 	if len(c.Brokers) == 0 {
 		return retry.Permanent("wait for brokers", errors.New("no brokers"))
 	}
-	if slices.Contains(c.Brokers, "") {
-		return retry.Permanent("wait for brokers", errors.New("empty broker address"))
+	for _, b := range c.Brokers {
+		if err := CheckBroker(b); err != nil {
+			return retry.Permanent("wait for brokers", fmt.Errorf("broker %w", err))
+		}
 	}
 	cl, policy, done := c.client()
 	defer done()

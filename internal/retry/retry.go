@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 )
@@ -72,11 +73,40 @@ type Notify func(attempt int, wait time.Duration, err error)
 // context ended; IsPermanent and errors.Is see through both. op may keep
 // state between attempts (the messages still to send, say).
 func Do(ctx context.Context, p Policy, notify Notify, op func(context.Context) error) error {
+	return DoWatched(ctx, p, Watch{Notify: notify}, op)
+}
+
+// Watch is what DoWatched reports of an operation's retries. The zero
+// Watch reports nothing.
+type Watch struct {
+	// Notify is called before each wait, as Do's notify.
+	Notify Notify
+	// Log, when set, gets one INFO line "recovered" when the operation
+	// succeeds after failed attempts: Op, the attempts (the success
+	// included), how long it was failing (from the first failure to the
+	// success) and the last error. It is the counterpart of the warnings
+	// a Notify logs, so that a log that says a server failed also says
+	// when it came back; it is written here, once, for every operation
+	// retried with a Log.
+	Log *slog.Logger
+	// Op names the operation in that line ("write 12 findings").
+	Op string
+}
+
+// DoWatched is Do with w's reports: Notify before each wait, and the
+// "recovered" line on Log.
+func DoWatched(ctx context.Context, p Policy, w Watch, op func(context.Context) error) error {
 	b := Backoff{Policy: p}
+	var failedAt time.Time // of the first failure
+	var last error
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		switch {
 		case err == nil:
+			if attempt > 1 && w.Log != nil {
+				w.Log.Info("recovered", "op", w.Op, "attempts", attempt,
+					"failing_for", time.Since(failedAt).Round(time.Millisecond), "last_err", last)
+			}
 			return nil
 		case IsPermanent(err):
 			return err
@@ -85,9 +115,13 @@ func Do(ctx context.Context, p Policy, notify Notify, op func(context.Context) e
 		case p.MaxRetries >= 0 && attempt > p.MaxRetries:
 			return fmt.Errorf("giving up after %d attempts: %w", attempt, err)
 		}
+		if attempt == 1 {
+			failedAt = time.Now()
+		}
+		last = err
 		wait := b.Next()
-		if notify != nil {
-			notify(attempt, wait, err)
+		if w.Notify != nil {
+			w.Notify(attempt, wait, err)
 		}
 		if werr := Sleep(ctx, wait); werr != nil {
 			return fmt.Errorf("%w (gave up: %w)", err, werr)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/knob"
 )
 
@@ -89,9 +90,11 @@ func (c Config) ready() error {
 // are invalid here, New and NewDeadLetters fill them in first.
 func (c Config) Validate() error {
 	errs := []error{knob.Check(c)}
+	// A broker without a port would be dialled and retried for
+	// BrokerWait before failing: refuse it now.
 	for _, b := range c.Brokers {
-		if b == "" {
-			errs = append(errs, errors.New("brokers: empty address"))
+		if err := kafkaclient.CheckBroker(b); err != nil {
+			errs = append(errs, fmt.Errorf("brokers: %w", err))
 		}
 	}
 	seen := make(map[string]bool, len(c.Topics))

@@ -41,6 +41,7 @@ type DeadLetters struct {
 	slots chan struct{}
 	m     *deadLetterMetrics
 	unreg func()
+	sent  *deadLetterLog
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -77,7 +78,8 @@ func NewDeadLetters(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*D
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: dead letters: %w", err)
 	}
-	return &DeadLetters{cfg: cfg, log: log, w: w, tr: tr, slots: make(chan struct{}, cfg.DeadLetterInFlight), m: m, unreg: unreg}, nil
+	return &DeadLetters{cfg: cfg, log: log, w: w, tr: tr, slots: make(chan struct{}, cfg.DeadLetterInFlight), m: m, unreg: unreg,
+		sent: newDeadLetterLog(log, cfg.DeadLetterTopic)}, nil
 }
 
 // validReason reports whether r is a stable snake_case name: [a-z] then
@@ -104,7 +106,8 @@ func validReason(r string) bool {
 // errors with backoff until ctx is done; a retry after a lost
 // acknowledgement can write the record twice. At most DeadLetterInFlight
 // Sends write at once; the others wait for a slot or ctx. After Close,
-// Send returns ErrClosed.
+// Send returns ErrClosed. The log says what was dead-lettered, per source
+// topic and reason at most every 30 s with a count (deadLetterLog).
 func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detail string) error {
 	if !validReason(reason) {
 		return fmt.Errorf("kafkasrc: dead letter: reason %q is not a snake_case name of at most %d bytes", reason, maxReasonLen)
@@ -138,10 +141,10 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 		kafka.Header{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
 	)
 
-	err := retry.Do(ctx, retry.Pipeline(), func(_ int, wait time.Duration, err error) {
+	err := retry.DoWatched(ctx, retry.Pipeline(), retry.Watch{Log: d.log, Op: "dead-letter write", Notify: func(_ int, wait time.Duration, err error) {
 		d.m.retries.Inc()
 		d.log.Warn("dead-letter write failed; retrying", "err", err, "backoff", wait)
-	}, func(ctx context.Context) error {
+	}}, func(ctx context.Context) error {
 		if d.closed.Load() {
 			return retry.Permanent("", ErrClosed)
 		}
@@ -159,6 +162,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 			reason, msg.Topic, msg.Partition, msg.Offset, d.cfg.DeadLetterTopic, err)
 	}
 	d.m.sent.WithLabelValues(reason).Inc()
+	d.sent.sent(msg.Topic, msg.Partition, msg.Offset, reason, detail)
 	return nil
 }
 
@@ -168,6 +172,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg kafka.Message, reason, detai
 func (d *DeadLetters) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
+		d.sent.flush()
 		if err := d.w.Close(); err != nil {
 			d.closeErr = fmt.Errorf("kafkasrc: close dead-letter writer: %w", err)
 		}

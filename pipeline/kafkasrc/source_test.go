@@ -1,9 +1,11 @@
 package kafkasrc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -32,12 +34,16 @@ func TestConfigValidate(t *testing.T) {
 		}},
 		{name: "no brokers", cfg: Config{}, wantErr: "brokers"},
 		{name: "empty broker", cfg: Config{Brokers: []string{""}}, wantErr: "empty address"},
-		{name: "duplicate topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"a", "a"}}, wantErr: "twice"},
-		{name: "topic is dead-letter topic", cfg: Config{Brokers: []string{"b"}, Topics: []string{"x"}, DeadLetterTopic: "x"}, wantErr: "dead-letter"},
-		{name: "max below min", cfg: Config{Brokers: []string{"b"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
-		{name: "negative queue", cfg: Config{Brokers: []string{"b"}, QueueCapacity: -1}, wantErr: "queue capacity"},
-		{name: "negative timeout", cfg: Config{Brokers: []string{"b"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
-		{name: "negative broker wait", cfg: Config{Brokers: []string{"b"}, BrokerWait: -time.Second}, wantErr: "broker-wait"},
+		// A broker without a port is refused here, at start, not after
+		// BrokerWait of dialling it.
+		{name: "broker without port", cfg: Config{Brokers: []string{"kafka-1:9092", "kafka1"}}, wantErr: `brokers: "kafka1" has no port: want HOST:PORT, e.g. kafka1:9092`},
+		{name: "broker with a bad port", cfg: Config{Brokers: []string{"kafka1:90o2"}}, wantErr: `brokers: "kafka1:90o2": port "90o2" is not a number in 1..65535`},
+		{name: "duplicate topic", cfg: Config{Brokers: []string{"b:9092"}, Topics: []string{"a", "a"}}, wantErr: "twice"},
+		{name: "topic is dead-letter topic", cfg: Config{Brokers: []string{"b:9092"}, Topics: []string{"x"}, DeadLetterTopic: "x"}, wantErr: "dead-letter"},
+		{name: "max below min", cfg: Config{Brokers: []string{"b:9092"}, MinBytes: 10, MaxBytes: 5}, wantErr: "max bytes"},
+		{name: "negative queue", cfg: Config{Brokers: []string{"b:9092"}, QueueCapacity: -1}, wantErr: "queue capacity"},
+		{name: "negative timeout", cfg: Config{Brokers: []string{"b:9092"}, StartupTimeout: -time.Second}, wantErr: "startup timeout"},
+		{name: "negative broker wait", cfg: Config{Brokers: []string{"b:9092"}, BrokerWait: -time.Second}, wantErr: "broker-wait"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,7 +227,8 @@ func TestNewMissingTopic(t *testing.T) {
 func TestDeadLetters(t *testing.T) {
 	brokers := fakeCluster(t, "in", DefaultConfig().DeadLetterTopic)
 	reg := prometheus.NewRegistry()
-	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, discardLogger(), reg)
+	var logs bytes.Buffer
+	d, err := NewDeadLetters(Config{Brokers: brokers, Topics: []string{"in"}}, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 	if err != nil {
 		t.Fatalf("NewDeadLetters: %v", err)
 	}
@@ -240,6 +247,12 @@ func TestDeadLetters(t *testing.T) {
 	checkDeadLetter(t, ctx, brokers, src, "invalid_json", "unexpected end of object")
 	if got := metricValue(t, reg, "skewlens_kafka_dead_lettered_records_total", "reason", "invalid_json"); got != 1 {
 		t.Errorf("dead_lettered{invalid_json} = %v, want 1", got)
+	}
+	// The log says so (deadLetterLog: at most every 30 s per reason).
+	for _, want := range []string{`level=WARN msg="lines dead-lettered"`, " count=1 total=1 reason=invalid_json topic=in dead_letter_topic=skewlens-dead-letters "} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log %q lacks %q", logs.String(), want)
+		}
 	}
 }
 

@@ -330,12 +330,13 @@ func (r *Runner) closeJobs() {
 // DrainTimeout after the stop. A permanent error or ctx ending ends them
 // with an error; the offsets are then not committed and are read again
 // after a restart. Each attempt writes a new version: a later write
-// replaces.
+// replaces. A write that succeeds after failures logs "recovered"
+// (retry.Watch).
 func (r *Runner) retry(ctx context.Context, what string, fn func(context.Context) error) error {
-	err := retry.Do(ctx, r.cfg.Retry, func(attempt int, wait time.Duration, err error) {
+	err := retry.DoWatched(ctx, r.cfg.Retry, retry.Watch{Log: r.log, Op: what, Notify: func(attempt int, wait time.Duration, err error) {
 		r.m.writeRetries.Inc()
 		r.log.Warn("writing to the sink failed; consumption paused, retrying", "what", what, "attempt", attempt, "in", wait, "err", err)
-	}, fn)
+	}}, fn)
 	switch {
 	case err == nil:
 		return nil

@@ -353,6 +353,16 @@
       el("p", { class: "legend" }, "Darker is more. An outlined cell is a window with a saturation finding on that subtask; ▶ marks the hot subtask."));
   }
 
+  const hasSubtask = (f) => f.subtask_index !== null && f.subtask_index !== undefined;
+  // subtaskText says where a hot key is: its subtask, or, for a salted
+  // key (a plan is applied; its finding names no subtask, subtask_index
+  // is null), the subtasks its samples arrived at; else nothing.
+  function subtaskText(f) {
+    if (hasSubtask(f)) return String(f.subtask_index);
+    const spread = f.subtasks || [];
+    return spread.length ? "salted: " + shown(spread.join(", "), 40) : "";
+  }
+
   function hotKeys(t) {
     const ws = windows(t.hotKeys);
     const keys = new Map();
@@ -368,14 +378,14 @@
       el("td", {}, name(k)),
       el("td", { class: "num share", title: newest.share_margin > 0 ? "share of the task's sampled records, ± half its 95 % interval (percentage points)" : null },
         shareText(newest.share, newest.share_margin)),
-      el("td", { class: "num subtask-share", title: newest.subtask_share > 0 ? "share of subtask " + newest.subtask_index + "'s sampled records" +
+      el("td", { class: "num subtask-share", title: newest.subtask_share > 0 && hasSubtask(newest) ? "share of subtask " + newest.subtask_index + "'s sampled records" +
         (newest.excess_explained > 0 ? "; " + (100 * newest.excess_explained).toFixed(0) + "% of its input above its peers' median" : "") : null },
         newest.subtask_share > 0 ? shareText(newest.subtask_share, newest.subtask_share_margin) : ""),
-      el("td", { class: "num" }, String(newest.subtask_index)),
+      el("td", { class: "num subtask", title: (newest.subtasks || []).length && !hasSubtask(newest) ? "a salted key: its samples arrived at these subtasks" : null }, subtaskText(newest)),
       el("td", {}, newest.saturated === false && !newest.skews_subtask ? el("span", { class: "muted" }, "task not saturated: history only") : "actionable"),
       el("td", {}, el("table", { class: "heatmap shares" }, el("tbody", {}, el("tr", {}, ws.map((w) => {
         const f = byWindow.get(w);
-        const td = el("td", { title: f ? stamp(w) + " · " + shareText(f.share, f.share_margin) + " of samples · subtask " + f.subtask_index : stamp(w) + " · not hot" });
+        const td = el("td", { title: f ? stamp(w) + " · " + shareText(f.share, f.share_margin) + " of samples" + (subtaskText(f) ? " · subtask " + subtaskText(f) : "") : stamp(w) + " · not hot" });
         td.style.background = f ? "hsl(140, 60%, " + (92 - 50 * Math.min(f.share, 1)) + "%)" : "#f1f3f5";
         return td;
       })))))));
