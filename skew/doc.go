@@ -76,7 +76,10 @@
 // the forecast, a lastCheckpointDuration of Config.CheckpointRiskFraction
 // of the timeout or more raises it too. The job's recent checkpoints are
 // part of its saved state, so a restored engine forecasts as one that ran
-// through.
+// through. A job that has never completed a checkpoint (Flink reports -1,
+// Metric.NoValue, before the first and with checkpointing off) has no
+// duration and no forecast; its saturation findings say so
+// (Evidence.NoCheckpointYet, and the summary when checkpoints fail).
 //
 // An Engine is not safe for concurrent use: one goroutine owns it.
 package skew
