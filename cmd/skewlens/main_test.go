@@ -224,7 +224,8 @@ func TestAnalyzeBadInputKeepsGoing(t *testing.T) {
 		`{"ts":1593004202000,"job_id":"j","task_name":"t"}`,
 		`{"ts":1593004203000,"job_id":"j","task_name":"t","key":"a","parallelism":4}`,
 		`flink_taskmanager_job_task_busyTimeMsPerSecond{job_id="j",task_name="t",subtask_index="0"} 900 1593004203000`,
-		`flink_taskmanager_job_task_busyTimeMsPerSecond{job_id="j",task_name="t",subtask_index="0"} NaN 1593004203000`,
+		`flink_taskmanager_job_task_idleTimeMsPerSecond{job_id="j",task_name="t",subtask_index="0"} NaN 1593004203000`, // no NaN sentinel
+		`flink_taskmanager_job_task_busyTimeMsPerSecond{job_id="j",task_name="t",subtask_index="1"} NaN 1593004203000`, // Flink's "not measured"
 	}, "\n")
 	// Two samples are far too few for the hot-key rule at its default
 	// confidence; at 0.5 (no margin) the key of both is hot, which shows
@@ -233,7 +234,7 @@ func TestAnalyzeBadInputKeepsGoing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"6 lines", "2 key samples", "1 metrics", "3 bad", "stdin:2:", "stdin:3: missing_field"} {
+	for _, want := range []string{"7 lines", "2 key samples", "2 metrics", "3 bad", "stdin:2:", "stdin:3: missing_field", "stdin:6: bad_value"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

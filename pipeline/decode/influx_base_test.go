@@ -331,6 +331,9 @@ func baseDecodeInflux(d *Decoder, b []byte) (Kind, *Error) {
 	default:
 		return KindNone, newErr(ReasonBadValue, "", `no numeric "value" or "count" field`)
 	}
+	if noValue(m, m.Value) {
+		return KindMetric, nil
+	}
 	if !finite(m.Value) {
 		return KindNone, newErr(ReasonBadValue, "value", "must be finite")
 	}
