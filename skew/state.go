@@ -280,12 +280,19 @@ func (e *Engine) Reset() {
 // the decoders bound them in events.
 const maxStateString = 64 << 10
 
-// RefusedState is a saved job state that could not be restored, and
-// why: the job starts afresh, without its history.
-type RefusedState struct {
+// RefusedJob is a job whose saved state could not be restored, and why
+// (it does not decode or validate: corruption, another version): the job
+// starts afresh, without its history, and the other jobs are restored.
+// Every owner of per-job state refuses with it (the engine here, the
+// incidents, alerts and plans), and the stage that restores logs and
+// counts it (skewlens_<part>_state_refused_jobs_total).
+type RefusedJob struct {
 	JobID string
 	Err   error
 }
+
+// Error says which job was refused and why.
+func (r RefusedJob) Error() string { return fmt.Sprintf("job %.64q: %v", r.JobID, r.Err) }
 
 // Restore loads job states saved by Snapshot. Call it before the first
 // event. Events of a restored job in windows that start before its
@@ -301,7 +308,7 @@ type RefusedState struct {
 // Jobs and tasks last seen more than HistoryWindows before the newest
 // ClosedUpTo are left out: an uninterrupted engine would have forgotten
 // them, and their saved state is merely the last one written.
-func (e *Engine) Restore(states []JobState) ([]RefusedState, error) {
+func (e *Engine) Restore(states []JobState) ([]RefusedJob, error) {
 	if len(e.jobs) > 0 || len(e.open) > 0 {
 		return nil, errors.New("restore: the engine has seen events already")
 	}
@@ -315,7 +322,7 @@ func (e *Engine) Restore(states []JobState) ([]RefusedState, error) {
 	if span := int64(e.cfg.HistoryWindows) * e.cfg.WindowMs; newest > math.MinInt64+span {
 		horizon = newest - span
 	}
-	var refused []RefusedState
+	var refused []RefusedJob
 	jobs := make(map[string]*jobState, len(states))
 	for i := range states {
 		s := &states[i]
@@ -327,7 +334,7 @@ func (e *Engine) Restore(states []JobState) ([]RefusedState, error) {
 			err = errors.New("duplicate job")
 		}
 		if err != nil {
-			refused = append(refused, RefusedState{JobID: s.JobID, Err: fmt.Errorf("restore job %d (%.64q): %w", i, s.JobID, err)})
+			refused = append(refused, RefusedJob{JobID: s.JobID, Err: fmt.Errorf("restore job %d (%.64q): %w", i, s.JobID, err)})
 			if s.JobID != "" && jobs[s.JobID] == nil {
 				e.dropped = append(e.dropped, strings.Clone(s.JobID))
 			}

@@ -54,7 +54,7 @@ type GroupSource interface {
 type StateLoader interface {
 	// LoadState returns the saved states, and those it could not read,
 	// each refused with its job (they cost that job its history only).
-	LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedState, error)
+	LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedJob, error)
 }
 
 // Resumer is implemented by sinks that keep state of the jobs they see
@@ -194,7 +194,7 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 	var states []skew.JobState
 	if l, ok := r.state.(StateLoader); ok {
-		var unread []skew.RefusedState
+		var unread []skew.RefusedJob
 		err := r.retry(ctx, "load the engine state of group "+r.cfg.Group, func(ctx context.Context) (err error) {
 			states, unread, err = l.LoadState(ctx, r.cfg.Group)
 			return err
@@ -216,7 +216,7 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 		}
 		r.refused(refused)
 		states = slices.DeleteFunc(states, func(st skew.JobState) bool {
-			return slices.ContainsFunc(refused, func(x skew.RefusedState) bool { return x.JobID == st.JobID })
+			return slices.ContainsFunc(refused, func(x skew.RefusedJob) bool { return x.JobID == st.JobID })
 		})
 	}
 	owned := make(map[string]bool, len(states))
@@ -238,7 +238,7 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 // starts afresh, without its history, and the others go on. A job whose
 // state cannot be read never stops the runner (a crash loop at every
 // start would cost every job).
-func (r *Runner) refused(refused []skew.RefusedState) {
+func (r *Runner) refused(refused []skew.RefusedJob) {
 	for _, x := range refused {
 		r.m.refusedStates.Inc()
 		r.log.Warn("saved engine state not restored: the job starts afresh, without its history",

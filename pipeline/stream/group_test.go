@@ -107,10 +107,10 @@ type loadingStore struct {
 	fakeStore
 	loads  int
 	loaded []skew.JobState // of the last load
-	unread []skew.RefusedState
+	unread []skew.RefusedJob
 }
 
-func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, []skew.RefusedState, error) {
+func (s *loadingStore) LoadState(_ context.Context, group string) ([]skew.JobState, []skew.RefusedJob, error) {
 	s.loads++
 	s.log.add("load")
 	s.loaded = nil
@@ -343,12 +343,12 @@ func TestRestoredJobsOwnedByPartition(t *testing.T) {
 	}
 }
 
-// TestRefusedStateCostsOnlyItsJob: at an assignment, a saved state that
+// TestRefusedJobCostsOnlyItsJob: at an assignment, a saved state that
 // does not restore (here one of another window length, and one the store
 // could not decode) costs its own job its history: the runner logs a
 // WARN naming the job, counts it, restores the others and runs on; the
 // refused job's next save is a tombstone, so it is refused once.
-func TestRefusedStateCostsOnlyItsJob(t *testing.T) {
+func TestRefusedJobCostsOnlyItsJob(t *testing.T) {
 	lines := incident(t)
 	start := simulate.DefaultConfig().Start
 	good := skew.JobState{JobID: "good", WindowMs: 10000, ClosedUpTo: start + 10000, LastSeen: start,
@@ -361,7 +361,7 @@ func TestRefusedStateCostsOnlyItsJob(t *testing.T) {
 		steps = append(steps, groupStep{msg: &Message{Topic: "flink", Partition: i % 2, Offset: int64(i / 2), Value: l,
 			Time: time.UnixMilli(start), Generation: 1}})
 	}
-	store := &loadingStore{fakeStore: fakeStore{log: &opLog{}}, unread: []skew.RefusedState{{JobID: "garbled", Err: errors.New("decode engine state of job \"garbled\": bad JSON")}}}
+	store := &loadingStore{fakeStore: fakeStore{log: &opLog{}}, unread: []skew.RefusedJob{{JobID: "garbled", Err: errors.New("decode engine state of job \"garbled\": bad JSON")}}}
 	store.saves = append(store.saves, []skew.JobState{good, bad})
 	var out bytes.Buffer
 	_, sink, r := runGroupOn(t, steps, store, slog.New(slog.NewTextHandler(&out, nil)), prometheus.NewRegistry())

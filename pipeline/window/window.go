@@ -180,7 +180,7 @@ func (s *Stage) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Sna
 // Restore loads saved job states into the engine (see
 // skew.Engine.Restore, which returns the states it refused): call it
 // before the first event, or after Reset.
-func (s *Stage) Restore(states []skew.JobState) ([]skew.RefusedState, error) {
+func (s *Stage) Restore(states []skew.JobState) ([]skew.RefusedJob, error) {
 	return s.eng.Restore(states)
 }
 

@@ -154,13 +154,13 @@ func (w *Writer) SaveState(ctx context.Context, group string, version uint64, st
 // its job and the reason: one job's unreadable state costs that job its
 // history, never the others' (skew.Engine.Restore refuses likewise). It
 // makes one attempt; the caller (start-up) retries.
-func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedState, error) {
+func (w *Writer) LoadState(ctx context.Context, group string) ([]skew.JobState, []skew.RefusedJob, error) {
 	var out []skew.JobState
-	var refused []skew.RefusedState
+	var refused []skew.RefusedJob
 	err := w.loadJobStates(ctx, "load engine state", group, partEngine, func(job, state string) error {
 		var st skew.JobState
 		if err := json.Unmarshal([]byte(state), &st); err != nil {
-			refused = append(refused, skew.RefusedState{JobID: job, Err: fmt.Errorf("decode engine state of job %.64q: %w", job, err)})
+			refused = append(refused, skew.RefusedJob{JobID: job, Err: fmt.Errorf("decode engine state of job %.64q: %w", job, err)})
 			return nil
 		}
 		out = append(out, st)
