@@ -838,7 +838,7 @@ func (e *Engine) OpenWindows() int { return len(e.open) }
 func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 	jobIDs := e.jobIDs()
 	horizon := ws - int64(e.cfg.HistoryWindows)*e.cfg.WindowMs
-	var forgotten []*jobState // runs with events past the horizon: they end
+	var forgotten []*jobState                 // runs with events past the horizon: they end
 	windows, sketches, subSketches := 0, 0, 0 // task windows and sketches the window used
 	if e.cfg.EmitStats {
 		// A fleet's subtask_stats are most of a window's findings (100k

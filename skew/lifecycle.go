@@ -210,7 +210,7 @@ func (e *Engine) nextStop() (we int64, ok bool) {
 			continue
 		}
 		// The first window end at or after lastEvent+JobEndAfterMs.
-		end := e.WindowStart(j.lastEvent+e.cfg.JobEndAfterMs+e.cfg.WindowMs-1)
+		end := e.WindowStart(j.lastEvent + e.cfg.JobEndAfterMs + e.cfg.WindowMs - 1)
 		if !ok || end < we {
 			we, ok = end, true
 		}
