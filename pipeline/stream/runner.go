@@ -79,6 +79,9 @@ type Runner struct {
 	// handed to the writer.
 	savedUpTo int64
 	lastWrite time.Time // when pending findings were last handed to the writer
+	// readFailures is the source's count of read failures as last seen
+	// (see ReadFailures).
+	readFailures uint64
 	stall     stallWatch
 
 	// The writer goroutine (writer.go) and what the actor knows of it:
@@ -302,6 +305,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			}
 		case <-tick.C:
 			r.advance() // partitions that went idle stop holding it back
+			r.quiet()   // with all of them idle, jobs still end
 			if err := r.flush(); err != nil {
 				return err
 			}
