@@ -82,7 +82,7 @@ type Runner struct {
 	// readFailures is the source's count of read failures as last seen
 	// (see ReadFailures).
 	readFailures uint64
-	stall     stallWatch
+	stall        stallWatch
 
 	// The writer goroutine (writer.go) and what the actor knows of it:
 	// jobs waiting for it (one at most: the writer is one job behind), a
