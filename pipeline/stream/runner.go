@@ -306,6 +306,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		case <-tick.C:
 			r.advance() // partitions that went idle stop holding it back
 			r.quiet()   // with all of them idle, jobs still end
+			r.m.stopped.written(nil, time.Now())
 			if err := r.flush(); err != nil {
 				return err
 			}
