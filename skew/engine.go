@@ -858,12 +858,9 @@ func (e *Engine) Flush(dst []Finding) []Finding {
 func (e *Engine) OpenWindows() int { return len(e.open) }
 
 func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
-	jobIDs := make([]string, 0, len(e.jobs))
-	for id := range e.jobs {
-		jobIDs = append(jobIDs, id)
-	}
-	slices.Sort(jobIDs)
+	jobIDs := e.jobIDs()
 	horizon := ws - int64(e.cfg.HistoryWindows)*e.cfg.WindowMs
+	var forgotten []*jobState                 // runs with events past the horizon: they end
 	windows, sketches, subSketches := 0, 0, 0 // task windows and sketches the window used
 	if e.cfg.EmitStats {
 		// A fleet's subtask_stats are most of a window's findings (100k
@@ -925,13 +922,19 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 			subSketches += len(tc.w.subSketch)
 			e.release(tc.w)
 		}
-		// Forget tasks and jobs that stopped reporting long ago.
+		// Forget tasks and jobs that stopped reporting long ago. A run
+		// with events ends first, so that its incidents and plans are not
+		// left open (endJobs); one without may be another instance's.
 		e.forgetTasks(j, horizon)
 		if len(j.tasks) == 0 && len(j.wins) == 0 && j.lastSeen < horizon {
-			e.dropJob(j)
+			if j.hasEvents {
+				forgotten = append(forgotten, j)
+			} else {
+				e.dropJob(j)
+			}
 		}
 	}
-	dst = e.endJobs(jobIDs, ws, ws+e.cfg.WindowMs, dst)
+	dst = e.endJobs(jobIDs, ws, ws+e.cfg.WindowMs, forgotten, dst)
 	e.trimFree(windows, sketches, subSketches)
 	e.lastWin, e.lastWinOf = nil, nil
 	return dst

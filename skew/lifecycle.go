@@ -3,6 +3,7 @@ package skew
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -79,13 +80,16 @@ func (j *jobState) saw(ts int64, src Source) {
 
 // endJobs ends, at the close of the window ending at we, the runs that a
 // later run of the same job name replaced and those silent for
-// JobEndAfterMs, appends a job_end finding for each (in job id order) and
-// frees their state. A run is replaced when the later run's first event
-// is after its last one and the later run reported in an earlier window
-// than this one, so that its first window, which may be partial, does
-// not decide its shape. A restored job ends as one that never stopped
-// would: the pipeline restores only the jobs whose sources it reads.
-func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding {
+// JobEndAfterMs, and the runs in forgotten (past the history horizon:
+// stopped, whatever JobEndAfterMs says), appends a job_end finding for
+// each (in job id order) and frees their state. A run is replaced when
+// the later run's first event is after its last one and the later run
+// reported in an earlier window than this one, so that its first window,
+// which may be partial, does not decide its shape. A restored job ends as
+// one that never stopped would: the pipeline restores only the jobs whose
+// sources it reads. The rule: docs/architecture.md, "The end of a job's
+// run".
+func (e *Engine) endJobs(jobIDs []string, ws, we int64, forgotten []*jobState, dst []Finding) []Finding {
 	type end struct {
 		j  *jobState
 		by *jobState // the successor, or nil
@@ -127,7 +131,7 @@ func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding
 	}
 	for _, id := range jobIDs {
 		j := e.jobs[id]
-		if j != nil && j.hasEvents && !ended[j] && j.lastEvent <= we-e.cfg.JobEndAfterMs {
+		if j != nil && j.hasEvents && !ended[j] && (j.lastEvent <= we-e.cfg.JobEndAfterMs || slices.Contains(forgotten, j)) {
 			ends = append(ends, end{j: j})
 		}
 	}
@@ -141,6 +145,11 @@ func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding
 			f.JobEnd.SuccessorTasks = shapes(x.by)
 			f.Summary = fmt.Sprintf("Job %s was restarted as %s (last event of this run at %s UTC): its incidents close, and its salting plans carry over where the parallelism is unchanged.",
 				JobLabel(x.j.name, x.j.id), ShortID(x.by.id), since)
+		} else if x.j.lastEvent > we-e.cfg.JobEndAfterMs {
+			// Forgotten before JobEndAfterMs passed (it is longer than the
+			// history the engine keeps).
+			f.Summary = fmt.Sprintf("Job %s sent nothing for %d windows since %s UTC, the history the engine keeps: it stopped; its incidents close and its salting plans are retired.",
+				JobLabel(x.j.name, x.j.id), e.cfg.HistoryWindows, since)
 		} else {
 			f.Summary = fmt.Sprintf("Job %s sent nothing for %s since %s UTC: it stopped; its incidents close and its salting plans are retired.",
 				JobLabel(x.j.name, x.j.id), time.Duration(e.cfg.JobEndAfterMs)*time.Millisecond, since)
@@ -149,6 +158,75 @@ func (e *Engine) endJobs(jobIDs []string, ws, we int64, dst []Finding) []Finding
 		e.dropJob(x.j)
 	}
 	return dst
+}
+
+// AdvanceQuiet ends the runs that sent nothing for JobEndAfterMs while
+// the whole input was quiet: no partition delivered an event time, so
+// the event-time watermark (Advance) stands still, and without it the
+// last runs to report would never end. watermark is a processing-time
+// one: the highest event time delivered plus the wall time the input has
+// been quiet since (window.Watermarks.Quiet); the caller owns the clock.
+//
+// It moves nothing unless a run is due: for each run whose stop is due at
+// or before watermark, earliest first, it closes the open windows up to
+// the window of its end, as Advance would (their findings first, so
+// nothing accepted is lost), then ends the run in that window (endJobs):
+// the first window after lastEvent+JobEndAfterMs, or the first one not
+// closed yet, whichever is later. So the finding's window and the run's
+// last event are event times, and the same input ends the same runs in
+// the same windows however the wall time went. Events before that window
+// are late from then on, as after Advance.
+//
+// It returns the findings and the end of the last window it ended runs
+// in (the new watermark), or math.MinInt64 when none was due. The rule:
+// docs/architecture.md, "The end of a job's run".
+func (e *Engine) AdvanceQuiet(watermark int64, dst []Finding) ([]Finding, int64) {
+	to := int64(math.MinInt64)
+	for {
+		we, ok := e.nextStop()
+		if !ok {
+			return dst, to
+		}
+		if e.closedUpTo != math.MinInt64 {
+			we = max(we, e.closedUpTo+e.cfg.WindowMs)
+		}
+		if we > watermark {
+			return dst, to
+		}
+		// The run's open windows close first; if its end window was
+		// open, closing it ends the run already.
+		dst = e.Advance(we, dst)
+		dst = e.endJobs(e.jobIDs(), we-e.cfg.WindowMs, we, nil, dst)
+		to = we
+	}
+}
+
+// nextStop returns the end of the first window in which a run with events
+// has been silent for JobEndAfterMs, the earliest over the runs; ok is
+// false when no run has events.
+func (e *Engine) nextStop() (we int64, ok bool) {
+	for _, j := range e.jobs {
+		if !j.hasEvents {
+			continue
+		}
+		// The first window end at or after lastEvent+JobEndAfterMs.
+		end := e.WindowStart(j.lastEvent + e.cfg.JobEndAfterMs + e.cfg.WindowMs - 1)
+		if !ok || end < we {
+			we, ok = end, true
+		}
+	}
+	return we, ok
+}
+
+// jobIDs returns the ids of the jobs tracked, sorted: the order in which
+// windows are diagnosed and runs ended.
+func (e *Engine) jobIDs() []string {
+	ids := make([]string, 0, len(e.jobs))
+	for id := range e.jobs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // shapes returns the tasks of j with their parallelism, by name.

@@ -3,6 +3,7 @@ package skew
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -219,3 +220,123 @@ func TestMaxJobs(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestJobEndWhenForgotten: a run whose windows all closed and that the
+// next window to close finds past the history horizon (the next event
+// came an hour later) ends as stopped in that window, rather than being
+// freed without a job_end; so does one forgotten before JobEndAfterMs
+// passed (longer than the history). A job without events since the
+// engine was restored is freed silently: it may be another instance's.
+func TestJobEndWhenForgotten(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		lastSec int // the later job's one event, in seconds after t0
+		want    []string
+	}{
+		{"past the horizon", Config{}, 4000, []string{"a stopped  @4000"}},
+		{"before job-end-after", Config{HistoryWindows: 6, RotationLookbackWindows: 6, SustainMs: 60000, JobEndAfterMs: 300000}, 200, []string{"a stopped  @200"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A silent restored job, never heard of since.
+			if err := restoreAll(e, []JobState{{JobID: "old", JobName: "old", WindowMs: 10000, ClosedUpTo: t0, LastSeen: t0 - 10000}}); err != nil {
+				t.Fatal(err)
+			}
+			var fs []Finding
+			for _, m := range lifeEvents([]lifeRun{{"a", "orders", 0, 25, 2}}) {
+				e.AddMetric(&m)
+				fs = e.Advance(m.TS-5000, fs)
+			}
+			fs = e.Flush(fs) // every window of a closes
+			if got := ends(fs); len(got) != 0 {
+				t.Fatalf("ends before the gap: %q", got)
+			}
+			later := Metric{TS: t0 + int64(tt.lastSec)*1000, JobID: "b", JobName: "later", TaskName: "Sum", Name: BusyTimeMsPerSecond, Value: 1}
+			if v := e.AddMetric(&later); v != Accepted {
+				t.Fatalf("later event: verdict %d", v)
+			}
+			fs = e.Flush(fs[:0])
+			if got := ends(fs); !slices.Equal(got, tt.want) {
+				t.Fatalf("job ends %q, want %q", got, tt.want)
+			}
+			if _, ok := e.jobs["a"]; ok {
+				t.Error("a is still tracked")
+			}
+			for _, f := range fs {
+				if f.Kind == KindJobEnd && (f.JobEnd.LastEventAt != t0+25000 || !strings.Contains(f.Summary, "stopped")) {
+					t.Errorf("job_end %+v", f)
+				}
+			}
+			if _, ok := e.jobs["old"]; ok {
+				t.Error("the silent restored job is still tracked past the horizon")
+			}
+		})
+	}
+}
+
+// TestAdvanceQuiet: with the input quiet, a processing-time watermark
+// ends each run in the first window after its last event plus
+// JobEndAfterMs, and not before: its open windows close first, their
+// findings ahead of the job_end, and a run with a later last event waits
+// for its own end.
+func TestAdvanceQuiet(t *testing.T) {
+	e, err := New(Config{EmitStats: true}) // a finding per window and subtask
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []Finding
+	// a reports to 95 s, b to 102 s; then nothing.
+	for _, m := range lifeEvents([]lifeRun{{"a", "orders", 0, 95, 2}, {"b", "other", 0, 100, 2}}) {
+		e.AddMetric(&m)
+		fs = e.Advance(m.TS-5000, fs)
+	}
+	last := Metric{TS: t0 + 102000, JobID: "b", JobName: "other", TaskName: "Sum", Subtask: 0, Name: BusyTimeMsPerSecond, Value: 300}
+	e.AddMetric(&last)
+	if e.OpenWindows() == 0 {
+		t.Fatal("no window open at the end of the input")
+	}
+	var steps []string
+	for sec := int64(102); sec <= 200; sec++ {
+		n := len(fs)
+		var to int64
+		fs, to = e.AdvanceQuiet(t0+sec*1000, fs)
+		if got := ends(fs[n:]); len(got) > 0 {
+			steps = append(steps, fmt.Sprintf("%d: %s to %d", sec, strings.Join(got, ","), (to-t0)/1000))
+		} else if to != math.MinInt64 {
+			t.Fatalf("at %d s: moved to %d without ending a run", sec, to)
+		}
+	}
+	// a: 95+60 = 155, in the window [150,160); b: 102+60 = 162, [160,170).
+	want := []string{"160: a stopped  @150 to 160", "170: b stopped  @160 to 170"}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("ends %q, want %q", steps, want)
+	}
+	if e.OpenWindows() != 0 || e.Jobs() != 0 {
+		t.Fatalf("%d windows open, %d jobs after both ended", e.OpenWindows(), e.Jobs())
+	}
+	// b's last window [100,110) was written before b's end.
+	lastWin, end := -1, -1
+	for i, f := range fs {
+		switch {
+		case f.JobID == "b" && f.Kind == KindJobEnd:
+			end = i
+		case f.JobID == "b" && f.WindowStart == t0+100000:
+			lastWin = i
+		}
+	}
+	if lastWin < 0 || lastWin > end {
+		t.Fatalf("b's last window at %d, its end at %d", lastWin, end)
+	}
+	// Event time at the end's window is late from then on, later is not.
+	if v := e.AddMetric(&Metric{TS: t0 + 165000, JobID: "b", JobName: "other", TaskName: "Sum", Name: BusyTimeMsPerSecond, Value: 1}); v != Late {
+		t.Errorf("an event of the ended window: verdict %d", v)
+	}
+	if v := e.AddMetric(&Metric{TS: t0 + 175000, JobID: "b", JobName: "other", TaskName: "Sum", Name: BusyTimeMsPerSecond, Value: 1}); v != Accepted {
+		t.Errorf("an event after the ended window: verdict %d", v)
+	}
+}

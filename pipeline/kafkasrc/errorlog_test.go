@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/skewlens/skewlens/pipeline/stream"
 )
 
 // TestKafkaErrorLevel: kafka-go's error lines about timed-out reads (an
@@ -68,5 +70,26 @@ func TestErrorLoggerLevels(t *testing.T) {
 	s.errorLogger().Printf("unknown error reading partition %d: %s", 0, ioTimeout)
 	if buf.Len() != 0 {
 		t.Errorf("timeout logged at Info level: %s", buf.String())
+	}
+}
+
+// TestErrorLoggerCountsReadFailures: kafka-go's errors count as read
+// failures (stream.ReadFailures), a dial that timed out too (a broker out
+// of reach), but not a read that timed out (an idle partition) or a
+// cancelled one.
+func TestErrorLoggerCountsReadFailures(t *testing.T) {
+	s := &Source{log: slog.New(slog.DiscardHandler)}
+	el := s.errorLogger()
+	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	dialTimeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	el.Printf("unknown error reading partition %d: %s", 0, readTimeout)
+	el.Printf("read lag: %s", fmt.Errorf("read lag: %w", context.Canceled))
+	if n := s.ReadFailures(); n != 0 {
+		t.Fatalf("%d read failures after an idle partition's timeout", n)
+	}
+	el.Printf("error initializing the kafka reader for partition %d of %s: %s", 0, "t", dialTimeout)
+	el.Printf("failed to read from current broker for partition %d of %s at offset %d: %v", 1, "t", int64(7), kafka.NotLeaderForPartition)
+	if n := ForStream(s).(stream.ReadFailures).ReadFailures(); n != 2 {
+		t.Fatalf("%d read failures after a dial timeout and a lost leader, want 2", n)
 	}
 }

@@ -96,6 +96,7 @@ func (s *Source) run() {
 			return
 		default:
 			// kafka-go backs off before joining again.
+			s.failures.Add(1)
 			s.m.fetchErrors.WithLabelValues("transient").Inc()
 			s.log.Warn("joining the consumer group failed; retrying", "group", s.cfg.GroupID, "err", err)
 		}
@@ -215,6 +216,7 @@ func (s *Source) readPartition(ctx context.Context, gen *generation, topic strin
 		return err
 	}
 	notify := func(_ int, wait time.Duration, err error) {
+		s.failures.Add(1)
 		s.m.fetchErrors.WithLabelValues("transient").Inc()
 		s.log.Warn("kafka fetch failed; retrying", "topic", topic, "partition", a.ID, "err", err, "backoff", wait)
 	}

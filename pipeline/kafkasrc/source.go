@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,19 @@ type Source struct {
 
 	lagMu sync.Mutex
 	lag   map[string]map[int]int64 // topic -> partition -> records behind
+
+	// failures counts the reads that failed and were retried: the
+	// readers' and the group's (stream.ReadFailures).
+	failures atomic.Uint64
 }
+
+// ReadFailures counts the reads of records or of the group that failed
+// and were retried (kafka-go's own retries that it reports as errors,
+// and the readers' and the group's), but not the read timeouts of idle
+// partitions: while it grows, the broker may be away, and silence is no
+// sign that the jobs stopped (see stream.ReadFailures). It is safe for
+// concurrent use.
+func (s *Source) ReadFailures() uint64 { return s.failures.Load() }
 
 // New checks that the topics exist (waiting up to cfg.StartupTimeout for
 // them, or until ctx ends, so that a missing topic fails here instead of
@@ -113,7 +126,11 @@ func (s *Source) debugLogger() kafka.Logger {
 // stops, and kafka-go logs the end of its background reads then.
 func (s *Source) errorLogger() kafka.Logger {
 	return kafka.LoggerFunc(func(msg string, args ...any) {
-		s.log.Log(context.Background(), kafkaErrorLevel(args), "kafka-go: "+fmt.Sprintf(msg, args...))
+		level := kafkaErrorLevel(args)
+		if level > slog.LevelDebug || dialFailed(args) {
+			s.failures.Add(1)
+		}
+		s.log.Log(context.Background(), level, "kafka-go: "+fmt.Sprintf(msg, args...))
 	})
 }
 
@@ -133,6 +150,19 @@ func kafkaErrorLevel(args []any) slog.Level {
 		}
 	}
 	return slog.LevelWarn
+}
+
+// dialFailed reports whether one of a kafka-go error log line's arguments
+// is a failed connection attempt: a timeout too when the broker is out
+// of reach, but never what an idle partition gives.
+func dialFailed(args []any) bool {
+	for _, a := range args {
+		var op *net.OpError
+		if err, ok := a.(error); ok && errors.As(err, &op) && op.Op == "dial" {
+			return true
+		}
+	}
+	return false
 }
 
 // Fetch returns the next record of any of the topics, blocking until one

@@ -61,6 +61,9 @@ func (s streamSource) Commit(ctx context.Context, msgs ...stream.Message) error 
 
 func (s streamSource) Rebalances() <-chan stream.Rebalance { return s.src.rebalances() }
 
+// ReadFailures implements stream.ReadFailures.
+func (s streamSource) ReadFailures() uint64 { return s.src.ReadFailures() }
+
 type streamDeadLetters struct{ d *DeadLetters }
 
 func (s streamDeadLetters) Send(ctx context.Context, m stream.Message, reason, detail string) error {

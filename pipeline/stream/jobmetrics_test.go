@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,5 +91,40 @@ func TestRunnerExportsJobLastSeen(t *testing.T) {
 		if got, want := testutil.ToFloat64(r.m.jobLastSeen.WithLabelValues(s.JobID)), float64(s.LastSeen)/1000; got != want {
 			t.Errorf("job %s: gauge %v, want the saved LastSeen %v s", s.JobID, got, want)
 		}
+	}
+}
+
+// TestStoppedJobsGauge: a run that ended as stopped gets a series with
+// its last event time (a restarted one none); the series goes an hour
+// later, or when more than stoppedMax are newer; a run written again
+// after a replay keeps its series from the later write.
+func TestStoppedJobsGauge(t *testing.T) {
+	end := func(id, reason string, last int64) skew.Finding {
+		return skew.Finding{Kind: skew.KindJobEnd, JobID: id, JobName: "n-" + id, JobEnd: &skew.JobEnd{Reason: reason, LastEventAt: last}}
+	}
+	s := newStoppedJobs()
+	t0 := time.Unix(1e9, 0)
+	s.written([]skew.Finding{end("a", skew.EndStopped, 95_000), end("b", skew.EndRestarted, 90_000), {Kind: "hot_key", JobID: "c"}}, t0)
+	if n := testutil.CollectAndCount(s.gauge); n != 1 {
+		t.Fatalf("%d series after a stopped and a restarted run, want 1", n)
+	}
+	if got := testutil.ToFloat64(s.gauge.WithLabelValues("a", "n-a")); got != 95 {
+		t.Fatalf("a: %v, want its last event 95 s", got)
+	}
+	s.written([]skew.Finding{end("c", skew.EndStopped, 1_000)}, t0.Add(30*time.Minute))
+	s.written([]skew.Finding{end("a", skew.EndStopped, 95_000)}, t0.Add(40*time.Minute)) // a replay
+	s.written(nil, t0.Add(time.Hour))
+	if n := testutil.CollectAndCount(s.gauge); n != 2 {
+		t.Fatalf("%d series an hour after a's first end, want a (written again) and c", n)
+	}
+	s.written(nil, t0.Add(100*time.Minute))
+	if n := testutil.CollectAndCount(s.gauge); n != 0 {
+		t.Fatalf("%d series after every one's hour", n)
+	}
+	for i := range stoppedMax + 5 {
+		s.written([]skew.Finding{end(fmt.Sprint(i), skew.EndStopped, 1)}, t0.Add(2*time.Hour))
+	}
+	if n := testutil.CollectAndCount(s.gauge); n != stoppedMax {
+		t.Fatalf("%d series, want the bound %d", n, stoppedMax)
 	}
 }

@@ -41,6 +41,8 @@ type metrics struct {
 	// series. Only the writer goroutine touches jobsExported.
 	jobLastSeen  *prometheus.GaugeVec
 	jobsExported map[string]bool
+	// stopped has a series per run that ended as stopped, for a while.
+	stopped *stoppedJobs
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -67,6 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jobLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "skewlens_job_last_seen_window_seconds",
 			Help: "Start (event time, epoch seconds) of the last window in which the job reported a metric or key sample, as of the last engine state save; the series goes when the engine forgets the job."}, []string{"job_id"}),
 		jobsExported: map[string]bool{},
+		stopped:      newStoppedJobs(),
 		engineJobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skewlens_engine_jobs",
 			Help: "Jobs (runs, by job id) the engine tracks; --max-jobs bounds them and a run's end frees its place."}),
 		refusedJobs: prometheus.NewCounter(prometheus.CounterOpts{Name: "skewlens_engine_refused_job_events_total",
@@ -86,7 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.outcomeSkipped, m.outcomeLate = m.lines.WithLabelValues("skipped"), m.lines.WithLabelValues("late")
 	m.outcomeReplayed, m.outcomeRejected = m.lines.WithLabelValues("replayed"), m.lines.WithLabelValues("rejected")
 	m.byTopic = map[string]prometheus.Counter{}
-	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.watermarkStalled, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen,
+	if _, err := promreg.Register(reg, "stream runner", m.messages, m.lines, m.findings, m.queue, m.flush, m.commits, m.watermark, m.watermarkStalled, m.pending, m.writeRetries, m.stateSaves, m.jobLastSeen, m.stopped.gauge,
 		m.engineJobs, m.refusedJobs, m.refusedStates, m.generation, m.revokedFindings, m.revokedMessages, m.revokedJobs); err != nil {
 		return nil, err
 	}

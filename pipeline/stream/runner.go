@@ -79,7 +79,10 @@ type Runner struct {
 	// handed to the writer.
 	savedUpTo int64
 	lastWrite time.Time // when pending findings were last handed to the writer
-	stall     stallWatch
+	// readFailures is the source's count of read failures as last seen
+	// (see ReadFailures).
+	readFailures uint64
+	stall        stallWatch
 
 	// The writer goroutine (writer.go) and what the actor knows of it:
 	// jobs waiting for it (one at most: the writer is one job behind), a
@@ -302,6 +305,8 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			}
 		case <-tick.C:
 			r.advance() // partitions that went idle stop holding it back
+			r.quiet()   // with all of them idle, jobs still end
+			r.m.stopped.written(nil, time.Now())
 			if err := r.flush(); err != nil {
 				return err
 			}

@@ -44,6 +44,7 @@ func (r *Runner) do(ctx context.Context, job *flushJob) error {
 			return err
 		}
 		r.written.Add(int64(len(job.findings)))
+		r.m.stopped.written(job.findings, time.Now())
 		for i := range job.findings {
 			f := &job.findings[i]
 			r.m.findings.WithLabelValues(f.Kind).Inc()

@@ -71,6 +71,10 @@ type Watermarks struct {
 	last    *partMark
 
 	started bool // a partition has delivered
+	// doubt is when (on the paused clock) the input was last in doubt: the
+	// source failed to read (Doubt); hasDoubt says it was.
+	doubt    time.Time
+	hasDoubt bool
 	// Pauses: how many are open, since when, and their total so far.
 	paused      int
 	pausedAt    time.Time
@@ -162,6 +166,7 @@ func (w *Watermarks) Reset() {
 	w.list = w.list[:0]
 	w.last, w.lastKey = nil, Partition{}
 	w.started = false
+	w.hasDoubt = false
 }
 
 // Observe records an event time of partition p and reports whether it
@@ -299,4 +304,61 @@ func (w *Watermarks) holder() (holder *partMark, waiting bool) {
 		}
 	}
 	return holder, false
+}
+
+// Doubt records that the input may not have been readable just now: the
+// source failed to read (a broker away). Quiet counts from the last doubt
+// at the earliest, since silence that may be an outage is no sign that
+// the jobs stopped.
+func (w *Watermarks) Doubt() {
+	if w.clock == nil {
+		return
+	}
+	w.doubt, w.hasDoubt = w.active(), true
+}
+
+// Quiet reports whether the whole input is quiet: a partition delivered
+// an event time, none has within IdleTimeout, none is waiting, and the
+// input was not in doubt (Doubt) within IdleTimeout. It returns the
+// highest event time any partition delivered, and how long, on the
+// paused clock, it has been quiet: since the last event time delivered or
+// the last doubt, whichever is later. Time paused (the owner consumed
+// nothing) does not count, nor does time before Reset. Without a clock
+// the input is never quiet.
+//
+// maxTS plus quiet is the processing-time watermark that ends the jobs
+// that stopped when nothing else reports (skew.Engine.AdvanceQuiet); the
+// rule: docs/architecture.md, "The end of a job's run".
+func (w *Watermarks) Quiet() (maxTS int64, quiet time.Duration, ok bool) {
+	if w.clock == nil || !w.started {
+		return 0, 0, false
+	}
+	now := w.active()
+	var last time.Time
+	for _, m := range w.list {
+		if m.waiting && m.hasSeen && !now.After(m.seen.Add(m.hold)) {
+			return 0, 0, false // it holds the watermark: not quiet yet
+		}
+		if !m.hasEvent || !m.hasTS {
+			continue
+		}
+		if !ok || m.maxTS > maxTS {
+			maxTS = m.maxTS
+		}
+		if !ok || m.event.After(last) {
+			last = m.event
+		}
+		ok = true
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if w.hasDoubt && w.doubt.After(last) {
+		last = w.doubt
+	}
+	quiet = now.Sub(last)
+	if quiet <= w.idle {
+		return 0, 0, false
+	}
+	return maxTS, quiet, true
 }

@@ -170,6 +170,27 @@ func (s *Stage) Advance(dst []skew.Finding) []skew.Finding {
 	return dst
 }
 
+// AdvanceQuiet ends the jobs that stopped while the whole input is quiet
+// (Watermarks.Quiet): the processing-time watermark, the highest event
+// time delivered plus the wall time quiet since, goes to
+// skew.Engine.AdvanceQuiet, which closes a job's open windows and ends
+// it once JobEndAfterMs of it have passed. The watermark moves to the end
+// of the window the last job ended in. It reports whether a job ended.
+// Call it after Advance, now and then (the runner does on its tick). The
+// rule: docs/architecture.md, "The end of a job's run".
+func (s *Stage) AdvanceQuiet(dst []skew.Finding) ([]skew.Finding, bool) {
+	maxTS, quiet, ok := s.wms.Quiet()
+	if !ok {
+		return dst, false
+	}
+	dst, to := s.eng.AdvanceQuiet(maxTS+quiet.Milliseconds(), dst)
+	if to == math.MinInt64 {
+		return dst, false
+	}
+	s.wm = max(s.wm, to)
+	return dst, true
+}
+
 // Delay is how far the watermark trails the event time it is derived
 // from: the out-of-orderness plus the allowed lateness.
 func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenessMs }
