@@ -92,6 +92,32 @@ class PlanOutageTest {
         }
     }
 
+    /**
+     * Issue 32: a resubmitted job (a new job id, the same name) asks with
+     * its name and parallelism pair, and is answered with its job's plan at
+     * its first poll, before the subtask's open() returns.
+     */
+    @Test
+    void aNewRunGetsItsJobsPlanAtItsFirstPoll() throws Exception {
+        String oldRun = "ffffffffffffffffffffffffffffffff";
+        try (PlanServer server = new PlanServer()) {
+            ObjectNode plan = TestPlans.plan(oldRun, TASK, 4, 128, 7, "hot", 3); // job_name "test"
+            server.serveLineage(TestPlans.bytes(plan), "\"old-v7\"", "job_name=test&parallelism=4&max_parallelism=128");
+            SaltingConfig cfg = SaltingConfig.http(server.url(), TASK, 4, 128);
+            cfg.pollInterval = Duration.ofSeconds(60); // one poll in this test
+            PlanClient c = PlanClient.acquire(cfg, JOB, "test");
+            try {
+                assertTrue(c.awaitFirstAnswer(Duration.ofSeconds(10)), "no first answer");
+                assertTrue(c.appliedVersion() == 7 && oldRun.equals(c.current().jobId()),
+                        "after the first poll: " + c.current() + "; requests " + server.requests);
+                assertTrue(server.requests.size() == 1 && server.requests.get(0).status() == 200, server.requests.toString());
+                assertTrue(server.requests.get(0).rawPath().equals("/v1/salting/" + JOB + "/Partial%20sums"), server.requests.toString());
+            } finally {
+                PlanClient.release(c);
+            }
+        }
+    }
+
     static byte[] plan(long expiresAtMillis) {
         ObjectNode n = TestPlans.plan(JOB, TASK, 4, 128, 1, "hot", 3);
         n.put("expires_at", Instant.ofEpochMilli(expiresAtMillis).toString());
