@@ -53,7 +53,7 @@ import org.slf4j.LoggerFactory;
  * thread or the producer's, so no caller ever logs here.
  *
  * <p>Thread safety: {@link #offer} may be called from any number of threads.
- * {@link #close} is idempotent and waits at most its timeout; it is the
+ * {@link #close} is idempotent and waits about its timeout; it is the
  * only method that blocks.
  */
 public final class LineSender implements AutoCloseable {
@@ -490,9 +490,10 @@ public final class LineSender implements AutoCloseable {
     }
 
     /**
-     * Sends what is held (waiting at most {@code timeout}), then closes the
-     * producer. What is still held then is dropped and counted, as are
-     * lines offered afterwards. Safe to call twice.
+     * Sends what is held (waiting up to {@code timeout}, and at most a
+     * second more for the sender thread to stop), then closes the producer.
+     * What is still held then is dropped and counted, as are lines offered
+     * afterwards. Safe to call twice.
      */
     public synchronized void close(Duration timeout) {
         if (closed) {
