@@ -71,10 +71,18 @@ func markStale(h http.Header, since time.Time) {
 	h.Set(HeaderStaleSince, at)
 }
 
-// GET /v1/salting/{job_id}/{task_name}
+// GET /v1/salting/{job_id}/{task_name}[?job_name=&parallelism=&max_parallelism=]
+//
+// A run without a plan of its own for the task is answered with its job's
+// lineage plan (plans.Lineage), marked with HeaderLineage.
 func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
 	t, ok := pathTask(w, r)
 	if !ok {
+		return
+	}
+	run, err := planQuery(r.URL.RawQuery, t.job)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	snap, err := s.snaps.get(r.Context())
@@ -84,6 +92,12 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	cacheControl := s.planHeaders(w, snap)
 	body, ok := snap.tasks[t]
+	if !ok {
+		if p := plans.Lineage(snap.named, run, t.task); p != nil {
+			body, ok = snap.tasks[planTask{p.JobID, p.TaskName}]
+			w.Header().Set(HeaderLineage, p.JobID)
+		}
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, "no current plan for this job and task")
 		return

@@ -27,6 +27,9 @@ type snapshot struct {
 	// served is the plan served for each task (GET /v1/actions reads
 	// which plans are in force); not to be modified.
 	served map[planTask]*plans.Plan
+	// named are the served plans that carry a job name: plans.Lineage's
+	// candidates for a new run of a job; not to be modified.
+	named []*plans.Plan
 	// staleSince is set on the copy of the last good snapshot that get
 	// hands out while the store is unavailable: since when it has been.
 	staleSince time.Time
@@ -217,6 +220,9 @@ func buildSnapshot(ctx context.Context, store servestore.Store, now time.Time) (
 			return nil, fmt.Errorf("encode plan %s: %w", plans.Key(t.job, t.task), err)
 		}
 		snap.tasks[t], snap.served[t] = body, p
+		if p.JobName != "" {
+			snap.named = append(snap.named, p)
+		}
 		if n > 0 {
 			all.WriteByte(',')
 		}

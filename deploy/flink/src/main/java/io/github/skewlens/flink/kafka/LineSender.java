@@ -10,13 +10,16 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.slf4j.Logger;
@@ -28,22 +31,36 @@ import org.slf4j.LoggerFactory;
  * job's metrics and key samples reach one skewlens instance).
  *
  * <p><b>Never blocks the caller.</b> {@link #offer} puts a line into a
- * bounded queue and returns at once; when the queue is full the line is
- * dropped and counted ({@link #dropped()}). Overflow policy: drop the newest.
- * One background thread drains the queue, groups lines by job into records
- * of at most {@link Config#maxRecordBytes} and hands them to the Kafka
- * producer. Only that thread ever waits on Kafka (metadata, a full producer
- * buffer), so an unreachable broker fills the queue and costs dropped lines,
- * never a stalled Flink thread. Send failures ({@link #failed()}) and drops
- * are each logged as a warning at most once a minute, by that thread, so
- * no caller ever logs here.
+ * bounded queue and returns at once. One background thread drains the
+ * queue, groups lines by job into records of at most
+ * {@link Config#maxRecordBytes} and hands them to the Kafka producer. Only
+ * that thread ever waits on Kafka (metadata, a full producer buffer).
+ *
+ * <p><b>Held until acknowledged.</b> A line counts against
+ * {@link Config#maxQueuedLines} from {@link #offer} until the broker
+ * acknowledges its record ({@link #held()}): in the queue, in the sender
+ * thread's hands or inside the producer. A record that fails with an error
+ * Kafka calls retriable (the broker is away, the delivery timeout passed,
+ * the producer's buffer stayed full, the topic's metadata did not come) is
+ * kept and sent again, in order, after {@link #RETRY_BACKOFF}, for as long
+ * as it takes: a broker restart costs no line while the queue has room.
+ * Overflow policy: when {@code maxQueuedLines} are held, the newest lines
+ * are dropped and counted ({@link #dropped()}). A record the broker refuses
+ * for good (too large, not authorised) is lost and counted
+ * ({@link #failed()}); so are, as drops, the lines still held when
+ * {@link #close} gives up. Drops, losses and a broker that does not take
+ * lines are each logged as a warning at most once a minute, by the sender
+ * thread or the producer's, so no caller ever logs here.
  *
  * <p>Thread safety: {@link #offer} may be called from any number of threads.
- * {@link #close} is idempotent and waits at most its timeout; it is the
+ * {@link #close} is idempotent and waits about its timeout; it is the
  * only method that blocks.
  */
 public final class LineSender implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LineSender.class);
+
+    /** How long a record that failed retriably waits before it is sent again. */
+    static final Duration RETRY_BACKOFF = Duration.ofSeconds(1);
 
     /**
      * What to send where. Defaults are stated on each field. Serializable so
@@ -55,7 +72,11 @@ public final class LineSender implements AutoCloseable {
         public String bootstrapServers;
         /** The topic; required. */
         public String topic;
-        /** Lines held while Kafka is slow or away; default 20 000. */
+        /**
+         * Lines held until the broker acknowledges them (queued, or sent and
+         * not yet acknowledged), so also while Kafka is slow or away;
+         * default 20 000. When that many are held, new lines are dropped.
+         */
         public int maxQueuedLines = 20_000;
         /** Upper bound of one record's value; default 256 KiB. */
         public int maxRecordBytes = 256 * 1024;
@@ -116,23 +137,41 @@ public final class LineSender implements AutoCloseable {
 
     private record Line(String job, String text) {}
 
+    /** One record handed to the producer: kept until acknowledged, to send it again. */
+    private record Batch(String key, byte[] value, int lines) {}
+
     // Lines taken from the queue per send: bounds the sender's own buffers.
     private static final int MAX_BATCH = 4096;
+    private static final long LOG_EVERY_MS = 60_000;
 
     private final Config cfg;
     private final ArrayBlockingQueue<Line> queue;
+    /** Records that failed retriably, oldest first, waiting to be sent again by the sender thread. */
+    private final ConcurrentLinkedQueue<Batch> retries = new ConcurrentLinkedQueue<>();
     private final Producer<String, byte[]> producer;
     private final Thread thread;
+    /** Lines offered and not yet acknowledged, dropped or lost: at most cfg.maxQueuedLines. */
+    private final AtomicInteger held = new AtomicInteger();
     private final AtomicLong sentLines = new AtomicLong();
     private final AtomicLong sentRecords = new AtomicLong();
     private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong resent = new AtomicLong();
     private volatile boolean closing;
-    private volatile long lastFailureLog;
+    /** Set before the producer closes: what it aborts then is dropped, not sent again. */
+    private volatile boolean producerClosing;
+    /** System.nanoTime() before which retries wait. */
+    private volatile long retryAt;
+    // Rate limits of the warnings; the producer's thread and the sender
+    // thread both log, so they are claimed with compareAndSet.
+    private final AtomicLong lastFailureLog = new AtomicLong(Long.MIN_VALUE / 2);
+    private final AtomicLong lastRetryLog = new AtomicLong(Long.MIN_VALUE / 2);
+    /** Whether a retriable failure was logged and no record was acknowledged since. */
+    private volatile boolean outage;
     // Drops happen on the callers' (Flink's) threads; the sender thread logs
     // them, at most once a minute, so that no Flink thread ever logs here.
     private long droppedLogged;
-    private long lastDropLog;
+    private long lastDropLog = Long.MIN_VALUE / 2;
     private boolean closed;
 
     /** Starts a sender with its own producer and thread. */
@@ -158,10 +197,11 @@ public final class LineSender implements AutoCloseable {
         p.put(ProducerConfig.CLIENT_ID_CONFIG, cfg.clientIdOrDefault());
         p.put(ProducerConfig.ACKS_CONFIG, "1");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "20");
-        // Only the sender thread blocks on these; short bounds keep close() quick
-        // and turn an unreachable broker into counted failures, not a hang.
+        // Only the sender thread blocks on these; short bounds keep close()
+        // quick. A record that times out is not lost: the sender sends it
+        // again (see the class comment), so these only decide how often.
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "120000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Integer.toString(8 * 1024 * 1024));
         p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(Math.max(1024 * 1024, cfg.maxRecordBytes + 4096)));
@@ -199,18 +239,39 @@ public final class LineSender implements AutoCloseable {
     /**
      * Queues one line (without its newline) under a record key (see
      * {@link #recordKey}; null or empty: a record without a key). Returns
-     * false, and counts a drop, when the queue is full or the sender is
-     * closed; a null line is ignored. Never blocks.
+     * false, and counts a drop, when {@link Config#maxQueuedLines} lines are
+     * held or the sender is closed; a null line is ignored. Never blocks.
      */
     public boolean offer(String key, String line) {
         if (line == null) {
             return false;
         }
-        if (closing || !queue.offer(new Line(Objects.requireNonNullElse(key, ""), line))) {
+        if (closing || !reserve()) {
+            dropped.incrementAndGet();
+            return false;
+        }
+        if (!queue.offer(new Line(Objects.requireNonNullElse(key, ""), line))) {
+            // Cannot happen (the queue holds at most what is held), but a
+            // line must never be held without being anywhere.
+            held.decrementAndGet();
             dropped.incrementAndGet();
             return false;
         }
         return true;
+    }
+
+    /** Counts one more held line unless maxQueuedLines are held. */
+    private boolean reserve() {
+        int cap = cfg.maxQueuedLines;
+        while (true) {
+            int h = held.get();
+            if (h >= cap) {
+                return false;
+            }
+            if (held.compareAndSet(h, h + 1)) {
+                return true;
+            }
+        }
     }
 
     /** Lines handed to the producer and acknowledged by the broker. */
@@ -219,16 +280,22 @@ public final class LineSender implements AutoCloseable {
     /** Records acknowledged by the broker. */
     public long sentRecords() { return sentRecords.get(); }
 
-    /** Lines dropped because the queue was full or the sender closed. */
+    /** Lines dropped: offered while maxQueuedLines were held or after close, or still held when close gave up. */
     public long dropped() { return dropped.get(); }
 
-    /** Lines lost because the producer failed to send them. */
+    /** Lines lost: their record was refused by Kafka with an error that is not retriable. */
     public long failed() { return failed.get(); }
 
-    /** Lines waiting in the queue. */
-    public int queued() { return queue.size(); }
+    /** Records sent again after a retriable failure (a broker away, a delivery timeout). */
+    public long resentRecords() { return resent.get(); }
 
-    /** The queue's capacity. */
+    /** Lines held: offered and not yet acknowledged, dropped or lost (at most the capacity). */
+    public int held() { return held.get(); }
+
+    /** Lines held (see {@link #held()}); the reporter reports it as queuedLines. */
+    public int queued() { return held.get(); }
+
+    /** The capacity: {@link Config#maxQueuedLines}. */
     public int capacity() { return cfg.maxQueuedLines; }
 
     private void loop() {
@@ -236,10 +303,24 @@ public final class LineSender implements AutoCloseable {
         long lingerMs = cfg.lingerTime.toMillis();
         while (true) {
             try {
+                if (!retries.isEmpty()) {
+                    // Records that failed go first, and new lines wait in
+                    // the queue behind them: in order, and without a stream
+                    // of new records (each blocking up to max.block.ms while
+                    // the broker is away) postponing them forever.
+                    long wait = retryAt - System.nanoTime();
+                    if (wait > 0) {
+                        logDrops();
+                        TimeUnit.NANOSECONDS.sleep(Math.min(wait, TimeUnit.MILLISECONDS.toNanos(100)));
+                    } else {
+                        resend();
+                    }
+                    continue;
+                }
                 Line first = queue.poll(100, TimeUnit.MILLISECONDS);
                 logDrops();
                 if (first == null) {
-                    if (closing) {
+                    if (closing && retries.isEmpty()) {
                         return;
                     }
                     continue;
@@ -252,30 +333,42 @@ public final class LineSender implements AutoCloseable {
                     Thread.sleep(lingerMs);
                 }
                 queue.drainTo(batch, MAX_BATCH - 1);
-                send(batch);
+                List<Batch> records = group(batch);
                 batch.clear();
+                for (Batch b : records) {
+                    emit(b);
+                }
             } catch (InterruptedException e) {
-                // close() gave up waiting: what this thread holds is lost.
-                dropped.addAndGet(batch.size());
+                // close() gave up waiting: what this thread holds is dropped.
+                drop(batch.size());
                 Thread.currentThread().interrupt();
                 return;
-            } catch (RuntimeException e) {
-                // The producer may throw (closed, a serializer bug): count, log, go on.
-                failed.addAndGet(batch.size());
-                batch.clear();
-                logFailure(e);
             }
         }
     }
 
-    private void send(List<Line> batch) {
-        // Group by job, in arrival order, and cut records at maxRecordBytes.
+    /** Sends again, oldest first, the records that failed retriably. */
+    private void resend() {
+        // Only what is there now: a record that fails again waits for the next backoff.
+        for (int n = retries.size(); n > 0; n--) {
+            Batch b = retries.poll();
+            if (b == null) {
+                return;
+            }
+            resent.incrementAndGet();
+            emit(b);
+        }
+    }
+
+    /** Groups lines by job, in arrival order, into records of at most maxRecordBytes. */
+    private List<Batch> group(List<Line> batch) {
         Map<String, StringBuilder> byJob = new LinkedHashMap<>();
         Map<String, Integer> counts = new HashMap<>();
+        List<Batch> out = new ArrayList<>();
         for (Line l : batch) {
             StringBuilder sb = byJob.computeIfAbsent(l.job, k -> new StringBuilder(4096));
             if (sb.length() > 0 && sb.length() + l.text.length() + 1 > cfg.maxRecordBytes) {
-                emit(l.job, sb, counts.remove(l.job));
+                out.add(batch(l.job, sb, counts.remove(l.job)));
                 sb.setLength(0);
             }
             sb.append(l.text).append('\n');
@@ -283,49 +376,124 @@ public final class LineSender implements AutoCloseable {
         }
         for (Map.Entry<String, StringBuilder> e : byJob.entrySet()) {
             if (e.getValue().length() > 0) {
-                emit(e.getKey(), e.getValue(), counts.remove(e.getKey()));
+                out.add(batch(e.getKey(), e.getValue(), counts.remove(e.getKey())));
             }
+        }
+        return out;
+    }
+
+    private static Batch batch(String job, StringBuilder sb, Integer lines) {
+        return new Batch(job.isEmpty() ? null : job, sb.toString().getBytes(StandardCharsets.UTF_8),
+                lines == null ? 0 : lines);
+    }
+
+    /** Hands one record to the producer; its outcome is settled by {@link #settle}. Never throws. */
+    private void emit(Batch b) {
+        try {
+            producer.send(new ProducerRecord<>(cfg.topic, b.key, b.value), (md, err) -> settle(b, err));
+        } catch (RuntimeException e) {
+            // The producer may throw (closed, interrupted by close()).
+            settle(b, e);
         }
     }
 
-    private void emit(String job, StringBuilder sb, Integer lines) {
-        int n = lines == null ? 0 : lines;
-        byte[] value = sb.toString().getBytes(StandardCharsets.UTF_8);
-        producer.send(new ProducerRecord<>(cfg.topic, job.isEmpty() ? null : job, value), (md, err) -> {
-            if (err != null) {
-                failed.addAndGet(n);
-                logFailure(err);
-            } else {
-                sentLines.addAndGet(n);
-                sentRecords.incrementAndGet();
+    /**
+     * The outcome of one record (err null: acknowledged). Runs on the
+     * producer's thread, or on the sender thread when send threw.
+     */
+    private void settle(Batch b, Exception err) {
+        if (err == null) {
+            sentLines.addAndGet(b.lines);
+            sentRecords.incrementAndGet();
+            held.addAndGet(-b.lines);
+            if (outage) {
+                outage = false;
+                LOG.info("skewlens: Kafka topic {} at {} takes lines again ({} lines held, {} records sent again so far)",
+                        cfg.topic, cfg.bootstrapServers, held.get(), resent.get());
             }
-        });
+            return;
+        }
+        if (producerClosing) {
+            drop(b.lines);
+            return;
+        }
+        if (retriable(err)) {
+            retryAt = System.nanoTime() + RETRY_BACKOFF.toNanos();
+            retries.add(b);
+            logRetry(err);
+            return;
+        }
+        if (closing) {
+            drop(b.lines);
+            return;
+        }
+        failed.addAndGet(b.lines);
+        held.addAndGet(-b.lines);
+        logFailure(err);
+    }
+
+    /**
+     * Whether Kafka may take the record later: its retriable errors (a
+     * broker away, a timeout, a full buffer, missing metadata), also when
+     * wrapped.
+     */
+    static boolean retriable(Throwable err) {
+        for (Throwable t = err; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof RetriableException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void drop(int lines) {
+        if (lines > 0) {
+            dropped.addAndGet(lines);
+            held.addAndGet(-lines);
+        }
     }
 
     private void logDrops() {
         long d = dropped.get();
         long now = System.currentTimeMillis();
-        if (d > droppedLogged && now - lastDropLog >= 60_000) {
-            LOG.warn("skewlens: dropped {} lines for Kafka topic {} at {} because the queue ({} lines) was full"
-                    + " ({} dropped in total); Kafka is slow or unreachable, or the queue is too small",
+        if (d > droppedLogged && now - lastDropLog >= LOG_EVERY_MS) {
+            LOG.warn("skewlens: dropped {} lines for Kafka topic {} at {} because {} lines (queue.size) were held"
+                    + " unacknowledged ({} dropped in total); Kafka is slow or unreachable, or the queue is too small",
                     d - droppedLogged, cfg.topic, cfg.bootstrapServers, cfg.maxQueuedLines, d);
             droppedLogged = d;
             lastDropLog = now;
         }
     }
 
+    private void logRetry(Throwable err) {
+        outage = true;
+        if (claim(lastRetryLog)) {
+            LOG.warn("skewlens: Kafka topic {} at {} does not take lines now ({}); holding {} of at most {} lines"
+                    + " and sending them again every {} ms until it does ({} dropped so far)",
+                    cfg.topic, cfg.bootstrapServers, err.toString(), held.get(), cfg.maxQueuedLines,
+                    RETRY_BACKOFF.toMillis(), dropped.get());
+        }
+    }
+
     private void logFailure(Throwable err) {
-        long now = System.currentTimeMillis();
-        if (now - lastFailureLog >= 60_000) {
-            lastFailureLog = now;
-            LOG.warn("skewlens: sending to Kafka topic {} at {} failed ({} lines lost so far, {} dropped): {}",
+        if (claim(lastFailureLog)) {
+            LOG.warn("skewlens: Kafka topic {} at {} refused lines for good ({} lines lost so far, {} dropped): {}",
                     cfg.topic, cfg.bootstrapServers, failed.get(), dropped.get(), err.toString());
         }
     }
 
+    /** Claims a once-a-minute log slot; true for the caller that may log now. */
+    private static boolean claim(AtomicLong last) {
+        long now = System.currentTimeMillis();
+        long prev = last.get();
+        return now - prev >= LOG_EVERY_MS && last.compareAndSet(prev, now);
+    }
+
     /**
-     * Sends what is queued (waiting at most {@code timeout}), then closes the
-     * producer. Lines offered afterwards are dropped. Safe to call twice.
+     * Sends what is held (waiting up to {@code timeout}, and at most a
+     * second more for the sender thread to stop), then closes the producer.
+     * What is still held then is dropped and counted, as are lines offered
+     * afterwards. Safe to call twice.
      */
     public synchronized void close(Duration timeout) {
         if (closed) {
@@ -340,13 +508,23 @@ public final class LineSender implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         thread.interrupt();
-        long left = Math.max(0, deadline - System.nanoTime());
-        producer.close(Duration.ofNanos(left));
-        int lost = queue.size();
-        if (lost > 0) {
-            dropped.addAndGet(lost);
-            queue.clear();
+        try {
+            thread.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
+        long left = Math.max(0, deadline - System.nanoTime());
+        producerClosing = true;
+        // Waits for acknowledgements up to the deadline; what is still in
+        // the producer then is aborted, and settle() drops it.
+        producer.close(Duration.ofNanos(left));
+        for (Batch b; (b = retries.poll()) != null; ) {
+            drop(b.lines);
+        }
+        for (Line l; (l = queue.poll()) != null; ) {
+            drop(1);
+        }
+        logDrops();
     }
 
     /** close(5 s). */

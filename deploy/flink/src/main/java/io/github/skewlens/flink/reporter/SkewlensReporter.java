@@ -31,9 +31,10 @@ import io.github.skewlens.flink.kafka.LineSender;
  *
  * <p><b>Blocking.</b> Nothing here waits on Kafka: {@link #report} formats
  * the lines on Flink's reporter thread and hands them to a shared
- * {@link LineSender}, whose bounded queue drops (and counts, and logs once
- * a minute) what Kafka cannot take. {@link #close} waits at most 5 s for
- * queued lines.
+ * {@link LineSender}, which holds lines until Kafka acknowledges them
+ * (sending again what failed while the broker was away) and, once
+ * {@code queue.size} are held, drops new ones (and counts them, and logs
+ * once a minute). {@link #close} waits at most 5 s for held lines.
  *
  * <p><b>Thread safety.</b> Flink calls {@link #notifyOfAddedMetric} and
  * {@link #notifyOfRemovedMetric} from task threads while {@link #report}
@@ -50,7 +51,7 @@ import io.github.skewlens.flink.kafka.LineSender;
  * {@code tm_id} tags (skewlens ignores them; the JobManager's have no
  * {@code tm_id}; none are written before a metric group has named the host): {@code skewlens.reporter.sentLines},
  * {@code .failedLines}, {@code .droppedLines} (totals of the JVM's sender),
- * {@code .queuedLines} and {@code .reportedMetrics}, keyed by the job id of
+ * {@code .queuedLines} (held, not yet acknowledged) and {@code .reportedMetrics}, keyed by the job id of
  * a job line of the same report (null when there was none), so that they
  * share a partition with that job's metrics.
  */
@@ -100,9 +101,10 @@ public final class SkewlensReporter implements MetricReporter, Scheduled {
      *       entry ending in {@code *} is a prefix; {@code *} alone is every
      *       metric except histograms, which are reported only when an entry
      *       other than {@code *} names them. Default {@link #DEFAULT_METRICS}.</li>
-     *   <li>{@code queue.size}: lines held while Kafka is slow or away;
-     *       default that of {@link LineSender.Config#maxQueuedLines} (20 000).
-     *       Overflow policy: the newest lines are dropped and counted.</li>
+     *   <li>{@code queue.size}: lines held until Kafka acknowledges them,
+     *       also while it is slow or away; default that of
+     *       {@link LineSender.Config#maxQueuedLines} (20 000). Overflow
+     *       policy: the newest lines are dropped and counted.</li>
      *   <li>{@code max.record.bytes}: upper bound of one Kafka record's value;
      *       default that of {@link LineSender.Config#maxRecordBytes} (256 KiB).</li>
      *   <li>{@code producer.*}: passed to the Kafka producer without the

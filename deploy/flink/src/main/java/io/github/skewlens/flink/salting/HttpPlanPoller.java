@@ -9,8 +9,11 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Polls {@code GET {baseUrl}/v1/salting/{job_id}/{task_name}} of
- * {@code skewlens serve} every {@link SaltingConfig#pollInterval}, sending
- * the last ETag in {@code If-None-Match}:
+ * {@code skewlens serve} every {@link SaltingConfig#pollInterval}, with
+ * {@code ?job_name=…&parallelism=…&max_parallelism=…} when the job's name is
+ * known (so that a new run of the job is answered with its job's newest
+ * plan, docs/salting-plans.md), sending the last ETag in
+ * {@code If-None-Match}:
  *
  * <ul>
  *   <li>200: a new plan (validated and applied, see {@link PlanClient});
@@ -19,8 +22,9 @@ import java.nio.charset.StandardCharsets;
  *   <li>404: the task has no plan: keys pass through.
  *   <li>anything else, or no answer within the request timeout: a failure;
  *       the plan is kept for {@link SaltingConfig#unreachableGrace} after the
- *       last answer, then dropped (and the ETag forgotten, so that the next
- *       answer is a full 200).
+ *       last answer and until its own expiry (see {@link PlanClient}), then
+ *       dropped (and the ETag forgotten, so that the next answer is a full
+ *       200).
  * </ul>
  *
  * <p>Blocking: only the poller's own daemon thread does network I/O
@@ -39,8 +43,12 @@ final class HttpPlanPoller extends PlanClient {
     private String etag;
 
     HttpPlanPoller(SaltingConfig cfg, String jobId) {
-        super(cfg, jobId);
-        this.uri = planUri(cfg.baseUrl, jobId, cfg.taskName);
+        this(cfg, jobId, null);
+    }
+
+    HttpPlanPoller(SaltingConfig cfg, String jobId, String jobName) {
+        super(cfg, jobId, jobName);
+        this.uri = planUri(cfg.baseUrl, jobId, cfg.taskName, this.jobName, cfg.parallelism, cfg.maxParallelism);
         this.thread = new Thread(this::loop, "skewlens-salting-http-" + jobId + "-" + cfg.taskName);
         this.thread.setDaemon(true);
     }
@@ -52,6 +60,20 @@ final class HttpPlanPoller extends PlanClient {
             b = b.substring(0, b.length() - 1);
         }
         return URI.create(b + "/v1/salting/" + PathSegments.encode(jobId) + "/" + PathSegments.encode(taskName));
+    }
+
+    /**
+     * The plan URL with the job's name and the task's parallelism pair as
+     * query parameters (none when jobName is null): what skewlens serve
+     * needs to answer a new run with its job's newest plan.
+     */
+    static URI planUri(String baseUrl, String jobId, String taskName, String jobName, int parallelism, int maxParallelism) {
+        URI u = planUri(baseUrl, jobId, taskName);
+        if (jobName == null) {
+            return u;
+        }
+        return URI.create(u + "?job_name=" + PathSegments.encode(jobName) + "&parallelism=" + parallelism
+                + "&max_parallelism=" + maxParallelism);
     }
 
     @Override

@@ -61,7 +61,11 @@ final class KafkaPlanConsumer extends PlanClient {
     private volatile Consumer<byte[], byte[]> consumer;
 
     KafkaPlanConsumer(SaltingConfig cfg, String jobId) {
-        super(cfg, jobId);
+        this(cfg, jobId, null);
+    }
+
+    KafkaPlanConsumer(SaltingConfig cfg, String jobId, String jobName) {
+        super(cfg, jobId, jobName);
         this.wantKey = (jobId + "/" + cfg.taskName).getBytes(StandardCharsets.UTF_8);
         this.thread = new Thread(this::loop, "skewlens-salting-kafka-" + jobId + "-" + cfg.taskName);
         this.thread.setDaemon(true);

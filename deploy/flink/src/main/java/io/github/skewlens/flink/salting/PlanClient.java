@@ -1,6 +1,7 @@
 package io.github.skewlens.flink.salting;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -30,10 +31,22 @@ import org.slf4j.LoggerFactory;
  * tombstone on the topic); when the latest plan is invalid (it is logged,
  * rate-limited, with the task and the reason); when the plan was routed for
  * another parallelism pair than the keyed task's (logged once per version);
- * and when the source has not answered for {@link SaltingConfig#unreachableGrace}.
+ * and when the source has not answered for {@link SaltingConfig#unreachableGrace}
+ * and the plan's own {@code expires_at} has passed on this JVM's clock (a
+ * pinned or overridden plan, which does not expire, stays until the source
+ * answers; a plan without a readable expiry goes after the grace).
  * A newer plan replaces the current one; a version at or below the last one
- * handled is a resend and is ignored, except after a retirement or after
- * the source was unreachable, when any version is accepted.
+ * handled is a resend and is ignored (a resend of the applied version
+ * refreshes its expiry), except after a retirement, after the source was
+ * unreachable, or when the plan is of another run of the job (see below),
+ * when any version is accepted.
+ *
+ * <p><b>A resubmitted job.</b> Flink gives each submission a new job id;
+ * the client also knows the job's name, and accepts a plan of another run
+ * of the same name (the source's lineage answer, docs/salting-plans.md):
+ * so a new run is salted from its first record, with its job's last plan,
+ * before skewlens has seen it report. Plans of its own, later, start a new
+ * version sequence.
  *
  * <p>Thread safety: {@link #acquire}, {@link #release}, {@link #current()},
  * {@link #appliedVersion()} and {@link #awaitFirstAnswer} may be called from
@@ -46,6 +59,10 @@ public abstract class PlanClient {
 
     final SaltingConfig cfg;
     final String jobId;
+    /** The job's name, or null when unknown: plans of other runs of that name are accepted. */
+    final String jobName;
+    /** The wall clock (epoch ms) that plan expiries are read on; tests replace it. */
+    java.util.function.LongSupplier wallClock = System::currentTimeMillis;
     /** "task X of job J", for log lines. */
     final String what;
     /** "task X of job J from SOURCE", for log lines. */
@@ -59,13 +76,17 @@ public abstract class PlanClient {
     // Owned by the client's thread.
     /** The last version handled (applied, refused for its parallelism, or invalid with a readable version); -1: none. */
     private long version = -1;
+    /** The job id of the last plan handled (its run): versions are compared within one run only. */
+    private String versionJob;
     private long lastContact;
     private boolean unreachable;
 
-    PlanClient(SaltingConfig cfg, String jobId) {
+    PlanClient(SaltingConfig cfg, String jobId, String jobName) {
         this.cfg = cfg;
         this.jobId = jobId;
-        this.what = "task " + SaltingPlan.q(cfg.taskName) + " of job " + jobId;
+        this.jobName = jobName == null || jobName.isEmpty() ? null : jobName;
+        this.what = "task " + SaltingPlan.q(cfg.taskName) + " of job " + jobId
+                + (this.jobName == null ? "" : " (" + SaltingPlan.q(this.jobName) + ")");
         this.whatFrom = what + " from " + cfg.describe();
         this.lastContact = System.nanoTime();
     }
@@ -112,16 +133,24 @@ public abstract class PlanClient {
     final void onPlan(byte[] json) {
         SaltingPlan p;
         try {
-            p = SaltingPlan.parse(json, jobId, cfg.taskName, cfg.maxPlanBytes);
+            p = SaltingPlan.parse(json, jobId, jobName, cfg.taskName, cfg.maxPlanBytes);
         } catch (SaltingPlan.InvalidPlanException e) {
             onInvalidPlan(e.getMessage(), e.version);
             return;
         }
-        if (p.version() <= version) {
+        SaltingPlan cur = current;
+        boolean sameRun = p.jobId().equals(versionJob);
+        if (sameRun && p.version() <= version) {
+            if (cur != null && p.version() == cur.version() && p.jobId().equals(cur.jobId())) {
+                // A resend of the applied version (skewlens republishes
+                // plans with their times): same keys, a later expiry.
+                current = p;
+            }
             LOG.debug("skewlens salting: plan v{} for {} ignored: version {} was already handled", p.version(), what, version);
             return;
         }
         version = p.version();
+        versionJob = p.jobId();
         if (p.parallelism() != cfg.parallelism || p.maxParallelism() != cfg.maxParallelism) {
             // Its salted keys were routed for another parallelism: here they
             // would land on other subtasks, so the plan would not balance anything.
@@ -134,12 +163,16 @@ public abstract class PlanClient {
         }
         SaltingPlan before = current;
         current = p;
-        LOG.info("skewlens salting: applying plan v{} for {}: {} hot keys{}", p.version(), whatFrom, p.hotKeys().size(),
-                before == null ? "" : " (replaces v" + before.version() + ")");
+        LOG.info("skewlens salting: applying plan v{}{} for {}: {} hot keys{}", p.version(),
+                p.jobId().equals(jobId) ? "" : " of job " + p.jobId() + ", the newest run of " + SaltingPlan.q(p.jobName()),
+                whatFrom, p.hotKeys().size(),
+                before == null ? "" : " (replaces v" + before.version()
+                        + (before.jobId().equals(p.jobId()) ? "" : " of job " + before.jobId()) + ")");
     }
 
     /** A plan that cannot be applied arrived (reason for the log; version when readable, else -1). */
     final void onInvalidPlan(String reason, long planVersion) {
+        // Whose version it is may be unreadable: compared as if of the run last handled.
         if (planVersion >= 0 && planVersion <= version) {
             LOG.debug("skewlens salting: invalid plan v{} for {} ignored: version {} was already handled", planVersion, what, version);
             return;
@@ -157,6 +190,7 @@ public abstract class PlanClient {
         SaltingPlan before = current;
         current = null;
         version = -1;
+        versionJob = null;
         if (before != null) {
             LOG.info("skewlens salting: plan v{} for {} retired ({}); keys pass through unchanged", before.version(), whatFrom, why);
         }
@@ -173,33 +207,58 @@ public abstract class PlanClient {
 
     /**
      * The source failed to answer at time now (System.nanoTime()). Logs the
-     * reason (rate-limited); once the source has not answered for the grace,
-     * drops the plan. Returns true when this call dropped it, so that the
-     * source reads the plan afresh when it answers again.
+     * reason (rate-limited). The plan stays in force for the grace after the
+     * last answer, and past it until the plan's own expiry on the wall
+     * clock ({@link #wallClock}): a pinned or overridden plan, which does
+     * not expire, stays until the source answers; a plan without a readable
+     * expiry, and the version of a plan that was not applied, go after the
+     * grace. Returns true when this call dropped the plan, so that the
+     * source reads it afresh when it answers again.
      */
     final boolean failure(String reason, long now) {
         unreachable = true;
         long silentNanos = now - lastContact;
         SaltingPlan p = current;
         boolean held = p != null || version >= 0;
-        if (held && silentNanos > cfg.unreachableGrace.toNanos()) {
+        boolean pastGrace = silentNanos > cfg.unreachableGrace.toNanos();
+        long wall = wallClock.getAsLong();
+        boolean expired = p == null || p.expiresAtMillis() == SaltingPlan.UNKNOWN
+                || (p.expiresAtMillis() != SaltingPlan.NEVER && wall >= p.expiresAtMillis());
+        if (held && pastGrace && expired) {
             current = null;
             version = -1;
+            versionJob = null;
             // Not rate-limited: it happens once per outage and is the line that matters.
-            LOG.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no answer for more than "
-                    + human(cfg.unreachableGrace) + ", so " + (p == null ? "the plan" : "plan v" + p.version())
-                    + " for " + what + " is dropped: keys pass through unchanged until it answers");
+            String why = p == null || p.expiresAtMillis() == SaltingPlan.UNKNOWN
+                    ? "no answer for more than " + human(cfg.unreachableGrace)
+                    : "no answer for more than " + human(cfg.unreachableGrace) + " and the plan expired at "
+                            + Instant.ofEpochMilli(p.expiresAtMillis());
+            LOG.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; " + why + ", so "
+                    + (p == null ? "the plan" : "plan v" + p.version()) + " for " + what
+                    + " is dropped: keys pass through unchanged until it answers");
             return true;
         }
         if (p != null) {
             warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; keeping plan v"
-                    + p.version() + " for " + what + " for up to " + human(cfg.unreachableGrace)
-                    + " without an answer");
+                    + p.version() + " for " + what + " " + keptUntil(p));
         } else {
             warns.warn("skewlens salting: cannot reach " + cfg.describe() + ": " + reason + "; no plan for " + what
                     + ": keys pass through unchanged until it answers");
         }
         return false;
+    }
+
+    /** How long a plan is kept without an answer, for the log line. */
+    private String keptUntil(SaltingPlan p) {
+        long e = p.expiresAtMillis();
+        if (e == SaltingPlan.NEVER) {
+            return "until it answers (the plan does not expire)";
+        }
+        if (e == SaltingPlan.UNKNOWN) {
+            return "for up to " + human(cfg.unreachableGrace) + " without an answer";
+        }
+        return "for at least " + human(cfg.unreachableGrace) + " without an answer, and until it expires at "
+                + Instant.ofEpochMilli(e);
     }
 
     // ---- Lifecycle ----
@@ -221,17 +280,26 @@ public abstract class PlanClient {
      * cfg (IllegalArgumentException). Does not wait for the first answer.
      */
     public static PlanClient acquire(SaltingConfig cfg, String jobId) {
+        return acquire(cfg, jobId, null);
+    }
+
+    /**
+     * As {@link #acquire(SaltingConfig, String)}, for a job with this name
+     * (null or empty: unknown), so that a new run of the job is served its
+     * job's plan before it has one of its own.
+     */
+    public static PlanClient acquire(SaltingConfig cfg, String jobId, String jobName) {
         cfg.validate();
         if (jobId == null || jobId.isEmpty() || jobId.contains("/")) {
             throw new IllegalArgumentException("salting: job id must be non-empty without '/', got \"" + jobId + "\"");
         }
-        String id = cfg.identity(jobId);
+        String id = cfg.identity(jobId, jobName);
         synchronized (SHARED) {
             PlanClient c = SHARED.get(id);
             if (c == null) {
                 c = switch (cfg.source) {
-                    case HTTP -> new HttpPlanPoller(cfg, jobId);
-                    case KAFKA -> new KafkaPlanConsumer(cfg, jobId);
+                    case HTTP -> new HttpPlanPoller(cfg, jobId, jobName);
+                    case KAFKA -> new KafkaPlanConsumer(cfg, jobId, jobName);
                 };
                 c.identity = id;
                 c.start();

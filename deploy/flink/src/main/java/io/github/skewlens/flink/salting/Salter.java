@@ -52,7 +52,8 @@ public class Salter<T> extends RichMapFunction<T, Salted<T>> {
     @Override
     public void open(OpenContext openContext) throws Exception {
         String job = cfg.jobId != null ? cfg.jobId : getRuntimeContext().getJobInfo().getJobId().toString();
-        client = PlanClient.acquire(cfg, job);
+        String name = cfg.jobName != null ? cfg.jobName : getRuntimeContext().getJobInfo().getJobName();
+        client = PlanClient.acquire(cfg, job, name);
         // Start the round robin at the subtask index so that instances do
         // not all send their first hot record to the same salted key.
         next = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();

@@ -52,6 +52,15 @@ public final class SaltingConfig implements Serializable {
      */
     public String jobId;
 
+    /**
+     * The Flink job name the plans are for; default null: the name of the
+     * running job. With it, a new run of the job (a new job id) is served
+     * the plans of the job's newest run until it has its own (see
+     * docs/salting-plans.md, "A resubmitted job"); empty: not sent, no such
+     * plans.
+     */
+    public String jobName;
+
     /** HTTP: the base URL of {@code skewlens serve}, e.g. {@code http://skewlens:8080}; required for HTTP. */
     public String baseUrl;
 
@@ -81,18 +90,21 @@ public final class SaltingConfig implements Serializable {
     public Duration requestTimeout = Duration.ofSeconds(5);
 
     /**
-     * How long the source may be unreachable before the plan is dropped and
-     * keys pass through unchanged; default 30 s (at least 0).
+     * How long the source may be unreachable before the plan may be
+     * dropped; default 30 s (at least 0). Past it the plan stays in force
+     * until its own {@code expires_at}, read on this JVM's clock: what
+     * skewlens would do without a confirming finding, and the source that
+     * retires plans is away. A pinned or overridden plan (it does not
+     * expire) stays until the source answers; a plan without a readable
+     * {@code expires_at} goes after the grace.
      *
-     * <p>Why a grace and why 30 s: dropping a plan re-keys the hot keys (and
-     * applying it again re-keys them back), so one failed poll, a restart of
-     * {@code skewlens serve} or a broker failover should not do it; but a
-     * plan may be retired while the source is away, and the rule is that
-     * without a current plan keys pass through. Thirty seconds is six polls
-     * at the default interval and short against the plans' cooldown (10
-     * min) and TTL (30 min). The plan's {@code expires_at} is not used: it
-     * is in skewlens' event time (window ends), which may lag the wall clock
-     * by any amount, and pinned plans carry the zero time.
+     * <p>Why a grace as well: {@code expires_at} is skewlens' event time
+     * (window ends, from the reporters' clocks), which lags the wall clock
+     * by skewlens' delay; a plan read from a skewlens catching up may look
+     * expired already. Dropping a plan re-keys the hot keys (and applying
+     * it again re-keys them back), so one failed poll, a restart of
+     * {@code skewlens serve} or a broker failover must not do it. Thirty
+     * seconds is six polls at the default interval.
      */
     public Duration unreachableGrace = Duration.ofSeconds(30);
 
@@ -157,6 +169,9 @@ public final class SaltingConfig implements Serializable {
         if (jobId != null && (jobId.isEmpty() || jobId.contains("/"))) {
             throw new IllegalArgumentException("salting: job id must be non-empty without '/', got \"" + jobId + "\"");
         }
+        if (jobName != null && jobName.length() > 1024) {
+            throw new IllegalArgumentException("salting: job name must be at most 1024 characters");
+        }
         if (requestTimeout == null || requestTimeout.toMillis() < 100) {
             throw new IllegalArgumentException("salting: request timeout must be >= 100 ms");
         }
@@ -215,8 +230,9 @@ public final class SaltingConfig implements Serializable {
      * The identity of a shared client: equal configurations (for one job)
      * share one poller or consumer per JVM. It holds the token: never log it.
      */
-    String identity(String runningJobId) {
+    String identity(String runningJobId, String runningJobName) {
         String common = taskName + "|" + parallelism + "/" + maxParallelism + "|" + runningJobId + "|"
+                + (runningJobName == null ? "" : runningJobName) + "|"
                 + requestTimeout + "|" + unreachableGrace + "|" + maxPlanBytes;
         return switch (source) {
             case HTTP -> "http|" + baseUrl + "|" + (bearerToken == null ? "" : bearerToken)

@@ -2,6 +2,8 @@ package io.github.skewlens.flink.salting;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.DateTimeException;
+import java.time.OffsetDateTime;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -42,8 +44,15 @@ public final class SaltingPlan {
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 
+    /** expiresAtMillis of a plan that does not expire (pinned, overridden: the zero time). */
+    static final long NEVER = Long.MAX_VALUE;
+    /** expiresAtMillis of a plan without a readable expires_at. */
+    static final long UNKNOWN = Long.MIN_VALUE;
+
     private final String jobId;
+    private final String jobName;
     private final String taskName;
+    private final long expiresAtMillis;
     private final long version;
     private final int parallelism;
     private final int maxParallelism;
@@ -51,10 +60,12 @@ public final class SaltingPlan {
     private final String source;
     private final Map<String, String[]> salts;
 
-    private SaltingPlan(String jobId, String taskName, long version, int parallelism, int maxParallelism,
-            String separator, String source, Map<String, String[]> salts) {
+    private SaltingPlan(String jobId, String jobName, String taskName, long version, int parallelism, int maxParallelism,
+            String separator, String source, long expiresAtMillis, Map<String, String[]> salts) {
         this.jobId = jobId;
+        this.jobName = jobName;
         this.taskName = taskName;
+        this.expiresAtMillis = expiresAtMillis;
         this.version = version;
         this.parallelism = parallelism;
         this.maxParallelism = maxParallelism;
@@ -65,6 +76,18 @@ public final class SaltingPlan {
 
     /** The Flink job id the plan is for. */
     public String jobId() { return jobId; }
+
+    /** The name of the job the plan is for; empty when the plan does not say. */
+    public String jobName() { return jobName; }
+
+    /**
+     * When skewlens retires the plan unless a finding confirms it again
+     * ({@code expires_at}, in skewlens' event time, which follows the
+     * reporters' clocks), in epoch milliseconds; {@link #NEVER} for a plan
+     * that does not expire (pinned, overridden), {@link #UNKNOWN} when the
+     * plan does not say.
+     */
+    public long expiresAtMillis() { return expiresAtMillis; }
 
     /** The keyed task the plan is for. */
     public String taskName() { return taskName; }
@@ -134,8 +157,20 @@ public final class SaltingPlan {
      * wrong subtasks.
      */
     static SaltingPlan parse(byte[] json, String wantJob, String wantTask, int maxBytes) throws InvalidPlanException {
+        return parse(json, wantJob, null, wantTask, maxBytes);
+    }
+
+    /**
+     * As {@link #parse(byte[], String, String, int)}, but a plan of another
+     * run of the job is valid too: one whose {@code job_name} is
+     * wantJobName (when that is non-empty). skewlens serves a new run the
+     * plan of its job's newest run until it has plans of its own (see
+     * docs/salting-plans.md, "A resubmitted job").
+     */
+    static SaltingPlan parse(byte[] json, String wantJob, String wantJobName, String wantTask, int maxBytes)
+            throws InvalidPlanException {
         try {
-            return parseUnchecked(json, wantJob, wantTask, maxBytes);
+            return parseUnchecked(json, wantJob, wantJobName, wantTask, maxBytes);
         } catch (InvalidPlanException e) {
             throw e;
         } catch (RuntimeException e) {
@@ -144,7 +179,7 @@ public final class SaltingPlan {
         }
     }
 
-    private static SaltingPlan parseUnchecked(byte[] json, String wantJob, String wantTask, int maxBytes)
+    private static SaltingPlan parseUnchecked(byte[] json, String wantJob, String wantJobName, String wantTask, int maxBytes)
             throws InvalidPlanException {
         if (json == null) {
             throw new InvalidPlanException("no body", -1);
@@ -173,8 +208,16 @@ public final class SaltingPlan {
         }
         String job = string(root, "job_id", version);
         String task = string(root, "task_name", version);
-        if (!job.equals(wantJob)) {
-            throw new InvalidPlanException("job_id " + q(job) + " is not this job's " + q(wantJob), version);
+        String name = "";
+        JsonNode jn = root.get("job_name");
+        if (jn != null && jn.isTextual()) {
+            name = jn.textValue();
+        }
+        boolean lineage = wantJobName != null && !wantJobName.isEmpty() && name.equals(wantJobName);
+        if (!job.equals(wantJob) && !lineage) {
+            throw new InvalidPlanException("job_id " + q(job) + " is not this job's " + q(wantJob)
+                    + (wantJobName == null || wantJobName.isEmpty() ? "" : " and job_name " + q(name)
+                    + " is not its name " + q(wantJobName)), version);
         }
         if (!task.equals(wantTask)) {
             throw new InvalidPlanException("task_name " + q(task) + " is not this task's " + q(wantTask), version);
@@ -199,6 +242,7 @@ public final class SaltingPlan {
             }
             sep = s.textValue();
         }
+        long expires = expiry(root.get("expires_at"));
         String source = "";
         JsonNode src = root.get("source");
         if (src != null && src.isTextual()) {
@@ -284,7 +328,26 @@ public final class SaltingPlan {
             }
             salts.put(key, out);
         }
-        return new SaltingPlan(job, task, version, p, maxP, sep, source, Collections.unmodifiableMap(salts));
+        return new SaltingPlan(job, name, task, version, p, maxP, sep, source, expires, Collections.unmodifiableMap(salts));
+    }
+
+    /**
+     * expires_at as epoch milliseconds: {@link #NEVER} for the zero time
+     * (year 1, as Go writes it for plans that do not expire),
+     * {@link #UNKNOWN} when absent or unreadable. An unreadable expiry does
+     * not make the plan invalid: only how long it is kept without an
+     * answer depends on it.
+     */
+    static long expiry(JsonNode n) {
+        if (n == null || !n.isTextual()) {
+            return UNKNOWN;
+        }
+        try {
+            OffsetDateTime t = OffsetDateTime.parse(n.textValue());
+            return t.getYear() <= 1 ? NEVER : t.toInstant().toEpochMilli();
+        } catch (DateTimeException | ArithmeticException e) {
+            return UNKNOWN;
+        }
     }
 
     private static String string(JsonNode n, String field, long version) throws InvalidPlanException {

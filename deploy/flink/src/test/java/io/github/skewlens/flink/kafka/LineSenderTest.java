@@ -7,6 +7,13 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 
+import java.nio.charset.StandardCharsets;
+
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
 import io.github.skewlens.flink.testing.KafkaBroker;
@@ -110,15 +117,63 @@ class LineSenderTest {
             }
             assertTrue(worst < 50_000_000L, "an offer took " + worst / 1e6 + " ms");
             assertTrue(s.dropped() > 0);
-            assertTrue(log.await(m -> m.contains("WARN") && m.contains("unreachable") && m.contains("failed"), 10_000),
-                    "no send-failure warning: " + log.lines());
+            assertTrue(log.await(m -> m.contains("WARN") && m.contains("unreachable") && m.contains("does not take lines now"), 10_000),
+                    "no warning that Kafka does not take lines: " + log.lines());
             assertTrue(log.await(m -> m.contains("WARN") && m.contains("dropped"), 10_000),
                     "no drop warning: " + log.lines());
             long t = System.nanoTime();
             s.close(Duration.ofSeconds(1));
             assertTrue(System.nanoTime() - t < 3_000_000_000L, "close took " + (System.nanoTime() - t) / 1e6 + " ms");
             assertEquals(0, s.sentLines());
-            assertTrue(s.failed() > 0);
+            // Held until close, then dropped: never lost, and nothing is held any more.
+            assertEquals(0, s.failed());
+            assertEquals(200_000, s.dropped());
+            assertEquals(0, s.held());
+        }
+    }
+
+    /**
+     * The outcome of each record: a retriable error (the delivery timeout
+     * passed) sends the record again after the backoff, an error Kafka
+     * calls final loses it, counted and warned about; either way the lines
+     * stop being held.
+     */
+    @Test
+    void retriableFailuresAreSentAgainOthersAreLost() throws Exception {
+        MockProducer<String, byte[]> p = new MockProducer<>(false, null, new StringSerializer(), new ByteArraySerializer());
+        try (LogCapture log = LogCapture.open()) {
+            LineSender s = new LineSender(config("127.0.0.1:1", "mock"), p);
+            assertTrue(s.offer("j", "a"));
+            await(() -> p.history().size() == 1);
+            assertEquals(1, s.held());
+            assertTrue(p.errorNext(new TimeoutException("Expiring 1 record(s): 120000 ms has passed")));
+            await(() -> p.history().size() == 2);
+            assertEquals(1, s.resentRecords());
+            assertEquals("a\n", new String(p.history().get(1).value(), StandardCharsets.UTF_8));
+            assertEquals(1, s.held(), "held while sent again");
+            assertTrue(p.completeNext());
+            await(() -> s.sentLines() == 1);
+            assertEquals(0, s.held());
+            assertTrue(log.any(m -> m.startsWith("WARN") && m.contains("does not take lines now")), log.lines().toString());
+
+            assertTrue(s.offer("j", "b"));
+            await(() -> p.history().size() == 3);
+            assertTrue(p.errorNext(new RecordTooLargeException("too large")));
+            await(() -> s.failed() == 1);
+            assertEquals(0, s.held());
+            assertEquals(1, s.resentRecords());
+            assertTrue(log.any(m -> m.startsWith("WARN") && m.contains("refused lines for good") && m.contains("1 lines lost")),
+                    log.lines().toString());
+            s.close(Duration.ofSeconds(1));
+            assertEquals(0, s.dropped());
+        }
+    }
+
+    private static void await(java.util.function.BooleanSupplier cond) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (!cond.getAsBoolean()) {
+            assertTrue(System.currentTimeMillis() < deadline, "timed out");
+            Thread.sleep(10);
         }
     }
 

@@ -27,9 +27,15 @@ public final class TopicReader implements AutoCloseable {
     private final List<KeyedLine> lines = new ArrayList<>();
     private int records;
 
+    /** Reads topic on the shared test broker. */
     public TopicReader(String topic) {
+        this(KafkaBroker.bootstrap(), topic);
+    }
+
+    /** Reads topic on the broker at bootstrap. */
+    public TopicReader(String bootstrap, String topic) {
         Properties cp = new Properties();
-        cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaBroker.bootstrap());
+        cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());

@@ -115,6 +115,139 @@ class PlanClientStateTest {
         assertEquals(1, c.appliedVersion());
     }
 
+    /** A plan of job at 4/128 expiring at expires (RFC 3339, "0001-01-01T00:00:00Z": never), optionally without expires_at. */
+    static byte[] expiring(String job, long version, String expires) {
+        ObjectNode n = TestPlans.plan(job, TASK, 4, 128, version, "hot", 3);
+        if (expires == null) {
+            n.remove("expires_at");
+        } else {
+            n.put("expires_at", expires);
+        }
+        return TestPlans.bytes(n);
+    }
+
+    static final long T0 = java.time.Instant.parse("2026-12-01T12:00:00Z").toEpochMilli();
+
+    /**
+     * Issue 32: the server away for longer than the grace must not drop a
+     * plan that has not expired. The wall clock is the test's: the plan
+     * expires 10 min after T0, the server goes away at T0.
+     */
+    @Test
+    void pollerKeepsThePlanPastTheGraceUntilItExpires() {
+        HttpPlanPoller c = new HttpPlanPoller(http(), JOB);
+        long[] wall = {T0};
+        c.wallClock = () -> wall[0];
+        c.onAnswer(200, "\"e1\"", expiring(JOB, 1, "2026-12-01T12:10:00Z"), 0);
+        for (int s = 5; s < 600; s += 5) {
+            wall[0] = T0 + s * 1000L;
+            c.onFailure("ConnectException: Connection refused", s * SEC);
+            assertEquals(1, c.appliedVersion(), "dropped " + s + " s into the outage, before its expiry");
+        }
+        assertTrue(!logs.matching("keeping plan v1", "until it expires at 2026-12-01T12:10:00Z").isEmpty(), logs.all());
+        wall[0] = T0 + 600_000;
+        c.onFailure("ConnectException: Connection refused", 600 * SEC);
+        assertNull(c.current(), "at its expiry the plan goes");
+        assertNull(c.etag());
+        assertEquals(1, logs.matching("and the plan expired at 2026-12-01T12:10:00Z", "plan v1", "is dropped").size(),
+                logs.all());
+    }
+
+    /** A resend of the applied version with a later expiry (skewlens republishes confirmed plans) extends it. */
+    @Test
+    void aResendRefreshesTheExpiry() {
+        HttpPlanPoller c = new HttpPlanPoller(http(), JOB);
+        long[] wall = {T0};
+        c.wallClock = () -> wall[0];
+        c.onAnswer(200, "\"e1\"", expiring(JOB, 1, "2026-12-01T12:10:00Z"), 0);
+        String[] salts = c.lookup("hot");
+        c.onAnswer(200, "\"e1b\"", expiring(JOB, 1, "2026-12-01T12:20:00Z"), SEC);
+        assertArrayEquals(salts, c.lookup("hot"));
+        wall[0] = T0 + 900_000;
+        c.onFailure("refused", 900 * SEC);
+        assertEquals(1, c.appliedVersion(), "kept: the resend moved the expiry to 12:20");
+        wall[0] = T0 + 1_200_000;
+        c.onFailure("refused", 1200 * SEC);
+        assertNull(c.current());
+    }
+
+    /** Pinned and overridden plans do not expire: kept until the source answers; one without expires_at goes after the grace. */
+    @Test
+    void plansThatDoNotExpireStayAndUnknownExpiriesGoAfterTheGrace() {
+        HttpPlanPoller pinned = new HttpPlanPoller(http(), JOB);
+        pinned.wallClock = () -> T0 + 86_400_000L * 365;
+        pinned.onAnswer(200, "\"p\"", expiring(JOB, 3, "0001-01-01T00:00:00Z"), 0);
+        pinned.onFailure("refused", 3600 * SEC);
+        assertEquals(3, pinned.appliedVersion());
+        assertEquals(1, logs.matching("keeping plan v3", "until it answers (the plan does not expire)").size(), logs.all());
+
+        HttpPlanPoller unknown = new HttpPlanPoller(http(), JOB);
+        unknown.wallClock = () -> T0;
+        unknown.onAnswer(200, "\"u\"", expiring(JOB, 4, null), 0);
+        unknown.onFailure("refused", 30 * SEC);
+        assertEquals(4, unknown.appliedVersion());
+        unknown.onFailure("refused", 31 * SEC);
+        assertNull(unknown.current());
+
+        // The Kafka consumer shares the rule.
+        KafkaPlanConsumer k = new KafkaPlanConsumer(SaltingConfig.kafka("127.0.0.1:1", TASK, 4, 128), JOB);
+        long[] wall = {T0};
+        k.wallClock = () -> wall[0];
+        k.onMessage(expiring(JOB, 2, "2026-12-01T12:05:00Z"));
+        k.contact(0);
+        wall[0] = T0 + 200_000;
+        assertTrue(!k.failure("no answer within 5000 ms", 200 * SEC), "dropped before its expiry");
+        assertEquals(2, k.appliedVersion());
+        wall[0] = T0 + 300_000;
+        assertTrue(k.failure("no answer within 5000 ms", 300 * SEC), "kept past its expiry");
+        assertNull(k.current());
+    }
+
+    /**
+     * Issue 32: a resubmitted job (a new job id, the same name) applies the
+     * plan of its job's previous run, and its own plans later start a new
+     * version sequence.
+     */
+    @Test
+    void aNewRunAppliesItsJobsPlanThenItsOwn() {
+        String old = "ffffffffffffffffffffffffffffffff";
+        HttpPlanPoller c = new HttpPlanPoller(http(), JOB, "test"); // TestPlans' job_name
+        c.onAnswer(200, "\"o5\"", expiring(old, 5, "0001-01-01T00:00:00Z"), 0);
+        assertEquals(5, c.appliedVersion());
+        assertEquals(old, c.current().jobId());
+        String[] salts = c.lookup("hot");
+
+        // skewlens linked the runs: the plan carried over as v1 of this run.
+        c.onAnswer(200, "\"n1\"", expiring(JOB, 1, "0001-01-01T00:00:00Z"), SEC);
+        assertEquals(1, c.appliedVersion());
+        assertEquals(JOB, c.current().jobId());
+        assertArrayEquals(salts, c.lookup("hot"));
+
+        // Within a run versions only grow.
+        c.onAnswer(200, "\"n0\"", expiring(JOB, 0, "0001-01-01T00:00:00Z"), 2 * SEC);
+        assertEquals(1, c.appliedVersion());
+
+        // Another job's plan under another name is refused.
+        ObjectNode stranger = TestPlans.plan(old, TASK, 4, 128, 9, "hot", 3);
+        stranger.put("job_name", "other");
+        c.onAnswer(200, "\"s\"", TestPlans.bytes(stranger), 3 * SEC);
+        assertNull(c.current());
+        assertEquals(1, logs.matching("job_name \"other\" is not its name \"test\"").size(), logs.all());
+
+        // Without a name only the job's own plans apply.
+        HttpPlanPoller unnamed = new HttpPlanPoller(http(), JOB);
+        unnamed.onAnswer(200, "\"o5\"", expiring(old, 5, "0001-01-01T00:00:00Z"), 0);
+        assertNull(unnamed.current());
+    }
+
+    @Test
+    void theUrlCarriesTheJobNameAndParallelismWhenKnown() {
+        assertEquals("http://h:1/v1/salting/" + JOB + "/Partial%20sums?job_name=orders%20%26%20co%2Fv2&parallelism=4&max_parallelism=128",
+                new HttpPlanPoller(SaltingConfig.http("http://h:1/", TASK, 4, 128), JOB, "orders & co/v2").uri.toString());
+        assertEquals("http://h:1/v1/salting/" + JOB + "/Partial%20sums",
+                new HttpPlanPoller(SaltingConfig.http("http://h:1", TASK, 4, 128), JOB, "").uri.toString());
+    }
+
     @Test
     void pollerTreatsInvalidPlansAsNoPlanAndKeepsTheirEtag() {
         HttpPlanPoller c = new HttpPlanPoller(http(), JOB);

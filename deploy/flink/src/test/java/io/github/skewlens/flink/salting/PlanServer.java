@@ -17,12 +17,14 @@ import com.sun.net.httpserver.HttpServer;
  * when If-None-Match carries that ETag. It records every request.
  */
 final class PlanServer implements AutoCloseable {
-    /** One request: the raw (still percent-encoded) path, If-None-Match, and the status answered. */
-    record Request(String rawPath, String ifNoneMatch, String authorization, int status) {}
+    /** One request: the raw (still percent-encoded) path and query, If-None-Match, and the status answered. */
+    record Request(String rawPath, String rawQuery, String ifNoneMatch, String authorization, int status) {}
 
     private final HttpServer server;
     private volatile byte[] plan;
     private volatile String etag;
+    /** When set, the plan is served only to requests with this raw query (a lineage answer), others get 404. */
+    private volatile String onlyForQuery;
     private final java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
     final List<Request> requests = new CopyOnWriteArrayList<>();
 
@@ -42,6 +44,16 @@ final class PlanServer implements AutoCloseable {
         plan = json;
     }
 
+    /**
+     * Serve this plan (another run's) only to requests whose raw query is
+     * query, as skewlens serve answers a new run of a job with its job's
+     * plan (its lineage answer); 404 to others.
+     */
+    void serveLineage(byte[] json, String tag, String query) {
+        onlyForQuery = query;
+        serve(json, tag);
+    }
+
     /** Answer 404 (no plan) from now on. */
     void notFound() {
         plan = null;
@@ -58,7 +70,7 @@ final class PlanServer implements AutoCloseable {
             if (!x.getRequestURI().getRawPath().startsWith("/v1/salting/")) {
                 status = 404;
                 body = "{\"error\":\"no such route\"}".getBytes(StandardCharsets.UTF_8);
-            } else if (p == null) {
+            } else if (p == null || onlyForQuery != null && !onlyForQuery.equals(x.getRequestURI().getRawQuery())) {
                 status = 404;
                 body = "{\"error\":\"no plan\"}".getBytes(StandardCharsets.UTF_8);
             } else if (tag.equals(inm)) {
@@ -70,7 +82,7 @@ final class PlanServer implements AutoCloseable {
                 body = p;
                 x.getResponseHeaders().set("ETag", tag);
             }
-            requests.add(new Request(x.getRequestURI().getRawPath(), inm,
+            requests.add(new Request(x.getRequestURI().getRawPath(), x.getRequestURI().getRawQuery(), inm,
                     x.getRequestHeaders().getFirst("Authorization"), status));
             x.getResponseHeaders().set("Content-Type", "application/json");
             x.sendResponseHeaders(status, body == null ? -1 : body.length);

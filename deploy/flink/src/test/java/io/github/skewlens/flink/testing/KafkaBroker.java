@@ -35,7 +35,6 @@ import org.apache.kafka.common.errors.TopicExistsException;
  */
 public final class KafkaBroker {
     private static String bootstrap;
-    private static Path dir;
 
     private KafkaBroker() {}
 
@@ -59,8 +58,12 @@ public final class KafkaBroker {
 
     /** Creates topics (existing ones are fine) and waits for them. */
     public static void createTopic(String name, int partitions, Map<String, String> configs) {
+        createTopic(bootstrap(), name, partitions, configs);
+    }
+
+    private static void createTopic(String bootstrap, String name, int partitions, Map<String, String> configs) {
         Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(p)) {
             NewTopic t = new NewTopic(name, partitions, (short) 1).configs(configs);
             try {
@@ -105,27 +108,76 @@ public final class KafkaBroker {
     }
 
     private static String start() throws IOException, InterruptedException {
-        Path scripts = deployDir().resolve("kafka");
-        String homeEnv = System.getenv("SKEWLENS_KAFKA_HOME");
-        Path home = homeEnv != null && !homeEnv.isBlank()
-                ? Paths.get(homeEnv)
-                : Paths.get(System.getProperty("user.home"), ".cache", "skewlens", "kafka");
-        run(List.of("bash", scripts.resolve("install.sh").toString(), home.toString()), Duration.ofMinutes(10));
-        dir = Files.createTempDirectory("skewlens-flink-kafka-");
-        Files.createSymbolicLink(dir.resolve("libs"), home.resolve("libs"));
-        int port = freePort();
-        int cport = freePort();
-        List<String> cmd = List.of("bash", scripts.resolve("start.sh").toString(), dir.toString(),
-                Integer.toString(port), Integer.toString(cport));
-        run(cmd, Duration.ofSeconds(90));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        Own b = Own.create();
+        Runtime.getRuntime().addShutdownHook(new Thread(b::close, "kafka-broker-stop"));
+        return b.bootstrap();
+    }
+
+    /**
+     * A broker of its own (not the shared one), for a test that stops it and
+     * starts it again on the same port with the same data. Close it; a
+     * watcher stops it should this JVM die first.
+     *
+     * <p>Thread safety: one thread at a time.
+     */
+    public static final class Own implements AutoCloseable {
+        private final Path scripts;
+        private final Path dir;
+        private final int port;
+        private final int cport;
+
+        private Own(Path scripts, Path dir, int port, int cport) {
+            this.scripts = scripts;
+            this.dir = dir;
+            this.port = port;
+            this.cport = cport;
+        }
+
+        /** Installs Kafka if needed and starts a broker on a free port; returns once it answers. */
+        public static Own create() throws IOException, InterruptedException {
+            Path scripts = deployDir().resolve("kafka");
+            String homeEnv = System.getenv("SKEWLENS_KAFKA_HOME");
+            Path home = homeEnv != null && !homeEnv.isBlank()
+                    ? Paths.get(homeEnv)
+                    : Paths.get(System.getProperty("user.home"), ".cache", "skewlens", "kafka");
+            run(List.of("bash", scripts.resolve("install.sh").toString(), home.toString()), Duration.ofMinutes(10));
+            Path dir = Files.createTempDirectory("skewlens-flink-kafka-");
+            Files.createSymbolicLink(dir.resolve("libs"), home.resolve("libs"));
+            Own b = new Own(scripts, dir, freePort(), freePort());
+            b.start();
+            return b;
+        }
+
+        /** The bootstrap servers: the same across stop and start. */
+        public String bootstrap() {
+            return "127.0.0.1:" + port;
+        }
+
+        /** Starts the stopped broker again on its port, with its data; returns once it answers. */
+        public void start() throws IOException, InterruptedException {
+            run(List.of("bash", scripts.resolve("start.sh").toString(), dir.toString(),
+                    Integer.toString(port), Integer.toString(cport)), Duration.ofSeconds(90));
+        }
+
+        /** Stops the broker (cleanly, SIGTERM) and waits until it is gone; its data stays. */
+        public void stop() throws IOException, InterruptedException {
+            run(List.of("bash", scripts.resolve("stop.sh").toString(), dir.toString()), Duration.ofSeconds(60));
+        }
+
+        /** Stops the broker if it runs; safe twice. */
+        @Override
+        public void close() {
             try {
-                run(List.of("bash", scripts.resolve("stop.sh").toString(), dir.toString()), Duration.ofSeconds(60));
+                stop();
             } catch (IOException | InterruptedException e) {
                 System.err.println("KafkaBroker: stop: " + e);
             }
-        }, "kafka-broker-stop"));
-        return "127.0.0.1:" + port;
+        }
+
+        /** Creates a topic on this broker and waits for its leader (see {@link KafkaBroker#createTopic}). */
+        public void createTopic(String name, int partitions, Map<String, String> configs) {
+            KafkaBroker.createTopic(bootstrap(), name, partitions, configs);
+        }
     }
 
     private static void run(List<String> cmd, Duration timeout) throws IOException, InterruptedException {
