@@ -115,7 +115,11 @@ func (p *pipe) restore(s saved) ([]Event, error) {
 	for _, in := range s.open {
 		p.stored[in.ID] = in
 	}
-	return p.Restore(s.snaps, s.open)
+	events, refused, err := p.Restore(s.snaps, s.open)
+	if len(refused) > 0 {
+		return events, fmt.Errorf("refused %v", refused)
+	}
+	return events, err
 }
 
 // join is the saved states of several pipes, as one group's table.

@@ -296,8 +296,12 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 	open := map[string]bool{}
 	for c, in := range t.open {
 		clock := t.now
-		if last, ok := t.reports[in.run()]; ok && t.cfg.RequireReports {
-			clock = min(clock, max(last, in.absentFrom())) // a silent job's conditions are not absent
+		if t.cfg.RequireReports {
+			// A silent job's conditions are not absent: a run that has
+			// not reported since (a new run an incident followed into,
+			// or any job after a restore: its latest report is not
+			// stored) counts from the incident's own latest window.
+			clock = min(clock, max(t.reports[in.run()], in.absentFrom()))
 		}
 		if h.Over(in.absentFrom(), clock) {
 			done = append(done, c)
@@ -348,8 +352,9 @@ func (t *Tracker) Open() []Incident {
 // it saw (closed ones included; for an incident that followed a new run,
 // Incident.RunJobID, that run's too), before which Observe ignores
 // findings. With RequireReports, a job's restored incidents are absent
-// only once it reports again: a job silent since (a run being replaced)
-// is not absent because the pipeline restarted.
+// only once it reports again (its latest report is not stored): a job
+// silent since (a run being replaced) is not absent because the pipeline
+// restarted.
 // Call it on a new Tracker, before Observe, with the incidents of the
 // jobs this tracker owns only (the pipeline restores those whose engine
 // state it restored): it closes them as it closes its own.
@@ -387,17 +392,6 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) []RefusedJob {
 		}
 		t.open[c] = &in
 		t.seen[in.run()] = max(t.seen[in.run()], in.absentFrom())
-	}
-	if t.cfg.RequireReports {
-		// A job's latest report is not stored: its restored incidents
-		// count as reported up to their own latest windows, and are
-		// absent only once it reports again. A job silent since (a run
-		// being replaced) is then not absent because the pipeline
-		// restarted, and one that reports closes them exactly when an
-		// uninterrupted tracker does (clock, in expire).
-		for _, in := range t.open {
-			t.reports[in.run()] = max(t.reports[in.run()], 0)
-		}
 	}
 	return refusedJobs(refused)
 }
