@@ -47,6 +47,8 @@ type Stats struct {
 	Overflow uint64
 	// KeysCapped counts keys dropped at Config.MaxKeys.
 	KeysCapped uint64
+	// RefusedJobs counts the jobs Restore refused plans of.
+	RefusedJobs uint64
 }
 
 // taskState is what the Manager knows about one task.
@@ -347,25 +349,35 @@ func (m *Manager) Stats() Stats {
 // Restore loads plans served before a restart (for example the latest
 // row per task of the plans table), so that versions continue from them
 // and replayed findings make no new versions. A plan whose version is not
-// above the Manager's for its task is skipped; invalid plans are skipped
-// and reported in the error, and the others restored all the same. An
-// engine plan brings back its keys with their LastHotAt, so that
-// cooldowns and the TTL go on; a pinned plan is frozen again until
-// SetOverrides says whether its pin still exists. Call it before the
-// first Observe (or after Reset), then SetOverrides, with the plans of
-// the jobs this Manager owns only (the pipeline restores those whose
-// engine state it restored): it cools, expires, retires and publishes
-// them as its own. It leaves the event time to the first Observe or
-// Advance: plans are stored as they changed, and the newest one's time
-// would cool the others' keys before their jobs' next findings.
-func (m *Manager) Restore(ps []Plan) error {
+// above the Manager's for its task is skipped. An engine plan brings back
+// its keys with their LastHotAt, so that cooldowns and the TTL go on; a
+// pinned plan is frozen again until SetOverrides says whether its pin
+// still exists. Call it before the first Observe (or after Reset), then
+// SetOverrides, with the plans of the jobs this Manager owns only (the
+// pipeline restores those whose engine state it restored): it cools,
+// expires, retires and publishes them as its own. It leaves the event
+// time to the first Observe or Advance: plans are stored as they changed,
+// and the newest one's time would cool the others' keys before their
+// jobs' next findings.
+//
+// A plan that does not validate, or for which there is no room
+// (MaxPlans), costs its task its plan: it is skipped, and the others are
+// restored all the same (a job's other plans too: they are on the topic,
+// and a job ignores a version below the one it has). unreadable are the
+// stored plans the caller could not read (their job, and why). Restore
+// returns the jobs of both, one per job in job order, and counts them
+// (Stats.RefusedJobs).
+func (m *Manager) Restore(ps []Plan, unreadable []RefusedJob) []RefusedJob {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var errs []error
+	refused := map[string][]error{}
+	for _, r := range unreadable {
+		refused[r.JobID] = append(refused[r.JobID], r.Err)
+	}
 	for i := range ps {
 		p := clonePlan(&ps[i])
 		if err := m.restorable(p); err != nil {
-			errs = append(errs, fmt.Errorf("plan %d (%s): %w", i, Key(p.JobID, p.TaskName), err))
+			refused[p.JobID] = append(refused[p.JobID], fmt.Errorf("plan of task %.64q: %w", p.TaskName, err))
 			continue
 		}
 		id := Key(p.JobID, p.TaskName)
@@ -375,7 +387,7 @@ func (m *Manager) Restore(ps []Plan) error {
 		}
 		if st == nil {
 			if !m.makeRoom() {
-				errs = append(errs, fmt.Errorf("plan %d (%s): more than %d tasks", i, id, m.cfg.MaxPlans))
+				refused[p.JobID] = append(refused[p.JobID], fmt.Errorf("plan of task %.64q: more than %d tasks", p.TaskName, m.cfg.MaxPlans))
 				continue
 			}
 			st = &taskState{job: p.JobID, task: p.TaskName, keys: map[string]*keyState{}}
@@ -398,8 +410,24 @@ func (m *Manager) Restore(ps []Plan) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	out := make([]RefusedJob, 0, len(refused))
+	for j, errs := range refused {
+		out = append(out, RefusedJob{JobID: j, Err: errors.Join(errs...)})
+	}
+	slices.SortFunc(out, func(a, b RefusedJob) int { return cmp.Compare(a.JobID, b.JobID) })
+	m.stats.RefusedJobs += uint64(len(out))
+	return out
 }
+
+// RefusedJob is a job some of whose stored plans Restore refused (they
+// do not decode or validate: another version, corruption), and why.
+type RefusedJob struct {
+	JobID string
+	Err   error
+}
+
+// Error says which job was refused and why.
+func (r RefusedJob) Error() string { return fmt.Sprintf("job %.64q: %v", r.JobID, r.Err) }
 
 // restorable checks a plan read back from storage.
 func (m *Manager) restorable(p *Plan) error {

@@ -420,15 +420,15 @@ func TestLoadResumesVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if restore {
-			loaded, err := p.Load(ctx)
-			if err != nil {
-				t.Fatal(err)
+			loaded, unreadable, err := p.Load(ctx)
+			if err != nil || len(unreadable) > 0 {
+				t.Fatal(err, unreadable)
 			}
 			if len(loaded) != 1 || loaded[0].TaskName != "agg" || loaded[0].Version != 2 {
 				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded)
 			}
-			if err := mgr.Restore(loaded); err != nil {
-				t.Fatal(err)
+			if refused := mgr.Restore(loaded, nil); len(refused) > 0 {
+				t.Fatal(refused)
 			}
 		}
 		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)

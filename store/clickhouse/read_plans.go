@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/skewlens/skewlens/plans"
@@ -19,7 +20,17 @@ import (
 // state that is not retired, which is what plans.Manager.Restore takes
 // at start-up (its Advance then retires what has expired by event time).
 func (r *PlanReader) CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error) {
-	return r.currentPlans(ctx, "", "", now)
+	ps, refused, err := r.currentPlans(ctx, "", "", now)
+	r.skipped(refused)
+	return ps, err
+}
+
+// skipped logs the plans a read left out because their body does not
+// decode: a reader serves the others.
+func (r *PlanReader) skipped(refused []plans.RefusedJob) {
+	for _, j := range refused {
+		r.s.log.Warn("clickhouse: skipping a plans row whose body does not decode", "job", fmt.Sprintf("%.64q", j.JobID), "err", j.Err)
+	}
 }
 
 // Plan returns the current plan of one task, or nil when it has none (no
@@ -28,18 +39,34 @@ func (r *PlanReader) Plan(ctx context.Context, jobID, taskName string, now time.
 	if jobID == "" || taskName == "" {
 		return nil, nil
 	}
-	ps, err := r.currentPlans(ctx, jobID, taskName, now)
+	ps, refused, err := r.currentPlans(ctx, jobID, taskName, now)
+	r.skipped(refused)
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
 	return &ps[0], nil
 }
 
-func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, now time.Time) ([]plans.Plan, error) {
+// RestorablePlans returns what plans.Manager.Restore takes at start-up
+// and at each assignment: every task's newest state that is not retired,
+// expired or not, ordered by job and task, and the jobs of those whose
+// stored body does not decode (plans.Manager.Restore refuses them, so
+// that one job's corrupt plan costs only that task its plan).
+func (r *PlanReader) RestorablePlans(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
+	return r.currentPlans(ctx, "", "", time.Time{})
+}
+
+// currentPlans reads the plans of CurrentPlans and RestorablePlans; a
+// plan whose body does not decode is left out and returned among the
+// refused.
+func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, now time.Time) ([]plans.Plan, []plans.RefusedJob, error) {
 	q, args := currentPlansQuery(r.s.table(tablePlans), jobID, taskName, now)
-	var out []plans.Plan
+	var (
+		out     []plans.Plan
+		refused []plans.RefusedJob
+	)
 	err := r.s.query(ctx, "read current plans", q, args, func(rows rowScanner) error {
-		out = out[:0]
+		out, refused = out[:0], refused[:0]
 		for rows.Next() {
 			var (
 				job, task, body string
@@ -51,7 +78,8 @@ func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, n
 			}
 			var p plans.Plan
 			if err := json.Unmarshal([]byte(body), &p); err != nil {
-				return permanentErr("decode plan "+plans.Key(job, task), err)
+				refused = append(refused, plans.RefusedJob{JobID: job, Err: fmt.Errorf("plan of task %.64q does not decode: %w", task, err)})
+				continue
 			}
 			// The columns hold the exact bytes; JSON cannot carry
 			// invalid UTF-8.
@@ -61,9 +89,9 @@ func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, n
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // Overrides returns every active override (not deleted), ordered by job,
