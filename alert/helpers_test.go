@@ -104,6 +104,9 @@ func (p *pipe) save(tb testing.TB) saved {
 			s.open = append(s.open, in)
 		}
 		s.seen[in.JobID] = max(s.seen[in.JobID], in.LastSeen)
+		if in.RunJobID != "" { // as LoadIncidents reads it
+			s.seen[in.RunJobID] = max(s.seen[in.RunJobID], in.LastSeen)
+		}
 	}
 	return s
 }
