@@ -38,7 +38,7 @@ func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
 		return nil, err
 	}
 	l := &incidentLog{latest: memIncidents{}}
-	none := planpub.PlanLoaderFunc(func(context.Context) ([]plans.Plan, []plans.RefusedJob, error) { return nil, nil, nil })
+	none := planpub.PlanLoaderFunc(func(context.Context) (plans.Stored, error) { return plans.Stored{}, nil })
 	discard := planpub.PublisherFunc(func(context.Context, []plans.Change) error { return nil })
 	planSink, err := planpub.NewSink(mgr, discard, none, nil, nil)
 	if err != nil {

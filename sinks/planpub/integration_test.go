@@ -420,14 +420,17 @@ func TestLoadResumesVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if restore {
-			loaded, unreadable, err := p.Load(ctx)
-			if err != nil || len(unreadable) > 0 {
-				t.Fatal(err, unreadable)
+			loaded, err := p.Load(ctx)
+			if err != nil || len(loaded.Unreadable) > 0 {
+				t.Fatal(err, loaded.Unreadable)
 			}
-			if len(loaded) != 1 || loaded[0].TaskName != "agg" || loaded[0].Version != 2 {
-				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded)
+			if len(loaded.Plans) != 1 || loaded.Plans[0].TaskName != "agg" || loaded.Plans[0].Version != 2 {
+				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded.Plans)
 			}
-			if refused := mgr.Restore(loaded, nil); len(refused) > 0 {
+			if r := loaded.Retired; len(r) != 1 || r[0].TaskName != "join" || r[0].Version == 0 || r[0].At.IsZero() {
+				t.Fatalf("retired %+v, want join with its version and time", r)
+			}
+			if refused := mgr.Restore(loaded); len(refused) > 0 {
 				t.Fatal(refused)
 			}
 		}

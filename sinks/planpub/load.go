@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -20,20 +22,21 @@ const maxFetchBytes = 16 << 20
 
 // Load reads the plans topic from its first offset to the end it has when
 // Load starts, and returns the latest plan of every task that has one (a
-// tombstone removes the task's plan), sorted by job and task: what the
+// tombstone removes the task's plan, and is returned as a retirement when
+// it carries the version it retired), sorted by job and task: what the
 // topic serves, for plans.Manager.Restore after a restart. Messages whose
 // value is not a plan of the task in their key are skipped and logged,
 // and returned among the refused, by the job their key names (the task's
 // earlier plan, if any, stands: the jobs could not read the message
 // either). Retryable errors are retried like Publish's; Load blocks until
 // it is done or ctx ends.
-func (p *Publisher) Load(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
+func (p *Publisher) Load(ctx context.Context) (plans.Stored, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, nil, permanent("load", ErrClosed)
+		return plans.Stored{}, permanent("load", ErrClosed)
 	}
-	latest := map[string]*plans.Plan{}
+	latest := map[string]*record{}
 	var refused []plans.RefusedJob
 	op := "load " + p.cfg.Topic
 	err := p.retry(ctx, op, func(ctx context.Context) error {
@@ -42,22 +45,35 @@ func (p *Publisher) Load(ctx context.Context) ([]plans.Plan, []plans.RefusedJob,
 		return p.load(ctx, latest, &refused)
 	})
 	if err != nil {
-		return nil, nil, err
+		return plans.Stored{}, err
 	}
-	out := make([]plans.Plan, 0, len(latest))
-	for _, pl := range latest {
-		if pl != nil {
-			out = append(out, *pl)
+	out := plans.Stored{Unreadable: refused}
+	for _, r := range latest {
+		switch {
+		case r.plan != nil:
+			out.Plans = append(out.Plans, *r.plan)
+		case r.retired.Version > 0:
+			out.Retired = append(out.Retired, r.retired)
 		}
 	}
-	slices.SortFunc(out, func(a, b plans.Plan) int {
+	slices.SortFunc(out.Plans, func(a, b plans.Plan) int {
 		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskName, b.TaskName))
 	})
-	return out, refused, nil
+	slices.SortFunc(out.Retired, func(a, b plans.RetiredTask) int {
+		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskName, b.TaskName))
+	})
+	return out, nil
+}
+
+// record is the latest message of a key: a plan, or a tombstone (with
+// the retirement it carries, if any).
+type record struct {
+	plan    *plans.Plan
+	retired plans.RetiredTask
 }
 
 // load reads every partition into latest, by message key.
-func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan, refused *[]plans.RefusedJob) error {
+func (p *Publisher) load(ctx context.Context, latest map[string]*record, refused *[]plans.RefusedJob) error {
 	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
@@ -95,7 +111,7 @@ func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan, ref
 }
 
 // loadPartition reads offsets [first, end) of one partition into latest.
-func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*plans.Plan, refused *[]plans.RefusedJob) error {
+func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*record, refused *[]plans.RefusedJob) error {
 	for off := first; off < end; {
 		res, err := p.cl.Fetch(ctx, &kafka.FetchRequest{Topic: p.cfg.Topic, Partition: partition, Offset: off,
 			MinBytes: 1, MaxBytes: maxFetchBytes, MaxWait: p.cfg.WriteTimeout / 2})
@@ -138,7 +154,7 @@ func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end
 
 // loadRecord applies one message to latest. It returns the job its key
 // names (up to the first "/": job ids have none), also with an error.
-func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*plans.Plan) (string, error) {
+func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*record) (string, error) {
 	if r.Key == nil {
 		return "", errors.New("no key")
 	}
@@ -146,9 +162,9 @@ func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*plans.Plan) (
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
 	}
-	job, _, _ := strings.Cut(string(key), "/")
+	job, task, _ := strings.Cut(string(key), "/")
 	if r.Value == nil {
-		latest[string(key)] = nil
+		latest[string(key)] = &record{retired: retirement(job, task, r.Headers)}
 		return job, nil
 	}
 	v, err := io.ReadAll(r.Value)
@@ -162,6 +178,23 @@ func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*plans.Plan) (
 	if plans.Key(pl.JobID, pl.TaskName) != string(key) {
 		return job, fmt.Errorf("value of %s: plan of %s", key, plans.Key(pl.JobID, pl.TaskName))
 	}
-	latest[string(key)] = &pl
+	latest[string(key)] = &record{plan: &pl}
 	return job, nil
+}
+
+// retirement reads the retirement a tombstone's headers carry; its
+// Version is 0 when they carry none (a tombstone of an older release).
+func retirement(job, task string, hs []kafka.Header) plans.RetiredTask {
+	r := plans.RetiredTask{JobID: job, TaskName: task}
+	var at int64
+	for _, h := range hs {
+		switch h.Key {
+		case HeaderVersion:
+			r.Version, _ = strconv.ParseUint(string(h.Value), 10, 64)
+		case HeaderRetiredAt:
+			at, _ = strconv.ParseInt(string(h.Value), 10, 64)
+		}
+	}
+	r.At = time.UnixMilli(at).UTC()
+	return r
 }

@@ -13,27 +13,26 @@ import (
 // store's PlanReader implements it.
 type PlanLister interface {
 	// RestorablePlans returns every task's latest plan that is not
-	// retired, expired or not, and the jobs of the plans it could not
-	// read (plans.Manager.Restore refuses them).
-	RestorablePlans(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error)
+	// retired, expired or not, the tasks whose latest plan was retired,
+	// and the jobs of the plans it could not read (plans.Manager.Restore
+	// refuses them).
+	RestorablePlans(ctx context.Context) (plans.Stored, error)
 }
 
 // PlanLoader reads back the stored plans a Sink resumes from
 // (Sink.Resume): StoredPlans makes the one Restore reads.
 type PlanLoader interface {
 	// LoadPlans returns the latest plan of every task that has one, not
-	// retired, and the jobs of the stored plans it could not read. It
-	// blocks until the read ends.
-	LoadPlans(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error)
+	// retired, the tasks whose latest plan was retired, and the jobs of
+	// the stored plans it could not read. It blocks until the read ends.
+	LoadPlans(ctx context.Context) (plans.Stored, error)
 }
 
 // PlanLoaderFunc adapts a function to PlanLoader.
-type PlanLoaderFunc func(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error)
+type PlanLoaderFunc func(ctx context.Context) (plans.Stored, error)
 
 // LoadPlans calls f.
-func (f PlanLoaderFunc) LoadPlans(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
-	return f(ctx)
-}
+func (f PlanLoaderFunc) LoadPlans(ctx context.Context) (plans.Stored, error) { return f(ctx) }
 
 // StoredPlans returns the PlanLoader of the record Restore reads: the
 // compacted topic when pub is not nil (Publisher.Load, which retries
@@ -59,25 +58,24 @@ func StoredPlans(pub *Publisher, table PlanLister) PlanLoader {
 // Restore blocks until the read ends; call it before the first Observe.
 func Restore(ctx context.Context, mgr *plans.Manager, pub *Publisher, table PlanLister, policy retry.Policy, log *slog.Logger) error {
 	var (
-		stored     []plans.Plan
-		unreadable []plans.RefusedJob
-		from       string
-		err        error
+		stored plans.Stored
+		from   string
+		err    error
 	)
 	if pub != nil {
 		from = "topic"
-		stored, unreadable, err = pub.Load(ctx) // retried inside, with the publisher's policy
+		stored, err = pub.Load(ctx) // retried inside, with the publisher's policy
 	} else {
 		from = "ClickHouse"
 		err = retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
-			stored, unreadable, err = table.RestorablePlans(ctx)
+			stored, err = table.RestorablePlans(ctx)
 			return err
 		})
 	}
 	if err != nil {
 		return fmt.Errorf("restore salting plans from the %s: %w", from, err)
 	}
-	logRefused(log, mgr.Restore(stored, unreadable))
+	logRefused(log, mgr.Restore(stored))
 	return nil
 }
 

@@ -23,12 +23,12 @@ type fakeLister struct {
 	reads      int
 }
 
-func (l *fakeLister) RestorablePlans(context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
+func (l *fakeLister) RestorablePlans(context.Context) (plans.Stored, error) {
 	l.reads++
 	if l.reads <= l.failures {
-		return nil, nil, l.err
+		return plans.Stored{}, l.err
 	}
-	return l.ps, l.unreadable, nil
+	return plans.Stored{Plans: l.ps, Unreadable: l.unreadable}, nil
 }
 
 func TestRestoreFromTheTable(t *testing.T) {

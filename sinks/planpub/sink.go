@@ -198,16 +198,17 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 // their tasks their plans: their jobs are logged and counted, as by
 // Restore. Resume blocks on the read.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
-	stored, unreadable, err := s.load.LoadPlans(ctx)
+	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
 		return fmt.Errorf("resume salting plans: %w", err)
 	}
-	stored = slices.DeleteFunc(stored, func(p plans.Plan) bool { return !owns(p.JobID) })
-	unreadable = slices.DeleteFunc(unreadable, func(r plans.RefusedJob) bool { return !owns(r.JobID) })
+	stored.Plans = slices.DeleteFunc(stored.Plans, func(p plans.Plan) bool { return !owns(p.JobID) })
+	stored.Retired = slices.DeleteFunc(stored.Retired, func(r plans.RetiredTask) bool { return !owns(r.JobID) })
+	stored.Unreadable = slices.DeleteFunc(stored.Unreadable, func(r plans.RefusedJob) bool { return !owns(r.JobID) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mgr.Reset()
-	logRefused(s.log, s.mgr.Restore(stored, unreadable))
+	logRefused(s.log, s.mgr.Restore(stored))
 	clear(s.pending)
 	s.pending = s.pending[:0]
 	clear(s.index)
@@ -219,7 +220,7 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 		s.log.Warn("plan overrides", "err", verr)
 	}
 	s.add(cs) // published with the next Write or Advance; sets the metric
-	s.log.Info("salting plans resumed", "plans", len(stored), "overrides", len(s.overrides))
+	s.log.Info("salting plans resumed", "plans", len(stored.Plans), "retired", len(stored.Retired), "overrides", len(s.overrides))
 	return nil
 }
 

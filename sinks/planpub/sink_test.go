@@ -205,12 +205,12 @@ type fakeLoader struct {
 	reads      int
 }
 
-func (l *fakeLoader) LoadPlans(context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
+func (l *fakeLoader) LoadPlans(context.Context) (plans.Stored, error) {
 	l.reads++
 	if l.err != nil {
-		return nil, nil, l.err
+		return plans.Stored{}, l.err
 	}
-	return l.ps, l.unreadable, nil
+	return plans.Stored{Plans: l.ps, Unreadable: l.unreadable}, nil
 }
 
 // TestSinkResume: at each assignment of partitions the Sink resumes the

@@ -277,12 +277,12 @@ func TestLoadIncidentsFollowedRun(t *testing.T) {
 		t.Errorf("open %d incidents, want the other jobs' 2", len(open))
 	}
 	// The receipt survives the store.
-	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: oldRun})
+	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: oldRun, State: incident.StateClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var in incident.Incident
 	if len(got) != 1 || json.Unmarshal(got[0], &in) != nil || !reflect.DeepEqual(in.Rescale, closed.Rescale) || in.Why() != closed.Why() {
-		t.Errorf("incidents of the old run: %s, want the closed one with its receipt", got)
+		t.Errorf("closed incidents of the old run: %s, want the closed one with its receipt", got)
 	}
 }

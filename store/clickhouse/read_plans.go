@@ -17,8 +17,7 @@ import (
 // apply the current overrides with plans.Apply.
 //
 // With the zero now, expired plans are returned too: every task's newest
-// state that is not retired, which is what plans.Manager.Restore takes
-// at start-up (its Advance then retires what has expired by event time).
+// state that is not retired (RestorablePlans has those for a restart).
 func (r *PlanReader) CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error) {
 	ps, refused, err := r.currentPlans(ctx, "", "", now)
 	r.skipped(refused)
@@ -48,17 +47,57 @@ func (r *PlanReader) Plan(ctx context.Context, jobID, taskName string, now time.
 }
 
 // RestorablePlans returns what plans.Manager.Restore takes at start-up
-// and at each assignment: every task's newest state that is not retired,
-// expired or not, ordered by job and task, and the jobs of those whose
-// stored body does not decode (plans.Manager.Restore refuses them, so
-// that one job's corrupt plan costs only that task its plan).
-func (r *PlanReader) RestorablePlans(ctx context.Context) ([]plans.Plan, []plans.RefusedJob, error) {
-	return r.currentPlans(ctx, "", "", time.Time{})
+// and at each assignment: every task's newest state, ordered by job and
+// task, as a plan when it is not retired (expired or not), else as a
+// retirement (its version, and when: the retired row's updated_at), and
+// the jobs of the plans whose stored body does not decode (Restore
+// refuses them, so that one corrupt plan costs only its task its plan).
+func (r *PlanReader) RestorablePlans(ctx context.Context) (plans.Stored, error) {
+	var out plans.Stored
+	err := r.s.query(ctx, "read restorable plans", restorablePlansQuery(r.s.table(tablePlans)), nil, func(rows rowScanner) error {
+		out = plans.Stored{}
+		for rows.Next() {
+			var (
+				job, task, body  string
+				retired          uint8
+				version          uint64
+				updated, expires int64
+			)
+			if err := rows.Scan(&job, &task, &body, &retired, &version, &updated, &expires); err != nil {
+				return err
+			}
+			if retired != 0 {
+				out.Retired = append(out.Retired, plans.RetiredTask{JobID: job, TaskName: task, Version: version, At: time.UnixMilli(updated).UTC()})
+				continue
+			}
+			p, err := decodePlan(job, task, body)
+			if err != nil {
+				out.Unreadable = append(out.Unreadable, plans.RefusedJob{JobID: job, Err: err})
+				continue
+			}
+			out.Plans = append(out.Plans, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return plans.Stored{}, err
+	}
+	return out, nil
 }
 
-// currentPlans reads the plans of CurrentPlans and RestorablePlans; a
-// plan whose body does not decode is left out and returned among the
-// refused.
+// decodePlan decodes a plans row's body.
+func decodePlan(job, task, body string) (plans.Plan, error) {
+	var p plans.Plan
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		return p, fmt.Errorf("plan of task %.64q does not decode: %w", task, err)
+	}
+	// The columns hold the exact bytes; JSON cannot carry invalid UTF-8.
+	p.JobID, p.TaskName = job, task
+	return p, nil
+}
+
+// currentPlans reads the plans of CurrentPlans and Plan; a plan whose
+// body does not decode is left out and returned among the refused.
 func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, now time.Time) ([]plans.Plan, []plans.RefusedJob, error) {
 	q, args := currentPlansQuery(r.s.table(tablePlans), jobID, taskName, now)
 	var (
@@ -76,14 +115,11 @@ func (r *PlanReader) currentPlans(ctx context.Context, jobID, taskName string, n
 			if err := rows.Scan(&job, &task, &body, &retired, &expires); err != nil {
 				return err
 			}
-			var p plans.Plan
-			if err := json.Unmarshal([]byte(body), &p); err != nil {
-				refused = append(refused, plans.RefusedJob{JobID: job, Err: fmt.Errorf("plan of task %.64q does not decode: %w", task, err)})
+			p, err := decodePlan(job, task, body)
+			if err != nil {
+				refused = append(refused, plans.RefusedJob{JobID: job, Err: err})
 				continue
 			}
-			// The columns hold the exact bytes; JSON cannot carry
-			// invalid UTF-8.
-			p.JobID, p.TaskName = job, task
 			out = append(out, p)
 		}
 		return nil
