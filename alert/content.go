@@ -156,8 +156,8 @@ func (t *Tracker) annotations(st *state) map[string]string {
 		}
 	}
 	if salting(st.id.Cause) {
-		a["salting_plan"] = clean(t.planURL(st.id))
-		if v, ok := t.planVersion(st.id); ok {
+		a["salting_plan"] = clean(t.planURL(st.run()))
+		if v, ok := t.planVersion(st.run()); ok {
 			a["salting_plan_version"] = strconv.FormatUint(v, 10)
 		}
 	}
@@ -303,9 +303,9 @@ func (t *Tracker) runbook(st *state) string {
 		return "jstack " + where + " and check the sink client for blocked requests; look at GC." + inspectText(f, ev) +
 			" Its input is no larger than its peers', so more parallelism or salting will not help."
 	case incident.CauseHotKey, skew.CauseDataSkew:
-		s := t.applyPlan(st.id) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
+		s := t.applyPlan(st.run()) + " or enable TWO_PHASE aggregation (SQL: table.optimizer.agg-phase-strategy=TWO_PHASE; DataStream: pre-aggregate on the salted key, then merge on the key)."
 		if st.id.Cause == skew.CauseDataSkew {
-			s += t.autoscalerHint(st.id)
+			s += t.autoscalerHint(st.run())
 		}
 		return s
 	case skew.CauseRotatingHotKey:
@@ -316,7 +316,7 @@ func (t *Tracker) runbook(st *state) string {
 			what = fmt.Sprintf("The hot subtask moves over time (it was subtask %d before)", *ev.PreviousHotSubtask)
 		}
 		return what + ": key by the entity and keep the time bucket in the window (or salt the time-bucketed key), so that no single subtask owns a whole bucket; a salting plan for one bucket goes stale with the next. Meanwhile " +
-			strings.ToLower(t.applyPlan(st.id)[:1]) + t.applyPlan(st.id)[1:] + " or enable TWO_PHASE aggregation." + t.autoscalerHint(st.id)
+			strings.ToLower(t.applyPlan(st.run())[:1]) + t.applyPlan(st.run())[1:] + " or enable TWO_PHASE aggregation." + t.autoscalerHint(st.run())
 	case skew.CauseUnderProvisioned:
 		if ev != nil && ev.RecommendedParallelism > 0 {
 			s := fmt.Sprintf("Raise the parallelism of %q from %d to %d", st.id.TaskName, ev.Parallelism, ev.RecommendedParallelism)

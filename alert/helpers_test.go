@@ -104,6 +104,9 @@ func (p *pipe) save(tb testing.TB) saved {
 			s.open = append(s.open, in)
 		}
 		s.seen[in.JobID] = max(s.seen[in.JobID], in.LastSeen)
+		if in.RunJobID != "" { // as LoadIncidents reads it
+			s.seen[in.RunJobID] = max(s.seen[in.RunJobID], in.LastSeen)
+		}
 	}
 	return s
 }
@@ -115,7 +118,11 @@ func (p *pipe) restore(s saved) ([]Event, error) {
 	for _, in := range s.open {
 		p.stored[in.ID] = in
 	}
-	return p.Restore(s.snaps, s.open)
+	events, refused, err := p.Restore(s.snaps, s.open)
+	if len(refused) > 0 {
+		return events, fmt.Errorf("refused %v", refused)
+	}
+	return events, err
 }
 
 // join is the saved states of several pipes, as one group's table.

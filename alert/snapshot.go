@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/skewlens/skewlens/alert/incident"
@@ -86,7 +87,7 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	var errs []error
 	for _, id := range ids {
 		j := jobs[id]
-		slices.SortFunc(j.Alerts, func(x, y snapAlert) int { return x.identity().Compare(y.identity()) })
+		slices.SortFunc(j.Alerts, func(x, y snapAlert) int { return x.identity(id).Compare(y.identity(id)) })
 		b, err := json.Marshal(j)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("alert state of job %.64q: %w", id, err))
@@ -97,8 +98,11 @@ func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
 	return out, errors.Join(errs...)
 }
 
-func (a *snapAlert) identity() incident.Identity {
-	return incident.Identity{JobID: a.Latest.JobID, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
+// identity is the alert's identity in the state of job: the run its
+// incidents opened in (its latest finding may be of a later run, see
+// state.run).
+func (a *snapAlert) identity(job string) incident.Identity {
+	return incident.Identity{JobID: job, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
 }
 
 // Reset drops every alert: the tracker is then as NewTracker made it (its
@@ -120,8 +124,12 @@ const maxSnapString = 64 << 10
 // open incidents of its identity. Call it on a new or Reset Tracker.
 // Empty States are skipped. A state that does not decode or validate
 // (another SnapshotVersion, a job ID that does not match, an alert whose
-// latest finding is not of its identity, times out of order, ...) is an
-// error naming the job, and nothing is restored.
+// latest finding is not of its identity, times out of order, ...) costs
+// that job, and only that job, its alert state: the job is returned
+// among the refused, in job order, with why, and the other jobs are
+// restored; the refused job's open incidents get alerts again with
+// their next findings. The error is for a Tracker that has seen changes
+// already: nothing is restored then.
 //
 // An alert none of whose incidents is open any more ended while the
 // pipeline was down (its incidents closed and were stored, its own state
@@ -129,31 +137,37 @@ const maxSnapString = 64 << 10
 // say so. An open incident without an alert gets one with its next
 // finding. Give it the states and incidents of the jobs this tracker
 // owns only: it resolves and snapshots their alerts as it does its own.
-func (t *Tracker) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Event, error) {
+func (t *Tracker) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Event, []incident.RefusedJob, error) {
 	if len(t.states) > 0 || t.now != 0 {
-		return nil, errors.New("alert: restore: the tracker has seen changes already")
+		return nil, nil, errors.New("alert: restore: the tracker has seen changes already")
 	}
 	var jobs []snapJob
 	seen := map[string]bool{}
+	refused := map[string]error{}
 	for i := range snaps {
 		s := &snaps[i]
 		if len(s.State) == 0 {
 			continue
 		}
+		if seen[s.JobID] {
+			refused[s.JobID] = errors.New("two states of the job")
+			continue
+		}
+		seen[s.JobID] = true
 		j, err := decodeSnapJob(s)
 		if err != nil {
-			return nil, fmt.Errorf("alert: restore job %d (%.64q): %w", i, s.JobID, err)
+			refused[s.JobID] = err
+			continue
 		}
-		if seen[j.JobID] {
-			return nil, fmt.Errorf("alert: restore job %d (%.64q): duplicate job", i, s.JobID)
-		}
-		seen[j.JobID] = true
 		jobs = append(jobs, j)
 	}
 	for _, j := range jobs {
+		if refused[j.JobID] != nil {
+			continue
+		}
 		for _, a := range j.Alerts {
 			st := &state{
-				id: a.identity(), firing: a.Firing, start: a.Start, lastSeen: a.LastSeen, lastNotify: a.LastNotify,
+				id: a.identity(j.JobID), firing: a.Firing, start: a.Start, lastSeen: a.LastSeen, lastNotify: a.LastNotify,
 				labels: a.Labels, latest: a.Latest, keys: slices.Clone(a.Keys), open: map[string]openIncident{},
 			}
 			t.states[st.id] = st
@@ -181,7 +195,12 @@ func (t *Tracker) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Even
 	for _, st := range ended {
 		events = t.resolve(st, st.lastSeen, incident.ReasonAbsent, "", events)
 	}
-	return events, nil
+	out := make([]incident.RefusedJob, 0, len(refused))
+	for j, err := range refused {
+		out = append(out, incident.RefusedJob{JobID: j, Err: fmt.Errorf("alert state: %w", err)})
+	}
+	slices.SortFunc(out, func(a, b incident.RefusedJob) int { return strings.Compare(a.JobID, b.JobID) })
+	return events, out, nil
 }
 
 // decodeSnapJob decodes and validates one job's state.
@@ -205,10 +224,10 @@ func decodeSnapJob(s *JobSnapshot) (snapJob, error) {
 		if err := validAlert(j.JobID, a); err != nil {
 			return j, fmt.Errorf("alert %d: %w", i, err)
 		}
-		if ids[a.identity()] {
-			return j, fmt.Errorf("alert %d: %s twice", i, a.identity())
+		if ids[a.identity(j.JobID)] {
+			return j, fmt.Errorf("alert %d: %s twice", i, a.identity(j.JobID))
 		}
-		ids[a.identity()] = true
+		ids[a.identity(j.JobID)] = true
 	}
 	return j, nil
 }
@@ -221,11 +240,10 @@ func validAlert(jobID string, a *snapAlert) error {
 			return err
 		}
 	}
-	if a.Latest.JobID != jobID {
-		return fmt.Errorf("latest finding of job %.64q", a.Latest.JobID)
-	}
-	if id, ok := incident.IdentityOf(&a.Latest); !ok || id != a.identity() {
-		return fmt.Errorf("latest finding is not of the alert %s", a.identity())
+	// The latest finding may be of a later run of the job: an incident
+	// follows its job into the run that replaced it, keeping its alert.
+	if id, ok := incident.IdentityOf(&a.Latest); !ok || id != a.identity(a.Latest.JobID) {
+		return fmt.Errorf("latest finding is not of the alert %s", a.identity(jobID))
 	}
 	if a.Start > a.LastSeen || a.Latest.WindowEnd != a.LastSeen || a.LastNotify > a.LastSeen {
 		return fmt.Errorf("times out of order: start %d, last seen %d, last notified %d, latest window end %d",

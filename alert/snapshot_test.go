@@ -2,6 +2,7 @@ package alert
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
@@ -189,8 +190,9 @@ func TestRestoredAlertsResolve(t *testing.T) {
 	}
 }
 
-// TestRestoreRefusesBadState: states that do not decode or validate are
-// errors naming the job, and nothing is restored.
+// TestRestoreRefusesBadState: a state that does not decode or validate
+// costs its job its alert state, and only its job: the job is refused,
+// named with why, and the other job's alerts are restored.
 func TestRestoreRefusesBadState(t *testing.T) {
 	before := newTestTracker(t)
 	feed(t, before, snapshotWindows(8), 0)
@@ -209,40 +211,43 @@ func TestRestoreRefusesBadState(t *testing.T) {
 		name  string
 		snaps []JobSnapshot
 		want  string
+		job   string // refused; "" for j1
 	}{
-		{"not JSON", []JobSnapshot{{JobID: "j1", State: []byte("{")}}, "decode"},
-		{"other version", edit(func(m map[string]any) { m["v"] = 2 }), "version 2"},
-		{"other job", []JobSnapshot{{JobID: "j9", State: good[0].State}}, "state of job"},
-		{"duplicate job", []JobSnapshot{good[0], good[0]}, "duplicate"},
-		{"bad cause", edit(func(m map[string]any) { alert0(m)["cause"] = "nonsense" }), "not of the alert"},
-		{"times", edit(func(m map[string]any) { alert0(m)["start"] = 1e12 }), "out of order"},
-		{"bad utf8", edit(func(m map[string]any) { alert0(m)["task_name"] = "a\xffb" }), "not of the alert"},
+		{"not JSON", []JobSnapshot{{JobID: "j1", State: []byte("{")}, good[1]}, "decode", ""},
+		{"other version", edit(func(m map[string]any) { m["v"] = 2 }), "version 2", ""},
+		{"other job", []JobSnapshot{{JobID: "j9", State: good[0].State}, good[1]}, "state of job", "j9"},
+		{"duplicate job", []JobSnapshot{good[0], good[0], good[1]}, "two states", ""},
+		{"bad cause", edit(func(m map[string]any) { alert0(m)["cause"] = "nonsense" }), "not of the alert", ""},
+		{"times", edit(func(m map[string]any) { alert0(m)["start"] = 1e12 }), "out of order", ""},
+		{"bad utf8", edit(func(m map[string]any) { alert0(m)["task_name"] = "a\xffb" }), "not of the alert", ""},
 		{"no labels", edit(func(m map[string]any) {
 			for _, a := range m["alerts"].([]any) {
 				if a.(map[string]any)["firing"] == true {
 					delete(a.(map[string]any), "labels")
 				}
 			}
-		}), "without labels"},
+		}), "without labels", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestTracker(t)
-			_, err := tr.Restore(tc.snaps, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Restore = %v, want an error with %q", err, tc.want)
+			want := cmp.Or(tc.job, good[0].JobID)
+			_, refused, err := tr.Restore(tc.snaps, before.save(t).open)
+			if err != nil || len(refused) != 1 || refused[0].JobID != want || !strings.Contains(refused[0].Error(), tc.want) {
+				t.Fatalf("Restore = %v, refused %v: want job %s refused with %q", err, refused, want, tc.want)
 			}
-			if tr.Firing()+tr.Pending() != 0 {
-				t.Fatal("something was restored")
+			snaps, _ := tr.Snapshot()
+			if len(snaps) != 1 || snaps[0].JobID != good[1].JobID || !bytes.Equal(snaps[0].State, good[1].State) {
+				t.Fatalf("restored %v, want %s's state only", snaps, good[1].JobID)
 			}
 		})
 	}
 	used := newTestTracker(t)
 	used.Observe(snapshotWindows(1)[0])
-	if _, err := used.Restore(good, nil); err == nil {
+	if _, _, err := used.Restore(good, nil); err == nil {
 		t.Fatal("Restore on a used tracker succeeded")
 	}
 	empty := newTestTracker(t)
-	if _, err := empty.Restore([]JobSnapshot{{JobID: "gone"}}, nil); err != nil || empty.Now() != 0 {
+	if _, _, err := empty.Restore([]JobSnapshot{{JobID: "gone"}}, nil); err != nil || empty.Now() != 0 {
 		t.Fatalf("an empty state: %v, now %d", err, empty.Now())
 	}
 }

@@ -59,12 +59,32 @@ func (st *state) incidentID() string {
 	if st.id.Cause == incident.CauseHotKey && st.latest.HotKey != nil {
 		key = st.latest.HotKey.Key
 	}
+	// Two open incidents of one key: one followed its job into a new run
+	// and the run it left opened another before its end. The later one
+	// is the latest finding's (and the choice must not depend on the
+	// map's order).
+	found, start := "", int64(0)
 	for id, o := range st.open {
-		if o.key == key {
-			return id
+		if o.key == key && (found == "" || o.start > start || o.start == start && id < found) {
+			found, start = id, o.start
 		}
 	}
+	if found != "" {
+		return found
+	}
 	return incident.IncidentID(st.id, key, st.start)
+}
+
+// run is the alert's identity in the run of the job its latest finding
+// came from: the run its plan is served for. An incident that followed
+// its job into a new run (incident.Incident.RunJobID) keeps its alert,
+// whose identity names the run it opened in.
+func (st *state) run() incident.Identity {
+	id := st.id
+	if st.latest.JobID != "" {
+		id.JobID = st.latest.JobID
+	}
+	return id
 }
 
 // lasted reports whether one of the alert's open incidents has lasted.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -47,6 +48,8 @@ type Stats struct {
 	Overflow uint64
 	// KeysCapped counts keys dropped at Config.MaxKeys.
 	KeysCapped uint64
+	// RefusedJobs counts the jobs Restore refused plans of.
+	RefusedJobs uint64
 }
 
 // taskState is what the Manager knows about one task.
@@ -161,8 +164,13 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 		}
 		hot = append(hot, k)
 	}
+	if len(hot) == 0 && (st == nil || st.served == nil && len(st.keys) == 0) {
+		// Nothing to serve, for a task new or retired: it stays as it
+		// is (a retired task as a restored retirement is).
+		return nil
+	}
 	if st == nil {
-		if len(hot) == 0 || !m.makeRoom() {
+		if !m.makeRoom() {
 			return nil
 		}
 		st = &taskState{job: f.JobID, task: f.TaskName, keys: map[string]*keyState{}}
@@ -179,7 +187,7 @@ func (m *Manager) Observe(f *skew.Finding) []Change {
 		st.par, st.maxPar = p.Parallelism, p.MaxParallelism
 	}
 	st.updated = now
-	st.before, st.after = p.MaxOverMeanBefore, p.MaxOverMeanAfter
+	st.before, st.after = finite(p.MaxOverMeanBefore), finite(p.MaxOverMeanAfter)
 	for _, k := range hot {
 		ks := st.keys[k.Key]
 		if ks == nil {
@@ -344,42 +352,47 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
-// Restore loads plans served before a restart (for example the latest
-// row per task of the plans table), so that versions continue from them
-// and replayed findings make no new versions. A plan whose version is not
-// above the Manager's for its task is skipped; invalid plans are skipped
-// and reported in the error, and the others restored all the same. An
-// engine plan brings back its keys with their LastHotAt, so that
-// cooldowns and the TTL go on; a pinned plan is frozen again until
+// Restore loads the plans served before a restart (the latest per task,
+// from the topic or the plans table), so that versions continue from them
+// and replayed findings make no new versions, and the tasks whose plans
+// were retired, so that a task's next plan continues from its retired
+// version (for Config.RetainRetired after the retirement). A plan or
+// retirement whose version is not above the Manager's for its task is
+// skipped. An engine plan brings back its keys with their LastHotAt, so
+// that cooldowns and the TTL go on; a pinned plan is frozen again until
 // SetOverrides says whether its pin still exists. Call it before the
-// first Observe (or after Reset), then SetOverrides, with the plans of
-// the jobs this Manager owns only (the pipeline restores those whose
-// engine state it restored): it cools, expires, retires and publishes
-// them as its own. It leaves the event time to the first Observe or
-// Advance: plans are stored as they changed, and the newest one's time
-// would cool the others' keys before their jobs' next findings.
-func (m *Manager) Restore(ps []Plan) error {
+// first Observe (or after Reset), then SetOverrides, with the plans of the
+// jobs this Manager owns only (the pipeline restores those whose engine
+// state it restored): it cools, expires, retires and publishes them as
+// its own. It leaves the event time to the first Observe or Advance:
+// plans are stored as they changed, and the newest one's time would cool
+// the others' keys before their jobs' next findings.
+//
+// A plan that does not validate, or for which there is no room
+// (MaxPlans), costs its task its plan: it is skipped, and the others are
+// restored all the same (a job's other plans too: they are on the topic,
+// and a job ignores a version below the one it has). s.Unreadable are the
+// stored plans the caller could not read. Restore returns the jobs of
+// both, one per job in job order, and counts them (Stats.RefusedJobs).
+func (m *Manager) Restore(s Stored) []RefusedJob {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var errs []error
-	for i := range ps {
-		p := clonePlan(&ps[i])
+	refused := map[string][]error{}
+	for _, r := range s.Unreadable {
+		refused[r.JobID] = append(refused[r.JobID], r.Err)
+	}
+	for i := range s.Plans {
+		p := clonePlan(&s.Plans[i])
 		if err := m.restorable(p); err != nil {
-			errs = append(errs, fmt.Errorf("plan %d (%s): %w", i, Key(p.JobID, p.TaskName), err))
+			refused[p.JobID] = append(refused[p.JobID], fmt.Errorf("plan of task %.64q: %w", p.TaskName, err))
 			continue
 		}
-		id := Key(p.JobID, p.TaskName)
-		st := m.tasks[id]
-		if st != nil && p.Version <= st.version {
-			continue
+		st, err := m.restoredTask(p.JobID, p.TaskName, p.Version)
+		if err != nil {
+			refused[p.JobID] = append(refused[p.JobID], err)
 		}
 		if st == nil {
-			if !m.makeRoom() {
-				errs = append(errs, fmt.Errorf("plan %d (%s): more than %d tasks", i, id, m.cfg.MaxPlans))
-				continue
-			}
-			st = &taskState{job: p.JobID, task: p.TaskName, keys: map[string]*keyState{}}
-			m.tasks[id] = st
+			continue
 		}
 		normalize(p)
 		st.served, st.version, st.jobName = p, p.Version, p.JobName
@@ -398,8 +411,57 @@ func (m *Manager) Restore(ps []Plan) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	for _, r := range s.Retired {
+		if err := errors.Join(checkJobID(r.JobID), checkName("task name", r.TaskName, MaxNameBytes)); err != nil || r.Version == 0 {
+			refused[r.JobID] = append(refused[r.JobID], fmt.Errorf("retirement of task %.64q (version %d): %w", r.TaskName, r.Version, err))
+			continue
+		}
+		st, err := m.restoredTask(r.JobID, r.TaskName, r.Version)
+		if err != nil {
+			refused[r.JobID] = append(refused[r.JobID], err)
+		}
+		if st != nil {
+			*st = taskState{job: r.JobID, task: r.TaskName, keys: map[string]*keyState{}, version: r.Version, retiredAt: r.At.UTC()}
+		}
+	}
+	out := make([]RefusedJob, 0, len(refused))
+	for j, errs := range refused {
+		out = append(out, RefusedJob{JobID: j, Err: errors.Join(errs...)})
+	}
+	slices.SortFunc(out, func(a, b RefusedJob) int { return cmp.Compare(a.JobID, b.JobID) })
+	m.stats.RefusedJobs += uint64(len(out))
+	return out
 }
+
+// restoredTask returns the state a restored plan or retirement of
+// version v of a task goes into (nil when the Manager has that version or
+// a later one), making it if needed; the error says there was no room.
+func (m *Manager) restoredTask(job, task string, v uint64) (*taskState, error) {
+	id := Key(job, task)
+	st := m.tasks[id]
+	if st != nil {
+		if v <= st.version {
+			return nil, nil
+		}
+		return st, nil
+	}
+	if !m.makeRoom() {
+		return nil, fmt.Errorf("plan of task %.64q: more than %d tasks", task, m.cfg.MaxPlans)
+	}
+	st = &taskState{job: job, task: task, keys: map[string]*keyState{}}
+	m.tasks[id] = st
+	return st, nil
+}
+
+// RefusedJob is a job some of whose stored plans Restore refused (they
+// do not decode or validate: another version, corruption), and why.
+type RefusedJob struct {
+	JobID string
+	Err   error
+}
+
+// Error says which job was refused and why.
+func (r RefusedJob) Error() string { return fmt.Sprintf("job %.64q: %v", r.JobID, r.Err) }
 
 // restorable checks a plan read back from storage.
 func (m *Manager) restorable(p *Plan) error {
@@ -598,8 +660,10 @@ func (m *Manager) publish(st *taskState, now time.Time, out []Change) []Change {
 		if st.served == nil {
 			return out
 		}
-		st.served, st.retiredAt = nil, now
-		return append(out, Change{JobID: st.job, TaskName: st.task, Retired: true})
+		// The job name goes with the plan: a restored retirement has
+		// none, so a later plan takes it from its own findings.
+		st.served, st.retiredAt, st.jobName = nil, now, ""
+		return append(out, Change{JobID: st.job, TaskName: st.task, Retired: true, Version: st.version, At: now})
 	}
 	if cand.Source == SourceEngine && !cand.Pinned {
 		cand.ExpiresAt = m.expiry(cand)
@@ -613,6 +677,17 @@ func (m *Manager) publish(st *taskState, now time.Time, out []Change) []Change {
 	cand.Version, cand.GeneratedAt = st.version, now
 	st.served = cand
 	return append(out, Change{JobID: st.job, TaskName: st.task, Plan: clonePlan(cand)})
+}
+
+// finite returns v, or 0 when v is NaN or infinite: a plan is published
+// as JSON, which has neither, and a plan that cannot be published cannot
+// be restored either. The predictions are informational; the engine
+// rounds such numbers to 0 too.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
 }
 
 // expiry is when an engine plan is retired unless confirmed: at the TTL

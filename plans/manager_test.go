@@ -404,7 +404,7 @@ func TestRestoreContinues(t *testing.T) {
 	old.HotKeys = old.HotKeys[:1]
 
 	r := newManager(t, Config{})
-	if err := r.Restore([]Plan{saved[0], old}); err != nil {
+	if err := r.Restore(Stored{Plans: []Plan{saved[0], old}}); len(err) > 0 {
 		t.Fatal(err)
 	}
 	for i, f := range fs {
@@ -421,8 +421,8 @@ func TestRestoreContinues(t *testing.T) {
 	}
 	bad := saved[0]
 	bad.Version = 0
-	if err := r.Restore([]Plan{bad}); err == nil {
-		t.Fatal("restored a plan of version 0")
+	if refused := r.Restore(Stored{Plans: []Plan{bad}}); len(refused) != 1 || refused[0].JobID != bad.JobID || r.Stats().RefusedJobs != 1 {
+		t.Fatalf("restored a plan of version 0: refused %v, stats %+v", refused, r.Stats())
 	}
 }
 
@@ -511,7 +511,7 @@ func TestRestoreGoesOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newManager(t, Config{})
-			if err := m.Restore(group); err != nil {
+			if err := m.Restore(Stored{Plans: group}); len(err) > 0 {
 				t.Fatal(err)
 			}
 			for i, o := range tt.ops {
@@ -556,7 +556,7 @@ func TestReset(t *testing.T) {
 	if cs := m.Advance(at(5000)); len(cs) != 0 {
 		t.Fatalf("changes after Reset: %q", describe(cs))
 	}
-	if err := m.Restore(saved); err != nil {
+	if err := m.Restore(Stored{Plans: saved}); len(err) > 0 {
 		t.Fatal(err)
 	}
 	if got := describe(m.Observe(finding(t, 20, 8, hk{key: "a", buckets: 4}, hk{key: "b", buckets: 2}))); !eq(got, []string{"v2 p8 a:4,b:2"}) {

@@ -315,7 +315,7 @@ func TestRestorePinned(t *testing.T) {
 	saved := m.Current()
 
 	r := newManager(t, Config{})
-	if err := r.Restore(saved); err != nil {
+	if err := r.Restore(Stored{Plans: saved}); len(err) > 0 {
 		t.Fatal(err)
 	}
 	// Findings before SetOverrides leave the pinned plan alone too.

@@ -96,6 +96,30 @@ type Change struct {
 	TaskName string
 	Plan     *Plan
 	Retired  bool
+	// Version and At are set for a retirement: the version retired and
+	// the event time of the retirement, stored with it (the tombstone's
+	// headers, the plans table's retired row) so that a restored
+	// Manager's next plan of the task continues from it (RetiredTask).
+	Version uint64
+	At      time.Time
+}
+
+// RetiredTask is a task whose latest plan was retired, as stored: the
+// version it had and when it was retired. A Manager remembers it for
+// Config.RetainRetired, so that versions never go back.
+type RetiredTask struct {
+	JobID, TaskName string
+	Version         uint64
+	At              time.Time
+}
+
+// Stored is what a restart restores plans from (Manager.Restore): the
+// latest plan of each task that has one, the tasks whose latest plan was
+// retired, and the jobs of the stored plans that could not be read.
+type Stored struct {
+	Plans      []Plan
+	Retired    []RetiredTask
+	Unreadable []RefusedJob
 }
 
 // Key returns the Kafka message key of a task's plan: "job_id/task_name".

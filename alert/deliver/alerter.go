@@ -98,17 +98,20 @@ func (a *Alerter) Snapshot() ([]alert.JobSnapshot, error) {
 // Reset drops the tracker's alerts (alert.Tracker.Reset) and restores
 // snaps beside the open incidents. The restored alerts were notified
 // before; only those whose incidents all closed meanwhile are sent, as
-// resolved. On an error the tracker is left empty.
-func (a *Alerter) Reset(snaps []alert.JobSnapshot, open []incident.Incident) error {
+// resolved. The jobs whose state the tracker refused are returned and
+// counted (skewlens_alerts_state_refused_jobs_total); the others are
+// restored. On an error the tracker is left empty.
+func (a *Alerter) Reset(snaps []alert.JobSnapshot, open []incident.Incident) ([]incident.RefusedJob, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.t.Reset()
-	events, err := a.t.Restore(snaps, open)
+	events, refused, err := a.t.Restore(snaps, open)
 	if err != nil {
 		a.t.Reset()
 	}
+	a.m.refusedJobs.Add(float64(len(refused)))
 	a.handle(events)
-	return err
+	return refused, err
 }
 
 // Stop drains and stops the delivery (Fanout.Stop). Safe to call twice.

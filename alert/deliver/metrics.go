@@ -64,6 +64,7 @@ type alerterMetrics struct {
 	firing      prometheus.Gauge
 	pending     prometheus.Gauge
 	transitions *prometheus.CounterVec // to: pending, firing, renotify, resolved, discarded
+	refusedJobs prometheus.Counter
 }
 
 func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
@@ -80,11 +81,15 @@ func newAlerterMetrics(reg prometheus.Registerer) (*alerterMetrics, error) {
 			Name: "skewlens_alert_transitions_total",
 			Help: "Alert state transitions, by the state entered (pending, firing, renotify, resolved, discarded: a pending alert whose incidents closed before it fired).",
 		}, []string{"to"}),
+		refusedJobs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skewlens_alerts_state_refused_jobs_total",
+			Help: "Jobs whose saved alert state could not be restored (another version, corruption): they restarted without their alerts' history.",
+		}),
 	}
 	for _, k := range []alert.EventKind{alert.EventPending, alert.EventFiring, alert.EventRenotify, alert.EventResolved, alert.EventDiscarded} {
 		m.transitions.WithLabelValues(string(k))
 	}
-	if _, err := promreg.Register(reg, "alerter", m.firing, m.pending, m.transitions); err != nil {
+	if _, err := promreg.Register(reg, "alerter", m.firing, m.pending, m.transitions, m.refusedJobs); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -66,7 +66,9 @@ func NewSink(a *Alerter, store StateStore, group string, open func() []incident.
 // pipeline retries it). The pipeline calls it when partitions are
 // assigned, after the incidents' Resume: jobs that moved away are no
 // longer resolved or stored here, and jobs that moved here resume their
-// alerts. A stored state that does not validate is a permanent error.
+// alerts. A stored state that does not validate costs its job only its
+// alert state: it is logged (WARN, naming the job and the part) and
+// counted, and the other jobs are restored.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,12 +77,19 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 		return fmt.Errorf("load alert state of group %s: %w", s.group, err)
 	}
 	snaps = slices.DeleteFunc(snaps, func(sn alert.JobSnapshot) bool { return !owns(sn.JobID) })
-	if err := s.a.Reset(snaps, s.open()); err != nil {
+	refused, err := s.a.Reset(snaps, s.open())
+	if err != nil {
 		return retry.Permanent("resume alerts", fmt.Errorf("alert state of group %s: %w", s.group, err))
 	}
-	// The stored states of jobs read elsewhere now are theirs to replace.
+	// The stored states of jobs read elsewhere now are theirs to replace;
+	// a refused state is replaced at the next save (by an empty one if
+	// the job has no alerts then), so that it is not refused again.
 	clear(s.saved)
-	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps), "firing", len(s.a.Active()))
+	for _, r := range refused {
+		s.log.Warn("saved state of a job refused; it restarts without it", "part", "alerts", "job", r.JobID, "group", s.group, "err", r.Err)
+		s.saved[r.JobID] = true
+	}
+	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps)-len(refused), "refused", len(refused), "firing", len(s.a.Active()))
 	return nil
 }
 

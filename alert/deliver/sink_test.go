@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/alert"
@@ -227,5 +229,64 @@ func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
 	}
 	if _, err := NewSink(a2, store, "g", nil, nil); err == nil {
 		t.Fatal("NewSink without open incidents succeeded")
+	}
+}
+
+// TestSinkResumeRefusesOneJob: among good jobs' saved alert states, one
+// job's corrupt state costs that job only its alert state: the good
+// job's firing alert is restored (no second firing), the bad job is
+// logged (WARN, part alerts) and counted, and Resume returns nil; the
+// next save replaces the corrupt state.
+func TestSinkResumeRefusesOneJob(t *testing.T) {
+	ctx := context.Background()
+	it := alerttest.Incidents(t, -1)
+	first, err := New(Config{}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	incidents := memIncidents{}
+	first.Apply(incidents.store(it.Observe([]skew.Finding{sat("good", "agg", 3, skew.CauseSlowSubtask, 0), sat("bad", "agg", 1, skew.CauseSlowSubtask, 0)})))
+	store := &memStates{}
+	s1, err := NewSink(first, store, "g", it.Open, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Advance(ctx, time.UnixMilli(win)); err != nil {
+		t.Fatal(err)
+	}
+	store.groups["g"]["bad"] = []byte(`{"v":1,"job_id":"bad","alerts":[{"task_name":`) // torn, or another build's
+
+	reg := prometheus.NewRegistry()
+	r := newRecorder()
+	a, err := New(Config{}, []Target{{"rec", r}}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	it2 := alerttest.Incidents(t, -1)
+	it2.Restore(incidents.load(func(string) bool { return true }))
+	var logged strings.Builder
+	s2, err := NewSink(a, store, "g", it2.Open, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Resume(ctx, func(string) bool { return true }); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if active := a.Active(); len(active) != 1 || active[0].Identity().JobID != "good" {
+		t.Fatalf("active %v, want the good job's alert only", active)
+	}
+	if !strings.Contains(logged.String(), `level=WARN msg="saved state of a job refused; it restarts without it" component="alert state" part=alerts job=bad `) {
+		t.Errorf("no WARN naming job bad:\n%s", logged.String())
+	}
+	if got := testutil.ToFloat64(a.m.refusedJobs); got != 1 {
+		t.Errorf("skewlens_alerts_state_refused_jobs_total = %v, want 1", got)
+	}
+	// The bad job has no alert now; the next save replaces its state.
+	if err := s2.Advance(ctx, time.UnixMilli(2*win)); err != nil {
+		t.Fatal(err)
+	}
+	if st := store.groups["g"]["bad"]; len(st) != 0 {
+		t.Errorf("the corrupt state is still stored: %s", st)
 	}
 }

@@ -40,7 +40,12 @@
 // with its run: it follows the job name into the run that replaced it
 // (Incident.RunJobID) and closes "resolved by rescale" there, or stays
 // open while the new run is still saturated. A rescale in place (Flink's
-// adaptive scheduler) is the same receipt within one run.
+// adaptive scheduler) is the same receipt within one run. A data_skew,
+// rotating_hot_key or hot_key incident follows the new run the same way
+// when its task's salting plan carried over to it (the plan manager
+// carries a plan to a successor running the task at the same
+// parallelism): the same incident and alert go on, and close resolved by
+// the plan in the new run, or stay open while it is saturated.
 //
 // Package sinks/incidentsink wires a Tracker into the pipeline between the
 // findings writer and the alerts (its OnChanges hands the stored changes

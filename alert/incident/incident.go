@@ -2,6 +2,7 @@ package incident
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
@@ -63,9 +64,11 @@ type Incident struct {
 	// the incident's first finding: what its recommendation was made
 	// against, and what a rescale is measured from.
 	Parallelism int `json:"parallelism,omitempty"`
-	// RunJobID is the job id of the run an under_provisioned incident
-	// follows once a new run of its job replaced JobID's (a stop with a
-	// savepoint and a resubmit, with the override or not): its
+	// RunJobID is the job id of the run an incident follows once a new
+	// run of its job replaced JobID's (a stop with a savepoint and a
+	// resubmit, or a restart): an under_provisioned incident always, a
+	// data_skew, rotating_hot_key or hot_key one when its task's salting
+	// plan carried over to the new run (see Tracker.Observe). Its
 	// condition is then that run's task, and JobID stays the run it
 	// opened in, so its id, alert and rows stay the same. RunSince is the
 	// end of the window in which it followed (the old run's job_end): its
@@ -167,9 +170,10 @@ type Stat struct {
 }
 
 // add folds in one window's value; values not above 0 mean "not
-// reported" and are skipped.
+// reported" and are skipped, and so are those that would make the sum
+// infinite (see finite).
 func (s *Stat) add(v float64) {
-	if !(v > 0) {
+	if !(v > 0) || math.IsInf(s.Sum+v, 1) {
 		return
 	}
 	s.N++

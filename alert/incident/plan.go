@@ -9,14 +9,24 @@ import (
 
 // spread records, on the open data_skew incidents of a task with a plan,
 // that a hot key of theirs is seen salted: a hot_key finding f whose
-// samples arrived at several subtasks.
-func (t *Tracker) spread(f *skew.Finding) {
+// samples arrived at several subtasks. Each incident it changes is a
+// change (what is not stored is not restored).
+func (t *Tracker) spread(f *skew.Finding, out []Change) []Change {
+	var changed []condition
 	for c, in := range t.open {
 		if c.id.Cause == skew.CauseDataSkew && c.id.JobID == f.JobID && c.id.TaskName == f.TaskName &&
-			in.Plan != nil && slices.Contains(in.HotKeys, f.HotKey.Key) {
-			in.Plan.KeySubtasks = max(in.Plan.KeySubtasks, len(f.HotKey.Subtasks))
+			in.Plan != nil && slices.Contains(in.HotKeys, f.HotKey.Key) && len(f.HotKey.Subtasks) > in.Plan.KeySubtasks {
+			in.Plan.KeySubtasks = len(f.HotKey.Subtasks)
+			changed = append(changed, c)
 		}
 	}
+	slices.SortFunc(changed, condition.compare)
+	for _, c := range changed {
+		in := t.open[c]
+		in.UpdatedAt = max(f.WindowEnd, in.UpdatedAt+1)
+		out = append(out, Change{Kind: Updated, Incident: clone(in), Lasted: t.lasted(in)})
+	}
+	return out
 }
 
 // planEffect follows the plan of a data_skew incident's task with the
@@ -34,21 +44,26 @@ func (t *Tracker) planEffect(r record, out []Change) []Change {
 	if !ok || at > r.f.WindowStart {
 		return out // no plan, or made after this window began: not applied in it
 	}
-	if in.Plan == nil || in.Plan.Version != v {
+	changed := in.Plan == nil || in.Plan.Version != v
+	if changed {
 		in.Plan = &PlanEffect{Version: v, At: at, BusyBefore: in.Busy.Mean}
 	}
 	p := in.Plan
 	switch {
 	case !r.f.Stats.Saturated:
-		p.RelievedAt, p.BusyAfter = r.f.WindowEnd, r.f.Stats.BusyMsPerSecond
+		p.RelievedAt, p.BusyAfter = r.f.WindowEnd, finite(r.f.Stats.BusyMsPerSecond)
 		delete(t.open, r.c)
 		in.State, in.End, in.Resolution = StateClosed, in.LastSeen, fmt.Sprintf("resolved by plan v%d", v)
 		in.UpdatedAt = max(r.f.WindowEnd, in.UpdatedAt+1)
 		return append(out, Change{Kind: Closed, Incident: clone(in), Lasted: t.lasted(in), Reason: ReasonResolvedByPlan})
 	case !p.Overdue && r.f.WindowEnd-at >= t.cfg.ReliefWithin.Milliseconds():
-		p.Overdue = true
-		in.UpdatedAt = max(r.f.WindowEnd, in.UpdatedAt+1)
-		return append(out, Change{Kind: Updated, Incident: clone(in), Lasted: t.lasted(in)})
+		p.Overdue, changed = true, true
 	}
-	return out
+	if !changed {
+		return out
+	}
+	// The receipt started, or is overdue: a change, so that it is stored
+	// (a restored incident goes on with it).
+	in.UpdatedAt = max(r.f.WindowEnd, in.UpdatedAt+1)
+	return append(out, Change{Kind: Updated, Incident: clone(in), Lasted: t.lasted(in)})
 }

@@ -3,7 +3,6 @@ package incident
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/skewlens/skewlens/skew"
@@ -50,44 +49,6 @@ func (r *RescaleEffect) Took() time.Duration {
 	return time.Duration(r.RelievedAt-r.At) * time.Millisecond
 }
 
-// follow moves the open under_provisioned incidents of a run that a new
-// run of the same job replaced (f, its job_end finding) to the new run's
-// task, instead of closing them with the old run: the new run is what
-// an operator applying the recommendation starts (a stop with a
-// savepoint and a resubmit give a new job id), and whether it relieves
-// the task is the incident's answer. An incident whose condition the new
-// run already has an incident of does not move; it closes with its run.
-// Called before the window's findings of conditions, so that the new
-// run's under_provisioned finding in the same window extends the
-// incident it follows.
-func (t *Tracker) follow(f *skew.Finding, out []Change) []Change {
-	next := f.JobEnd.Successor
-	if next == "" || next == f.JobID {
-		return out
-	}
-	var moved []condition
-	for c := range t.open {
-		if c.id.JobID == f.JobID && c.id.Cause == skew.CauseUnderProvisioned {
-			moved = append(moved, c)
-		}
-	}
-	slices.SortFunc(moved, condition.compare)
-	for _, c := range moved {
-		to := c
-		to.id.JobID = next
-		if t.open[to] != nil {
-			continue
-		}
-		in := t.open[c]
-		delete(t.open, c)
-		in.RunJobID, in.RunSince = next, f.WindowEnd
-		in.UpdatedAt = max(f.WindowEnd, in.UpdatedAt+1)
-		t.open[to] = in
-		out = append(out, Change{Kind: Updated, Incident: clone(in), Lasted: t.lasted(in)})
-	}
-	return out
-}
-
 // taskWindow is what the subtask_stats findings of one window say of one
 // task.
 type taskWindow struct {
@@ -117,8 +78,9 @@ func addStats(tws []taskWindow, f *skew.Finding) []taskWindow {
 	tw.last = i
 	tw.n++
 	tw.top = max(tw.top, i+1)
-	tw.busy += f.Stats.BusyMsPerSecond
-	tw.peak = max(tw.peak, f.Stats.BusyMsPerSecond)
+	busy := finite(f.Stats.BusyMsPerSecond)
+	tw.busy += busy
+	tw.peak = max(tw.peak, busy)
 	if f.Stats.Saturated {
 		tw.saturated++
 	}
@@ -156,7 +118,7 @@ func (t *Tracker) rescaleEffect(tw *taskWindow, out []Change) []Change {
 	switch {
 	case tw.start > r.At && tw.top == r.ParallelismAfter && tw.saturated == 0:
 		r.RelievedAt = tw.end
-		r.BusyAfter, r.BusyAfterPeak = round1(tw.busy/float64(tw.n)), tw.peak
+		r.BusyAfter, r.BusyAfterPeak = finite(round1(tw.busy/float64(tw.n))), tw.peak
 		delete(t.open, c)
 		in.State, in.End, in.Resolution = StateClosed, in.LastSeen, fmt.Sprintf("resolved by rescale to %d", r.ParallelismAfter)
 		in.UpdatedAt = max(tw.end, in.UpdatedAt+1)

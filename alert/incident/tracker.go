@@ -2,6 +2,8 @@ package incident
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -90,9 +92,10 @@ const (
 // changes, in event time order (then condition order): incidents closed
 // because a later window in fs shows them absent for ResolveAfter, or
 // relieved by a salting plan or a rescale, or because their run ended
-// (an under_provisioned incident follows its job into the run that
-// replaced it instead), and the incidents each window opened, extended
-// or followed. Findings that make no alert
+// (an under_provisioned incident, and a skew incident whose salting plan
+// carried over, follows its job into the run that replaced it instead:
+// see follow), and the incidents each window opened, extended or
+// followed. Findings that make no alert
 // (hot keys that are not actionable, malformed ones) count only as their
 // job's reports and as evidence of a plan's or a rescale's effect, and findings of a
 // job's windows that ended at or before the latest window already folded
@@ -106,7 +109,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 	}
 	reported := map[jobWindow]bool{} // one report per job and window: a window has a finding per subtask
 	for i := range fs {
-		f := &fs[i]
+		f := intake(&fs[i])
 		if f.WindowEnd <= 0 || f.WindowStart > f.WindowEnd {
 			continue
 		}
@@ -164,7 +167,7 @@ func (t *Tracker) Observe(fs []skew.Finding) []Change {
 			case roleEnd:
 				out = t.endJob(r.f, out)
 			case roleSpread:
-				t.spread(r.f)
+				out = t.spread(r.f, out)
 			case roleStats:
 				if t.cfg.Plan != nil {
 					out = t.planEffect(r, out)
@@ -293,8 +296,12 @@ func (t *Tracker) expire(at int64, out []Change) []Change {
 	open := map[string]bool{}
 	for c, in := range t.open {
 		clock := t.now
-		if last, ok := t.reports[in.run()]; ok && t.cfg.RequireReports {
-			clock = min(clock, max(last, in.absentFrom())) // a silent job's conditions are not absent
+		if t.cfg.RequireReports {
+			// A silent job's conditions are not absent: a run that has
+			// not reported since (a new run an incident followed into,
+			// or any job after a restore: its latest report is not
+			// stored) counts from the incident's own latest window.
+			clock = min(clock, max(t.reports[in.run()], in.absentFrom()))
 		}
 		if h.Over(in.absentFrom(), clock) {
 			done = append(done, c)
@@ -344,11 +351,18 @@ func (t *Tracker) Open() []Incident {
 // and, for each job, seen is the end of the latest window an incident of
 // it saw (closed ones included; for an incident that followed a new run,
 // Incident.RunJobID, that run's too), before which Observe ignores
-// findings.
+// findings. With RequireReports, a job's restored incidents are absent
+// only once it reports again (its latest report is not stored): a job
+// silent since (a run being replaced) is not absent because the pipeline
+// restarted.
 // Call it on a new Tracker, before Observe, with the incidents of the
 // jobs this tracker owns only (the pipeline restores those whose engine
 // state it restored): it closes them as it closes its own.
-func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
+//
+// An open incident that does not validate (RefusedJob) costs its job,
+// and only its job, its open incidents: none of them is restored, the
+// other jobs' are, and the refused jobs are returned, in job order.
+func (t *Tracker) Restore(open []Incident, seen map[string]int64) []RefusedJob {
 	// Event time is not taken from what is restored: the jobs of a
 	// consumer group progress apart (a job that moved here resumes from
 	// its last owner's commit, behind the jobs of other instances), and
@@ -357,15 +371,42 @@ func (t *Tracker) Restore(open []Incident, seen map[string]int64) {
 	for j, s := range seen {
 		t.seen[j] = max(t.seen[j], s)
 	}
+	refused := map[string]error{}
 	for i := range open {
-		in := clone(&open[i])
+		in := &open[i]
 		if in.State != StateOpen || in.JobID == "" {
 			continue
 		}
+		if err := restorable(in); err != nil && refused[in.JobID] == nil {
+			refused[in.JobID] = fmt.Errorf("incident %.64q: %w", in.ID, err)
+		}
+	}
+	for i := range open {
+		in := clone(&open[i])
+		if in.State != StateOpen || in.JobID == "" || refused[in.JobID] != nil {
+			continue
+		}
 		c := condition{id: Identity{JobID: in.run(), TaskName: in.TaskName, Subtask: in.Subtask, Cause: in.Cause}, key: in.Key}
+		if old := t.open[c]; old != nil && old.UpdatedAt > in.UpdatedAt {
+			continue // two open incidents of one condition: the later state wins
+		}
 		t.open[c] = &in
 		t.seen[in.run()] = max(t.seen[in.run()], in.absentFrom())
 	}
+	return refusedJobs(refused)
+}
+
+// restorable checks what the tracker relies on in a stored open incident.
+func restorable(in *Incident) error {
+	switch {
+	case in.ID == "":
+		return errors.New("no id")
+	case in.Start > in.LastSeen || in.LastSeen > in.UpdatedAt:
+		return fmt.Errorf("times out of order: start %d, last seen %d, updated at %d", in.Start, in.LastSeen, in.UpdatedAt)
+	case in.RunJobID == in.JobID:
+		return errors.New("follows its own run")
+	}
+	return nil
 }
 
 // Reset drops every incident and what was seen of each job: the
@@ -390,7 +431,8 @@ func (t *Tracker) lasted(in *Incident) bool {
 }
 
 // cloneFinding copies the parts of a finding a Change keeps, so that the
-// caller may reuse its findings: its plan and statistics are dropped.
+// caller may reuse its findings: its plan and statistics are dropped, and
+// it is storable (see finite.go).
 func cloneFinding(f *skew.Finding) skew.Finding {
 	c := *f
 	c.Plan, c.Stats = nil, nil
@@ -414,7 +456,7 @@ func cloneFinding(f *skew.Finding) skew.Finding {
 		}
 		c.Saturation = &s
 	}
-	return c
+	return *storable(&c)
 }
 
 func ptr[T any](v T) *T { return &v }

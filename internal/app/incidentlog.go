@@ -38,7 +38,7 @@ func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
 		return nil, err
 	}
 	l := &incidentLog{latest: memIncidents{}}
-	none := planpub.PlanLoaderFunc(func(context.Context) ([]plans.Plan, error) { return nil, nil })
+	none := planpub.PlanLoaderFunc(func(context.Context) (plans.Stored, error) { return plans.Stored{}, nil })
 	discard := planpub.PublisherFunc(func(context.Context, []plans.Change) error { return nil })
 	planSink, err := planpub.NewSink(mgr, discard, none, nil, nil)
 	if err != nil {
@@ -99,8 +99,8 @@ func (m memIncidents) WriteIncidents(_ context.Context, ins []incident.Incident)
 	return nil
 }
 
-func (m memIncidents) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, error) {
-	return nil, nil, nil
+func (m memIncidents) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, []incident.RefusedJob, error) {
+	return nil, nil, nil, nil
 }
 
 // incidents observes what is left and returns every incident in its

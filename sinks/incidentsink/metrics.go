@@ -8,6 +8,8 @@ type metrics struct {
 	changes *prometheus.CounterVec // by kind: opened, updated, closed
 	open    prometheus.GaugeFunc
 	refused prometheus.CounterFunc
+	// refusedJobs counts the jobs whose stored incidents Resume refused.
+	refusedJobs prometheus.Counter
 }
 
 // newMetrics reads the tracker's counts at each scrape, under the Sink's
@@ -33,9 +35,11 @@ func newMetrics(s *Sink) *metrics {
 		refused: prometheus.NewCounterFunc(prometheus.CounterOpts(opts("refused_total",
 			"Findings of new conditions ignored because the most incidents were open (overflow policy of incident.Config.MaxOpen).")),
 			read(func() float64 { return float64(s.tr.Refused()) })),
+		refusedJobs: prometheus.NewCounter(prometheus.CounterOpts(opts("state_refused_jobs_total",
+			"Jobs whose stored open incidents could not be restored (they did not decode or validate: another version, corruption); they restarted without them."))),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.pending, m.changes, m.open, m.refused}
+	return []prometheus.Collector{m.pending, m.changes, m.open, m.refused, m.refusedJobs}
 }

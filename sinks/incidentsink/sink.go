@@ -24,8 +24,9 @@ type Store interface {
 	// storing the same incident state twice must be harmless.
 	WriteIncidents(ctx context.Context, ins []incident.Incident) error
 	// LoadIncidents returns the open incidents and each job's latest
-	// window end, for incident.Tracker.Restore.
-	LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, err error)
+	// window end, for incident.Tracker.Restore, and the jobs of the open
+	// incidents it could not read (their bodies do not decode).
+	LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, refused []incident.RefusedJob, err error)
 }
 
 // Sink is a stage of the pipeline (a stream.Observer) that keeps the
@@ -102,23 +103,39 @@ func (s *Sink) Close() error {
 // partitions are assigned: the incidents of jobs that moved away are not
 // closed here, and those of jobs that moved here go on. Unstored changes
 // are dropped because their windows' offsets are not committed: the
-// jobs' owner reads them again.
+// jobs' owner reads them again. A job's stored incident that cannot be
+// read or restored costs that job, and only that job, its open
+// incidents: it is logged (WARN, naming the job and the part) and
+// counted (skewlens_incidents_state_refused_jobs_total), and the other
+// jobs resume; their conditions open new incidents at their next
+// findings.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
-	open, seen, err := s.store.LoadIncidents(ctx)
+	open, seen, unreadable, err := s.store.LoadIncidents(ctx)
 	if err != nil {
 		return fmt.Errorf("resume incidents: %w", err)
 	}
-	open = slices.DeleteFunc(open, func(in incident.Incident) bool { return !owns(in.JobID) })
+	unreadable = slices.DeleteFunc(unreadable, func(r incident.RefusedJob) bool { return !owns(r.JobID) })
+	lost := map[string]bool{}
+	for _, r := range unreadable {
+		lost[r.JobID] = true
+	}
+	open = slices.DeleteFunc(open, func(in incident.Incident) bool { return !owns(in.JobID) || lost[in.JobID] })
 	maps.DeleteFunc(seen, func(job string, _ int64) bool { return !owns(job) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tr.Reset()
-	s.tr.Restore(open, seen)
+	refused := append(unreadable, s.tr.Restore(open, seen)...)
 	clear(s.pending)
 	s.pending = s.pending[:0]
 	clear(s.index)
 	s.m.pending.Set(0)
-	s.log.Info("incidents resumed", "open", len(open), "jobs", len(seen))
+	jobs := map[string]bool{}
+	for _, r := range refused {
+		s.log.Warn("saved state of a job refused; it restarts without it", "part", "incidents", "job", r.JobID, "err", r.Err)
+		jobs[r.JobID] = true
+	}
+	s.m.refusedJobs.Add(float64(len(jobs)))
+	s.log.Info("incidents resumed", "open", s.tr.OpenCount(), "jobs", len(seen), "refused", len(jobs))
 	return nil
 }
 

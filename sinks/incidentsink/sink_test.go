@@ -3,6 +3,8 @@ package incidentsink
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +17,12 @@ import (
 )
 
 // fakeStore keeps the latest state of each incident, like the table, and
-// fails the next fail calls.
+// fails the next fail calls; unreadable are jobs of incidents whose
+// bodies do not decode.
 type fakeStore struct {
-	rows map[string]incident.Incident
-	fail int
+	rows       map[string]incident.Incident
+	fail       int
+	unreadable []incident.RefusedJob
 }
 
 func (s *fakeStore) WriteIncidents(_ context.Context, ins []incident.Incident) error {
@@ -34,7 +38,7 @@ func (s *fakeStore) WriteIncidents(_ context.Context, ins []incident.Incident) e
 	return nil
 }
 
-func (s *fakeStore) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, error) {
+func (s *fakeStore) LoadIncidents(context.Context) ([]incident.Incident, map[string]int64, []incident.RefusedJob, error) {
 	var open []incident.Incident
 	seen := map[string]int64{}
 	for _, in := range s.rows {
@@ -43,7 +47,7 @@ func (s *fakeStore) LoadIncidents(context.Context) ([]incident.Incident, map[str
 		}
 		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
 	}
-	return open, seen, nil
+	return open, seen, s.unreadable, nil
 }
 
 func skewed(w int64) []skew.Finding {
@@ -138,5 +142,52 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(s.m.changes.WithLabelValues("opened")); got != 1 {
 		t.Errorf("opened changes = %v, want 1", got)
+	}
+}
+
+// TestResumeRefusesOneJob: among good jobs' stored incidents, a job with
+// an incident that cannot be read and one with an incident that does not
+// validate lose their open incidents only: the good job's incident is
+// restored, each refused job is logged (WARN, part incidents) and
+// counted, and Resume returns nil.
+func TestResumeRefusesOneJob(t *testing.T) {
+	good := incident.Incident{ID: "g1", JobID: "good", TaskName: "agg", Subtask: 1, Cause: skew.CauseDataSkew,
+		State: incident.StateOpen, LastSeen: 10_000, UpdatedAt: 10_000}
+	invalid := good
+	invalid.ID, invalid.JobID, invalid.Start = "i1", "invalid", 20_000 // starts after its last window
+	lost := good
+	lost.ID, lost.JobID = "l1", "lost" // readable, but its job has an unreadable one
+	store := &fakeStore{rows: map[string]incident.Incident{"g1": good, "i1": invalid, "l1": lost},
+		unreadable: []incident.RefusedJob{{JobID: "lost", Err: errors.New(`incident "l2" does not decode`)}}}
+	reg := prometheus.NewRegistry()
+	tr, err := incident.New(incident.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	s, err := New(tr, store, slog.New(slog.NewTextHandler(&logged, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Resume(context.Background(), func(string) bool { return true }); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if open := s.Open(); len(open) != 1 || open[0].ID != "g1" {
+		t.Fatalf("open %+v, want the good job's incident only", open)
+	}
+	for _, job := range []string{"invalid", "lost"} {
+		if !slices.ContainsFunc(strings.Split(logged.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `level=WARN msg="saved state of a job refused; it restarts without it"`) && strings.Contains(l, "part=incidents job="+job+" ")
+		}) {
+			t.Errorf("no WARN naming job %s:\n%s", job, logged.String())
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP skewlens_incidents_state_refused_jobs_total Jobs whose stored open incidents could not be restored (they did not decode or validate: another version, corruption); they restarted without them.
+# TYPE skewlens_incidents_state_refused_jobs_total counter
+skewlens_incidents_state_refused_jobs_total 2
+`), "skewlens_incidents_state_refused_jobs_total"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -324,7 +324,7 @@ func TestCompaction(t *testing.T) {
 			}
 		}
 		if len(rest) == 2 {
-			want := []string{"j/join v2 tombstone=false", "j/agg v tombstone=true"}
+			want := []string{"j/join v2 tombstone=false", "j/agg v2 tombstone=true"}
 			if !eq(last, want) {
 				t.Fatalf("after compaction the topic holds %q, want %q", last, want)
 			}
@@ -424,11 +424,18 @@ func TestLoadResumesVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(loaded) != 1 || loaded[0].TaskName != "agg" || loaded[0].Version != 2 {
-				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded)
+			// The junk message (below) is its key's job's, refused.
+			if u := loaded.Unreadable; len(u) != 1 || u[0].JobID != "x" {
+				t.Fatalf("unreadable %v, want job x", u)
 			}
-			if err := mgr.Restore(loaded); err != nil {
-				t.Fatal(err)
+			if len(loaded.Plans) != 1 || loaded.Plans[0].TaskName != "agg" || loaded.Plans[0].Version != 2 {
+				t.Fatalf("loaded %+v, want agg v2 only (join was retired)", loaded.Plans)
+			}
+			if r := loaded.Retired; len(r) != 1 || r[0].TaskName != "join" || r[0].Version == 0 || r[0].At.IsZero() {
+				t.Fatalf("retired %+v, want join with its version and time", r)
+			}
+			if refused := mgr.Restore(loaded); len(refused) != 1 || refused[0].JobID != "x" {
+				t.Fatalf("refused %v, want job x", refused)
 			}
 		}
 		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)
@@ -463,7 +470,7 @@ func TestLoadResumesVersions(t *testing.T) {
 		v, _ := header(m, HeaderVersion)
 		got = append(got, fmt.Sprintf("%s v%s", m.Key, v))
 	}
-	want := []string{"j/agg v1", "j/join v1", "j/agg v2", "j/join v", "x/y v", "j/agg v3"}
+	want := []string{"j/agg v1", "j/join v1", "j/agg v2", "j/join v1", "x/y v", "j/agg v3"}
 	if !eq(got, want) {
 		t.Fatalf("topic holds %q, want %q", got, want)
 	}

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -19,40 +22,58 @@ const maxFetchBytes = 16 << 20
 
 // Load reads the plans topic from its first offset to the end it has when
 // Load starts, and returns the latest plan of every task that has one (a
-// tombstone removes the task's plan), sorted by job and task: what the
+// tombstone removes the task's plan, and is returned as a retirement when
+// it carries the version it retired), sorted by job and task: what the
 // topic serves, for plans.Manager.Restore after a restart. Messages whose
-// value is not a plan of the task in their key are skipped and logged.
-// Retryable errors are retried like Publish's; Load blocks until it is
-// done or ctx ends.
-func (p *Publisher) Load(ctx context.Context) ([]plans.Plan, error) {
+// value is not a plan of the task in their key are skipped and logged,
+// and returned among the refused, by the job their key names (the task's
+// earlier plan, if any, stands: the jobs could not read the message
+// either). Retryable errors are retried like Publish's; Load blocks until
+// it is done or ctx ends.
+func (p *Publisher) Load(ctx context.Context) (plans.Stored, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, permanent("load", ErrClosed)
+		return plans.Stored{}, permanent("load", ErrClosed)
 	}
-	latest := map[string]*plans.Plan{}
+	latest := map[string]*record{}
+	var refused []plans.RefusedJob
 	op := "load " + p.cfg.Topic
 	err := p.retry(ctx, op, func(ctx context.Context) error {
 		clear(latest)
-		return p.load(ctx, latest)
+		refused = refused[:0]
+		return p.load(ctx, latest, &refused)
 	})
 	if err != nil {
-		return nil, err
+		return plans.Stored{}, err
 	}
-	out := make([]plans.Plan, 0, len(latest))
-	for _, pl := range latest {
-		if pl != nil {
-			out = append(out, *pl)
+	out := plans.Stored{Unreadable: refused}
+	for _, r := range latest {
+		switch {
+		case r.plan != nil:
+			out.Plans = append(out.Plans, *r.plan)
+		case r.retired.Version > 0:
+			out.Retired = append(out.Retired, r.retired)
 		}
 	}
-	slices.SortFunc(out, func(a, b plans.Plan) int {
+	slices.SortFunc(out.Plans, func(a, b plans.Plan) int {
+		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskName, b.TaskName))
+	})
+	slices.SortFunc(out.Retired, func(a, b plans.RetiredTask) int {
 		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskName, b.TaskName))
 	})
 	return out, nil
 }
 
+// record is the latest message of a key: a plan, or a tombstone (with
+// the retirement it carries, if any).
+type record struct {
+	plan    *plans.Plan
+	retired plans.RetiredTask
+}
+
 // load reads every partition into latest, by message key.
-func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan) error {
+func (p *Publisher) load(ctx context.Context, latest map[string]*record, refused *[]plans.RefusedJob) error {
 	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
@@ -82,7 +103,7 @@ func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan) err
 		if po.Error != nil {
 			return fmt.Errorf("list offsets of partition %d: %w", po.Partition, po.Error)
 		}
-		if err := p.loadPartition(ctx, po.Partition, po.FirstOffset, po.LastOffset, latest); err != nil {
+		if err := p.loadPartition(ctx, po.Partition, po.FirstOffset, po.LastOffset, latest, refused); err != nil {
 			return fmt.Errorf("partition %d: %w", po.Partition, err)
 		}
 	}
@@ -90,7 +111,7 @@ func (p *Publisher) load(ctx context.Context, latest map[string]*plans.Plan) err
 }
 
 // loadPartition reads offsets [first, end) of one partition into latest.
-func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*plans.Plan) error {
+func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*record, refused *[]plans.RefusedJob) error {
 	for off := first; off < end; {
 		res, err := p.cl.Fetch(ctx, &kafka.FetchRequest{Topic: p.cfg.Topic, Partition: partition, Offset: off,
 			MinBytes: 1, MaxBytes: maxFetchBytes, MaxWait: p.cfg.WriteTimeout / 2})
@@ -113,8 +134,11 @@ func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end
 				continue // batches may start before the offset asked for
 			}
 			next = r.Offset + 1
-			if err := p.loadRecord(r, latest); err != nil {
+			if job, err := p.loadRecord(r, latest); err != nil {
 				p.log.Warn("planpub: skipping a message that is not a plan", "partition", partition, "offset", r.Offset, "err", err)
+				if job != "" {
+					*refused = append(*refused, plans.RefusedJob{JobID: job, Err: fmt.Errorf("partition %d, offset %d: %w", partition, r.Offset, err)})
+				}
 			}
 		}
 		if next == off {
@@ -128,30 +152,49 @@ func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end
 	return nil
 }
 
-// loadRecord applies one message to latest.
-func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*plans.Plan) error {
+// loadRecord applies one message to latest. It returns the job its key
+// names (up to the first "/": job ids have none), also with an error.
+func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*record) (string, error) {
 	if r.Key == nil {
-		return errors.New("no key")
+		return "", errors.New("no key")
 	}
 	key, err := io.ReadAll(r.Key)
 	if err != nil {
-		return fmt.Errorf("key: %w", err)
+		return "", fmt.Errorf("key: %w", err)
 	}
+	job, task, _ := strings.Cut(string(key), "/")
 	if r.Value == nil {
-		latest[string(key)] = nil
-		return nil
+		latest[string(key)] = &record{retired: retirement(job, task, r.Headers)}
+		return job, nil
 	}
 	v, err := io.ReadAll(r.Value)
 	if err != nil {
-		return fmt.Errorf("value: %w", err)
+		return job, fmt.Errorf("value: %w", err)
 	}
 	var pl plans.Plan
 	if err := json.Unmarshal(v, &pl); err != nil {
-		return fmt.Errorf("value of %s: %w", key, err)
+		return job, fmt.Errorf("value of %s: %w", key, err)
 	}
 	if plans.Key(pl.JobID, pl.TaskName) != string(key) {
-		return fmt.Errorf("value of %s: plan of %s", key, plans.Key(pl.JobID, pl.TaskName))
+		return job, fmt.Errorf("value of %s: plan of %s", key, plans.Key(pl.JobID, pl.TaskName))
 	}
-	latest[string(key)] = &pl
-	return nil
+	latest[string(key)] = &record{plan: &pl}
+	return job, nil
+}
+
+// retirement reads the retirement a tombstone's headers carry; its
+// Version is 0 when they carry none (a tombstone of an older release).
+func retirement(job, task string, hs []kafka.Header) plans.RetiredTask {
+	r := plans.RetiredTask{JobID: job, TaskName: task}
+	var at int64
+	for _, h := range hs {
+		switch h.Key {
+		case HeaderVersion:
+			r.Version, _ = strconv.ParseUint(string(h.Value), 10, 64)
+		case HeaderRetiredAt:
+			at, _ = strconv.ParseInt(string(h.Value), 10, 64)
+		}
+	}
+	r.At = time.UnixMilli(at).UTC()
+	return r
 }

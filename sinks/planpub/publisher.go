@@ -21,11 +21,15 @@ import (
 	"github.com/skewlens/skewlens/plans"
 )
 
-// Header names of the messages on the plans topic.
+// Header names of the messages on the plans topic. A tombstone carries
+// HeaderRetired and, since skewlens stores retirements for a restart, the
+// version retired (HeaderVersion) and when (HeaderRetiredAt, epoch ms of
+// event time).
 const (
-	HeaderVersion = "skewlens-plan-version"
-	HeaderSource  = "skewlens-plan-source"
-	HeaderRetired = "skewlens-plan-retired"
+	HeaderVersion   = "skewlens-plan-version"
+	HeaderSource    = "skewlens-plan-source"
+	HeaderRetired   = "skewlens-plan-retired"
+	HeaderRetiredAt = "skewlens-plan-retired-at"
 )
 
 // Publisher writes plan changes to the plans topic. Create it with New;
@@ -170,7 +174,8 @@ func (p *Publisher) checkCompacted(ctx context.Context) error {
 
 // Message returns the Kafka message of one change: key job_id/task_name,
 // the plan's JSON and version and source headers, or a tombstone (nil
-// value, header skewlens-plan-retired: true) for a retirement.
+// value, header skewlens-plan-retired: true, and the version retired and
+// when) for a retirement.
 func Message(c plans.Change) (kafka.Message, error) {
 	if c.JobID == "" || c.TaskName == "" {
 		return kafka.Message{}, errors.New("change without job id or task name")
@@ -180,7 +185,12 @@ func Message(c plans.Change) (kafka.Message, error) {
 		if c.Plan != nil {
 			return kafka.Message{}, fmt.Errorf("change of %s: retired with a plan", key)
 		}
-		return kafka.Message{Key: key, Headers: []kafka.Header{{Key: HeaderRetired, Value: []byte("true")}}}, nil
+		hs := []kafka.Header{{Key: HeaderRetired, Value: []byte("true")}}
+		if c.Version > 0 {
+			hs = append(hs, kafka.Header{Key: HeaderVersion, Value: strconv.AppendUint(nil, c.Version, 10)},
+				kafka.Header{Key: HeaderRetiredAt, Value: strconv.AppendInt(nil, c.At.UnixMilli(), 10)})
+		}
+		return kafka.Message{Key: key, Headers: hs}, nil
 	}
 	if c.Plan == nil {
 		return kafka.Message{}, fmt.Errorf("change of %s: neither a plan nor retired", key)

@@ -143,7 +143,10 @@ func TestMessage(t *testing.T) {
 	}{
 		{"plan", cs[1], "0a1b/Window(Tumbling) -> Sink", want,
 			map[string]string{HeaderVersion: "2", HeaderSource: "engine"}, ""},
-		{"tombstone", cs[2], "0a1b/Window(Tumbling) -> Sink", nil, map[string]string{HeaderRetired: "true"}, ""},
+		{"tombstone", cs[2], "0a1b/Window(Tumbling) -> Sink", nil, map[string]string{HeaderRetired: "true",
+			HeaderVersion: fmt.Sprint(cs[2].Version), HeaderRetiredAt: fmt.Sprint(cs[2].At.UnixMilli())}, ""},
+		{"tombstone of an older release", plans.Change{JobID: "j", TaskName: "t", Retired: true}, "j/t", nil,
+			map[string]string{HeaderRetired: "true"}, ""},
 		{"no job", plans.Change{TaskName: "t", Retired: true}, "", nil, nil, "without job id"},
 		{"retired with a plan", plans.Change{JobID: "j", TaskName: "t", Retired: true, Plan: v2}, "", nil, nil, "retired with a plan"},
 		{"neither", plans.Change{JobID: "j", TaskName: "t"}, "", nil, nil, "neither"},

@@ -4,33 +4,35 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/plans"
 )
 
 // PlanLister reads the plans stored in the plans table. The ClickHouse
-// store implements it.
+// store's PlanReader implements it.
 type PlanLister interface {
-	// CurrentPlans returns the plans not retired at now; the zero time
-	// returns every plan not retired, expired or not.
-	CurrentPlans(ctx context.Context, now time.Time) ([]plans.Plan, error)
+	// RestorablePlans returns every task's latest plan that is not
+	// retired, expired or not, the tasks whose latest plan was retired,
+	// and the jobs of the plans it could not read (plans.Manager.Restore
+	// refuses them).
+	RestorablePlans(ctx context.Context) (plans.Stored, error)
 }
 
 // PlanLoader reads back the stored plans a Sink resumes from
 // (Sink.Resume): StoredPlans makes the one Restore reads.
 type PlanLoader interface {
 	// LoadPlans returns the latest plan of every task that has one, not
-	// retired. It blocks until the read ends.
-	LoadPlans(ctx context.Context) ([]plans.Plan, error)
+	// retired, the tasks whose latest plan was retired, and the jobs of
+	// the stored plans it could not read. It blocks until the read ends.
+	LoadPlans(ctx context.Context) (plans.Stored, error)
 }
 
 // PlanLoaderFunc adapts a function to PlanLoader.
-type PlanLoaderFunc func(ctx context.Context) ([]plans.Plan, error)
+type PlanLoaderFunc func(ctx context.Context) (plans.Stored, error)
 
 // LoadPlans calls f.
-func (f PlanLoaderFunc) LoadPlans(ctx context.Context) ([]plans.Plan, error) { return f(ctx) }
+func (f PlanLoaderFunc) LoadPlans(ctx context.Context) (plans.Stored, error) { return f(ctx) }
 
 // StoredPlans returns the PlanLoader of the record Restore reads: the
 // compacted topic when pub is not nil (Publisher.Load, which retries
@@ -40,9 +42,7 @@ func StoredPlans(pub *Publisher, table PlanLister) PlanLoader {
 	if pub != nil {
 		return PlanLoaderFunc(pub.Load)
 	}
-	return PlanLoaderFunc(func(ctx context.Context) ([]plans.Plan, error) {
-		return table.CurrentPlans(ctx, time.Time{})
-	})
+	return PlanLoaderFunc(table.RestorablePlans)
 }
 
 // Restore hands mgr the plans a restart resumes from, so that versions
@@ -51,13 +51,14 @@ func StoredPlans(pub *Publisher, table PlanLister) PlanLoader {
 // (pub not nil): it is what the Flink jobs read. Without a topic the
 // plans table is, read with policy (Restore is that read's one caller).
 //
-// Plans mgr refuses (invalid ones) are logged and skipped: the others are
-// restored all the same, so one bad plan does not stop the pipeline. The
-// error is a failed read. Restore blocks until the read ends; call it
-// before the first Observe.
+// Plans that cannot be read or that mgr refuses (invalid ones) are
+// skipped, and their jobs logged (refused, see logRefused) and counted
+// (plans.Stats.RefusedJobs): the others are restored all the same, so one
+// bad plan does not stop the pipeline. The error is a failed read.
+// Restore blocks until the read ends; call it before the first Observe.
 func Restore(ctx context.Context, mgr *plans.Manager, pub *Publisher, table PlanLister, policy retry.Policy, log *slog.Logger) error {
 	var (
-		stored []plans.Plan
+		stored plans.Stored
 		from   string
 		err    error
 	)
@@ -67,15 +68,21 @@ func Restore(ctx context.Context, mgr *plans.Manager, pub *Publisher, table Plan
 	} else {
 		from = "ClickHouse"
 		err = retry.Do(ctx, policy, nil, func(ctx context.Context) (err error) {
-			stored, err = table.CurrentPlans(ctx, time.Time{})
+			stored, err = table.RestorablePlans(ctx)
 			return err
 		})
 	}
 	if err != nil {
 		return fmt.Errorf("restore salting plans from the %s: %w", from, err)
 	}
-	if err := mgr.Restore(stored); err != nil {
-		log.Warn("some salting plans were not restored", "from", from, "err", err)
-	}
+	logRefused(log, mgr.Restore(stored))
 	return nil
+}
+
+// logRefused logs the jobs whose stored plans were refused, a WARN each:
+// their tasks' plans restart from the engine's next findings.
+func logRefused(log *slog.Logger, refused []plans.RefusedJob) {
+	for _, r := range refused {
+		log.Warn("saved state of a job refused; it restarts without it", "part", "plans", "job", r.JobID, "err", r.Err)
+	}
 }

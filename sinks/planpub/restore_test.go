@@ -14,23 +14,21 @@ import (
 )
 
 // fakeLister is the plans table: it fails the first failures reads with
-// err, then returns ps.
+// err, then returns ps and the unreadable.
 type fakeLister struct {
-	ps       []plans.Plan
-	failures int
-	err      error
-	reads    int
+	ps         []plans.Plan
+	unreadable []plans.RefusedJob
+	failures   int
+	err        error
+	reads      int
 }
 
-func (l *fakeLister) CurrentPlans(_ context.Context, now time.Time) ([]plans.Plan, error) {
+func (l *fakeLister) RestorablePlans(context.Context) (plans.Stored, error) {
 	l.reads++
-	if !now.IsZero() {
-		return nil, errors.New("restore must read every plan not retired (the zero time)")
-	}
 	if l.reads <= l.failures {
-		return nil, l.err
+		return plans.Stored{}, l.err
 	}
-	return l.ps, nil
+	return plans.Stored{Plans: l.ps, Unreadable: l.unreadable}, nil
 }
 
 func TestRestoreFromTheTable(t *testing.T) {
@@ -45,7 +43,7 @@ func TestRestoreFromTheTable(t *testing.T) {
 		wantErr     string
 		wantVersion uint64 // of j/agg after Restore; 0: none
 		wantReads   int
-		wantWarn    bool
+		wantWarn    string // the job named in a WARN of a refused state
 	}{
 		{name: "latest plan", lister: fakeLister{ps: []plans.Plan{v2}}, wantVersion: v2.Version, wantReads: 1},
 		{name: "an older plan", lister: fakeLister{ps: []plans.Plan{v1}}, wantVersion: v1.Version, wantReads: 1},
@@ -57,7 +55,10 @@ func TestRestoreFromTheTable(t *testing.T) {
 		{name: "permanent error", lister: fakeLister{failures: 10, err: retry.Permanent("read plans", errors.New("no such table"))},
 			wantErr: "no such table", wantReads: 1},
 		{name: "a bad plan is skipped, the others restored", lister: fakeLister{ps: []plans.Plan{broken, v2}},
-			wantVersion: v2.Version, wantReads: 1, wantWarn: true},
+			wantVersion: v2.Version, wantReads: 1, wantWarn: `job=""`},
+		{name: "an unreadable plan is skipped, the others restored", lister: fakeLister{ps: []plans.Plan{v2},
+			unreadable: []plans.RefusedJob{{JobID: "k9", Err: errors.New("plan of task \"agg\" does not decode")}}},
+			wantVersion: v2.Version, wantReads: 1, wantWarn: "job=k9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,8 +86,9 @@ func TestRestoreFromTheTable(t *testing.T) {
 			if got != tt.wantVersion {
 				t.Errorf("restored version of j/agg = %d, want %d", got, tt.wantVersion)
 			}
-			if warned := strings.Contains(logged.String(), "not restored"); warned != tt.wantWarn {
-				t.Errorf("warned = %v, want %v; log:\n%s", warned, tt.wantWarn, logged.String())
+			warned := strings.Contains(logged.String(), "level=WARN msg=\"saved state of a job refused; it restarts without it\" part=plans "+tt.wantWarn)
+			if warned != (tt.wantWarn != "") || uint64(strings.Count(logged.String(), "level=WARN")) != mgr.Stats().RefusedJobs {
+				t.Errorf("warned = %v, want %q; refused jobs counted %d; log:\n%s", warned, tt.wantWarn, mgr.Stats().RefusedJobs, logged.String())
 			}
 		})
 	}

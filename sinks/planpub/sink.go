@@ -194,20 +194,21 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 // published here, and those of jobs that moved here go on from what
 // their last owner published. Unpublished changes are dropped because
 // their windows' offsets are not committed: the jobs' owner reads them
-// again. Plans the Manager refuses are logged and skipped, as by
+// again. Plans that cannot be read or that the Manager refuses cost only
+// their tasks their plans: their jobs are logged and counted, as by
 // Restore. Resume blocks on the read.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
 		return fmt.Errorf("resume salting plans: %w", err)
 	}
-	stored = slices.DeleteFunc(stored, func(p plans.Plan) bool { return !owns(p.JobID) })
+	stored.Plans = slices.DeleteFunc(stored.Plans, func(p plans.Plan) bool { return !owns(p.JobID) })
+	stored.Retired = slices.DeleteFunc(stored.Retired, func(r plans.RetiredTask) bool { return !owns(r.JobID) })
+	stored.Unreadable = slices.DeleteFunc(stored.Unreadable, func(r plans.RefusedJob) bool { return !owns(r.JobID) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mgr.Reset()
-	if err := s.mgr.Restore(stored); err != nil {
-		s.log.Warn("some salting plans were not restored", "err", err)
-	}
+	logRefused(s.log, s.mgr.Restore(stored))
 	clear(s.pending)
 	s.pending = s.pending[:0]
 	clear(s.index)
@@ -219,7 +220,7 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 		s.log.Warn("plan overrides", "err", verr)
 	}
 	s.add(cs) // published with the next Write or Advance; sets the metric
-	s.log.Info("salting plans resumed", "plans", len(stored), "overrides", len(s.overrides))
+	s.log.Info("salting plans resumed", "plans", len(stored.Plans), "retired", len(stored.Retired), "overrides", len(s.overrides))
 	return nil
 }
 
@@ -296,6 +297,7 @@ func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
 			"bad_keys":    d("bad_keys_total", "Keys of findings left out because their salted keys were invalid."),
 			"overflow":    d("overflow_total", "Findings of new tasks dropped because the plan manager tracks its maximum of tasks."),
 			"keys_capped": d("keys_capped_total", "Keys dropped because a plan reached its maximum of keys."),
+			"refused":     d("state_refused_jobs_total", "Jobs whose stored plans could not be restored (they did not decode or validate: another version, corruption); their tasks restart without them."),
 		},
 	}
 }
@@ -323,4 +325,5 @@ func (m *sinkMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter("bad_keys", st.BadKeys)
 	counter("overflow", st.Overflow)
 	counter("keys_capped", st.KeysCapped)
+	counter("refused", st.RefusedJobs)
 }

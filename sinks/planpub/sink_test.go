@@ -1,9 +1,11 @@
 package planpub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -194,19 +196,21 @@ skewlens_plans_served 1
 	}
 }
 
-// fakeLoader is the stored plans: it returns ps, or err while set.
+// fakeLoader is the stored plans: it returns ps and the unreadable, or
+// err while set.
 type fakeLoader struct {
-	ps    []plans.Plan
-	err   error
-	reads int
+	ps         []plans.Plan
+	unreadable []plans.RefusedJob
+	err        error
+	reads      int
 }
 
-func (l *fakeLoader) LoadPlans(context.Context) ([]plans.Plan, error) {
+func (l *fakeLoader) LoadPlans(context.Context) (plans.Stored, error) {
 	l.reads++
 	if l.err != nil {
-		return nil, l.err
+		return plans.Stored{}, l.err
 	}
-	return l.ps, nil
+	return plans.Stored{Plans: l.ps, Unreadable: l.unreadable}, nil
 }
 
 // TestSinkResume: at each assignment of partitions the Sink resumes the
@@ -283,5 +287,54 @@ func TestSinkResume(t *testing.T) {
 				t.Fatalf("published %q, want %q", p.published, tt.want)
 			}
 		})
+	}
+}
+
+// TestSinkResumeRefusesOneJob: a stored plan of one job that cannot be
+// read, and one that does not validate, cost those jobs those plans
+// only: the good job's plan is restored, each refused job is logged
+// (WARN, part plans) and counted, and Resume returns nil.
+func TestSinkResumeRefusesOneJob(t *testing.T) {
+	mgr, err := plans.NewManager(plans.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := plans.NewManager(plans.Config{})
+	good := planFinding("j", "agg", 10, salted("hot", 4))
+	src.Observe(&good)
+	bad := planFinding("b", "agg", 10, salted("hot", 4))
+	src.Observe(&bad)
+	stored := src.Current()
+	stored[0].Version = 0 // b/agg: does not validate
+	l := &fakeLoader{ps: stored, unreadable: []plans.RefusedJob{{JobID: "c", Err: errors.New(`plan of task "agg" does not decode`)}}}
+	var logged bytes.Buffer
+	reg := prometheus.NewRegistry()
+	s, err := NewSink(mgr, &fakePublisher{}, l, slog.New(slog.NewTextHandler(&logged, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Resume(context.Background(), func(string) bool { return true }); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if p := mgr.Plan("j", "agg"); p == nil || p.Version != 1 {
+		t.Fatalf("the good job's plan was not restored: %+v", p)
+	}
+	if p := mgr.Plan("b", "agg"); p != nil {
+		t.Fatalf("the invalid plan was restored: %+v", p)
+	}
+	for _, job := range []string{"b", "c"} {
+		if !slices.ContainsFunc(strings.Split(logged.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `level=WARN msg="saved state of a job refused; it restarts without it"`) && strings.Contains(l, "part=plans job="+job+" ")
+		}) {
+			t.Errorf("no WARN naming job %s:\n%s", job, logged.String())
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP skewlens_plans_state_refused_jobs_total Jobs whose stored plans could not be restored (they did not decode or validate: another version, corruption); their tasks restart without them.
+# TYPE skewlens_plans_state_refused_jobs_total counter
+skewlens_plans_state_refused_jobs_total 2
+`), "skewlens_plans_state_refused_jobs_total"); err != nil {
+		t.Fatal(err)
 	}
 }

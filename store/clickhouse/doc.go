@@ -23,7 +23,7 @@
 //     so that a restart does not fire ongoing alerts again. It replaced
 //     engine_state and alert_state (migration 0008, which copies their
 //     rows where an older release created them: its upgrade section);
-//   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, Plan,
+//   - plans, plan_overrides and plan_audit (WritePlans, CurrentPlans, RestorablePlans, Plan,
 //     Overrides, PutOverride, DeleteOverride, Audit): the salting plans'
 //     versions and retirements, operators' overrides, and who changed what;
 //   - incidents (WriteIncidents, LoadIncidents, IncidentReader): one row

@@ -94,10 +94,11 @@ func (w *Writer) WriteIncidents(ctx context.Context, ins []incident.Incident) er
 // latest window any incident of it saw, including the incidents that
 // followed a new run of their job (incident.Incident.RunJobID, in the
 // body only: the row's job_id stays the run the incident opened in, so
-// that the incidents of a job are found by its id). A stored body that does not
-// decode is a permanent error naming the incident. It makes one attempt;
-// the caller (start-up) retries.
-func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, err error) {
+// that the incidents of a job are found by its id). An open incident
+// whose stored body does not decode is left out, and its job returned
+// among the refused (incidentsink.Sink.Resume restores none of that job's
+// open incidents). It makes one attempt; the caller (start-up) retries.
+func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, refused []incident.RefusedJob, err error) {
 	t := w.s.table(tableIncidents)
 	seen = map[string]int64{}
 	seenQ, openQ := loadIncidentsQueries(t)
@@ -115,31 +116,32 @@ func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, s
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	err = w.s.query(ctx, "load open incidents", openQ, []any{incident.StateOpen}, func(rows rowScanner) error {
+		open, refused = open[:0], refused[:0]
 		for rows.Next() {
-			var id, body, state string
-			if err := rows.Scan(&id, &body, &state); err != nil {
+			var id, job, body, state string
+			if err := rows.Scan(&id, &job, &body, &state); err != nil {
 				return fmt.Errorf("scan incidents: %w", err)
 			}
 			var in incident.Incident
 			if err := json.Unmarshal([]byte(body), &in); err != nil {
-				return permanentErr(fmt.Sprintf("decode incident %.64q", id), err)
+				refused = append(refused, incident.RefusedJob{JobID: job, Err: fmt.Errorf("incident %.64q does not decode: %w", id, err)})
+				continue
 			}
 			open = append(open, in)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return open, seen, nil
+	return open, seen, refused, nil
 }
 
 // loadIncidentsQueries returns the queries of LoadIncidents: each job's
-// latest window, by job_id and by the run an under_provisioned incident
-// followed (a job may come twice: the caller takes the later), and the
+// latest window, by job_id and by the run an incident followed (a job may come twice: the caller takes the later), and the
 // open incidents (one parameter: the open state). visitParamExtractString
 // reads the top-level run_job_id of the body; 18.16 has it, and the
 // casts give both halves of the union one type (job_id is
@@ -147,8 +149,8 @@ func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, s
 func loadIncidentsQueries(table string) (seen, open string) {
 	return "SELECT CAST(job_id AS String) AS j, max(last_seen) FROM " + table + " GROUP BY j" +
 			" UNION ALL SELECT CAST(visitParamExtractString(body, 'run_job_id') AS String) AS j, max(last_seen) FROM " + table +
-			" WHERE cause = 'under_provisioned' AND j != '' GROUP BY j",
-		"SELECT id, argMax(body, version) AS b, argMax(state, version) AS st FROM " + table + " GROUP BY id HAVING st = ? ORDER BY id"
+			" WHERE j != '' GROUP BY j",
+		"SELECT id, CAST(any(job_id) AS String) AS j, argMax(body, version) AS b, argMax(state, version) AS st FROM " + table + " GROUP BY id HAVING st = ? ORDER BY id"
 }
 
 // IncidentReader reads incidents (servestore.IncidentReader).

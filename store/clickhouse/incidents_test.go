@@ -145,9 +145,9 @@ func testIncidents(ctx context.Context, t *testing.T, s *Store, fs []skew.Findin
 		}
 		seen[in.JobID] = max(seen[in.JobID], in.LastSeen)
 	}
-	open, gotSeen, err := s.Writer().LoadIncidents(ctx)
-	if err != nil {
-		t.Fatal(err)
+	open, gotSeen, refused, err := s.Writer().LoadIncidents(ctx)
+	if err != nil || len(refused) > 0 {
+		t.Fatal(err, refused)
 	}
 	if !reflect.DeepEqual(open, wantOpen) || !reflect.DeepEqual(gotSeen, seen) {
 		t.Errorf("LoadIncidents:\n got %+v %v\nwant %+v %v", open, gotSeen, wantOpen, seen)
@@ -188,11 +188,14 @@ func TestIncidentRowRejects(t *testing.T) {
 	}
 }
 
-// TestLoadIncidentsFollowedRun: an under_provisioned incident that
-// followed its job into a new run (incident.Incident.RunJobID) gives
-// that run its latest window too, open or closed, so that a restored
-// tracker does not fold in again the new run's windows the incident
-// already saw; the rows stay the old run's.
+// TestLoadIncidentsFollowedRun: an incident that followed its job into
+// a new run (incident.Incident.RunJobID: an under_provisioned one, or a
+// data_skew one whose salting plan carried over) gives that run its
+// latest window too, open or closed, so that a restored tracker does not
+// fold in again the new run's windows the incident already saw; the rows
+// stay the old run's. An open incident whose body does not decode costs
+// its job only: the job is returned among the refused, and the others
+// load.
 func TestLoadIncidentsFollowedRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -207,11 +210,15 @@ func TestLoadIncidentsFollowedRun(t *testing.T) {
 			Start: 10_000, LastSeen: lastSeen, Windows: 3, Parallelism: 2, RunJobID: run, RunSince: 80_000, UpdatedAt: version,
 			Summary: `a "run_job_id": "` + other + `" in a summary is not a field`}
 	}
+	skewed := up("s", oldRun, newRun, incident.StateOpen, 120_000, 120_000) // a data_skew incident the plan carried over
+	skewed.Cause, skewed.Subtask, skewed.Parallelism = skew.CauseDataSkew, 1, 0
+	skewed.Plan = &incident.PlanEffect{Version: 1, At: 80_000, BusyBefore: 990}
 	rows := []incident.Incident{
 		up("a", oldRun, "", incident.StateOpen, 60_000, 60_000),
 		up("a", oldRun, newRun, incident.StateOpen, 60_000, 90_000),   // followed
 		up("a", oldRun, newRun, incident.StateOpen, 110_000, 110_000), // the new run's finding extended it
 		up("b", other, "", incident.StateOpen, 30_000, 30_000),
+		skewed,
 	}
 	closed := rows[2]
 	closed.State, closed.End, closed.Resolution, closed.UpdatedAt = incident.StateClosed, 110_000, "resolved by rescale to 4", 130_000
@@ -221,17 +228,17 @@ func TestLoadIncidentsFollowedRun(t *testing.T) {
 		write    []incident.Incident
 		wantOpen []string
 	}{
-		{"followed, open", rows, []string{"a", "b"}},
-		{"followed, closed by the rescale", []incident.Incident{closed}, []string{"b"}},
+		{"followed, open", rows, []string{"a", "b", "s"}},
+		{"followed, closed by the rescale", []incident.Incident{closed}, []string{"b", "s"}},
 	} {
 		if err := s.Writer().WriteIncidents(ctx, tc.write); err != nil {
 			t.Fatal(err)
 		}
-		open, seen, err := s.Writer().LoadIncidents(ctx)
-		if err != nil {
-			t.Fatal(err)
+		open, seen, refused, err := s.Writer().LoadIncidents(ctx)
+		if err != nil || len(refused) > 0 {
+			t.Fatal(err, refused)
 		}
-		want := map[string]int64{oldRun: 110_000, newRun: 110_000, other: 30_000}
+		want := map[string]int64{oldRun: 120_000, newRun: 120_000, other: 30_000}
 		if !reflect.DeepEqual(seen, want) {
 			t.Errorf("%s: seen %v, want %v", tc.name, seen, want)
 		}
@@ -241,18 +248,41 @@ func TestLoadIncidentsFollowedRun(t *testing.T) {
 			if in.ID == "a" && (in.RunJobID != newRun || in.RunSince != 80_000 || in.LastSeen != 110_000) {
 				t.Errorf("%s: restored %+v, want the followed run and its latest window", tc.name, in)
 			}
+			if in.ID == "s" && !reflect.DeepEqual(in, skewed) {
+				t.Errorf("%s: restored %+v, want %+v", tc.name, in, skewed)
+			}
 		}
 		if !reflect.DeepEqual(ids, tc.wantOpen) {
 			t.Errorf("%s: open %v, want %v", tc.name, ids, tc.wantOpen)
 		}
 	}
+	// A row whose body does not decode (corruption, or a body another
+	// build wrote) costs its job only.
+	bad, err := incidentRow(&incident.Incident{ID: "z", JobID: "broken", State: incident.StateOpen, UpdatedAt: 5}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad[slices.Index(incidentColumns(), "body")] = `{"id": "z", "start": "not a number"}`
+	s.mu.Lock()
+	err = s.insertRows(ctx, tableIncidents, incidentColumns(), []row{bad})
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, _, refused, err := s.Writer().LoadIncidents(ctx)
+	if err != nil || len(refused) != 1 || refused[0].JobID != "broken" || !strings.Contains(refused[0].Error(), `incident "z" does not decode`) {
+		t.Fatalf("LoadIncidents = %v, refused %v: want job broken refused", err, refused)
+	}
+	if len(open) != 2 {
+		t.Errorf("open %d incidents, want the other jobs' 2", len(open))
+	}
 	// The receipt survives the store.
-	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: oldRun})
+	got, err := s.Incidents().Incidents(ctx, servestore.IncidentsQuery{JobID: oldRun, State: incident.StateClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var in incident.Incident
 	if len(got) != 1 || json.Unmarshal(got[0], &in) != nil || !reflect.DeepEqual(in.Rescale, closed.Rescale) || in.Why() != closed.Why() {
-		t.Errorf("incidents of the old run: %s, want the closed one with its receipt", got)
+		t.Errorf("closed incidents of the old run: %s, want the closed one with its receipt", got)
 	}
 }

@@ -118,7 +118,7 @@ func TestPlansLifecycle(t *testing.T) {
 			name: "changes apply in order within one call",
 			changes: []plans.Change{
 				{JobID: job, TaskName: "B", Plan: testPlan(job, "B", 1, t0, "b")},
-				{JobID: job, TaskName: "B", Retired: true},
+				{JobID: job, TaskName: "B", Retired: true, Version: 1, At: t0.Add(5 * time.Second)},
 				{JobID: job, TaskName: "C", Plan: testPlan(job, "C", 1, t0, "c")},
 				{JobID: job, TaskName: "C", Retired: true},
 				{JobID: job, TaskName: "C", Plan: testPlan(job, "C", 2, t0.Add(time.Second), "c", "d")},
@@ -170,6 +170,35 @@ func TestPlansLifecycle(t *testing.T) {
 		if err != nil || got != nil {
 			t.Errorf("Plan(%q, %q) = %v, %v; want nil, nil", tc.job, tc.task, got, err)
 		}
+	}
+
+	// A restart restores the plans not retired, expired or not, and the
+	// retirements with their version and time (Manager.Restore); a row
+	// whose body does not decode is its job's, refused, and readers of
+	// current plans skip it.
+	bad := planRow{job: "broken", task: "X", version: 1, body: `{"job_id": 7`, revision: 1}
+	s.mu.Lock()
+	err = s.insertRows(ctx, tablePlans, planColumns(), []row{bad.values(time.Now())})
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Plans().RestorablePlans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, want := planSummaries(stored.Plans), []string{job + "/A v3 12:01:00", job + "/C v2 12:00:01", job + "/Expired v1 11:00:00", job + "/Pinned v4 12:00:00"}; !reflect.DeepEqual(sum, want) {
+		t.Errorf("RestorablePlans: plans %q, want %q", sum, want)
+	}
+	wantRetired := []plans.RetiredTask{{JobID: job, TaskName: "B", Version: 1, At: t0.Add(5 * time.Second)}}
+	if !reflect.DeepEqual(stored.Retired, wantRetired) {
+		t.Errorf("RestorablePlans: retired %+v, want %+v", stored.Retired, wantRetired)
+	}
+	if u := stored.Unreadable; len(u) != 1 || u[0].JobID != "broken" || !strings.Contains(u[0].Err.Error(), "does not decode") {
+		t.Errorf("RestorablePlans: unreadable %v, want job broken", u)
+	}
+	if cur, err := s.Plans().CurrentPlans(ctx, time.Time{}); err != nil || len(cur) != 4 {
+		t.Errorf("CurrentPlans with a corrupt row = %d plans, %v; want the 4 others", len(cur), err)
 	}
 
 	// Bad changes are permanent errors and insert nothing.

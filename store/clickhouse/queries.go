@@ -45,6 +45,17 @@ func currentPlansQuery(table, jobID, taskName string, now time.Time) (string, []
 		" ORDER BY job_id, task_name", args
 }
 
+// restorablePlansQuery reads every task's newest plan row, retired or
+// not, with its version and times (columns: job_id, task_name, body,
+// retired, version, updated_at, expires_at).
+func restorablePlansQuery(table string) string {
+	return "SELECT job_id, task_name, argMax(body, (version, revision)) AS cur_body," +
+		" argMax(retired, (version, revision)) AS cur_retired, max(version) AS cur_version," +
+		" argMax(updated_at, (version, revision)) AS cur_updated," +
+		" argMax(expires_at, (version, revision)) AS cur_expires" +
+		" FROM " + table + " GROUP BY job_id, task_name ORDER BY job_id, task_name"
+}
+
 // overridesQuery reads the newest state of every override that is not
 // deleted.
 func overridesQuery(table string) string {

@@ -231,7 +231,7 @@ func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 		}
 		if c.Retired {
 			retiring[planTask{c.JobID, c.TaskName}] = true
-			rows = append(rows, planRow{job: c.JobID, task: c.TaskName, retired: 1})
+			rows = append(rows, planRow{job: c.JobID, task: c.TaskName, retired: 1, change: i})
 			continue
 		}
 		p := c.Plan
@@ -282,8 +282,14 @@ func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 		if cur == nil || cur.retired != 0 {
 			continue
 		}
+		// The retired row keeps the plan's version; its updated_at is
+		// when it was retired (event time), for a restart
+		// (RestorablePlans).
 		ret := *cur
 		ret.retired, ret.revision = 1, cur.revision+1
+		if c := changes[r.change]; !c.At.IsZero() {
+			ret.updatedAt = epochMs(c.At)
+		}
 		out = append(out, ret.values(now))
 		newest[t] = &ret
 	}
@@ -318,6 +324,7 @@ type planRow struct {
 	retired                           uint8
 	body                              string
 	revision                          uint64
+	change                            int // the change a retirement row is of, in WritePlans
 }
 
 // values returns the row in planColumns order.
