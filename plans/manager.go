@@ -454,14 +454,9 @@ func (m *Manager) restoredTask(job, task string, v uint64) (*taskState, error) {
 }
 
 // RefusedJob is a job some of whose stored plans Restore refused (they
-// do not decode or validate: another version, corruption), and why.
-type RefusedJob struct {
-	JobID string
-	Err   error
-}
-
-// Error says which job was refused and why.
-func (r RefusedJob) Error() string { return fmt.Sprintf("job %.64q: %v", r.JobID, r.Err) }
+// do not decode or validate: another version, corruption), and why: the
+// one type every owner of per-job state refuses with (skew.RefusedJob).
+type RefusedJob = skew.RefusedJob
 
 // restorable checks a plan read back from storage.
 func (m *Manager) restorable(p *Plan) error {

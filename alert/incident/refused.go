@@ -2,22 +2,18 @@ package incident
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
+
+	"github.com/skewlens/skewlens/skew"
 )
 
 // RefusedJob is a job whose saved state a Restore refused (it does not
 // decode or validate: another version, corruption): that job restarts
-// without its history, the other jobs are restored. The package alert
-// returns it too; the stage that restores logs it and counts it
+// without its history, the other jobs are restored. It is the one type
+// every owner of per-job state refuses with (skew.RefusedJob); the stage
+// that restores logs it and counts it
 // (skewlens_<part>_state_refused_jobs_total).
-type RefusedJob struct {
-	JobID string
-	Err   error
-}
-
-// Error says which job was refused and why.
-func (r RefusedJob) Error() string { return fmt.Sprintf("job %.64q: %v", r.JobID, r.Err) }
+type RefusedJob = skew.RefusedJob
 
 // refusedJobs returns the refused jobs of a map, in job order.
 func refusedJobs(m map[string]error) []RefusedJob {

@@ -83,7 +83,7 @@ func TestRunRestartsWithoutCheckpoints(t *testing.T) {
 		t.Fatalf("run exited:\n%s", r.logTail())
 	default:
 	}
-	if log := r.logTail(); strings.Contains(log, "not restored") || strings.Contains(log, "out of range") {
+	if log := r.logTail(); strings.Contains(log, "state of a job refused") || strings.Contains(log, "out of range") {
 		t.Fatalf("a saved state was refused:\n%s", log)
 	}
 	var state string

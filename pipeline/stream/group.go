@@ -241,8 +241,7 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 func (r *Runner) refused(refused []skew.RefusedJob) {
 	for _, x := range refused {
 		r.m.refusedStates.Inc()
-		r.log.Warn("saved engine state not restored: the job starts afresh, without its history",
-			"job_id", x.JobID, "group", r.cfg.Group, "err", x.Err)
+		r.log.Warn("saved state of a job refused; it restarts without it", "part", "engine", "job", x.JobID, "group", r.cfg.Group, "err", x.Err)
 	}
 }
 

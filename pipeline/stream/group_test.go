@@ -369,7 +369,7 @@ func TestRefusedJobCostsOnlyItsJob(t *testing.T) {
 		t.Fatal("at Resume the sink was not told that good is owned here, and the refused jobs not")
 	}
 	for _, job := range []string{"bad", "garbled"} {
-		if !strings.Contains(out.String(), "level=WARN msg=\"saved engine state not restored: the job starts afresh, without its history\" job_id="+job) {
+		if !strings.Contains(out.String(), "level=WARN msg=\"saved state of a job refused; it restarts without it\" part=engine job="+job) {
 			t.Errorf("no WARN naming job %s; the log:\n%s", job, out.String())
 		}
 	}
