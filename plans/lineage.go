@@ -46,7 +46,7 @@ func Lineage(current []*Plan, run Run, task string) *Plan {
 		if p == nil || p.JobName != run.JobName || p.JobID == run.JobID {
 			continue
 		}
-		if last == nil || cmp.Or(p.UpdatedAt.Compare(last.UpdatedAt), cmp.Compare(p.JobID, newest)) > 0 {
+		if last == nil || newer(p, last) {
 			newest, last = p.JobID, p
 		}
 	}
@@ -62,4 +62,45 @@ func Lineage(current []*Plan, run Run, task string) *Plan {
 		}
 	}
 	return nil
+}
+
+// newer reports whether the run of plan a is newer than the run of plan
+// b by Lineage's rule: a was confirmed later, or at the same time and
+// its job id is the greater.
+func newer(a, b *Plan) bool {
+	return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt), cmp.Compare(a.JobID, b.JobID)) > 0
+}
+
+// NewestRuns returns the plans of the newest run of each job name in
+// current (by Lineage's rule, with no run left out), in current's order;
+// plans without a job name are not among them. They are what Lineage
+// serves a run of the name that is not the newest: for any such run,
+// Lineage(current, run, task) is the one for task when its parallelism
+// pair is run's, and nil otherwise. The newest run itself is served by
+// Lineage the plans of the run before it, which NewestRuns does not
+// give. current is not modified; the result holds its pointers.
+//
+// Why: the plans topic cannot answer per asking run, so planpub
+// publishes these under each name's lineage key (docs/salting-plans.md,
+// "A resubmitted job"), and the Flink client applies one at its
+// parallelism pair when its run has no plan of its own.
+//
+// NewestRuns is pure and safe for concurrent use.
+func NewestRuns(current []*Plan) []*Plan {
+	last := map[string]*Plan{}
+	for _, p := range current {
+		if p == nil || p.JobName == "" {
+			continue
+		}
+		if b := last[p.JobName]; b == nil || newer(p, b) {
+			last[p.JobName] = p
+		}
+	}
+	var out []*Plan
+	for _, p := range current {
+		if p != nil && p.JobName != "" && p.JobID == last[p.JobName].JobID {
+			out = append(out, p)
+		}
+	}
+	return out
 }

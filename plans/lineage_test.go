@@ -1,6 +1,9 @@
 package plans
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,4 +57,70 @@ func TestLineage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNewestRunsIsLineage checks NewestRuns against Lineage on random
+// sets of plans: for a run that is none of the plans' (a new submission),
+// Lineage answers each task with the NewestRuns plan of its name and task
+// when the parallelism pair is the run's, and with nothing otherwise.
+func TestNewestRunsIsLineage(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(32, 4))
+	names := []string{"orders", "clicks", ""}
+	tasks := []string{"Agg", "Sink", "Join"}
+	pairs := [][2]int{{4, 128}, {8, 128}, {4, 256}}
+	for i := range 500 {
+		var current []*Plan
+		for range rng.IntN(8) {
+			job := fmt.Sprintf("%032x", rng.IntN(4)) // runs share job ids, and so names and times
+			name := names[int(job[31]-'0')%len(names)]
+			pr := pairs[rng.IntN(len(pairs))]
+			current = append(current, &Plan{JobID: job, JobName: name, TaskName: tasks[rng.IntN(len(tasks))],
+				Parallelism: pr[0], MaxParallelism: pr[1], Version: 1, UpdatedAt: at(rng.IntN(3))})
+		}
+		// One plan per job and task, as a Manager serves them.
+		current = dedupe(current)
+		newest := NewestRuns(current)
+		for _, name := range names[:2] {
+			for _, task := range tasks {
+				for _, pr := range pairs {
+					run := Run{JobID: "fresh", JobName: name, Parallelism: pr[0], MaxParallelism: pr[1]}
+					want := (*Plan)(nil)
+					for _, p := range newest {
+						if p.JobName == name && p.TaskName == task && p.Parallelism == pr[0] && p.MaxParallelism == pr[1] {
+							want = p
+						}
+					}
+					if got := Lineage(current, run, task); got != want {
+						t.Fatalf("case %d: %s/%s at %v: Lineage = %+v, NewestRuns gives %+v\ncurrent: %s", i, name, task, pr, got, want, dump(current))
+					}
+				}
+			}
+		}
+		for _, p := range newest {
+			if p.JobName == "" {
+				t.Fatalf("case %d: NewestRuns gave a plan without a job name: %+v", i, p)
+			}
+		}
+	}
+}
+
+func dedupe(ps []*Plan) []*Plan {
+	seen := map[string]bool{}
+	var out []*Plan
+	for _, p := range ps {
+		if k := Key(p.JobID, p.TaskName); !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func dump(ps []*Plan) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "\n  %s %q %s %d/%d at %s", p.JobID, p.JobName, p.TaskName, p.Parallelism, p.MaxParallelism, p.UpdatedAt.Format(time.TimeOnly))
+	}
+	return b.String()
 }
