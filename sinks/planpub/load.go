@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,11 @@ const maxFetchBytes = 16 << 20
 // value is not a plan of the task in their key are skipped and logged,
 // and returned among the refused, by the job their key names (the task's
 // earlier plan, if any, stands: the jobs could not read the message
-// either). Retryable errors are retried like Publish's; Load blocks until
-// it is done or ctx ends.
+// either). Lineage messages (keys starting with LineagePrefix) are
+// derived from the plans, not state: they are not returned (the Sinks
+// read what they carry to tombstone stale ones, see Sink.Resume).
+// Retryable errors are retried like Publish's; Load blocks until it is
+// done or ctx ends.
 func (p *Publisher) Load(ctx context.Context) (plans.Stored, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -37,16 +41,19 @@ func (p *Publisher) Load(ctx context.Context) (plans.Stored, error) {
 		return plans.Stored{}, permanent("load", ErrClosed)
 	}
 	latest := map[string]*record{}
+	lineage := map[string]lineageRun{}
 	var refused []plans.RefusedJob
 	op := "load " + p.cfg.Topic
 	err := p.retry(ctx, op, func(ctx context.Context) error {
 		clear(latest)
+		clear(lineage)
 		refused = refused[:0]
-		return p.load(ctx, latest, &refused)
+		return p.load(ctx, latest, lineage, &refused)
 	})
 	if err != nil {
 		return plans.Stored{}, err
 	}
+	p.lineage = lineage
 	out := plans.Stored{Unreadable: refused}
 	for _, r := range latest {
 		switch {
@@ -72,8 +79,17 @@ type record struct {
 	retired plans.RetiredTask
 }
 
-// load reads every partition into latest, by message key.
-func (p *Publisher) load(ctx context.Context, latest map[string]*record, refused *[]plans.RefusedJob) error {
+// loadedLineage returns the lineage messages with a plan that the last
+// Load read, by key. A Sink calls it after the Load it resumes from.
+func (p *Publisher) loadedLineage() map[string]lineageRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.lineage)
+}
+
+// load reads every partition into latest, and the lineage messages into
+// lineage, by message key.
+func (p *Publisher) load(ctx context.Context, latest map[string]*record, lineage map[string]lineageRun, refused *[]plans.RefusedJob) error {
 	md, err := p.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.cfg.Topic}})
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
@@ -103,7 +119,7 @@ func (p *Publisher) load(ctx context.Context, latest map[string]*record, refused
 		if po.Error != nil {
 			return fmt.Errorf("list offsets of partition %d: %w", po.Partition, po.Error)
 		}
-		if err := p.loadPartition(ctx, po.Partition, po.FirstOffset, po.LastOffset, latest, refused); err != nil {
+		if err := p.loadPartition(ctx, po.Partition, po.FirstOffset, po.LastOffset, latest, lineage, refused); err != nil {
 			return fmt.Errorf("partition %d: %w", po.Partition, err)
 		}
 	}
@@ -111,7 +127,7 @@ func (p *Publisher) load(ctx context.Context, latest map[string]*record, refused
 }
 
 // loadPartition reads offsets [first, end) of one partition into latest.
-func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*record, refused *[]plans.RefusedJob) error {
+func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end int64, latest map[string]*record, lineage map[string]lineageRun, refused *[]plans.RefusedJob) error {
 	for off := first; off < end; {
 		res, err := p.cl.Fetch(ctx, &kafka.FetchRequest{Topic: p.cfg.Topic, Partition: partition, Offset: off,
 			MinBytes: 1, MaxBytes: maxFetchBytes, MaxWait: p.cfg.WriteTimeout / 2})
@@ -134,7 +150,7 @@ func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end
 				continue // batches may start before the offset asked for
 			}
 			next = r.Offset + 1
-			if job, err := p.loadRecord(r, latest); err != nil {
+			if job, err := p.loadRecord(r, latest, lineage); err != nil {
 				p.log.Warn("planpub: skipping a message that is not a plan", "partition", partition, "offset", r.Offset, "err", err)
 				if job != "" {
 					*refused = append(*refused, plans.RefusedJob{JobID: job, Err: fmt.Errorf("partition %d, offset %d: %w", partition, r.Offset, err)})
@@ -152,15 +168,20 @@ func (p *Publisher) loadPartition(ctx context.Context, partition int, first, end
 	return nil
 }
 
-// loadRecord applies one message to latest. It returns the job its key
-// names (up to the first "/": job ids have none), also with an error.
-func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*record) (string, error) {
+// loadRecord applies one message to latest, or a lineage message to
+// lineage. It returns the job its key names (up to the first "/": job ids
+// have none), also with an error; "" for a lineage message.
+func (p *Publisher) loadRecord(r *kafka.Record, latest map[string]*record, lineage map[string]lineageRun) (string, error) {
 	if r.Key == nil {
 		return "", errors.New("no key")
 	}
 	key, err := io.ReadAll(r.Key)
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
+	}
+	if IsLineageKey(key) {
+		loadLineage(string(key), r.Value, lineage)
+		return "", nil
 	}
 	job, task, _ := strings.Cut(string(key), "/")
 	if r.Value == nil {
@@ -197,4 +218,25 @@ func retirement(job, task string, hs []kafka.Header) plans.RetiredTask {
 	}
 	r.At = time.UnixMilli(at).UTC()
 	return r
+}
+
+// loadLineage applies one lineage message to lineage: the run and version
+// of its plan, or none for a tombstone or a value that does not read as a
+// plan of its key (nothing to tombstone on its behalf: the name's owner
+// replaces it when the name has a newest plan again).
+func loadLineage(key string, value io.Reader, lineage map[string]lineageRun) {
+	delete(lineage, key)
+	if value == nil {
+		return
+	}
+	var pl struct {
+		JobID    string `json:"job_id"`
+		JobName  string `json:"job_name"`
+		TaskName string `json:"task_name"`
+		Version  uint64 `json:"version"`
+	}
+	if v, err := io.ReadAll(value); err != nil || json.Unmarshal(v, &pl) != nil || LineageKey(pl.JobName, pl.TaskName) != key || pl.JobID == "" {
+		return
+	}
+	lineage[key] = lineageRun{pl.JobID, pl.Version}
 }

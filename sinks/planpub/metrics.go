@@ -8,6 +8,7 @@ import (
 type metrics struct {
 	plans      prometheus.Counter
 	tombstones prometheus.Counter
+	lineage    prometheus.Counter
 	failures   *prometheus.CounterVec // by class: retryable, fatal (permanent), canceled
 	retries    prometheus.Counter
 	seconds    prometheus.Histogram
@@ -21,6 +22,8 @@ func newMetrics() *metrics {
 	return &metrics{
 		plans:      prometheus.NewCounter(prometheus.CounterOpts(opts("plans_published_total", "Plan versions acknowledged by the plans topic."))),
 		tombstones: prometheus.NewCounter(prometheus.CounterOpts(opts("tombstones_published_total", "Retirements (tombstones) acknowledged by the plans topic."))),
+		lineage: prometheus.NewCounter(prometheus.CounterOpts(opts("lineage_published_total",
+			"Lineage messages (a job name's newest plan of a task, or its tombstone) acknowledged by the plans topic."))),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts(opts("failures_total",
 			"Failed publish and ensure-topic attempts, by class (retryable, fatal, canceled).")), []string{"class"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts(opts("retries_total", "Retries after retryable errors."))),
@@ -33,5 +36,5 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.plans, m.tombstones, m.failures, m.retries, m.seconds}
+	return []prometheus.Collector{m.plans, m.tombstones, m.lineage, m.failures, m.retries, m.seconds}
 }

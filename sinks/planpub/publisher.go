@@ -43,9 +43,11 @@ type Publisher struct {
 	cl    *kafka.Client
 	w     *kafka.Writer
 
-	// mu serialises Publish and EnsureTopic and guards closed.
-	mu        sync.Mutex
-	closed    bool
+	// mu serialises Publish and EnsureTopic and guards closed and lineage.
+	mu     sync.Mutex
+	closed bool
+	// lineage are the lineage messages with a plan the last Load read.
+	lineage   map[string]lineageRun
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -247,6 +249,37 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 		m.Time = time.Now()
 		msgs[i] = m
 	}
+	return p.write(ctx, op, msgs)
+}
+
+// publishLineage writes lineage messages like Publish writes changes:
+// in order, one attempt. A message that cannot be encoded or is too large
+// is left out, logged and counted as a permanent failure, rather than
+// failing the call: lineage messages only bridge a resubmission, and
+// must not stop the pipeline that publishes the plans themselves.
+func (p *Publisher) publishLineage(ctx context.Context, ls []Lineage) error {
+	msgs := make([]kafka.Message, 0, len(ls))
+	for _, l := range ls {
+		m, err := LineageMessage(l)
+		if err == nil && size(&m) > p.cfg.MaxMessageBytes {
+			err = fmt.Errorf("lineage message %s: %d bytes, more than %d", m.Key, size(&m), p.cfg.MaxMessageBytes)
+		}
+		if err != nil {
+			p.m.failures.WithLabelValues(string(classPermanent)).Inc()
+			p.log.Warn("planpub: lineage message left out", "err", err)
+			continue
+		}
+		m.Time = time.Now()
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return p.write(ctx, fmt.Sprintf("publish %d lineage messages", len(msgs)), msgs)
+}
+
+// write sends msgs, in order, and counts those acknowledged.
+func (p *Publisher) write(ctx context.Context, op string, msgs []kafka.Message) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -272,9 +305,12 @@ func (p *Publisher) Publish(ctx context.Context, changes []plans.Change) error {
 // count counts messages acknowledged by the broker.
 func (p *Publisher) count(ms []kafka.Message) {
 	for i := range ms {
-		if ms[i].Value == nil {
+		switch {
+		case IsLineageKey(ms[i].Key):
+			p.m.lineage.Inc()
+		case ms[i].Value == nil:
 			p.m.tombstones.Inc()
-		} else {
+		default:
 			p.m.plans.Inc()
 		}
 	}

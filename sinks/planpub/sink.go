@@ -34,16 +34,20 @@ func (f PublisherFunc) Publish(ctx context.Context, changes []plans.Change) erro
 // Tee returns a ChangePublisher that publishes to each of ps in turn and
 // stops at the first error. Each must tolerate changes published twice
 // (the Sink retries all of them): a compacted topic and a versioned table
-// both do.
-func Tee(ps ...ChangePublisher) ChangePublisher {
-	return PublisherFunc(func(ctx context.Context, changes []plans.Change) error {
-		for _, p := range ps {
-			if err := p.Publish(ctx, changes); err != nil {
-				return err
-			}
+// both do. A Sink publishing to a Tee that holds a *Publisher publishes
+// its lineage messages to that Publisher alone (they are the topic's).
+func Tee(ps ...ChangePublisher) ChangePublisher { return tee(ps) }
+
+type tee []ChangePublisher
+
+// Publish publishes to each member in turn.
+func (t tee) Publish(ctx context.Context, changes []plans.Change) error {
+	for _, p := range t {
+		if err := p.Publish(ctx, changes); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 type publisher = ChangePublisher
@@ -67,6 +71,9 @@ type Sink struct {
 	load PlanLoader
 	log  *slog.Logger
 	m    *sinkMetrics
+	// lin follows the lineage messages on the plans topic (guarded by
+	// mu); nil without a topic.
+	lin *lineageState
 
 	unreg     func()
 	closeOnce sync.Once
@@ -111,8 +118,8 @@ func newSink(mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logge
 	if err != nil {
 		return nil, permanent("new sink", err)
 	}
-	return &Sink{mgr: mgr, pub: pub, load: load, log: log.With("component", "planpub.sink"), m: m, unreg: unreg,
-		index: map[string]int{}}, nil
+	return &Sink{mgr: mgr, pub: pub, load: load, lin: newLineageState(lineageOutOf(pub)),
+		log: log.With("component", "planpub.sink"), m: m, unreg: unreg, index: map[string]int{}}, nil
 }
 
 // Close unregisters the Sink's metrics. It does not close the Publisher,
@@ -212,6 +219,10 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	clear(s.pending)
 	s.pending = s.pending[:0]
 	clear(s.index)
+	if s.lin != nil {
+		// After the load above: the lineage messages it read.
+		s.lin.reset(owns)
+	}
 	// Event time starts again from the committed offsets: republish as a
 	// started instance does, at the first Advance.
 	s.republished = time.Time{}
@@ -234,6 +245,9 @@ func (s *Sink) Pending() int {
 // add queues changes, each replacing its task's last pending change when
 // both carry the same plan version (see Sink).
 func (s *Sink) add(cs []plans.Change) {
+	if s.lin != nil {
+		s.lin.touch(cs)
+	}
 	for _, c := range cs {
 		k := plans.Key(c.JobID, c.TaskName)
 		if i, ok := s.index[k]; ok && version(s.pending[i]) == version(c) {
@@ -255,19 +269,28 @@ func version(c plans.Change) uint64 {
 	return c.Plan.Version
 }
 
-// flush publishes the pending changes; they are dropped once published.
+// flush publishes the pending changes, then the lineage messages they
+// make (see lineageState); both are dropped once published.
 func (s *Sink) flush(ctx context.Context) error {
-	if len(s.pending) == 0 {
-		return nil
+	if s.lin != nil {
+		s.lin.update(s.mgr)
 	}
-	if err := s.pub.Publish(ctx, s.pending); err != nil {
-		s.log.Warn("plan changes not published; kept for the next try", "changes", len(s.pending), "err", err)
-		return err
+	if len(s.pending) > 0 {
+		if err := s.pub.Publish(ctx, s.pending); err != nil {
+			s.log.Warn("plan changes not published; kept for the next try", "changes", len(s.pending), "err", err)
+			return err
+		}
+		clear(s.pending)
+		s.pending = s.pending[:0]
+		clear(s.index)
+		s.m.pending.Set(0)
 	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
-	clear(s.index)
-	s.m.pending.Set(0)
+	if s.lin != nil {
+		if err := s.lin.flush(ctx); err != nil {
+			s.log.Warn("lineage messages not published; kept for the next try", "messages", len(s.lin.pending), "err", err)
+			return err
+		}
+	}
 	return nil
 }
 
