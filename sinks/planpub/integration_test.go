@@ -475,3 +475,88 @@ func TestLoadResumesVersions(t *testing.T) {
 		t.Fatalf("topic holds %q, want %q", got, want)
 	}
 }
+
+// TestLineageOnTheTopic: on the real broker, a Sink publishes each job
+// name's newest plan of a task under its lineage key after the plans, and
+// its tombstone when the name has none; Load restores the plans alone
+// (the lineage messages are neither plans nor refused), and a restarted
+// Sink neither republishes on replayed findings nor forgets to tombstone
+// the lineage message it restored.
+func TestLineageOnTheTopic(t *testing.T) {
+	brokers := kafkatest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "planpub-lineage"
+	cfg := Config{Brokers: brokers, Topic: topic}
+	hot := salted("hot", 4)
+	w1 := []skew.Finding{namedPlan("r1", "orders", "agg", 10, hot)}
+	w2 := []skew.Finding{namedPlan("r2", "orders", "agg", 20, hot)}
+	w3 := []skew.Finding{jobEnd("r2", "orders", "", "", 30)}
+	w4 := []skew.Finding{jobEnd("r1", "orders", "", "", 40)}
+
+	run := func(restore bool, windows ...[]skew.Finding) {
+		t.Helper()
+		p := newPublisher(t, cfg, nil)
+		if err := p.EnsureTopic(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := plans.NewManager(plans.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if restore {
+			loaded, err := p.Load(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(loaded.Plans) != 1 || plans.Key(loaded.Plans[0].JobID, loaded.Plans[0].TaskName) != "r1/agg" || len(loaded.Unreadable) != 0 {
+				t.Fatalf("loaded %+v, unreadable %v; want the plan of r1/agg alone", loaded.Plans, loaded.Unreadable)
+			}
+			if l := p.loadedLineage(); len(l) != 1 || l["/lineage/orders/agg"] != (lineageRun{"r1", 1}) {
+				t.Fatalf("lineage loaded %v, want /lineage/orders/agg of r1 v1", l)
+			}
+			if refused := mgr.Restore(loaded); len(refused) != 0 {
+				t.Fatalf("refused %v", refused)
+			}
+		}
+		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for i, fs := range windows {
+			if err := s.Observe(ctx, uint64(i), fs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(false, w1, w2, w3)
+	before := len(readAll(t, brokers, topic))
+	run(true, w3) // replayed after the restart
+	if after := len(readAll(t, brokers, topic)); after != before {
+		t.Fatalf("replaying findings after the restart published %d messages", after-before)
+	}
+	run(true, w4)
+	var got []string
+	for _, m := range readAll(t, brokers, topic) {
+		v, _ := header(m, HeaderVersion)
+		l, _ := header(m, HeaderLineage)
+		s := fmt.Sprintf("%s v%s", m.Key, v)
+		if m.Value == nil {
+			s += " tombstone"
+		}
+		if l != "" {
+			s += " of " + l
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"r1/agg v1", "/lineage/orders/agg v1 of r1",
+		"r2/agg v1", "/lineage/orders/agg v1 of r2",
+		"r2/agg v1 tombstone", "/lineage/orders/agg v1 of r1", // r2 stopped: r1 is the newest run again
+		"r1/agg v1 tombstone", "/lineage/orders/agg v tombstone",
+	}
+	if !eq(got, want) {
+		t.Fatalf("topic holds\n%q\nwant\n%q", got, want)
+	}
+}
