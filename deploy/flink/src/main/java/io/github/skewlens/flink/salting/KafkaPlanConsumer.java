@@ -31,14 +31,26 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * handled is ignored), a tombstone (null value) retires it and resets the
  * version, so the next plan may start at any version.
  *
+ * <p><b>A resubmitted job.</b> When the job's name is known the consumer
+ * also follows the name's lineage key, {@code /lineage/<job_name>/<task_name>}
+ * ({@link #lineageKey}): skewlens publishes there the task's plan of the
+ * name's newest run (its one rule, docs/salting-plans.md), or a tombstone
+ * when the name has none. The run's own plan wins; while it has none
+ * (before skewlens has seen the new run report and carried the plan over,
+ * or after a tombstone of its own key), the lineage plan applies through
+ * {@link PlanClient#onLineagePlan} with the same checks as any plan: the
+ * job's name, the task's parallelism pair, versions compared within one
+ * job id. So a new run is salted from its first read of the topic.
+ *
  * <p>The consumer has no group: it assigns every partition of the topic
  * (checked again every {@link SaltingConfig#pollInterval}, so partitions
  * added later are read too) and commits nothing. While it catches up with
- * the end offsets seen at assignment, only the task's last message is
- * kept and handled once caught up, so a restart neither applies every old
- * version in turn nor warns about bad messages that newer ones replaced.
- * Messages of other tasks are skipped by comparing the key bytes, without
- * parsing them: memory holds one plan, whatever the topic holds.
+ * the end offsets seen at assignment, only the last message of each of
+ * its keys is kept and handled once caught up, so a restart neither
+ * applies every old version in turn nor warns about bad messages that
+ * newer ones replaced. Messages of other tasks are skipped by comparing
+ * the key bytes, without parsing them: memory holds two plans at most
+ * (the run's own and its name's lineage plan), whatever the topic holds.
  *
  * <p>Unreachable broker: every poll interval the consumer asks the broker
  * for the end offsets (a real round trip); when that fails the plan is kept
@@ -56,6 +68,8 @@ final class KafkaPlanConsumer extends PlanClient {
     private static final Duration POLL = Duration.ofMillis(500);
 
     private final byte[] wantKey;
+    /** The job name's lineage key, or null when the name is unknown. */
+    private final byte[] lineageKey;
     private final Thread thread;
     private volatile boolean closing;
     private volatile Consumer<byte[], byte[]> consumer;
@@ -67,6 +81,7 @@ final class KafkaPlanConsumer extends PlanClient {
     KafkaPlanConsumer(SaltingConfig cfg, String jobId, String jobName) {
         super(cfg, jobId, jobName);
         this.wantKey = (jobId + "/" + cfg.taskName).getBytes(StandardCharsets.UTF_8);
+        this.lineageKey = this.jobName == null ? null : lineageKey(this.jobName, cfg.taskName).getBytes(StandardCharsets.UTF_8);
         this.thread = new Thread(this::loop, "skewlens-salting-kafka-" + jobId + "-" + cfg.taskName);
         this.thread.setDaemon(true);
     }
@@ -92,14 +107,37 @@ final class KafkaPlanConsumer extends PlanClient {
     }
 
     /**
-     * Handles one message of the task's key: null value = tombstone. Never
-     * throws. Consumer thread only (tests call it on an unstarted client).
+     * The key of the lineage messages of a job name and task, as skewlens
+     * writes it (sinks/planpub LineageKey): {@code /lineage/}, the job name
+     * with '%' written {@code %25} and '/' written {@code %2F}, '/', and the
+     * task name as it is. No plan's key starts with '/' (job ids are not
+     * empty), and the name's escaping keeps names and tasks holding '/' apart.
+     */
+    static String lineageKey(String jobName, String taskName) {
+        return "/lineage/" + jobName.replace("%", "%25").replace("/", "%2F") + "/" + taskName;
+    }
+
+    // Consumer thread only: what the two keys hold.
+    /** The run's own key holds a plan (its last message was not a tombstone). */
+    private boolean ownPlan;
+    /** The last lineage message's value; null: none, or a tombstone. */
+    private byte[] lineage;
+
+    /**
+     * Handles one message of the task's own key: null value = tombstone,
+     * after which the name's lineage plan applies, if any. Never throws.
+     * Consumer thread only (tests call it on an unstarted client).
      */
     void onMessage(byte[] value) {
         try {
             if (value == null) {
+                ownPlan = false;
                 onRetired("a tombstone on " + cfg.topic);
+                if (lineage != null) {
+                    onLineagePlan(lineage);
+                }
             } else {
+                ownPlan = true;
                 onPlan(value);
             }
         } catch (RuntimeException e) {
@@ -107,9 +145,53 @@ final class KafkaPlanConsumer extends PlanClient {
         }
     }
 
+    /**
+     * Handles one message of the job name's lineage key: kept, and applied
+     * unless the run has a plan of its own; a tombstone then retires the
+     * lineage plan. Never throws. Consumer thread only (tests call it on an
+     * unstarted client).
+     */
+    void onLineageMessage(byte[] value) {
+        try {
+            lineage = value;
+            if (ownPlan) {
+                return; // the run's own plan wins
+            }
+            if (value == null) {
+                onRetired("the lineage of job name " + SaltingPlan.q(jobName) + " ended: a tombstone on " + cfg.topic);
+            } else {
+                onLineagePlan(value);
+            }
+        } catch (RuntimeException e) {
+            onInvalidPlan("cannot handle the message: " + e, -1);
+        }
+    }
+
+    /**
+     * The topic was read to the end seen at assignment: handles the last
+     * message of each key, own (when hasOwn) and lineage (when hasLineage),
+     * as one state: the own plan, else the lineage plan.
+     */
+    private void onCaughtUp(boolean hasOwn, byte[] own, boolean hasLineage, byte[] lin) {
+        ownPlan = false;
+        lineage = hasLineage ? lin : null;
+        if (hasOwn && own != null) {
+            onMessage(own);
+        } else if (hasOwn) {
+            onMessage(null); // retires, then offers the lineage plan
+        } else if (lineage != null) {
+            onLineageMessage(lineage);
+        }
+    }
+
     /** Whether a record key is the task's key. */
     boolean isOurs(byte[] key) {
         return key != null && Arrays.equals(key, wantKey);
+    }
+
+    /** Whether a record key is the job name's lineage key of the task. */
+    boolean isLineage(byte[] key) {
+        return key != null && lineageKey != null && Arrays.equals(key, lineageKey);
     }
 
     private Consumer<byte[], byte[]> newConsumer() {
@@ -171,6 +253,8 @@ final class KafkaPlanConsumer extends PlanClient {
         boolean reread = false;                     // the plan was dropped while unreachable: read the topic again
         byte[] pending = null;                      // the task's last message while catching up
         boolean hasPending = false;
+        byte[] pendingLineage = null;               // the name's last lineage message while catching up
+        boolean hasPendingLineage = false;
         long nextCheck = System.nanoTime();
         while (!closing) {
             try {
@@ -209,6 +293,8 @@ final class KafkaPlanConsumer extends PlanClient {
                         catchUpTo = null;
                         hasPending = false;
                         pending = null;
+                        hasPendingLineage = false;
+                        pendingLineage = null;
                     }
                     if (!caughtUp && catchUpTo == null) {
                         catchUpTo = new HashMap<>(end);
@@ -219,24 +305,30 @@ final class KafkaPlanConsumer extends PlanClient {
                     contact(System.nanoTime());
                 }
                 for (ConsumerRecord<byte[], byte[]> r : records) {
-                    if (!isOurs(r.key())) {
-                        continue;
-                    }
-                    if (caughtUp) {
-                        onMessage(r.value());
-                    } else {
-                        pending = r.value();
-                        hasPending = true;
+                    if (isOurs(r.key())) {
+                        if (caughtUp) {
+                            onMessage(r.value());
+                        } else {
+                            pending = r.value();
+                            hasPending = true;
+                        }
+                    } else if (isLineage(r.key())) {
+                        if (caughtUp) {
+                            onLineageMessage(r.value());
+                        } else {
+                            pendingLineage = r.value();
+                            hasPendingLineage = true;
+                        }
                     }
                 }
                 if (!caughtUp && catchUpTo != null && reached(c, catchUpTo)) {
                     caughtUp = true;
                     catchUpTo = null;
-                    if (hasPending) {
-                        onMessage(pending);
-                    }
+                    onCaughtUp(hasPending, pending, hasPendingLineage, pendingLineage);
                     pending = null;
                     hasPending = false;
+                    pendingLineage = null;
+                    hasPendingLineage = false;
                     answered();
                 }
             } catch (WakeupException | InterruptException e) {

@@ -43,7 +43,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>A resubmitted job.</b> Flink gives each submission a new job id;
  * the client also knows the job's name, and accepts a plan of another run
- * of the same name (the source's lineage answer, docs/salting-plans.md):
+ * of the same name (the source's lineage answer: skewlens serve's for the
+ * asking run, the plans topic's lineage message, see
+ * {@link KafkaPlanConsumer}; docs/salting-plans.md):
  * so a new run is salted from its first record, with its job's last plan,
  * before skewlens has seen it report. Plans of its own, later, start a new
  * version sequence.
@@ -131,13 +133,47 @@ public abstract class PlanClient {
 
     /** A plan's JSON arrived: parse, validate, apply or refuse it. */
     final void onPlan(byte[] json) {
-        SaltingPlan p;
-        try {
-            p = SaltingPlan.parse(json, jobId, jobName, cfg.taskName, cfg.maxPlanBytes);
-        } catch (SaltingPlan.InvalidPlanException e) {
-            onInvalidPlan(e.getMessage(), e.version);
+        SaltingPlan p = parse(json);
+        if (p != null) {
+            accept(p);
+        }
+    }
+
+    /**
+     * The plan of the job name's newest run arrived (the plans topic's
+     * lineage message) while the run has no plan of its own for the task:
+     * applied as {@link #onPlan} applies a plan, when it is of another run
+     * of the job's name and routed for the task's parallelism pair. A
+     * lineage message carrying this run's own plan is ignored: that plan
+     * comes under the run's own key, whose tombstone may be on its way.
+     */
+    final void onLineagePlan(byte[] json) {
+        SaltingPlan p = parse(json);
+        if (p == null) {
             return;
         }
+        if (p.jobId().equals(jobId)) {
+            LOG.debug("skewlens salting: the lineage plan v{} for {} is the run's own, ignored", p.version(), what);
+            return;
+        }
+        accept(p);
+    }
+
+    /** Parses and validates a plan's JSON; null (logged) when it cannot be applied. */
+    private SaltingPlan parse(byte[] json) {
+        try {
+            return SaltingPlan.parse(json, jobId, jobName, cfg.taskName, cfg.maxPlanBytes);
+        } catch (SaltingPlan.InvalidPlanException e) {
+            onInvalidPlan(e.getMessage(), e.version);
+            return null;
+        }
+    }
+
+    /**
+     * Applies a valid plan, or refuses it: a resend of a version already
+     * handled (of the same run), a plan for another parallelism pair.
+     */
+    private void accept(SaltingPlan p) {
         SaltingPlan cur = current;
         boolean sameRun = p.jobId().equals(versionJob);
         if (sameRun && p.version() <= version) {

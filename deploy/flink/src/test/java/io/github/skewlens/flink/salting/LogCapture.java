@@ -46,6 +46,22 @@ final class LogCapture extends AbstractAppender implements AutoCloseable {
         }).collect(Collectors.toList());
     }
 
+    /**
+     * Waits up to timeoutMs for a captured line that contains every one of
+     * the parts (a client thread logs after it changed the state a test
+     * saw), and returns whether one came.
+     */
+    boolean await(long timeoutMs, String... parts) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (matching(parts).isEmpty()) {
+            if (System.currentTimeMillis() >= deadline) {
+                return false;
+            }
+            Thread.sleep(10);
+        }
+        return true;
+    }
+
     String all() {
         return String.join("\n", lines);
     }

@@ -324,6 +324,64 @@ class PlanClientStateTest {
         assertEquals(1, logs.matching("ignoring the plan v8", "salted: missing").size(), logs.all());
     }
 
+    /**
+     * A resubmitted job on the topic: the run follows its own key and its
+     * name's lineage key; its own plan wins, the lineage plan applies
+     * without one (at the task's parallelism pair only), and a lineage
+     * message carrying the run's own plan is left to its own key.
+     */
+    @Test
+    void consumerAppliesItsNamesLineagePlanWithoutOneOfItsOwn() {
+        String old = "ffffffffffffffffffffffffffffffff";
+        SaltingConfig cfg = SaltingConfig.kafka("127.0.0.1:1", TASK, 4, 128);
+        KafkaPlanConsumer c = new KafkaPlanConsumer(cfg, JOB, "test");
+        assertEquals("/lineage/test/Partial sums", KafkaPlanConsumer.lineageKey("test", TASK));
+        assertEquals("/lineage/team%2Forders%25/a/b", KafkaPlanConsumer.lineageKey("team/orders%", "a/b"),
+                "the Go side's key (sinks/planpub TestLineageKey)");
+        assertTrue(c.isLineage("/lineage/test/Partial sums".getBytes(StandardCharsets.UTF_8)));
+        assertTrue(!c.isLineage((JOB + "/" + TASK).getBytes(StandardCharsets.UTF_8)));
+        assertTrue(!new KafkaPlanConsumer(cfg, JOB).isLineage("/lineage/test/Partial sums".getBytes(StandardCharsets.UTF_8)),
+                "without a job name there is no lineage key");
+
+        c.onLineageMessage(TestPlans.bytes(TestPlans.plan(old, TASK, 4, 128, 7, "hot", 3)));
+        assertEquals(7, c.appliedVersion(), "the newest run's plan, before the run has one");
+        assertEquals(old, c.current().jobId());
+
+        // Its resend and its next version of the old run, as for its own key.
+        c.onLineageMessage(TestPlans.bytes(TestPlans.plan(old, TASK, 4, 128, 7, "hot", 3)));
+        c.onLineageMessage(TestPlans.bytes(TestPlans.plan(old, TASK, 4, 128, 8, "hot", 4)));
+        assertEquals(8, c.appliedVersion());
+
+        // Carried over: the run's own v1 replaces the lineage's v8, and
+        // the lineage message then carries the run's own plan: ignored.
+        c.onMessage(plan(1));
+        assertEquals(1, c.appliedVersion());
+        assertEquals(JOB, c.current().jobId());
+        c.onLineageMessage(plan(1));
+        c.onLineageMessage(TestPlans.bytes(TestPlans.plan(old, TASK, 4, 128, 9, "hot", 3)));
+        assertEquals(1, c.appliedVersion(), "the run's own plan wins");
+        assertEquals(JOB, c.current().jobId());
+
+        // Its own plan retired: the lineage plan applies again, until its tombstone.
+        c.onMessage(null);
+        assertEquals(9, c.appliedVersion());
+        assertEquals(old, c.current().jobId());
+        c.onLineageMessage(null);
+        assertNull(c.current(), "the name has no plan any more");
+
+        // Another run's plan at another parallelism pair is not applied.
+        c.onLineageMessage(TestPlans.bytes(TestPlans.plan(old, TASK, 8, 128, 10, "hot", 3)));
+        assertNull(c.current());
+        assertEquals(1, logs.matching("plan v10 for parallelism 8/128 ignored: the keyed task runs at 4/128").size(), logs.all());
+
+        // A plan of another job name under the key (it cannot be the name's): refused.
+        ObjectNode stranger = TestPlans.plan(old, TASK, 4, 128, 11, "hot", 3);
+        stranger.put("job_name", "other");
+        c.onLineageMessage(TestPlans.bytes(stranger));
+        assertNull(c.current());
+        assertEquals(1, logs.matching("ignoring the plan v11", "is not its name").size(), logs.all());
+    }
+
     @Test
     void clientsAreSharedPerConfigurationAndJobAndStopWithTheLastRelease() {
         java.util.function.Supplier<SaltingConfig> cfg = () -> {

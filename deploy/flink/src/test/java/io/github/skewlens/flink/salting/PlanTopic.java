@@ -50,6 +50,21 @@ final class PlanTopic implements AutoCloseable {
         producer.send(r).get(30, TimeUnit.SECONDS);
     }
 
+    /**
+     * Writes a lineage message as skewlens does: under the job name's
+     * lineage key of the task, the plan of the name's newest run (its
+     * job id and version in the headers), or a tombstone for null.
+     */
+    void sendLineage(String jobName, String task, byte[] plan, String ofJob, long version) throws Exception {
+        ProducerRecord<String, byte[]> r = new ProducerRecord<>(name, KafkaPlanConsumer.lineageKey(jobName, task), plan);
+        if (plan != null) {
+            r.headers().add("skewlens-plan-version", Long.toString(version).getBytes(StandardCharsets.UTF_8));
+            r.headers().add("skewlens-plan-source", "engine".getBytes(StandardCharsets.UTF_8));
+            r.headers().add("skewlens-plan-lineage", ofJob.getBytes(StandardCharsets.UTF_8));
+        }
+        producer.send(r).get(30, TimeUnit.SECONDS);
+    }
+
     @Override
     public void close() {
         producer.close();
