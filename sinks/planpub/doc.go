@@ -16,6 +16,17 @@
 // that a Java producer writing the same keys lands on the same partition
 // and compaction keeps one value per key.
 //
+// Lineage messages (lineage.go), keyed LineageKey(job name, task)
+// ("/lineage/<job_name>/<task_name>", a form no plan's key takes), carry
+// the plan of the task of each job name's newest run (plans.NewestRuns:
+// plans.Lineage's rule), or a tombstone when the name has none: a Flink
+// job resubmitted under a new job id applies it until skewlens has carried
+// the plan over to the new id. A Sink publishes them after the changes
+// that make them, to the Publisher among its publishers (a Tee holding
+// one), and only for the jobs it owns; Load skips them (they are derived,
+// not state) but notes what they carry, so that a resumed Sink tombstones
+// the stale ones of its jobs.
+//
 // # Wiring
 //
 // Sink is a stage of the pipeline (a stream.Observer): the findings of
@@ -67,7 +78,7 @@
 // # Metrics
 //
 // Registered on the injected prometheus.Registerer by New and
-// unregistered by Close: plans and tombstones published, failures by
+// unregistered by Close: plans, tombstones and lineage messages published, failures by
 // class (retryable, fatal: permanent, canceled), retries, and the duration of
 // successful Publish calls. NewSink adds the pending changes and the
 // Manager's statistics (skewlens_plans_*: plans served, tasks, findings

@@ -101,7 +101,10 @@ const RepublishEvery = 5 * time.Minute
 // NewSink returns a Sink publishing plan changes through pub (a *Publisher, or a Tee of it and the plans table), that
 // resumes the stored plans from load (StoredPlans: where Restore reads
 // them), and registers the Manager's statistics and the pending changes
-// on reg (nil: not registered). log may be nil.
+// on reg (nil: not registered). log may be nil. When pub is a *Publisher
+// or a Tee holding one, the Sink also publishes the lineage messages
+// (see the package documentation) to it, starting from those its last
+// Load read (Restore's).
 func NewSink(mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
 	if mgr == nil || pub == nil || load == nil {
 		return nil, permanent("new sink", errors.New("nil manager, publisher or plan loader"))
@@ -203,7 +206,9 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 // their windows' offsets are not committed: the jobs' owner reads them
 // again. Plans that cannot be read or that the Manager refuses cost only
 // their tasks their plans: their jobs are logged and counted, as by
-// Restore. Resume blocks on the read.
+// Restore. The lineage messages of the owned jobs that the read found
+// are compared again at the next publication (stale ones tombstoned).
+// Resume blocks on the read.
 func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
