@@ -229,7 +229,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startRun starts `skewlens run` (the matrix's flags, its consumer group)
-// and waits until it is ready.
+// and waits until it is ready or has exited.
 func (m *matrix) startRun(t testing.TB) *runProc {
 	t.Helper()
 	args := append([]string{"run", "--group", m.group}, m.runArgs...)
@@ -239,8 +239,15 @@ func (m *matrix) startRun(t testing.TB) *runProc {
 	m.run = r
 	m.runLogs = append(m.runLogs, r.log.Name())
 	m.mu.Unlock()
-	waitUntil(t, 90*time.Second, "skewlens run ready", func() bool { return httpOK("http://" + m.listen + "/readyz") },
-		exitWatch{r.done, func() string { return "skewlens run exited:\n" + r.logTail() }})
+	// Ready, or exited: the caller's next wait on it says why.
+	waitUntil(t, 90*time.Second, "skewlens run ready", func() bool {
+		select {
+		case <-r.done:
+			return true
+		default:
+		}
+		return httpOK("http://" + m.listen + "/readyz")
+	})
 	return r
 }
 
@@ -274,8 +281,14 @@ func (m *matrix) ensureRun(t *testing.T) {
 		return
 	}
 	m.group += "-again"
-	t.Logf("skewlens run is not running (an earlier row failed); starting it afresh in group %s", m.group)
+	t.Logf("skewlens run is not running (%s); starting it afresh in group %s", exitReason(r), m.group)
+	started := time.Now()
 	m.startRun(t)
+	// Caught up: the new group reads the topics from their start.
+	if why := m.closedOrExit(t, 3*time.Minute, started, m.running()...); why != "" {
+		t.Fatalf("skewlens run, started afresh, exited too: %s", why)
+	}
+	t.Logf("skewlens run caught up %s after its start", time.Since(started).Round(100*time.Millisecond))
 }
 
 // runWatch fails a wait when the current `skewlens run` exits.
@@ -578,15 +591,59 @@ func (m *matrix) closedUpTo(ctx context.Context, jobID string) int64 {
 	return end
 }
 
-// waitClosed waits until run has stored the windows of the jobs up to
-// at least until.
-func (m *matrix) waitClosed(t *testing.T, timeout time.Duration, until time.Time, jobs ...*matrixJob) {
+// closedOrExit waits until run has stored the windows of the jobs up to
+// at least until, and returns ""; or, should run exit first, why it did
+// (its error). It fails t after timeout.
+func (m *matrix) closedOrExit(t *testing.T, timeout time.Duration, until time.Time, jobs ...*matrixJob) string {
 	t.Helper()
 	ctx := context.Background()
+	r := m.currentRun()
+	deadline := time.Now().Add(timeout)
 	for _, j := range jobs {
-		waitUntil(t, timeout, fmt.Sprintf("run storing the windows of %s up to %s", j, until.Format(time.TimeOnly)),
-			func() bool { return m.closedUpTo(ctx, j.ID) >= until.UnixMilli() }, m.runWatch())
+		for m.closedUpTo(ctx, j.ID) < until.UnixMilli() {
+			select {
+			case <-r.done:
+				return exitReason(r)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run storing the windows of %s up to %s: not within %s", j, until.Format(time.TimeOnly), timeout)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
+	return ""
+}
+
+// waitClosed is closedOrExit that, when run exits, fails t with why and
+// starts it again (ensureRun) to wait on, so that the row goes on to
+// check the rest.
+func (m *matrix) waitClosed(t *testing.T, timeout time.Duration, until time.Time, jobs ...*matrixJob) {
+	t.Helper()
+	for {
+		why := m.closedOrExit(t, timeout, until, jobs...)
+		if why == "" {
+			return
+		}
+		t.Errorf("skewlens run exited: %s", why)
+		m.ensureRun(t)
+	}
+}
+
+// exitReason is the error an exited run printed (its log's lines that
+// are not JSON), or its exit status.
+func exitReason(r *runProc) string {
+	b, _ := os.ReadFile(r.log.Name())
+	var why []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l != "" && !strings.HasPrefix(l, "{") {
+			why = append(why, l)
+		}
+	}
+	if len(why) == 0 {
+		return r.cmd.ProcessState.String()
+	}
+	return strings.Join(why, " / ")
 }
 
 // missingWindows lists the windows between from and to (aligned to the
@@ -714,8 +771,20 @@ func (m *matrix) restartRow(t *testing.T, how string) {
 	restarted := time.Now()
 	t.Logf("run %s; restarted %s later", how, restarted.Sub(k.at).Round(100*time.Millisecond))
 	m.startRun(t)
+	rowName := func(j *matrixJob) string {
+		return j.version + "/" + map[string]string{"nocp": "checkpointing_off", "precp": "before_first_checkpoint"}[j.role]
+	}
 	// Two windows after the restart.
-	m.waitClosed(t, 2*time.Minute, restarted.Add(2*matrixWindow), jobs...)
+	if why := m.closedOrExit(t, 2*time.Minute, restarted.Add(2*matrixWindow), jobs...); why != "" {
+		for _, j := range jobs {
+			t.Run(rowName(j), func(t *testing.T) {
+				m.assertCheckpoints(t, j)
+				t.Errorf("skewlens run exited after the %s: %s", how, why)
+			})
+		}
+		m.ensureRun(t)
+		return
+	}
 
 	resumed := false
 	for _, l := range m.runLogSince(k) {
@@ -731,7 +800,7 @@ func (m *matrix) restartRow(t *testing.T, how string) {
 	}
 	m.assertLogClean(t, k)
 	for _, j := range jobs {
-		t.Run(j.version+"/"+map[string]string{"nocp": "checkpointing_off", "precp": "before_first_checkpoint"}[j.role], func(t *testing.T) {
+		t.Run(rowName(j), func(t *testing.T) {
 			m.assertCheckpoints(t, j)
 			// Stores: every window from before the restart on.
 			m.assertNoWindowLost(t, j, k.at.Add(-3*matrixWindow), restarted.Add(2*matrixWindow))
@@ -926,11 +995,9 @@ func (m *matrix) resubmitRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	unsalted := router.Subtask(matrixHotKey)
-	for _, s := range p.HotKeys[0].Salted {
-		if s.Subtask == unsalted {
-			t.Fatalf("plan v%d salts %s onto subtask %d, where it goes unsalted: the row cannot tell them apart", p.Version, matrixHotKey, unsalted)
-		}
-	}
+	// Whether a sample's subtask tells salted from unsalted: not when a
+	// salted key lands where the key goes unsalted.
+	telling := !slices.ContainsFunc(p.HotKeys[0].Salted, func(s skew.SaltTarget) bool { return s.Subtask == unsalted })
 	k := m.mark()
 	c := first.Cluster()
 	c.Cancel(t, first.ID)
@@ -939,18 +1006,34 @@ func (m *matrix) resubmitRow(t *testing.T) {
 	m.jobs = append(m.jobs, second)
 	t.Logf("%s cancelled; %s running %s later", first, second, time.Since(k.at).Round(100*time.Millisecond))
 
-	// The plan from the first record: the hot key's first 100 samples of
-	// the new run all come from the salted subtasks.
+	// The plan from the first record: the salting operator applied it
+	// (its log line) before the job's first key sample was taken, and,
+	// when the subtasks tell, none of the hot key's first 100 samples
+	// comes from the subtask Flink routes it to unsalted.
 	waitUntil(t, time.Minute, "100 samples of the hot key from "+second.String(), func() bool {
 		return m.samples.total(second.ID, matrixHotKey) >= 100
 	}, m.runWatch(), jobWatch(second))
-	if n := m.samples.on(second.ID, matrixHotKey, unsalted); n > 0 {
+	firstSample := m.samples.first(second.ID)
+	applied := regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d,\d\d\d) .*skewlens salting: applying plan v\d+ for task "` + matrixTask + `" of job ` + second.ID)
+	// The earliest such line of any TaskManager.
+	var appliedAt time.Time
+	for _, match := range applied.FindAllStringSubmatch(m.tmLogSince(k), -1) {
+		if at, ok := logTime(strings.Replace(match[1], ",", ".", 1), ""); ok && (appliedAt.IsZero() || at.Before(appliedAt)) {
+			appliedAt = at
+		}
+	}
+	switch {
+	case appliedAt.IsZero():
+		t.Errorf("the TaskManagers logged no plan applied for %s (its first sample at %s)", second, firstSample.Format("15:04:05.000"))
+	case appliedAt.After(firstSample):
+		t.Errorf("%s applied its plan at %s, after its first key sample at %s: records went unsalted first", second,
+			appliedAt.Format("15:04:05.000"), firstSample.Format("15:04:05.000"))
+	default:
+		t.Logf("%s applied its plan at %s, before its first key sample at %s", second, appliedAt.Format("15:04:05.000"), firstSample.Format("15:04:05.000"))
+	}
+	if n := m.samples.on(second.ID, matrixHotKey, unsalted); telling && n > 0 {
 		t.Errorf("%d samples of %s from subtask %d (unsalted) in %s's first %d: the plan was not in force from the first record",
 			n, matrixHotKey, unsalted, second, m.samples.total(second.ID, matrixHotKey))
-	}
-	applied := regexp.MustCompile(`skewlens salting: applying plan v\d+ for task "` + matrixTask + `" of job ` + second.ID)
-	if !applied.MatchString(m.tmLogSince(k)) {
-		t.Errorf("the TaskManagers did not log a plan applied for %s", second)
 	}
 	if v := m.appliedVersion(second); v < 1 {
 		t.Errorf("%s's salting operator applies plan %d, want the lineage's (v%d)", second, v, version)
@@ -1220,10 +1303,11 @@ func (m *matrix) lastJobRow(t *testing.T) {
 type sampleTap struct {
 	mu     sync.Mutex
 	counts map[string]map[string]map[int]int // job -> key -> subtask -> samples
+	firstT map[string]int64                  // job -> its first sample's time (epoch ms)
 }
 
 func tapSamples(t *testing.T, brokers []string, topic string) *sampleTap {
-	s := &sampleTap{counts: map[string]map[string]map[int]int{}}
+	s := &sampleTap{counts: map[string]map[string]map[int]int{}, firstT: map[string]int64{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -1242,14 +1326,22 @@ func tapSamples(t *testing.T, brokers []string, topic string) *sampleTap {
 			}
 			for _, line := range strings.Split(string(msg.Value), "\n") {
 				var smp struct {
+					TS      int64  `json:"ts"`
 					JobID   string `json:"job_id"`
 					Key     string `json:"key"`
 					Subtask int    `json:"subtask_index"`
 				}
-				if json.Unmarshal([]byte(line), &smp) != nil || smp.Key != matrixHotKey {
+				if json.Unmarshal([]byte(line), &smp) != nil {
 					continue
 				}
 				s.mu.Lock()
+				if f, ok := s.firstT[smp.JobID]; !ok || smp.TS < f {
+					s.firstT[smp.JobID] = smp.TS
+				}
+				if smp.Key != matrixHotKey {
+					s.mu.Unlock()
+					continue
+				}
 				if s.counts[smp.JobID] == nil {
 					s.counts[smp.JobID] = map[string]map[int]int{}
 				}
@@ -1272,6 +1364,13 @@ func (s *sampleTap) total(job, key string) int {
 		n += c
 	}
 	return n
+}
+
+// first is the time of the job's first key sample.
+func (s *sampleTap) first(job string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.UnixMilli(s.firstT[job])
 }
 
 func (s *sampleTap) on(job, key string, subtask int) int {
