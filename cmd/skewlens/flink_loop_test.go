@@ -245,7 +245,8 @@ type busyCounter struct {
 }
 
 // readBusyCounters hands every busy-time counter report on the reporter's
-// topic to fn, as consumer group group, until ctx is done.
+// topic to fn, as consumer group group, until ctx is done; a broker that
+// is away holds it up, no more.
 func readBusyCounters(ctx context.Context, brokers []string, topic, group string, fn func(busyCounter)) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: group, Topic: topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
@@ -253,7 +254,11 @@ func readBusyCounters(ctx context.Context, brokers []string, topic, group string
 	for {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
-			return
+			// The reader heals after other errors (a broker away).
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return
+			}
+			continue
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(m.Value)))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
