@@ -89,7 +89,7 @@ func TestJobMatrix(t *testing.T) {
 	}
 	begin := time.Now()
 	var rows []string
-	row := func(name string, budget time.Duration, f func(t *testing.T)) {
+	row := func(name string, budget time.Duration, f func(t *testing.T)) bool {
 		start := time.Now()
 		ok := t.Run(name, f)
 		d := time.Since(start).Round(time.Second)
@@ -104,13 +104,16 @@ func TestJobMatrix(t *testing.T) {
 			// varies; the budget is for CI's.
 			t.Logf("row %s took %s: OVER its budget of %s", name, d, budget)
 		}
+		return ok
 	}
 	defer func() {
 		t.Logf("job matrix: %s in all\n%s", time.Since(begin).Round(time.Second), strings.Join(rows, "\n"))
 	}()
 
 	m := startMatrix(t)
-	row("setup", 5*time.Minute, m.setup)
+	if !row("setup", 5*time.Minute, m.setup) {
+		t.Fatal("the jobs are not diagnosed: no row can run")
+	}
 	for _, how := range []string{"sigterm", "sigkill"} {
 		row("run_"+how, 3*time.Minute, func(t *testing.T) { m.restartRow(t, how) })
 	}
@@ -1069,6 +1072,10 @@ func (m *matrix) resubmitRow(t *testing.T) {
 	if end.JobEnd == nil || end.JobEnd.Reason != skew.EndRestarted || end.JobEnd.Successor != second.ID {
 		t.Errorf("job_end of %s: %+v, want restarted as %s", first, end.JobEnd, second.ID)
 	}
+	var stored uint64
+	if err := m.conn.QueryRow(context.Background(), "SELECT count() FROM "+m.db+".findings WHERE kind = 'job_end' AND job_id = ?", first.ID).Scan(&stored); err != nil || stored == 0 {
+		t.Errorf("no job_end finding of %s in ClickHouse (%v)", first, err)
+	}
 	incs, _ := m.incidents(first.ID)
 	if open := openIncidents(incs, ""); len(open) > 0 {
 		t.Errorf("incidents of %s still open: %v", first, open)
@@ -1174,6 +1181,11 @@ func (m *matrix) clickHouseRow(t *testing.T) {
 	m.assertLogClean(t, k)
 	if !httpOK("http://" + m.plan + "/readyz") {
 		t.Errorf("skewlens serve not ready again after ClickHouse came back")
+	}
+	for _, j := range jobs {
+		if !getJSON(m.api, planPath(j.ID), &plans.Plan{}) {
+			t.Errorf("run serves no plan of %s after the outage", j)
+		}
 	}
 	m.assertRunning(t)
 }
