@@ -449,6 +449,7 @@ type mark struct {
 	runLogs map[string]int64 // run log file -> size
 	tmLogs  map[string]int64 // TaskManager log file -> size
 	alerts  int
+	run     *runProc // the run then, whose late count is late
 	late    float64
 }
 
@@ -465,8 +466,17 @@ func (m *matrix) mark() mark {
 			k.tmLogs[f] = fileSize(f)
 		}
 	}
-	k.late = m.late()
+	k.run, k.late = m.currentRun(), m.late()
 	return k
+}
+
+// lateSince is how many records run dropped as late after k (a run
+// started since counts from zero).
+func (m *matrix) lateSince(k mark) float64 {
+	if m.currentRun() != k.run {
+		return m.late()
+	}
+	return m.late() - k.late
 }
 
 func fileSize(path string) int64 {
@@ -1136,7 +1146,7 @@ func (m *matrix) brokerRow(t *testing.T) {
 			}
 		}
 	}
-	if late := m.late() - k.late; late > 0 {
+	if late := m.lateSince(k); late > 0 {
 		t.Errorf("run dropped %.0f records as late", late)
 	}
 	m.assertNotEnded(t, k, jobs...)
@@ -1160,7 +1170,7 @@ func (m *matrix) clickHouseRow(t *testing.T) {
 	for _, j := range jobs {
 		m.assertNoWindowLost(t, j, down.Add(-3*matrixWindow), up.Add(3*matrixWindow), false)
 	}
-	if late := m.late() - k.late; late > 0 {
+	if late := m.lateSince(k); late > 0 {
 		t.Errorf("run dropped %.0f records as late", late)
 	}
 	recovered := regexp.MustCompile(`(?i)recovered`)
