@@ -245,7 +245,8 @@ type busyCounter struct {
 }
 
 // readBusyCounters hands every busy-time counter report on the reporter's
-// topic to fn, as consumer group group, until ctx is done.
+// topic to fn, as consumer group group, until ctx is done; a broker that
+// is away holds it up, no more.
 func readBusyCounters(ctx context.Context, brokers []string, topic, group string, fn func(busyCounter)) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: group, Topic: topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
@@ -253,7 +254,11 @@ func readBusyCounters(ctx context.Context, brokers []string, topic, group string
 	for {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
-			return
+			// The reader heals after other errors (a broker away).
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return
+			}
+			continue
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(m.Value)))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -414,21 +419,38 @@ func (l *loop) closedUpTo(ctx context.Context) int64 {
 }
 
 // waitFor polls cond every 200 ms until it is true, failing the test with
-// what after timeout.
+// what after timeout, or as soon as the job or `skewlens run` exits.
 func (l *loop) waitFor(timeout time.Duration, what string, cond func() bool) time.Time {
 	l.t.Helper()
+	return waitUntil(l.t, timeout, what, cond,
+		exitWatch{l.job.Done(), func() string { return "the Flink job exited:\n" + l.job.Tail(40) }},
+		exitWatch{l.run.done, func() string { return "skewlens run exited:\n" + l.run.logTail() }})
+}
+
+// exitWatch is a process or job whose end fails a wait (waitUntil):
+// done is closed at its end, and why says so, with its log's tail.
+type exitWatch struct {
+	done <-chan struct{}
+	why  func() string
+}
+
+// waitUntil polls cond every 200 ms until it is true and returns when;
+// it fails t with what after timeout, or as soon as one of watch ends.
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool, watch ...exitWatch) time.Time {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			l.t.Fatalf("%s: not within %s", what, timeout)
+			t.Fatalf("%s: not within %s", what, timeout)
 		}
-		select {
-		case <-l.job.Done():
-			l.t.Fatalf("%s: the Flink job exited:\n%s", what, l.job.Tail(40))
-		case <-l.run.done:
-			l.t.Fatalf("%s: skewlens run exited:\n%s", what, l.run.logTail())
-		case <-time.After(200 * time.Millisecond):
+		for _, w := range watch {
+			select {
+			case <-w.done:
+				t.Fatalf("%s: %s", what, w.why())
+			default:
+			}
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	return time.Now()
 }

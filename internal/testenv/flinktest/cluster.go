@@ -59,9 +59,13 @@ type Cluster struct {
 	// Dir holds conf/, plugins/, tmp/ and each process's log.
 	Dir string
 
-	procs []*exec.Cmd
-	logs  []string
-	stop  sync.Once
+	// cp, conf and plugins are what each process starts with (startProcess).
+	cp, conf, plugins string
+	mu                sync.Mutex // guards procs and logs
+	procs             []*exec.Cmd
+	logs              []string
+	tms               int // TaskManagers started, killed ones included
+	stop              sync.Once
 }
 
 // The memory of a TaskManager, set explicitly: without the start-up
@@ -170,29 +174,10 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 		t.Fatal(err)
 	}
 	c.REST = "http://127.0.0.1:" + strconv.Itoa(restPort)
-	start := func(name, main string, jvm []string) {
-		logPath := filepath.Join(c.Dir, name+".log")
-		f, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		args := append(slices.Clone(jvm), javaOpens...)
-		args = append(args, "-Dlog4j.configurationFile=file:"+filepath.Join(conf, "log4j.properties"), "-cp", cp, main, "-c", conf)
-		cmd := exec.Command("java", args...)
-		cmd.Dir = c.Dir
-		cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins, "FLINK_CONF_DIR="+conf)
-		cmd.Stdout, cmd.Stderr = f, f
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("flinktest: start %s: %v", name, err)
-		}
-		c.procs = append(c.procs, cmd)
-		c.logs = append(c.logs, logPath)
-	}
-	start("jobmanager", "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", []string{"-Xmx512m", "-XX:+UseSerialGC"})
-	for i := range cfg.TaskManagers {
-		start("taskmanager-"+strconv.Itoa(i), "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", tmJVM)
+	c.cp, c.conf, c.plugins = cp, conf, plugins
+	c.startProcess(t, "jobmanager", "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", []string{"-Xmx512m", "-XX:+UseSerialGC"})
+	for range cfg.TaskManagers {
+		c.startTaskManager(t)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -213,12 +198,109 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	}
 }
 
+// startProcess starts one of the cluster's JVMs, logging to name.log.
+func (c *Cluster) startProcess(t testing.TB, name, main string, jvm []string) {
+	t.Helper()
+	logPath := filepath.Join(c.Dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := append(slices.Clone(jvm), javaOpens...)
+	args = append(args, "-Dlog4j.configurationFile=file:"+filepath.Join(c.conf, "log4j.properties"), "-cp", c.cp, main, "-c", c.conf)
+	cmd := exec.Command("java", args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+c.plugins, "FLINK_CONF_DIR="+c.conf)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("flinktest: start %s: %v", name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = append(c.procs, cmd)
+	c.logs = append(c.logs, logPath)
+}
+
+// startTaskManager starts the next TaskManager, taskmanager-N.
+func (c *Cluster) startTaskManager(t testing.TB) string {
+	t.Helper()
+	c.mu.Lock()
+	name := "taskmanager-" + strconv.Itoa(c.tms)
+	c.tms++
+	c.mu.Unlock()
+	c.startProcess(t, name, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", tmJVM)
+	return name
+}
+
+// AddTaskManager starts one more TaskManager and waits (at most two
+// minutes) until it has registered with the JobManager; it returns its
+// name ("taskmanager-N", for Log and KillTaskManager).
+func (c *Cluster) AddTaskManager(t testing.TB) string {
+	t.Helper()
+	want := c.liveTaskManagers() + 1
+	name := c.startTaskManager(t)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var o struct {
+			TaskManagers int `json:"taskmanagers"`
+		}
+		if err := c.get("/overview", &o); err == nil && o.TaskManagers >= want {
+			return name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flinktest: %s not registered after 2 minutes:\n%s", name, c.LogTail(30))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// liveTaskManagers counts the TaskManager processes that have not exited.
+func (c *Cluster) liveTaskManagers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for i, p := range c.procs {
+		if strings.HasPrefix(filepath.Base(c.logs[i]), "taskmanager-") && p.ProcessState == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// KillTaskManager sends SIGKILL to the TaskManager named name
+// ("taskmanager-0"), as a crashed host would, and waits until the process
+// has gone. The JobManager learns of it from the tasks that fail and,
+// for its slots, from the missed heartbeats (heartbeat.timeout).
+func (c *Cluster) KillTaskManager(t testing.TB, name string) {
+	t.Helper()
+	c.mu.Lock()
+	var p *exec.Cmd
+	for i, l := range c.logs {
+		if filepath.Base(l) == name+".log" {
+			p = c.procs[i]
+		}
+	}
+	c.mu.Unlock()
+	if p == nil || p.ProcessState != nil {
+		t.Fatalf("flinktest: no running TaskManager %s", name)
+	}
+	if err := p.Process.Kill(); err != nil {
+		t.Fatalf("flinktest: kill %s: %v", name, err)
+	}
+	_ = p.Wait() // "signal: killed"
+}
+
 // Stop stops the processes, the TaskManagers first (SIGTERM, SIGKILL
 // after 20 s). It is safe to call twice.
 func (c *Cluster) Stop() {
 	c.stop.Do(func() {
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			p := c.procs[i]
+		c.mu.Lock()
+		procs := slices.Clone(c.procs)
+		c.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			p := procs[i]
 			_ = p.Process.Signal(syscall.SIGTERM)
 			done := make(chan struct{})
 			go func() { _ = p.Wait(); close(done) }()
@@ -235,10 +317,17 @@ func (c *Cluster) Stop() {
 // LogTail returns the last n lines of each process's log.
 func (c *Cluster) LogTail(n int) string {
 	var b strings.Builder
-	for _, l := range c.logs {
+	for _, l := range c.logPaths() {
 		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(l), testenv.FileTail(l, n))
 	}
 	return b.String()
+}
+
+// logPaths returns the processes' log files, the JobManager's first.
+func (c *Cluster) logPaths() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.logs)
 }
 
 // Log returns the whole log of a process ("jobmanager", "taskmanager-0").
@@ -623,7 +712,7 @@ func (j *ClusterJob) Done() <-chan struct{} { return j.done }
 // code logs: the JobManager's, then each TaskManager's.
 func (j *ClusterJob) Output() string {
 	var b strings.Builder
-	for _, l := range j.c.logs {
+	for _, l := range j.c.logPaths() {
 		s, _ := os.ReadFile(l)
 		b.Write(s)
 	}

@@ -14,7 +14,9 @@
 //     too: ClusterJob.StopWithSavepoint (/jobs/:id/stop), Cluster.Start
 //     with a RunRequest (savepointPath, flinkConfiguration) to resubmit,
 //     Cluster.Vertices to check the parallelism, Cluster.JSON for the
-//     rest (the adaptive scheduler's resource requirements).
+//     rest (the adaptive scheduler's resource requirements). A host's
+//     failure too: Cluster.KillTaskManager (SIGKILL of one TaskManager)
+//     and Cluster.AddTaskManager (one more, e.g. its replacement).
 //
 // Classpath builds the Maven module once per test process (mvn
 // test-compile and dependency:build-classpath; Maven's own incremental

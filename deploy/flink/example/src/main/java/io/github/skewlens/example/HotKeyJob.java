@@ -43,6 +43,10 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *   <li>{@code --sample-rate}: the key sampler's rate [0.05], and
  *       {@code --samples-topic} its topic [flink-key-samples];</li>
  *   <li>{@code --job-name} [hotkey-job];</li>
+ *   <li>{@code --checkpoint-interval}: ms between checkpoints [0: none,
+ *       checkpointing off]; the first one comes a whole interval after
+ *       the start (the minimum pause is the interval too), so a long one
+ *       keeps the job before its first checkpoint;</li>
  *   <li>{@code --report-to}: Kafka bootstrap servers for skewlens'
  *       reporter when the job runs from {@code main()} (local mode), and
  *       {@code --report-topic} its topic [flink-metrics]; on a cluster
@@ -82,6 +86,13 @@ public final class HotKeyJob {
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         env.setMaxParallelism(maxParallelism);
+        long checkpointMs = Long.parseLong(a.getOrDefault("checkpoint-interval", "0"));
+        if (checkpointMs > 0) {
+            env.enableCheckpointing(checkpointMs);
+            // Flink draws the first checkpoint's delay between the minimum
+            // pause and the interval: without this it may come at once.
+            env.getCheckpointConfig().setMinPauseBetweenCheckpoints(checkpointMs);
+        }
         DataGeneratorSource<Order> source = new DataGeneratorSource<>(new Orders(hotShare), Long.MAX_VALUE,
                 RateLimiterStrategy.perSecond(rate), TypeInformation.of(Order.class));
         DataStream<Order> orders = env.fromSource(source, WatermarkStrategy.noWatermarks(), "Orders")
