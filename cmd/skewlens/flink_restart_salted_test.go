@@ -43,7 +43,7 @@ func TestFlinkJobRestartSalted(t *testing.T) {
 	out := second.Output()
 	submitted := scenarioSubmitted(t, out)
 	lineage := "of job " + first.ID + ", the newest run of "
-	at, i := logLine(t, out, submitted, func(s string) bool { return strings.Contains(s, "applying plan v") && strings.Contains(s, lineage) })
+	at, i := firstLogLine(t, out, submitted, func(s string) bool { return strings.Contains(s, "applying plan v") && strings.Contains(s, lineage) })
 	ready := strings.Index(out, "SCENARIO_READY")
 	if i < 0 || ready < 0 || i > ready {
 		t.Fatalf("the second run did not apply the first run's plan before it ran (lineage line at %d, ready at %d):\n%s", i, ready, second.Tail(60))
@@ -57,7 +57,7 @@ func TestFlinkJobRestartSalted(t *testing.T) {
 	l.waitFor(3*time.Minute, "the second run applying its own plan", func() bool {
 		return strings.Contains(second.Output(), own)
 	})
-	ownAt, _ := logLine(t, second.Output(), submitted, func(s string) bool {
+	ownAt, _ := firstLogLine(t, second.Output(), submitted, func(s string) bool {
 		return strings.Contains(s, "applying plan v") && strings.Contains(s, "of job "+second.ID) && strings.Contains(s, own)
 	})
 	t.Logf("second run: its own plan (carried over at the job_end) applied %s after submission: the unsalted time without the lineage answer",
@@ -83,10 +83,10 @@ func scenarioSubmitted(t *testing.T, out string) time.Time {
 
 var log4jTime = regexp.MustCompile(`^(\d\d):(\d\d):(\d\d)\.(\d\d\d) `)
 
-// logLine finds the first log line of out that match accepts and returns
+// firstLogLine finds the first log line of out that match accepts and returns
 // its time (log4j's HH:mm:ss.SSS, in UTC, on day's date, or the next day
 // when earlier) and its byte offset in out; -1 when there is none.
-func logLine(t *testing.T, out string, day time.Time, match func(string) bool) (time.Time, int) {
+func firstLogLine(t *testing.T, out string, day time.Time, match func(string) bool) (time.Time, int) {
 	t.Helper()
 	off := 0
 	for _, line := range strings.SplitAfter(out, "\n") {
