@@ -403,7 +403,9 @@ func (m *matrix) resubmitRow(t *testing.T) {
 		return m.samples.total(second.ID, matrixHotKey) >= 100
 	}, m.runWatch(), jobWatch(second))
 	firstSample := m.samples.first(second.ID)
-	applied := regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d,\d\d\d) .*skewlens salting: applying plan v\d+ for task "` + matrixTask + `" of job ` + second.ID)
+	// The plan is its own run's, or its job's newest run's ("applying plan
+	// v1 of job <old id>, the newest run of "<name>" for task …").
+	applied := regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d,\d\d\d) .*skewlens salting: applying plan v\d+[^\n]* for task "` + matrixTask + `" of job ` + second.ID)
 	// The earliest such line of any TaskManager.
 	var appliedAt time.Time
 	for _, match := range applied.FindAllStringSubmatch(m.tmLogSince(k), -1) {
@@ -424,7 +426,14 @@ func (m *matrix) resubmitRow(t *testing.T) {
 		t.Errorf("%d samples of %s from subtask %d (unsalted) in %s's first %d: the plan was not in force from the first record",
 			n, matrixHotKey, unsalted, second, m.samples.total(second.ID, matrixHotKey))
 	}
-	if v := m.appliedVersion(second); v < 1 {
+	// Flink's REST API shows the operator's metrics once its metric
+	// fetcher has read them (every 10 s): -2 until then.
+	var v int64
+	waitUntil(t, time.Minute, "the salting operator's plan version of "+second.String(), func() bool {
+		v = m.appliedVersion(second)
+		return v != -2
+	}, m.runWatch(), jobWatch(second))
+	if v < 1 {
 		t.Errorf("%s's salting operator applies plan %d, want the lineage's (v%d)", second, v, version)
 	}
 	// Run ends the first run as restarted by the second.

@@ -15,6 +15,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
@@ -167,7 +168,13 @@ func produceCapture(ctx context.Context, t *testing.T, brokers []string, prefix 
 				msgs = append(msgs, kafka.Message{Key: []byte("job"), Value: r.line})
 			}
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
+		// A topic just created may not be known to the broker's metadata
+		// yet: its first writes fail as unknown (retryable) until it is.
+		err := w.WriteMessages(ctx, msgs...)
+		for err != nil && kafkaclient.Retryable(err) && ctx.Err() == nil {
+			err = w.WriteMessages(ctx, msgs...)
+		}
+		if err != nil {
 			t.Fatalf("produce %d lines to %s: %v", len(msgs), x.topic, err)
 		}
 		if err := w.Close(); err != nil {
