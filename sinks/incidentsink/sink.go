@@ -166,10 +166,20 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 func (s *Sink) add(cs []incident.Change) {
 	for _, c := range cs {
 		if i, ok := s.index[c.Incident.ID]; ok {
-			if s.pending[i].Kind == incident.Opened && c.Kind == incident.Updated {
+			prev := &s.pending[i]
+			if prev.Kind == incident.Opened && c.Kind == incident.Updated {
 				c.Kind = incident.Opened
 			}
-			s.pending[i] = c
+			// A change no finding made (a plan's receipt, a salted key's
+			// spread) keeps the finding of the change it replaces: the
+			// alerts act on findings, and one taken away here would never
+			// fire (a data_skew alert whose plan's receipt started in the
+			// window that made it last).
+			if c.Finding == nil && c.Kind != incident.Closed {
+				c.Finding = prev.Finding
+			}
+			c.Lasted = c.Lasted || prev.Lasted
+			*prev = c
 			continue
 		}
 		s.index[c.Incident.ID] = len(s.pending)

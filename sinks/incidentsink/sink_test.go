@@ -191,3 +191,26 @@ skewlens_incidents_state_refused_jobs_total 2
 		t.Fatal(err)
 	}
 }
+
+// TestPendingChangeKeepsItsFinding: the changes of an incident waiting to
+// be stored are one per incident, the latest. A change no finding made (a
+// plan's receipt) keeps the finding of the one it replaces, so that the
+// alerts, which act on findings, still see the window that made the
+// incident last (without it the data_skew alert of a closed loop never
+// fired); a closure takes none.
+func TestPendingChangeKeepsItsFinding(t *testing.T) {
+	s := newSink(t, &fakeStore{rows: map[string]incident.Incident{}}, prometheus.NewRegistry())
+	f := skewed(1)[0]
+	in := incident.Incident{ID: "i", JobID: "j", UpdatedAt: 20_000}
+	s.add([]incident.Change{{Kind: incident.Updated, Incident: in, Finding: &f, Lasted: true}})
+	in.UpdatedAt++
+	s.add([]incident.Change{{Kind: incident.Updated, Incident: in}})
+	if len(s.pending) != 1 || s.pending[0].Finding != &f || !s.pending[0].Lasted || s.pending[0].Incident.UpdatedAt != 20_001 {
+		t.Fatalf("pending %+v, want the receipt's incident with the finding before it, lasted", s.pending)
+	}
+	in.UpdatedAt++
+	s.add([]incident.Change{{Kind: incident.Closed, Incident: in}})
+	if s.pending[0].Kind != incident.Closed || s.pending[0].Finding != nil {
+		t.Fatalf("pending %+v, want the closure without a finding", s.pending)
+	}
+}
