@@ -139,11 +139,7 @@ func newStageOf(t *testing.T, cfg skew.Config, states []skew.JobState) (*skew.En
 			t.Fatal(err, refused)
 		}
 	}
-	st, err := window.New(window.Config{}, eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng, st
+	return eng, stageOn(t, eng)
 }
 
 func jsonLines(t *testing.T, fs []skew.Finding) []string {
