@@ -149,7 +149,12 @@ type taskState struct {
 	// job.byName[key] is this task.
 	shared, named bool
 	wins          []*taskWindow
-	subs          []subHistory
+	// spare is the task's last closed window, emptied, kept for its next
+	// one: its subtask array already has the task's length, which a
+	// window of the engine's free list, last used by any task, seldom has
+	// (a fleet's windows then grow, and leave arrays too large, by turns).
+	spare *taskWindow
+	subs  []subHistory
 	// Routing of the keyed task, from the newest key sample that said it.
 	parallelism, maxParallelism int
 	router                      keygroup.Router
@@ -600,7 +605,9 @@ func (e *Engine) window(t *taskState, ws int64) *taskWindow {
 		return nil
 	}
 	var w *taskWindow
-	if n := len(e.free); n > 0 {
+	if t.spare != nil {
+		w, t.spare = t.spare, nil
+	} else if n := len(e.free); n > 0 {
 		w = e.free[n-1]
 		e.free[n-1] = nil
 		e.free = e.free[:n-1]
@@ -920,7 +927,12 @@ func (e *Engine) closeWindow(ws int64, dst []Finding) []Finding {
 				sketches++
 			}
 			subSketches += len(tc.w.subSketch)
-			e.release(tc.w)
+			if tc.t.spare == nil {
+				e.empty(tc.w)
+				tc.t.spare = tc.w
+			} else {
+				e.release(tc.w)
+			}
 		}
 		// Forget tasks and jobs that stopped reporting long ago. A run
 		// with events ends first, so that its incidents and plans are not
@@ -1003,6 +1015,13 @@ func (e *Engine) updateJobCounters(j *jobState, jw *jobWindow) {
 // release returns a closed task window, and its sketch if it has one, to
 // the free lists.
 func (e *Engine) release(w *taskWindow) {
+	e.empty(w)
+	e.free = append(e.free, w)
+}
+
+// empty clears a closed task window for reuse, returning its sketches to
+// the free lists.
+func (e *Engine) empty(w *taskWindow) {
 	if w.sketch != nil {
 		e.sketches = append(e.sketches, w.sketch)
 		w.sketch = nil
@@ -1019,7 +1038,6 @@ func (e *Engine) release(w *taskWindow) {
 	w.subWeight = w.subWeight[:0]
 	clear(w.subs)
 	w.subs = w.subs[:0]
-	e.free = append(e.free, w)
 }
 
 // newSketch returns an empty sketch, from the free list when it has one.

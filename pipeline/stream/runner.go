@@ -203,8 +203,11 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		r.events = gs.Rebalances() // before the first Fetch: see GroupSource
 	}
 	queue := make(chan []Message, max(1, r.cfg.QueueCapacity/batchMax))
+	// spare holds processed batches for the fetcher to fill again; when
+	// it is full, a batch is left to the collector.
+	spare := make(chan []Message, cap(queue)+1)
 	fetchErr := make(chan error, 1)
-	go r.fetch(ctx, queue, fetchErr)
+	go r.fetch(ctx, queue, spare, fetchErr)
 	// Writes, state saves and commits run on the writer goroutine, so that
 	// decoding and windowing go on while ClickHouse takes an insert. Its
 	// context outlives ctx, for the drain, which ends it DrainTimeout
@@ -280,6 +283,11 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 					}
 					return err
 				}
+			}
+			clear(batch) // holds no message's bytes while it waits
+			select {
+			case spare <- batch[:0]:
+			default:
 			}
 			// Findings appear when the watermark closes windows. Write them
 			// now if the last write is at least a flush interval old, so a
