@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,13 @@ func clusterRescale(t *testing.T, name, version string) {
 	l.waitFor(time.Minute, "the under_provisioned incident open", func() bool {
 		in, ok := l.apiIncident(old.ID)
 		return ok && in.State == incident.StateOpen
+	})
+	// The operator acts on the page: an incident closed before its alert
+	// fired (two windows) discards the alert, and no resolved one follows.
+	l.waitFor(time.Minute, "the under_provisioned alert firing", func() bool {
+		return slices.ContainsFunc(rec.all(), func(a alert.Alert) bool {
+			return a.Status == alert.StatusFiring && a.Labels["cause"] == skew.CauseUnderProvisioned
+		})
 	})
 
 	// 2. The operator applies it.
