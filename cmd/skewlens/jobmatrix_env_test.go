@@ -612,7 +612,9 @@ func (m *matrix) assertNoWindowLost(t *testing.T, j *matrixJob, from, to time.Ti
 			case !m.readings.has(j.ID, sub, ws):
 				gaps = append(gaps, at)
 			case !stored[[2]int64{ws, int64(sub)}]:
-				lost = append(lost, at)
+				// With the readings around it, to tell a reading run
+				// could not difference from one it dropped.
+				lost = append(lost, at+" ("+m.readings.around(j.ID, sub, ws)+")")
 			}
 		}
 	}

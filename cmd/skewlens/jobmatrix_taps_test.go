@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -144,6 +145,17 @@ func (r *readingTap) has(job string, subtask int, windowStart int64) bool {
 	defer r.mu.Unlock()
 	n := r.seen[job][subtask][windowStart]
 	return n >= 2 || n == 1 && r.first[job][subtask] < windowStart
+}
+
+// around describes the subtask's readings in the window starting at
+// windowStart and the ones on either side, for a failure message.
+func (r *readingTap) around(job string, subtask int, windowStart int64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := matrixWindow.Milliseconds()
+	seen := r.seen[job][subtask]
+	return fmt.Sprintf("readings in the windows before, at and after: %d, %d, %d; first at %s",
+		seen[windowStart-w], seen[windowStart], seen[windowStart+w], time.UnixMilli(r.first[job][subtask]).Format(time.TimeOnly))
 }
 
 // latest is the time of the job's latest reading read so far.

@@ -537,6 +537,17 @@ func (m *matrix) clickHouseRow(t *testing.T) {
 	for _, j := range jobs {
 		m.assertNoWindowLost(t, j, down.Add(-3*matrixWindow), up.Add(3*matrixWindow), false)
 	}
+	if t.Failed() {
+		// What run said meanwhile (rebalances, retries, pauses), to
+		// explain a window lost.
+		var said []string
+		for _, l := range m.runLogSince(k) {
+			if l.Msg != "progress" && !strings.HasPrefix(l.Msg, "alert ") {
+				said = append(said, l.raw)
+			}
+		}
+		t.Logf("run's log since the outage began:\n%s", testenv.Tail(strings.Join(said, "\n"), 40))
+	}
 	if late := m.lateSince(k); late > 0 {
 		t.Errorf("run dropped %.0f records as late", late)
 	}
