@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/skew/rescale"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/skew/rescale"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // Config configures a Server. Its tags declare each setting once

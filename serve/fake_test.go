@@ -16,10 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // fakeStore is an in-memory Store for the unit tests.

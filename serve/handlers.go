@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // Results recorded in the audit log.

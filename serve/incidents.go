@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 )
 
 // incidentStates are the states GET /v1/incidents filters on (the

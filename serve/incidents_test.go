@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 )
 
 // fakeIncidents is an in-memory IncidentReader.

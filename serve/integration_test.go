@@ -15,17 +15,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/incident"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.

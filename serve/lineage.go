@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // HeaderLineage names, on a plan answer for a run that has no plan of its

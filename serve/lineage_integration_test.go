@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestLineageFromClickHouse: against the real ClickHouse store, a new run

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestPlanLineage: a new run of a job (a new id, the same name) that asks

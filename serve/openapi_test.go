@@ -11,14 +11,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/incident"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/skew/rescale"
 )
 

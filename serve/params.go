@@ -10,8 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // Limits of request parameters.

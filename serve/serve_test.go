@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 const jobID = "84dce1ec8aa5a4df2d1758d6e9278693"

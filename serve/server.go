@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/internal/ops"
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
 	"github.com/skewlens/skewlens/serve/webui"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // Registry is where the Server registers its metrics and what GET

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // planTask identifies one task's plan.

@@ -12,10 +12,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv/browsertest"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
 	"github.com/skewlens/skewlens/skew/rescale"
 )
 

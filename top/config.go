@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/knob"
-	"github.com/skewlens/skewlens/top/topstore"
+	"github.com/skewlens/skewlens/sinks/topstore"
 )
 
 // Color modes.

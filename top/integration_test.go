@@ -13,10 +13,10 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/topstore"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
 	"github.com/skewlens/skewlens/top"
-	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // TestMain stops the ClickHouse server chtest starts, after all tests.

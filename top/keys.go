@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/internal/termtext"
 )
 
 // keyPoll is how long one read of the terminal waits for a key before it

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/termtext"
+	"github.com/skewlens/skewlens/sinks/topstore"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top/termtext"
-	"github.com/skewlens/skewlens/top/topstore"
 )
 
 // Frame is what one screen shows: the last snapshot read and how the last

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/termtext"
+	"github.com/skewlens/skewlens/sinks/topstore"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top/termtext"
-	"github.com/skewlens/skewlens/top/topstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

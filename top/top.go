@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/skewlens/skewlens/top/termtext"
-	"github.com/skewlens/skewlens/top/topstore"
+	"github.com/skewlens/skewlens/internal/termtext"
+	"github.com/skewlens/skewlens/sinks/topstore"
 )
 
 // Screen control: cursor home, then clear the screen.

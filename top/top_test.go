@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/top/topstore"
+	"github.com/skewlens/skewlens/sinks/topstore"
 )
 
 // response is one answer of fakeSource.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/internal/termtext"
 )
 
 // WaitNotice returns a notify function for internal/retry's Do (it has

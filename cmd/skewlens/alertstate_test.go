@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
+	"github.com/skewlens/skewlens/skew/alert"
 )
 
 // webhookRecorder records the alerts posted to it, in order, as

@@ -15,21 +15,21 @@ import (
 	"github.com/skewlens/skewlens/internal/knob"
 	pwindow "github.com/skewlens/skewlens/pipeline/window"
 
-	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/skew/incident"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/alertmanager"
-	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/alert/kafkanotify"
-	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/alertdeliver"
+	"github.com/skewlens/skewlens/sinks/alertmanager"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/kafkanotify"
 	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/sinks/webhook"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/top"
 )
 
@@ -47,7 +47,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 	window := time.Duration(eng.WindowMs) * time.Millisecond
 	trk := alert.DefaultTrackerConfig()
 	hyst := incident.DefaultConfig().Hysteresis
-	fan := deliver.DefaultFanoutConfig()
+	fan := alertdeliver.DefaultFanoutConfig()
 	am := alertmanager.DefaultConfig()
 	wh := webhook.DefaultConfig()
 	src := kafkasrc.DefaultConfig()
@@ -300,7 +300,7 @@ func TestDocsAlertsSettingsTheBinarySets(t *testing.T) {
 		{"alertmanager.Config", alertmanager.Config{}},
 		{"webhook.Config", webhook.Config{}},
 		{"kafkanotify.Config", kafkanotify.Config{}},
-		{"FanoutConfig", deliver.FanoutConfig{}},
+		{"FanoutConfig", alertdeliver.FanoutConfig{}},
 	} {
 		libOnly := ""
 		if j := strings.Index(flat, "of `"+tc.name+"`:"); j >= 0 {

@@ -20,7 +20,7 @@ import (
 	"github.com/skewlens/skewlens/internal/app"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 )
 
 // exampleDeliberate are the keys deploy/config/skewlens.yaml sets to

@@ -14,11 +14,11 @@ import (
 	"github.com/skewlens/skewlens/internal/simfeed"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/top"
 )
 

@@ -22,12 +22,12 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
 	"github.com/skewlens/skewlens/skew/keygroup"
 )
 

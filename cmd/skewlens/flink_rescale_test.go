@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
 	"github.com/skewlens/skewlens/skew/rescale"
 )
 

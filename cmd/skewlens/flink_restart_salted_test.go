@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestFlinkJobRestartSalted resubmits a salted Flink job under `skewlens

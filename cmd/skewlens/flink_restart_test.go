@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestFlinkJobRestart restarts a real Flink job under `skewlens run`: the

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/simfeed"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestAnalyzeJobRestart replays two runs of one job (same name, new job

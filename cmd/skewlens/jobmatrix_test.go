@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/alert"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // The life-of-a-job matrix (issue 32, item 6): a job's whole life on a

@@ -12,7 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/skewlens/skewlens/internal/cliconf"
-	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/internal/termtext"
 )
 
 // cli is the command tree. The flags' defaults come from the components'

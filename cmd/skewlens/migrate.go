@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 )
 
 type migrateCmd struct {

@@ -24,7 +24,7 @@ import (
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestRunRebalanceEqualsUninterrupted: three `skewlens run` instances

@@ -17,8 +17,8 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv/amtest"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestRunServesPlansAndAlerts runs the pipeline on the hot_key incident

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // soakRun is one run of a job in the soak: a job id from start to end.

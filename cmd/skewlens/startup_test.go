@@ -15,10 +15,10 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestRunBrokerNeverComes: with no broker at --brokers, run warns at each

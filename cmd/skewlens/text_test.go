@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/skewlens/skewlens/internal/findingtext"
+	"github.com/skewlens/skewlens/internal/termtext"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top/termtext"
 )
 
 // textFindings are findings as writeText gets them, some with hostile job

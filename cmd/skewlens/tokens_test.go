@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/internal/app"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/servestore"
 )
 
 // TestTokenFileFormats: --token-file takes a YAML map of name: token; a

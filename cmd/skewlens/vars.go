@@ -10,10 +10,10 @@ import (
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/top"
 )
 

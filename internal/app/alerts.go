@@ -9,31 +9,31 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/alert/alertmanager"
-	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/alert/kafkanotify"
-	"github.com/skewlens/skewlens/alert/webhook"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/alertdeliver"
+	"github.com/skewlens/skewlens/sinks/alertmanager"
+	"github.com/skewlens/skewlens/sinks/kafkanotify"
+	"github.com/skewlens/skewlens/sinks/webhook"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // alerter builds the alert state machine and its notifiers. With no
 // notifier configured, alerts are still tracked (metrics
 // skewlens_alert_*) and logged when they fire or resolve.
-func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*deliver.Alerter, error) {
-	var targets []deliver.Target
+func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Manager, log *slog.Logger, reg prometheus.Registerer) (*alertdeliver.Alerter, error) {
+	var targets []alertdeliver.Target
 	if c.Alertmanager.URL != "" {
 		n, err := alertmanager.New(c.Alertmanager, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, deliver.Target{Name: "alertmanager", Notifier: n})
+		targets = append(targets, alertdeliver.Target{Name: "alertmanager", Notifier: n})
 	}
 	if c.Webhook.URL != "" {
 		n, err := webhook.New(c.Webhook, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, deliver.Target{Name: "webhook", Notifier: n})
+		targets = append(targets, alertdeliver.Target{Name: "webhook", Notifier: n})
 	}
 	if c.AlertsKafka.Topic != "" {
 		cfg := c.AlertsKafka
@@ -45,7 +45,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 		if err := n.EnsureTopic(ctx); err != nil {
 			return nil, err
 		}
-		targets = append(targets, deliver.Target{Name: "kafka", Notifier: n})
+		targets = append(targets, alertdeliver.Target{Name: "kafka", Notifier: n})
 	}
 	cfg := c.alertConfig()
 	c.noteSaltingURL(cfg.Tracker.SaltingURL, len(targets) > 0, log)
@@ -54,7 +54,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 		v, _, ok := plan(job, task)
 		return v, ok
 	}
-	return deliver.New(cfg, targets, log, reg)
+	return alertdeliver.New(cfg, targets, log, reg)
 }
 
 // noteSaltingURL says once, at start-up, when the runbook link of skew

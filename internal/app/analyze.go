@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/findingtext"
 	"github.com/skewlens/skewlens/pipeline/decode"
 	"github.com/skewlens/skewlens/pipeline/replay"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
 )
 
 // AnalyzeConfig is every setting of `skewlens analyze`. The command line

@@ -7,20 +7,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/alertmanager"
-	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/alert/kafkanotify"
-	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/internal/ops"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/alertdeliver"
+	"github.com/skewlens/skewlens/sinks/alertmanager"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/kafkanotify"
 	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/sinks/webhook"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // RunConfig is every setting of `skewlens run`. The command line binds
@@ -212,8 +212,8 @@ func (c *RunConfig) plansConfig() plans.Config {
 // alertConfig is the alerter's configuration but for the plan versions,
 // which come from the running plan manager. The runbook link of skew
 // alerts defaults to the API this process serves.
-func (c *RunConfig) alertConfig() deliver.Config {
-	cfg := deliver.DefaultConfig()
+func (c *RunConfig) alertConfig() alertdeliver.Config {
+	cfg := alertdeliver.DefaultConfig()
 	causes := cfg.Tracker.Causes
 	cfg.Tracker = c.Tracker
 	cfg.Tracker.Causes = causes

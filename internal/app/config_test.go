@@ -6,14 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/cliconf"
 	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // TestRunConfigAsBound: a RunConfig as the command line binds it (each

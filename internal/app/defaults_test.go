@@ -3,12 +3,6 @@ package app
 import (
 	"testing"
 
-	"github.com/skewlens/skewlens/alert"
-	"github.com/skewlens/skewlens/alert/alertmanager"
-	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/alert/incident"
-	"github.com/skewlens/skewlens/alert/kafkanotify"
-	"github.com/skewlens/skewlens/alert/webhook"
 	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/knob"
 	"github.com/skewlens/skewlens/internal/ops"
@@ -17,11 +11,17 @@ import (
 	"github.com/skewlens/skewlens/pipeline/simulate"
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
+	"github.com/skewlens/skewlens/sinks/alertdeliver"
+	"github.com/skewlens/skewlens/sinks/alertmanager"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/kafkanotify"
 	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/sinks/webhook"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/alert"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 	"github.com/skewlens/skewlens/top"
 )
 
@@ -50,7 +50,7 @@ func TestComponentDefaults(t *testing.T) {
 		{"top", top.Config{}, func() error { return top.DefaultConfig().Validate() }},
 		{"incident", incident.Config{}, func() error { return incident.DefaultConfig().Validate() }},
 		{"alert tracker", alert.TrackerConfig{}, func() error { return alert.DefaultTrackerConfig().Validate() }},
-		{"deliver", deliver.Config{}, func() error { return deliver.DefaultConfig().Validate() }},
+		{"deliver", alertdeliver.Config{}, func() error { return alertdeliver.DefaultConfig().Validate() }},
 		{"alertmanager", alertmanager.Config{}, func() error {
 			c := alertmanager.DefaultConfig()
 			c.URL = url

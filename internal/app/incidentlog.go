@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/pipeline/stream"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/sinks/incidentsink"
 	"github.com/skewlens/skewlens/sinks/planpub"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // incidentLog folds the findings of a replay into incidents through the

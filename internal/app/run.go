@@ -14,8 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/skewlens/skewlens/alert/deliver"
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/findingtext"
 	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/ops"
@@ -24,13 +22,15 @@ import (
 	"github.com/skewlens/skewlens/pipeline/kafkasrc"
 	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/pipeline/window"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/serve"
-	"github.com/skewlens/skewlens/serve/servestore"
+	"github.com/skewlens/skewlens/sinks/alertdeliver"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/sinks/incidentsink"
 	"github.com/skewlens/skewlens/sinks/planpub"
+	"github.com/skewlens/skewlens/sinks/servestore"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/skew/incident"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // Output is what run prints for people on standard output: where the
@@ -328,7 +328,7 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	// incidents), so an ongoing condition does not fire again after a
 	// restart or a rebalance.
 	incSink.OnChanges(alerter.Apply)
-	alertSink, err := deliver.NewSink(alerter, store.Writer(), c.Kafka.GroupID, incSink.Open, log)
+	alertSink, err := alertdeliver.NewSink(alerter, store.Writer(), c.Kafka.GroupID, incSink.Open, log)
 	if err != nil {
 		return nil, err
 	}

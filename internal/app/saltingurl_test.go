@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skewlens/skewlens/alert"
+	"github.com/skewlens/skewlens/skew/alert"
 )
 
 func TestHostLocal(t *testing.T) {

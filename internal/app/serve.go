@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/skewlens/skewlens/internal/promreg"
-	"github.com/skewlens/skewlens/serve/servestore"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
+	"github.com/skewlens/skewlens/sinks/servestore"
 )
 
 // Serve serves the API until ctx is cancelled. It is stateless: every

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/store/clickhouse"
+	"github.com/skewlens/skewlens/sinks/clickhouse"
 	"github.com/skewlens/skewlens/top"
 )
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skewlens/skewlens/alert/incident"
+	"github.com/skewlens/skewlens/internal/termtext"
 	"github.com/skewlens/skewlens/skew"
-	"github.com/skewlens/skewlens/top/termtext"
+	"github.com/skewlens/skewlens/skew/incident"
 )
 
 // Columns of a text line: the kind (or cause) and the place

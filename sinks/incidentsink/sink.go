@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/internal/promreg"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
 )
 
 // Store stores incident changes and reads them back at start-up. The
@@ -72,7 +72,7 @@ func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Reg
 }
 
 // OnChanges adds a function called with the changes of each store, in
-// order, once they are stored: the alerts (deliver.Alerter.Apply), the
+// order, once they are stored: the alerts (alertdeliver.Alerter.Apply), the
 // printed lines. Functions are called in the order they were added. They
 // run under the Sink's lock, must not block, and must not keep the slice.
 // Add them before the first Observe.

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/skewlens/skewlens/alert/incident"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/incident"
 )
 
 // fakeStore keeps the latest state of each incident, like the table, and

@@ -17,8 +17,8 @@ import (
 
 	"github.com/skewlens/skewlens/internal/retry"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 func testLog() *slog.Logger {

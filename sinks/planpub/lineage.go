@@ -10,7 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // LineagePrefix starts the key of every lineage message. A plan's key is

@@ -15,7 +15,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // maxFetchBytes bounds one fetch of Load.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // OverrideReader reads the operators' active overrides; the ClickHouse

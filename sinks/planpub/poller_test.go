@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // fakeOverrides is an OverrideReader answering from a script, and an

@@ -16,9 +16,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/keygroup"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // salted returns the plan of key at parallelism 8/128 in n buckets, the

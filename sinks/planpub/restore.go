@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // PlanLister reads the plans stored in the plans table. The ClickHouse

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // fakeLister is the plans table: it fails the first failures reads with

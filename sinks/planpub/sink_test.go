@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
-	"github.com/skewlens/skewlens/plans"
 	"github.com/skewlens/skewlens/skew"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 // fakePublisher records what it publishes; it fails while err is set.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/skewlens/skewlens/plans"
+	"github.com/skewlens/skewlens/skew/plans"
 )
 
 func TestTeeStopsAtFirstError(t *testing.T) {
