@@ -2,12 +2,15 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestTail(t *testing.T) {
@@ -426,4 +429,47 @@ func TestLauncherStartFailureReportsLog(t *testing.T) {
 	if d := serverDirs(t); len(d) != 0 {
 		t.Errorf("failed start left folders %v", d)
 	}
+}
+
+// TestEventually: a condition that comes true is seen, one that never
+// does fails the wait after its timeout, and an end fails it at once.
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, time.Second, "the third poll", func() bool { n++; return n >= 3 })
+	if n != 3 {
+		t.Errorf("cond called %d times, want 3", n)
+	}
+	for _, c := range []struct {
+		name string
+		ends []End
+		want string
+	}{
+		{"timeout", nil, "never: not within 20ms"},
+		{"end", []End{{Done: closed(), Why: func() string { return "the server exited" }}}, "never: the server exited"},
+	} {
+		ft := &fatalT{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Eventually(ft, 20*time.Millisecond, "never", func() bool { return false }, c.ends...)
+		}()
+		<-done
+		if ft.msg != c.want {
+			t.Errorf("%s: failed with %q, want %q", c.name, ft.msg, c.want)
+		}
+	}
+}
+
+func closed() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// fatalT records Fatalf's message and ends the goroutine, as testing.T's.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }
