@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/skewlens/skewlens/sinks/servestore"
@@ -176,12 +175,9 @@ func (r *IncidentReader) Incidents(ctx context.Context, iq servestore.IncidentsQ
 			if err := rows.Scan(&id, &body, &start); err != nil {
 				return err
 			}
-			body = strings.ToValidUTF8(body, "\uFFFD")
-			if !json.Valid([]byte(body)) {
-				r.s.log.Warn("clickhouse sink: skipping an incidents row whose body is not JSON", "id", fmt.Sprintf("%.64q", id))
-				continue
+			if b, ok := r.s.jsonBody("incidents", body, "id", id); ok {
+				out = append(out, b)
 			}
-			out = append(out, json.RawMessage(body))
 		}
 		return nil
 	})
@@ -193,33 +189,14 @@ func (r *IncidentReader) Incidents(ctx context.Context, iq servestore.IncidentsQ
 
 // incidentsQuery builds the query of Incidents; values are parameters.
 func incidentsQuery(table string, iq servestore.IncidentsQuery) (string, []any) {
-	var (
-		where  []string
-		having []string
-		args   []any
-	)
-	if iq.JobID != "" {
-		where = append(where, "job_id = ?")
-		args = append(args, iq.JobID)
-	}
-	var hargs []any
-	if iq.State != "" {
-		having = append(having, "st = ?")
-		hargs = append(hargs, iq.State)
-	}
+	var where, having whereClause
+	where.equal("job_id", iq.JobID)
+	having.equal("st", iq.State)
 	if !iq.Since.IsZero() {
-		having = append(having, "seen >= ?")
-		hargs = append(hargs, iq.Since.UnixMilli())
+		having.add("seen >= ?", iq.Since.UnixMilli())
 	}
 	q := "SELECT id, argMax(body, version) AS b, argMax(incident_start, version) AS s, argMax(state, version) AS st, " +
-		"argMax(last_seen, version) AS seen FROM " + table
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " GROUP BY id"
-	if len(having) > 0 {
-		q += " HAVING " + strings.Join(having, " AND ")
-	}
+		"argMax(last_seen, version) AS seen FROM " + table + where.sql() + " GROUP BY id" + having.join(" HAVING ")
 	q = "SELECT id, b, s FROM (" + q + ") ORDER BY s DESC, id LIMIT " + fmt.Sprint(clampLimit(iq.Limit, DefaultIncidentsLimit, MaxIncidentsLimit))
-	return q, append(args, hargs...)
+	return q, append(where.args, having.args...)
 }

@@ -68,46 +68,24 @@ func overridesQuery(table string) string {
 // auditQuery reads the newest audit entries, of one job or all.
 func auditQuery(table, jobID string, limit int) (string, []any) {
 	limit = clampLimit(limit, DefaultAuditLimit, MaxAuditLimit)
-	where, args := "", []any{}
-	if jobID != "" {
-		where = " WHERE job_id = ?"
-		args = append(args, jobID)
-	}
-	args = append(args, limit)
+	var w whereClause
+	w.equal("job_id", jobID)
+	args := append(w.args, limit)
 	return "SELECT at, changed_by, method, action, job_id, task_name, key, what, remote_addr, result FROM " +
-		table + where + " ORDER BY at DESC, job_id, task_name, action LIMIT ?", args
+		table + w.sql() + " ORDER BY at DESC, job_id, task_name, action LIMIT ?", args
 }
 
 // findingsQuery reads the latest version of each finding matching fq,
 // newest window first, never a subtask_stats row.
 func findingsQuery(table string, fq servestore.FindingsQuery) (string, []any) {
 	limit := clampLimit(fq.Limit, DefaultFindingsLimit, MaxFindingsLimit)
-	var (
-		conds []string
-		args  []any
-	)
-	if !fq.Since.IsZero() {
-		since := fq.Since.UTC()
-		// window_date prunes whole partitions; window_start is exact.
-		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
-		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
-	}
-	if fq.JobID != "" {
-		conds = append(conds, "job_id = ?")
-		args = append(args, fq.JobID)
-	}
-	if fq.Kind != "" {
-		conds = append(conds, "kind = ?")
-		args = append(args, fq.Kind)
-	}
+	var w whereClause
+	w.since(fq.Since)
+	w.equal("job_id", fq.JobID)
+	w.equal("kind", fq.Kind)
 	// Sinks before migration 0004 also wrote the statistics here.
-	conds = append(conds, "kind != ?")
-	args = append(args, skew.KindSubtaskStats)
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	args = append(args, limit)
+	w.add("kind != ?", skew.KindSubtaskStats)
+	where, args := w.sql(), append(w.args, limit)
 	return "SELECT argMax(body, version) AS cur_body FROM " + table + where +
 		" GROUP BY job_id, task_name, window_start, kind, subtask_index, cause, key" +
 		" ORDER BY window_start DESC, job_id, task_name, kind, subtask_index, cause, key LIMIT ?", args
@@ -126,29 +104,53 @@ func statsColumns() []string {
 // highest version.
 func statsQuery(table string, sq servestore.StatsQuery) (string, []any) {
 	limit := clampLimit(sq.Limit, DefaultStatsLimit, MaxStatsLimit)
-	var (
-		conds []string
-		args  []any
-	)
-	if !sq.Since.IsZero() {
-		since := sq.Since.UTC()
-		conds = append(conds, "window_date >= toDate(?)", "window_start >= ?")
-		args = append(args, since.Format(time.DateOnly), since.UnixMilli())
-	}
-	if sq.JobID != "" {
-		conds = append(conds, "job_id = ?")
-		args = append(args, sq.JobID)
-	}
-	if sq.TaskName != "" {
-		conds = append(conds, "task_name = ?")
-		args = append(args, sq.TaskName)
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	args = append(args, limit)
+	var w whereClause
+	w.since(sq.Since)
+	w.equal("job_id", sq.JobID)
+	w.equal("task_name", sq.TaskName)
+	where, args := w.sql(), append(w.args, limit)
 	return "SELECT " + strings.Join(statsColumns(), ", ") + " FROM " + table + where +
 		" ORDER BY window_start DESC, job_id, task_name, subtask_index, version DESC" +
 		" LIMIT 1 BY job_id, task_name, window_start, subtask_index LIMIT ?", args
+}
+
+// whereClause gathers the conditions of a reader's WHERE, each with its
+// bound arguments, in the order they are added.
+type whereClause struct {
+	conds []string
+	args  []any
+}
+
+// add appends one condition and its arguments.
+func (w *whereClause) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+// equal adds column = value, unless value is empty (no filter).
+func (w *whereClause) equal(column, value string) {
+	if value != "" {
+		w.add(column+" = ?", value)
+	}
+}
+
+// since adds the windows that start at or after t, unless t is zero.
+// window_date prunes whole partitions; window_start is exact.
+func (w *whereClause) since(t time.Time) {
+	if !t.IsZero() {
+		t = t.UTC()
+		w.add("window_date >= toDate(?) AND window_start >= ?", t.Format(time.DateOnly), t.UnixMilli())
+	}
+}
+
+// sql is " WHERE c1 AND c2 …", or "" without conditions.
+func (w *whereClause) sql() string { return w.join(" WHERE ") }
+
+// join is the conditions joined by AND after keyword, or "" without
+// conditions.
+func (w *whereClause) join(keyword string) string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return keyword + strings.Join(w.conds, " AND ")
 }

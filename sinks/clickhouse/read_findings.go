@@ -68,14 +68,9 @@ func (r *FindingReader) Findings(ctx context.Context, fq servestore.FindingsQuer
 			if err := rows.Scan(&body); err != nil {
 				return err
 			}
-			// The sink writes valid JSON; a row from another tool that is
-			// not is skipped rather than failing every query.
-			body = strings.ToValidUTF8(body, "\uFFFD")
-			if !json.Valid([]byte(body)) {
-				r.s.log.Warn("clickhouse sink: skipping a findings row whose body is not JSON", "body", fmt.Sprintf("%.80q", body))
-				continue
+			if b, ok := r.s.jsonBody("findings", body, "body", body); ok {
+				out = append(out, b)
 			}
-			out = append(out, json.RawMessage(body))
 		}
 		return nil
 	})
@@ -94,4 +89,16 @@ func clampLimit(n, def, hi int) int {
 		return hi
 	}
 	return n
+}
+
+// jsonBody returns a row's body as JSON. The sink writes valid JSON; a
+// row from another tool that is not is skipped, with a warning naming
+// it by what (a column and its value), rather than failing every query.
+func (s *Store) jsonBody(table, body, what, value string) (json.RawMessage, bool) {
+	body = strings.ToValidUTF8(body, "\uFFFD")
+	if !json.Valid([]byte(body)) {
+		s.log.Warn("clickhouse sink: skipping a "+table+" row whose body is not JSON", what, fmt.Sprintf("%.80q", value))
+		return nil, false
+	}
+	return json.RawMessage(body), true
 }

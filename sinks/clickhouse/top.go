@@ -324,17 +324,7 @@ func (s *Store) topHotKeyTotalsRead(f topFilter) topRead {
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, key) AS n" +
 			" FROM " + s.table(tableHotKeys) + " WHERE " + f.sql + " GROUP BY job_id",
 		args: f.with(nil),
-		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
-			var id string
-			var n uint64
-			if err := scan(&id, &n); err != nil {
-				return err
-			}
-			if j := jobs[id]; j != nil {
-				j.HotKeysTotal = int(n)
-			}
-			return nil
-		},
+		row:  topCountRow(func(j *topstore.Job, n int) { j.HotKeysTotal = n }),
 	}
 }
 
@@ -346,17 +336,7 @@ func (s *Store) topSaturatedTotalsRead(f topFilter) topRead {
 		sql: "SELECT job_id, uniqExact(task_name, subtask_index, cause) AS saturated" +
 			" FROM " + s.table(tableFindings) + " WHERE kind = ? AND " + f.sql + " GROUP BY job_id",
 		args: f.with([]any{skew.KindSaturation}),
-		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
-			var id string
-			var n uint64
-			if err := scan(&id, &n); err != nil {
-				return err
-			}
-			if j := jobs[id]; j != nil {
-				j.SaturatedTotal = int(n)
-			}
-			return nil
-		},
+		row:  topCountRow(func(j *topstore.Job, n int) { j.SaturatedTotal = n }),
 	}
 }
 
@@ -367,16 +347,22 @@ func (s *Store) topTaskTotalsRead(f topFilter) topRead {
 		op:   "count tasks",
 		sql:  "SELECT job_id, uniqExact(task_name) AS tasks FROM (" + s.topScoresSQL(f) + ") GROUP BY job_id",
 		args: append(f.with([]any{skew.KindSaturation}), f.args...),
-		row: func(jobs map[string]*topstore.Job, scan func(...any) error) error {
-			var id string
-			var n uint64
-			if err := scan(&id, &n); err != nil {
-				return err
-			}
-			if j := jobs[id]; j != nil {
-				j.TasksTotal = int(n)
-			}
-			return nil
-		},
+		row:  topCountRow(func(j *topstore.Job, n int) { j.TasksTotal = n }),
+	}
+}
+
+// topCountRow reads a (job_id, count) row of the totals' reads into the
+// job's field that set names.
+func topCountRow(set func(j *topstore.Job, n int)) func(map[string]*topstore.Job, func(...any) error) error {
+	return func(jobs map[string]*topstore.Job, scan func(...any) error) error {
+		var id string
+		var n uint64
+		if err := scan(&id, &n); err != nil {
+			return err
+		}
+		if j := jobs[id]; j != nil {
+			set(j, int(n))
+		}
+		return nil
 	}
 }
