@@ -7,7 +7,7 @@ import (
 )
 
 // layers are the module's folders by what they may import, as the
-// README's Layout says: a package of a layer imports (directly or
+// Layout of docs/architecture.md says: a package of a layer imports (directly or
 // through its dependencies, tests aside) none of the module's packages
 // listed in its forbidden prefixes, but for the exceptions.
 var layers = []struct {
