@@ -9,7 +9,7 @@ KAFKA_HOME  ?= $(HOME)/.cache/skewlens/kafka
 # the web view and ClickHouse up longer to explore (the incidents still
 # play for about a minute).
 DURATION    ?= 75s
-# Benchmarks run on one core (-cpu 1), as the README figures are per core.
+# Benchmarks run on one core (-cpu 1), as the figures of docs/performance.md are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
 .PHONY: help build deps deps-run test java test-fuzz bench lint run demo fleet incidents flink-fixtures clean

@@ -21,26 +21,23 @@ type Config struct {
 	// TopK: any key above 1/TopK of a task's sampled weight is guaranteed
 	// to be found; the count error is at most weight/TopK.
 	TopK int `name:"top-k" default:"1024" range:"[2,${max_top_k}]" group:"Engine" help:"Heavy-hitter counters per task and window; keys above 1/top-k of a task's weight are always found."`
-	// HotKeyShare: see hotKeyThreshold for the rule.
-	HotKeyShare float64 `name:"hot-key-share" default:"0.01" range:"(0,1]" group:"Engine" help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot."`
-	// HotKeyFairShare: a key with k/P of a task's records alone raises its
-	// subtask to about 1+k times its peers' load when the rest is spread
-	// evenly, so 0.5 matches the default SkewRatio.
-	HotKeyFairShare float64 `name:"hot-key-fair-share" default:"0.5" range:"(0,1]" group:"Engine" help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share)."`
-	// HotKeyConfidence: the exact (Clopper-Pearson) lower bound of the
-	// share at this confidence, from the sketch's guaranteed counts over
-	// the key's pooled sampled records, must exceed the threshold (see
-	// hotkey.go).
+	// The hot-key fields below are the thresholds of the hot-key rules,
+	// stated in docs/detection.md#hot-keys; hotKeyThreshold and
+	// explainSubtask apply them.
+	HotKeyShare      float64 `name:"hot-key-share" default:"0.01" range:"(0,1]" group:"Engine" help:"Floor of the hot-key threshold: a key under this share of a task's sampled weight is never hot."`
+	HotKeyFairShare  float64 `name:"hot-key-fair-share" default:"0.5" range:"(0,1]" group:"Engine" help:"Hot-key threshold as a multiple of the fair share 1/parallelism (the threshold is the larger of this and --hot-key-share)."`
 	HotKeyConfidence float64 `name:"hot-key-confidence" default:"0.99" range:"[0.5,1)" group:"Engine" help:"One-sided confidence with which a key's share must be above a hot-key threshold (exact lower bound over its pooled sampled records)."`
-	// HotKeyPoolWindows: a key that stays near a threshold adds its
-	// sampled records up over that many windows. Each candidate key of a
-	// task keeps that many windows of counts (MaxHotKeyPoolWindows).
-	HotKeyPoolWindows int `name:"hot-key-pool-windows" default:"3" range:"[1,${max_hot_key_pool_windows}]" group:"Engine" help:"Windows over which a key's sampled records add up for the hot-key rules; a key is dropped in the first window without it."`
-	// HotKeyExcessShare is judged on the subtask's own sampled records.
+	// HotKeyPoolWindows: each candidate key of a task keeps that many
+	// windows of counts (MaxHotKeyPoolWindows bounds it).
+	HotKeyPoolWindows int     `name:"hot-key-pool-windows" default:"3" range:"[1,${max_hot_key_pool_windows}]" group:"Engine" help:"Windows over which a key's sampled records add up for the hot-key rules; a key is dropped in the first window without it."`
 	HotKeyExcessShare float64 `name:"hot-key-excess-share" default:"0.2" range:"(0,1]" group:"Engine" help:"On a saturated subtask with skewed input, name a key that alone carries at least this share of the subtask's input above its peers' median."`
 	MaxHotKeys        int     `name:"max-hot-keys" default:"10" range:"[1,${max_top_k}]" group:"Engine" help:"Most hot_key findings per task and window."`
-	// MinSamples keeps a handful of samples from looking like a hot key.
-	MinSamples      int     `name:"min-samples" default:"100" range:"[1,]" group:"Engine" help:"Sampled records (the key samples' summed weight) a task needs in a key's pooled windows before the key can be hot."`
+	MinSamples        int     `name:"min-samples" default:"100" range:"[1,]" group:"Engine" help:"Sampled records (the key samples' summed weight) a task needs in a key's pooled windows before the key can be hot."`
+	// BusyMsPerSecond, PoolUsage, SustainMs, SkewRatio, the
+	// UnderProvisioned and BalancedSkewScore fields and
+	// RotationLookbackWindows are the thresholds of the saturation rules,
+	// stated in docs/detection.md (from #saturated on); diagnose.go
+	// applies them.
 	BusyMsPerSecond float64 `name:"busy-threshold" default:"800" range:"(0,1000]" group:"Engine" help:"busyTimeMsPerSecond at or above which a subtask is saturated."`
 	// BusyFromGauges makes the busy, back-pressured and idle time of every
 	// subtask come from the *TimeMsPerSecond gauges, ignoring Flink's
@@ -48,24 +45,13 @@ type Config struct {
 	// the counters is judged by their differences). The gauges are 60 s
 	// moving averages in Flink 2.x and lag a change of load by up to a
 	// minute; the switch exists to measure that lag on one capture.
-	BusyFromGauges bool `kong:"-"`
-	// PoolUsage: saturated when inPoolUsage is at least this and
-	// outPoolUsage is below it.
-	PoolUsage float64 `name:"pool-usage" default:"0.9" range:"(0,1]" group:"Engine" help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)."`
-	// SustainMs: consecutive saturated windows that cover it meet it; so
-	// does, for a subtask whose busy time comes from the
-	// accumulateBusyTimeMs counter, an unbroken run of its readings at
-	// BusyMsPerSecond or more that lasts it, counted from the reading the
-	// run began at, mid-window or in an earlier window. Once met it holds
-	// while the subtask's windows stay saturated. Windows without a report
-	// for the subtask neither count nor reset. A task's under_provisioned
-	// needs the windows.
+	BusyFromGauges bool    `kong:"-"`
+	PoolUsage      float64 `name:"pool-usage" default:"0.9" range:"(0,1]" group:"Engine" help:"inPoolUsage that marks saturation when busy time is not reported (Flink < 1.13)."`
+	// SustainMs is met by sustainWindows windows or by the busy counter's
+	// run (saturatedRun): docs/detection.md#sustained.
 	SustainMs                int64   `name:"sustain" type:"ms" default:"20s" range:"[1ms,]" group:"Engine" help:"How long a subtask stays saturated before a saturation finding: saturated windows that cover it, or an unbroken run of busy-counter readings that lasts it."`
 	SkewRatio                float64 `name:"skew-ratio" default:"1.5" range:"(1,]" group:"Engine" help:"Input rate over the peers' median that counts as disproportionate."`
 	UnderProvisionedFraction float64 `name:"under-provisioned-fraction" default:"0.75" range:"(0,1]" group:"Engine" help:"Fraction of subtasks saturated, with balanced input, for under_provisioned."`
-	// UnderProvisionedBusy catches operators whose subtasks own unequal
-	// numbers of key groups (max parallelism not a multiple of the
-	// parallelism): the larger ones saturate first at the same key mix.
 	UnderProvisionedBusy     float64 `name:"under-provisioned-busy" default:"700" range:"(0,1000]" group:"Engine" help:"Median busy ms/s that, with one subtask saturated and balanced input, also means under_provisioned."`
 	BalancedSkewScore        float64 `name:"balanced-skew-score" default:"25" range:"(0,100]" group:"Engine" help:"Highest Flink skew score (0-100) that still counts as balanced input."`
 	BackPressuredMsPerSecond float64 `name:"backpressure-threshold" default:"500" range:"(0,1000]" group:"Engine" help:"backPressuredTimeMsPerSecond at which a task is listed as back-pressured."`

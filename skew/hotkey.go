@@ -9,19 +9,16 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The hot-key rules (summarized in doc.go). The unit of evidence is the
-// sampled record: a key sample of weight w stands for w independent
-// draws, so a task's n in a window is its sampled weight, not its lines.
-// A key's evidence is pooled over the task's last Config.HotKeyPoolWindows
-// windows (updatePool), and a key is judged only in a window in which it
-// is a candidate. The task rule compares the exact (Clopper-Pearson) lower
-// bound of its pooled share, from the sketch's guaranteed count, with
-// max(HotKeyShare, HotKeyFairShare/P), if the current window does not
-// contradict it. The subtask rule compares the lower bound of its share of
-// a saturated subtask's records, from that subtask's own sketch, with
-// HotKeyExcessShare of its excess (1 - 1/r at r times its peers' median
-// input). The full rules and their reasons: docs/architecture.md, Design
-// notes: the hot-key rules.
+// The hot-key rules, the task rule and the subtask rule, are stated in
+// docs/detection.md#hot-keys; docs/architecture.md ("The hot-key rules")
+// says how their evidence is kept. Here: a key's evidence is pooled over
+// the task's last Config.HotKeyPoolWindows windows (updatePool), and a key
+// is judged only in a window in which it is a candidate. The task rule
+// bounds a key's pooled share with shareLower, from the sketch's
+// guaranteed count, against hotKeyThreshold; the subtask rule
+// (explainSubtask) bounds its share of a saturated subtask's records, from
+// that subtask's own sketch, against Config.HotKeyExcessShare of the
+// subtask's excess.
 
 // poolKeys bounds the candidate keys a task adds in a window from its
 // own sketch, and again from its subtasks' sketches. The rules report at

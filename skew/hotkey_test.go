@@ -478,8 +478,8 @@ func criticalCount(n int, th, conf float64) int {
 // threshold from the floor to 0.5 (in 5 % steps): whatever the
 // parallelism, the floor or the pooling, it stays under 0.5 %. (Pooled
 // windows are independent draws, so their sum is binomial; the sketch's
-// guaranteed count only lowers a count.) It also computes the recall the
-// README quotes: a key at twice the fair share, at 100 sampled records per
+// guaranteed count only lowers a count.) It also computes the recall
+// docs/detection.md quotes: a key at twice the fair share, at 100 sampled records per
 // window, named on the 300 of 3 windows.
 func TestTaskRuleExactRates(t *testing.T) {
 	cfg := DefaultConfig()

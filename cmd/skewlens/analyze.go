@@ -41,6 +41,6 @@ func (c *analyzeCmd) Run(e *env) error {
 }
 
 // exitNoRecords is analyze's exit code when no key sample or metric was
-// read (app.ErrNoRecords; README, analyze -h); 1 is any other failure
+// read (app.ErrNoRecords; docs/cli.md, analyze -h); 1 is any other failure
 // and 2 a usage error.
 const exitNoRecords = 3

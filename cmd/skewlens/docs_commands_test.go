@@ -152,21 +152,22 @@ func TestDocsCommandsParse(t *testing.T) {
 	t.Logf("%d commands parsed", len(cmds))
 }
 
-// TestDocsOfflineCommandsRun runs the README's commands that need no
-// server as shown (in a temporary directory, with the files they name
-// made by the README's own simulate command): keygroup prints the line
-// the README shows, simulate writes the incident, and analyze reads it
-// with every optional flag the README lists and finds the incident.
+// TestDocsOfflineCommandsRun runs the commands of docs/cli.md that need
+// no server as shown (in a temporary directory, with the files they name
+// made by the page's own simulate command): keygroup prints the line the
+// page shows, simulate writes the incident, and analyze reads it with
+// every optional flag the page lists and finds the incident.
 func TestDocsOfflineCommandsRun(t *testing.T) {
 	cmds := map[string]docCommand{}
-	for _, c := range skewlensCommands(t, "../../README.md") {
+	const page = "../../docs/cli.md"
+	for _, c := range skewlensCommands(t, page) {
 		if _, ok := cmds[c.args[0]]; !ok {
 			cmds[c.args[0]] = c
 		}
 	}
 	for _, name := range []string{"keygroup", "simulate", "analyze"} {
 		if _, ok := cmds[name]; !ok {
-			t.Fatalf("the README shows no skewlens %s command", name)
+			t.Fatalf("docs/cli.md shows no skewlens %s command", name)
 		}
 	}
 	dir := t.TempDir()
@@ -187,15 +188,15 @@ func TestDocsOfflineCommandsRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%s: exit %d: %s", kg.where, code, errOut)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if shown := "$ " + kg.text + "\n" + out; !strings.Contains(string(readme), shown) {
-		t.Errorf("%s: the README shows another output than\n%s", kg.where, shown)
+	if shown := "$ " + kg.text + "\n" + out; !strings.Contains(string(doc), shown) {
+		t.Errorf("%s: docs/cli.md shows another output than\n%s", kg.where, shown)
 	}
 
-	// simulate: the incident file the README's analyze then reads.
+	// simulate: the incident file the page's analyze then reads.
 	sim := cmds["simulate"]
 	if code, _, errOut := runCLI(t, "", inDir(sim.args)...); code != 0 {
 		t.Fatalf("%s: exit %d: %s", sim.where, code, errOut)

@@ -33,8 +33,8 @@ import (
 	"github.com/skewlens/skewlens/top"
 )
 
-// TestDocsStateTheCodeDefaults checks every default that README.md and
-// docs/*.md restate against the DefaultConfig or Default constant that
+// TestDocsStateTheCodeDefaults checks every default that docs/*.md
+// restate against the DefaultConfig or Default constant that
 // owns it, so a changed default fails here until the prose follows.
 // Phrases are compared with runs of white space collapsed, so rewrapping
 // the prose does not matter.
@@ -65,29 +65,29 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		file   string
 		phrase string
 	}{
-		{"README.md", fmt.Sprintf("minus the out-of-orderness (%s)", secs(outOfOrder))},
-		{"README.md", fmt.Sprintf("Detection latency at the default settings (%s windows, %s out-of-orderness)", secs(window), secs(outOfOrder))},
-		{"README.md", fmt.Sprintf("`%s` (`--plans-topic`)", planpub.DefaultConfig().Topic)},
+		{"docs/cli.md", fmt.Sprintf("minus the out-of-orderness (%s)", secs(outOfOrder))},
+		{"docs/performance.md", fmt.Sprintf("Detection latency at the default settings (%s windows, %s out-of-orderness)", secs(window), secs(outOfOrder))},
+		{"docs/cli.md", fmt.Sprintf("`%s` (`--plans-topic`)", planpub.DefaultConfig().Topic)},
 		{"docs/api.md", fmt.Sprintf("has been absent for the alerts' resolve-after (%s by default)", secs(incident.DefaultConfig().Hysteresis.ResolveAfter))},
-		{"README.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
-		{"README.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultConfig().OverridePoll))},
-		{"README.md", fmt.Sprintf("has lasted `--alert-for` (%s)", knob.Duration(incident.DefaultConfig().Hysteresis.For))},
-		{"README.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", knob.Duration(incident.DefaultConfig().Hysteresis.ResolveAfter))},
-		{"README.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
+		{"docs/cli.md", fmt.Sprintf("with exponential backoff (up to %s between tries) and stops consuming", secs(stream.DefaultConfig().Retry.MaxBackoff))},
+		{"docs/cli.md", fmt.Sprintf("read back every %s (`--override-poll`)", secs(planpub.DefaultConfig().OverridePoll))},
+		{"docs/cli.md", fmt.Sprintf("has lasted `--alert-for` (%s)", knob.Duration(incident.DefaultConfig().Hysteresis.For))},
+		{"docs/cli.md", fmt.Sprintf("`--alert-resolve-after` (%s) of absence", knob.Duration(incident.DefaultConfig().Hysteresis.ResolveAfter))},
+		{"docs/cli.md", fmt.Sprintf("refreshed every %s from ClickHouse", secs(top.DefaultConfig().Refresh))},
 		// top waits for ClickHouse at start with the store's backoff.
-		{"README.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
-		{"README.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
-		{"README.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
-		{"README.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},
-		{"README.md", fmt.Sprintf("**sustained** for %s (`--sustain`)", knob.Duration(time.Duration(eng.SustainMs)*time.Millisecond))},
-		{"README.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
-		{"README.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
-		{"README.md", fmt.Sprintf("least %g of the checkpoint timeout (`--checkpoint-risk-fraction`", eng.CheckpointRiskFraction)},
-		{"README.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", knob.Duration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
-		{"README.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
-		{"README.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", knob.Duration(src.BrokerWait))},
+		{"docs/cli.md", fmt.Sprintf("tries again, with backoff up to %s, until it answers", secs(clickhouse.DefaultConfig().Retry.MaxBackoff))},
+		{"docs/detection.md", fmt.Sprintf("busy ≥ %g ms/s (`--busy-threshold`)", eng.BusyMsPerSecond)},
+		{"docs/detection.md", fmt.Sprintf("when inPoolUsage ≥ %g", eng.PoolUsage)},
+		{"docs/detection.md", fmt.Sprintf("back-pressured ≥ %g ms/s are listed", eng.BackPressuredMsPerSecond)},
+		{"docs/detection.md", fmt.Sprintf("**sustained** for %s (`--sustain`)", knob.Duration(time.Duration(eng.SustainMs)*time.Millisecond))},
+		{"docs/detection.md", fmt.Sprintf("input balanced (skew score ≤ %g) and either ≥ %g%% of the", eng.BalancedSkewScore, eng.UnderProvisionedFraction*100)},
+		{"docs/detection.md", fmt.Sprintf("≥ %g ms/s (`--under-provisioned-busy`", eng.UnderProvisionedBusy)},
+		{"docs/detection.md", fmt.Sprintf("least %g of the checkpoint timeout (`--checkpoint-risk-fraction`", eng.CheckpointRiskFraction)},
+		{"docs/detection.md", fmt.Sprintf("`--checkpoint-timeout`, %s by default as in Flink)", knob.Duration(time.Duration(eng.CheckpointTimeoutMs)*time.Millisecond))},
+		{"docs/cli.md", fmt.Sprintf("(`%s`, `%s`; any of the four formats", src.Topics[0], src.Topics[1])},
+		{"docs/cli.md", fmt.Sprintf("up to `--broker-wait` (%s), with a warning per retry", knob.Duration(src.BrokerWait))},
 		{"docs/api.md", fmt.Sprintf("(at most the store timeout, %s)", secs(serve.DefaultConfig().StoreTimeout))},
-		{"README.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
+		{"docs/cli.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		{"docs/flink.md", fmt.Sprintf("noted overdue after %s", mins(incident.DefaultConfig().ReliefWithin))},
 		{"docs/flink.md", fmt.Sprintf("`--job-end-after` (%s) of the old run's last report", knob.Duration(time.Duration(eng.JobEndAfterMs)*time.Millisecond))},
 		// docs/alerts.md: the Tracker (prose and table).
@@ -108,11 +108,11 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/alerts.md", fmt.Sprintf("at most `QueueCapacity` (%d) alerts", fan.QueueCapacity)},
 		{"docs/alerts.md", fmt.Sprintf("after a backoff (%s doubling to %s,", secs(fan.Retry.MinBackoff), secs(fan.Retry.MaxBackoff))},
 		{"docs/alerts.md", fmt.Sprintf("`DrainTimeout` (%s) to empty", secs(fan.DrainTimeout))},
-		{"README.md", fmt.Sprintf("T = max(%g%%, %g/P): the floor `--hot-key-share` (%g%%)", eng.HotKeyShare*100, eng.HotKeyFairShare, eng.HotKeyShare*100)},
-		{"README.md", fmt.Sprintf("(`--hot-key-fair-share` %g:", eng.HotKeyFairShare)},
-		{"README.md", fmt.Sprintf("at %g%% confidence (`--hot-key-confidence`)", eng.HotKeyConfidence*100)},
-		{"README.md", fmt.Sprintf("the last %d windows (`--hot-key-pool-windows`)", eng.HotKeyPoolWindows)},
-		{"README.md", fmt.Sprintf("at least %g of that excess (`--hot-key-excess-share`)", eng.HotKeyExcessShare)},
+		{"docs/detection.md", fmt.Sprintf("T = max(%g%%, %g/P): the floor `--hot-key-share` (%g%%)", eng.HotKeyShare*100, eng.HotKeyFairShare, eng.HotKeyShare*100)},
+		{"docs/detection.md", fmt.Sprintf("(`--hot-key-fair-share` %g:", eng.HotKeyFairShare)},
+		{"docs/detection.md", fmt.Sprintf("at %g%% confidence (`--hot-key-confidence`)", eng.HotKeyConfidence*100)},
+		{"docs/detection.md", fmt.Sprintf("the last %d windows (`--hot-key-pool-windows`)", eng.HotKeyPoolWindows)},
+		{"docs/detection.md", fmt.Sprintf("at least %g of that excess (`--hot-key-excess-share`)", eng.HotKeyExcessShare)},
 		{"docs/salting-plans.md", fmt.Sprintf("| cooldown | %s | `--plan-cooldown` |", mins(pl.Cooldown))},
 		{"docs/salting-plans.md", fmt.Sprintf("| TTL | %s | `--plan-ttl` |", mins(pl.TTL))},
 		{"docs/salting-plans.md", fmt.Sprintf("| material bucket change | %g %% of the current count |", pl.BucketChange*100)},

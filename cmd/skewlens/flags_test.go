@@ -164,7 +164,7 @@ func TestEveryFlagReadsEnv(t *testing.T) {
 	}
 }
 
-// TestConfigFilePrecedence checks README's promise for run: flags win
+// TestConfigFilePrecedence checks docs/cli.md's promise for run: flags win
 // over the environment, which wins over the --config file.
 func TestConfigFilePrecedence(t *testing.T) {
 	clearEnv(t)

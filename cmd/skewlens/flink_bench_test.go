@@ -33,7 +33,7 @@ import (
 //
 // defaults: `skewlens run`'s defaults, the job reporting every 5 s (as the
 // loop tests do). fast: --window 5s --out-of-orderness 2s --sustain 5s,
-// reports every second (README, "Detecting within seconds").
+// reports every second (docs/detection.md, "Detecting within seconds").
 func BenchmarkFlinkHotKeyDetection(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short: the closed loop needs a Kafka broker, ClickHouse and a Flink MiniCluster")

@@ -39,7 +39,7 @@ func exampleIncident(sc simulate.Scenario) simulate.Config {
 
 // TestIncidentFilesAreJobsOfTheirOwn: each example file is a job id and
 // job name of its own, so that analyzing several together reports each
-// incident as it reports it alone (README, "Input").
+// incident as it reports it alone (docs/cli.md, "skewlens analyze").
 func TestIncidentFilesAreJobsOfTheirOwn(t *testing.T) {
 	byID := map[string]simulate.Scenario{}
 	for _, sc := range simulate.Scenarios() {

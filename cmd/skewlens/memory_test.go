@@ -136,7 +136,7 @@ func TestRunMemoryFleet(t *testing.T) {
 	t.Logf("fleet: %d jobs, %d tasks (%d with key samples), %d subtasks: %d messages, produced in %s",
 		len(cfg.Jobs), tasks, sampled, fleet.Subtasks(), feed.Sent, time.Since(produced).Round(time.Millisecond))
 
-	// With the soft memory limit the README gives for this size: without
+	// With the soft memory limit docs/performance.md gives for this size: without
 	// it the Go runtime lets the heap reach twice its live size between
 	// collections (682 MB of RSS here).
 	r := startRun(t, brokers, chAddr, "fleet", "fleet", "fleet", "--memory-limit-mib", "400")

@@ -82,7 +82,7 @@ func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
 }
 
 // TestTopWaitsForClickHouse: with ClickHouse away at start, top says it
-// waits and tries again (the README's promise) until Ctrl-C, which ends
+// waits and tries again (docs/cli.md's promise) until Ctrl-C, which ends
 // it cleanly; --once tries once and exits 1.
 func TestTopWaitsForClickHouse(t *testing.T) {
 	addr := closedAddr(t)

@@ -29,7 +29,7 @@ import (
 type RunConfig struct {
 	Kafka                  kafkasrc.Config `embed:"" set:"brokers_note=Required by run; demo starts an embedded in-process broker on loopback without them."`
 	CreateTopics           bool            `help:"Create the topics of --topics and --dead-letter-topic when missing, with --topic-partitions and --topic-replication-factor (default: stop, naming the command that creates them). demo always creates them."`
-	TopicPartitions        int             `default:"4" help:"Partitions of a topic --create-topics creates: at least the instances of the consumer group (README, Running at scale)." range:"[1,]"`
+	TopicPartitions        int             `default:"4" help:"Partitions of a topic --create-topics creates: at least the instances of the consumer group (docs/performance.md, Running at scale)." range:"[1,]"`
 	TopicReplicationFactor int             `default:"1" help:"Replication factor of a topic --create-topics creates: 3 on a production cluster." range:"[1,]"`
 	ClickHouse             `set:"clickhouse_addr_note=Required by run; demo starts a local clickhouse-server under --state-dir without it."`
 	StateDir               string              `default:".state" help:"Where demo's embedded servers keep their data." range:"[1,]"`

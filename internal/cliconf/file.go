@@ -22,7 +22,7 @@ import (
 // (clickhouse_addr: ch-1:9000). It is a kong.Resolver: kong asks it for
 // the value of each flag the command line left unset.
 //
-// Precedence is the README's: the command line wins over the environment
+// Precedence is docs/cli.md's: the command line wins over the environment
 // (SKEWLENS_<FLAG>), which wins over the file. kong applies resolvers
 // after the environment, so Resolve answers nothing for a flag whose
 // variable is set.

@@ -70,8 +70,8 @@ func TestRepoRoot(t *testing.T) {
 }
 
 // TestScriptsExecutable checks the scripts the harnesses run: the
-// Launchers run them with bash, but install-chdb.sh and the README run
-// them directly.
+// Launchers run them with bash, but install-chdb.sh and the docs
+// (docs/production.md, docs/alerts.md) run them directly.
 func TestScriptsExecutable(t *testing.T) {
 	for _, tt := range []struct {
 		dir     string

@@ -105,7 +105,7 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// String is the score in one line, as the README quotes it; a ratio
+// String is the score in one line, as docs/detection.md quotes it; a ratio
 // over nothing is "-".
 func (r Result) String() string {
 	f := func(a, b int) string {

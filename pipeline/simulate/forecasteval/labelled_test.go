@@ -155,8 +155,8 @@ func replayAll(t testing.TB, set []labelledRun) []Run {
 
 // TestLabelledSet scores the forecast on the labelled set: every window of
 // every run, labelled by whether a checkpoint times out within the
-// horizon (3 of the job's checkpoint intervals) after it. The README
-// quotes its figures (go test -run TestLabelledSet -v
+// horizon (3 of the job's checkpoint intervals) after it.
+// docs/detection.md and docs/performance.md quote its figures (go test -run TestLabelledSet -v
 // ./pipeline/simulate/forecasteval). It takes a few seconds on two
 // cores, so -short runs it whole too.
 func TestLabelledSet(t *testing.T) {
