@@ -67,7 +67,7 @@ func buildChdbExec(t *testing.T) string {
 		t.Fatalf("the chDB check builds a helper and needs the go command on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "chdbexec")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./store/clickhouse/internal/chdbexec")
+	cmd := exec.Command(goBin, "build", "-o", bin, "./sinks/clickhouse/internal/chdbexec")
 	cmd.Dir = chtest.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build chdbexec: %v\n%s", err, out)
