@@ -123,17 +123,51 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// jsonEachRow encodes rows of table for INSERT ... FORMAT JSONEachRow.
-func jsonEachRow(t *testing.T, table string, rows []row) string {
+// chdbBatch is the requests one chdbexec run answers, in order.
+type chdbBatch []chdbRequest
+
+// add appends one named statement.
+func (b *chdbBatch) add(name, sql string) { *b = append(*b, chdbRequest{Name: name, SQL: sql}) }
+
+// migrate adds the database db and every migration in the modern
+// dialect; suffix tells the requests of a second pass apart.
+func (b *chdbBatch) migrate(t *testing.T, db, suffix string) {
 	t.Helper()
-	cols := insertColumns(table)
+	b.add("create database"+suffix, "CREATE DATABASE IF NOT EXISTS `"+db+"`")
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range stmts {
+			b.add(fmt.Sprintf("migration %04d statement %d%s", m.Version, i+1, suffix), st)
+		}
+	}
+}
+
+// insert adds an INSERT of rows (in cols' order) into db.table. chDB
+// turns async inserts on, which cannot take inline data.
+func (b *chdbBatch) insert(t *testing.T, name, db, table string, cols []string, rows []row) {
+	t.Helper()
+	b.add(name, "INSERT INTO `"+db+"`.`"+table+"` ("+strings.Join(cols, ", ")+") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+
+		jsonEachRow(t, cols, rows))
+}
+
+// jsonEachRow encodes rows for INSERT ... FORMAT JSONEachRow: times as
+// epoch seconds, dates (columns named *_date) as YYYY-MM-DD.
+func jsonEachRow(t *testing.T, cols []string, rows []row) string {
+	t.Helper()
 	var b strings.Builder
 	for _, r := range rows {
 		obj := make(map[string]any, len(cols))
 		for i, c := range cols {
 			v := r[i]
 			if tm, ok := v.(time.Time); ok {
-				if c == "window_date" {
+				if strings.HasSuffix(c, "_date") {
 					v = tm.UTC().Format(time.DateOnly)
 				} else {
 					v = tm.Unix()
@@ -157,29 +191,15 @@ func TestModernDialectChDB(t *testing.T) {
 	bin := buildChdbExec(t)
 	const db = "skewlens"
 
-	var reqs []chdbRequest
-	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
+	var reqs chdbBatch
+	add := reqs.add
 	add("version", "SELECT version()")
-	add("create database", "CREATE DATABASE IF NOT EXISTS `"+db+"`")
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Twice, as Migrate would run the ledger and a re-applied migration.
 	for pass := 0; pass < 2; pass++ {
-		for _, m := range ms {
-			stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range stmts {
-				add(fmt.Sprintf("migration %04d statement %d pass %d", m.Version, i+1, pass), s)
-			}
-		}
+		reqs.migrate(t, db, fmt.Sprintf(" pass %d", pass))
 	}
 
-	// The fixtures, written twice (a crash replay). chDB turns async
-	// inserts on, which cannot take inline data.
+	// The fixtures, written twice (a crash replay).
 	now := time.Now()
 	fs := fixtures(now)
 	rows := tableRows{}
@@ -190,9 +210,7 @@ func TestModernDialectChDB(t *testing.T) {
 	}
 	for pass := 0; pass < 2; pass++ {
 		for _, table := range tableOrder() {
-			add(fmt.Sprintf("insert %s pass %d", table, pass),
-				"INSERT INTO `"+db+"`.`"+table+"` ("+strings.Join(insertColumns(table), ", ")+") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+
-					jsonEachRow(t, table, rows[table]))
+			reqs.insert(t, fmt.Sprintf("insert %s pass %d", table, pass), db, table, insertColumns(table), rows[table])
 		}
 	}
 	for _, table := range tableOrder() {
@@ -209,8 +227,7 @@ func TestModernDialectChDB(t *testing.T) {
 		irows = append(irows, r)
 	}
 	for pass := 0; pass < 2; pass++ {
-		add(fmt.Sprintf("insert incidents pass %d", pass), "INSERT INTO `"+db+"`.`"+tableIncidents+"` ("+strings.Join(incidentColumns(), ", ")+
-			") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+jsonLines(t, incidentColumns(), irows))
+		reqs.insert(t, fmt.Sprintf("insert incidents pass %d", pass), db, tableIncidents, incidentColumns(), irows)
 	}
 	add("count incidents", "SELECT count() FROM `"+db+"`.`"+tableIncidents+"` FINAL")
 	itable := "`" + db + "`.`" + tableIncidents + "`"

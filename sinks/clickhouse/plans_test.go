@@ -494,34 +494,6 @@ func inlineArgs(t *testing.T, q string, args []any) string {
 	return b.String()
 }
 
-// jsonLines encodes rows for INSERT ... FORMAT JSONEachRow: times as
-// epoch seconds, dates (columns named *_date) as YYYY-MM-DD.
-func jsonLines(t *testing.T, cols []string, rows []row) string {
-	t.Helper()
-	var b strings.Builder
-	for _, r := range rows {
-		obj := map[string]any{}
-		for i, c := range cols {
-			v := r[i]
-			if tm, ok := v.(time.Time); ok {
-				if strings.HasSuffix(c, "_date") {
-					v = tm.UTC().Format(time.DateOnly)
-				} else {
-					v = tm.Unix()
-				}
-			}
-			obj[c] = v
-		}
-		line, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // TestPlanQueriesChDB runs the readers' SQL in the modern dialect, in
 // chDB, on rows shaped as the writers make them.
 func TestPlanQueriesChDB(t *testing.T) {
@@ -531,24 +503,11 @@ func TestPlanQueriesChDB(t *testing.T) {
 	const db = "skewlens"
 	table := func(name string) string { return "`" + db + "`.`" + name + "`" }
 
-	var reqs []chdbRequest
-	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
-	add("create database", "CREATE DATABASE IF NOT EXISTS `"+db+"`")
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range stmts {
-			add(fmt.Sprintf("migration %04d statement %d", m.Version, i+1), s)
-		}
-	}
+	var reqs chdbBatch
+	add := reqs.add
+	reqs.migrate(t, db, "")
 	insert := func(name, tbl string, cols []string, rows []row) {
-		add("insert "+name, "INSERT INTO "+table(tbl)+" ("+strings.Join(cols, ", ")+") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+jsonLines(t, cols, rows))
+		reqs.insert(t, "insert "+name, db, tbl, cols, rows)
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ins := now.Truncate(time.Second)

@@ -370,22 +370,9 @@ func TestTopViewModernChDB(t *testing.T) {
 	const db = "skewlens"
 	s := &Store{cfg: Config{Database: db}}
 
-	var reqs []chdbRequest
-	add := func(name, sql string) { reqs = append(reqs, chdbRequest{Name: name, SQL: sql}) }
-	add("create database", "CREATE DATABASE IF NOT EXISTS `"+db+"`")
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		stmts, err := m.Render(DialectModern, db, DefaultConfig().TTLDays)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, st := range stmts {
-			add(fmt.Sprintf("migration %04d statement %d", m.Version, i+1), st)
-		}
-	}
+	var reqs chdbBatch
+	add := reqs.add
+	reqs.migrate(t, db, "")
 	now := time.Now()
 	fs := fixtures(now)
 	rows := tableRows{}
@@ -396,9 +383,7 @@ func TestTopViewModernChDB(t *testing.T) {
 	}
 	for pass := 0; pass < 2; pass++ { // a replay: TopView must deduplicate
 		for _, table := range tableOrder() {
-			add(fmt.Sprintf("insert %s pass %d", table, pass),
-				"INSERT INTO `"+db+"`.`"+table+"` ("+strings.Join(insertColumns(table), ", ")+") SETTINGS async_insert = 0 FORMAT JSONEachRow\n"+
-					jsonEachRow(t, table, rows[table]))
+			reqs.insert(t, fmt.Sprintf("insert %s pass %d", table, pass), db, table, insertColumns(table), rows[table])
 		}
 	}
 
