@@ -14,6 +14,7 @@ import (
 
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/sinks/servestore"
+	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/incident"
 )
 
@@ -123,6 +124,19 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// findingRows maps fs to the rows of each table, as the Writer would at
+// version, inserted at now.
+func findingRows(t *testing.T, fs []skew.Finding, version uint64, now time.Time) tableRows {
+	t.Helper()
+	rows := tableRows{}
+	for i := range fs {
+		if err := mapFinding(rows, &fs[i], version, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rows
+}
+
 // chdbBatch is the requests one chdbexec run answers, in order.
 type chdbBatch []chdbRequest
 
@@ -202,12 +216,7 @@ func TestModernDialectChDB(t *testing.T) {
 	// The fixtures, written twice (a crash replay).
 	now := time.Now()
 	fs := fixtures(now)
-	rows := tableRows{}
-	for i := range fs {
-		if err := mapFinding(rows, &fs[i], 100, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rows := findingRows(t, fs, 100, now)
 	for pass := 0; pass < 2; pass++ {
 		for _, table := range tableOrder() {
 			reqs.insert(t, fmt.Sprintf("insert %s pass %d", table, pass), db, table, insertColumns(table), rows[table])

@@ -132,16 +132,7 @@ func TestClusterIntegration(t *testing.T) {
 			}
 		}
 	}
-	want := fixtureCounts(fs)
-	for _, table := range tableOrder() {
-		got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(table)+" FINAL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0][0] != fmt.Sprint(want[table]) {
-			t.Errorf("%s through the Distributed table: %s rows with FINAL, want %d", table, got[0][0], want[table])
-		}
-	}
+	checkFinalCounts(ctx, t, s, fs, " through the Distributed table")
 
 	// Each job's rows on one shard, and both shards used.
 	shardOf := map[string]int{}

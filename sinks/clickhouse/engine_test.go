@@ -108,16 +108,7 @@ func TestEngineFindingsRoundTrip(t *testing.T) {
 	write()
 	t.Logf("wrote %d findings twice in %s", len(fs), time.Since(t0))
 
-	want := fixtureCounts(fs)
-	for _, table := range tableOrder() {
-		got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(table)+" FINAL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0][0] != fmt.Sprint(want[table]) {
-			t.Errorf("%s: %s rows with FINAL, want %d", table, got[0][0], want[table])
-		}
-	}
+	checkFinalCounts(ctx, t, s, fs, "")
 	bodies, err := queryStrings(ctx, s, "SELECT body FROM "+s.table("findings")+" FINAL")
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +136,23 @@ func TestEngineFindingsRoundTrip(t *testing.T) {
 		}
 		if stored[b] != 1 {
 			t.Fatalf("finding %d stored %d times: %s", i, stored[b], b)
+		}
+	}
+}
+
+// checkFinalCounts checks that each table of s holds, with FINAL, each
+// of fs once (fixtureCounts), however often it was written; where says
+// which way the rows were read.
+func checkFinalCounts(ctx context.Context, t *testing.T, s *Store, fs []skew.Finding, where string) {
+	t.Helper()
+	want := fixtureCounts(fs)
+	for _, table := range tableOrder() {
+		got, err := queryStrings(ctx, s, "SELECT count() FROM "+s.table(table)+" FINAL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0][0] != fmt.Sprint(want[table]) {
+			t.Errorf("%s%s: %s rows with FINAL, want %d", table, where, got[0][0], want[table])
 		}
 	}
 }

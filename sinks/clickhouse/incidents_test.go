@@ -198,12 +198,7 @@ func TestIncidentRowRejects(t *testing.T) {
 // load.
 func TestLoadIncidentsFollowedRun(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("followed")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "followed")
 	const oldRun, newRun, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "other-job"
 	up := func(id, job, run string, state string, lastSeen, version int64) incident.Incident {
 		return incident.Incident{ID: id, JobID: job, TaskName: "agg", Subtask: -1, Cause: skew.CauseUnderProvisioned, State: state,

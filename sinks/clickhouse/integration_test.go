@@ -56,6 +56,19 @@ func newTestSink(t *testing.T, cfg Config) (*Store, *prometheus.Registry) {
 	return s, reg
 }
 
+// newMigratedSink is newTestSink on a database of its own, name's,
+// migrated, with a context that ends with the test (at most 60 s).
+func newMigratedSink(t *testing.T, name string) (context.Context, *Store, *prometheus.Registry) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	s, reg := newTestSink(t, Config{Database: testDatabase(name)})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, s, reg
+}
+
 // dropDatabase drops db on the chtest server over a connection of its
 // own (the test's Sink may be closed or behind a cut proxy).
 func dropDatabase(t *testing.T, db string) {

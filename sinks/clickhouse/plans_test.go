@@ -1,7 +1,6 @@
 package clickhouse
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,12 +48,7 @@ func planSummaries(ps []plans.Plan) []string {
 
 func TestPlansLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("plans")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "plans")
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Minute)
 	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
@@ -215,12 +209,7 @@ func TestPlansLifecycle(t *testing.T) {
 
 func TestOverridesAndAudit(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("overrides")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "overrides")
 	const job = "84dce1ec8aa5a4df2d1758d6e9278693"
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
@@ -365,12 +354,7 @@ func TestOverridesAndAudit(t *testing.T) {
 
 func TestFindingsQuery(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("findq")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "findq")
 	now := time.Now()
 	fs := fixtures(now)
 	// Written twice, the second time with other summaries at a higher
@@ -538,12 +522,7 @@ func TestPlanQueriesChDB(t *testing.T) {
 	fsNow := time.Now()
 	fs := fixtures(fsNow)
 	for v := uint64(1); v <= 2; v++ {
-		rows := tableRows{}
-		for i := range fs {
-			if err := mapFinding(rows, &fs[i], v, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rows := findingRows(t, fs, v, time.Now())
 		insert(fmt.Sprintf("findings %d", v), tableFindings, insertColumns(tableFindings), rows[tableFindings])
 	}
 

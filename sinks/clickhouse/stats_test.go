@@ -1,7 +1,6 @@
 package clickhouse
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -20,12 +19,7 @@ import (
 // and subtask; and nothing of it in the findings table.
 func TestStatsQuery(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("statsq")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "statsq")
 	now := time.Now()
 	fs := fixtures(now)
 	if err := s.Writer().Write(ctx, 1, fs); err != nil {
@@ -166,12 +160,7 @@ func TestStatsQuery(t *testing.T) {
 // it changes nothing and succeeds.
 func TestMigrateAddColumnTwice(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("addcol")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "addcol")
 	ms, err := Migrations()
 	if err != nil {
 		t.Fatal(err)

@@ -131,12 +131,7 @@ func topJobString(j topstore.Job) string {
 
 func TestTopView(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, _ := newTestSink(t, Config{Database: testDatabase("top")})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, _ := newMigratedSink(t, "top")
 
 	// Before any finding: no jobs, and the defaults are filled in.
 	before := time.Now()
@@ -375,12 +370,7 @@ func TestTopViewModernChDB(t *testing.T) {
 	reqs.migrate(t, db, "")
 	now := time.Now()
 	fs := fixtures(now)
-	rows := tableRows{}
-	for i := range fs {
-		if err := mapFinding(rows, &fs[i], 100, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rows := findingRows(t, fs, 100, now)
 	for pass := 0; pass < 2; pass++ { // a replay: TopView must deduplicate
 		for _, table := range tableOrder() {
 			reqs.insert(t, fmt.Sprintf("insert %s pass %d", table, pass), db, table, insertColumns(table), rows[table])
