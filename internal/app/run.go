@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg RunConfig, demo *Demo, out Output, log *slog.L
 		addTimer(&g, cfg.Duration, log)
 	}
 	err = g.Run()
-	wc := p.stage.Counts()
+	wc := p.feeder.Counts()
 	log.Info("stopped", "findings_written", p.found.Load(), "samples", wc.Samples, "metrics", wc.Metrics, "late", wc.Late, "rejected", wc.Rejected)
 	return err
 }
@@ -226,13 +226,13 @@ func (c *RunConfig) store(ctx context.Context, demo *Demo, cl *closers, out Outp
 // pipeline is what reads, diagnoses and writes.
 type pipeline struct {
 	src    *kafkasrc.Source
-	stage  *window.Stage
+	feeder *window.Feeder
 	runner *stream.Runner
 	poller *planpub.OverridePoller
 	found  atomic.Int64
 }
 
-// pipeline builds the Kafka source, the engine and its window stage, the
+// pipeline builds the Kafka source, the engine and its window feeder, the
 // plan, incident and alert stages, and the runner that drives them.
 func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool, store *clickhouse.Store, cl *closers, out Output, log *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
 	p := &pipeline{}
@@ -278,7 +278,7 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	if err != nil {
 		return nil, err
 	}
-	if p.stage, err = window.NewPartitioned(c.Window, eng, wms); err != nil {
+	if p.feeder, err = window.NewPartitioned(c.Window, eng, wms); err != nil {
 		return nil, err
 	}
 	mgr, planSink, err := c.plans(ctx, brokers, store, cl, log, reg)
@@ -337,7 +337,7 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	// their alerts sent, the alert state stored.
 	stages := stream.NewStages(store.Writer(), planSink, incSink, alertSink)
 	p.runner, err = stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Kafka.GroupID, Afresh: !resume},
-		kafkasrc.ForStream(src), p.stage, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), p.feeder, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return nil, err
 	}

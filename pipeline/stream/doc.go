@@ -4,7 +4,7 @@
 // finding that depends on them.
 //
 // A Runner is an actor: one goroutine (Run) owns the decoder, the window
-// stage and its watermarks, the engine and the offset ledger, so none of
+// feeder and its watermarks, the engine and the offset ledger, so none of
 // them needs locks. Bad messages go to a dead-letter sink with a reason
 // and never stop it. A fetcher goroutine feeds it through a bounded queue
 // of batches; a writer goroutine does its flushes (write the findings,
@@ -65,7 +65,7 @@
 //
 // The files follow the concerns: runner.go (the interfaces, Run and the
 // retry of sink writes), config.go, group.go (rebalances), fetch.go (the fetcher goroutine and
-// its bounded batch queue), process.go (decoding into the stage, the
+// its bounded batch queue), process.go (decoding into the feeder, the
 // watermark), flush.go (what a flush hands over, and the pauses),
 // writer.go (the writer goroutine), ledger.go (which
 // offsets are safe to commit) and metrics.go.
