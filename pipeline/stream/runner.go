@@ -27,8 +27,10 @@ type Source interface {
 	Commit(ctx context.Context, msgs ...Message) error
 }
 
-// Sink stores findings. Write returns nil only once every finding is
-// durably stored; version orders rewrites of the same rows after a replay.
+// Sink stores findings: the store's role (the ClickHouse Writer), where
+// the Observers' role is to see findings once they are stored (see
+// SinkChain). Write returns nil only once every finding is durably
+// stored; version orders rewrites of the same rows after a replay.
 type Sink interface {
 	Write(ctx context.Context, version uint64, fs []skew.Finding) error
 }

@@ -34,7 +34,7 @@ func (c Config) Validate() error {
 }
 
 // Alerter is what the pipeline wires in: an alert.Tracker fed with the
-// incident changes the incidents sink stored, whose notifications go to
+// incident changes the incident observer stored, whose notifications go to
 // a Fanout, with metrics. It is safe for concurrent use, and Apply never
 // waits for a notifier.
 type Alerter struct {
@@ -74,7 +74,7 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 
 // Apply takes stored incident changes, in order, and queues the
 // resulting notifications (alert.Tracker.Apply). It is what
-// incidentsink.Sink.OnChanges calls.
+// incidentsink.IncidentObserver.OnChanges calls.
 func (a *Alerter) Apply(changes []incident.Change) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

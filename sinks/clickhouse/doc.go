@@ -91,7 +91,7 @@
 // error.
 //
 // The caller retries, once. Reads and writes make one attempt: the
-// pipeline's runner retries Write, SaveState and (through planpub.Sink)
+// pipeline's runner retries Write, SaveState and (through planpub.PlanObserver)
 // WritePlans without bound while it stops consuming; skewlens serve
 // retries its store calls within its timeout; start-up reads are retried
 // where skewlens starts; skewlens top's refresh is its own retry. Migrate,
