@@ -64,7 +64,7 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		alerts, err := alert.NewTracker(alert.DefaultTrackerConfig())
+		alerts, err := alert.NewStateMachine(alert.DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}

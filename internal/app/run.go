@@ -298,7 +298,7 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	}
 	// Overrides made through the API (any process) are read back and
 	// handed to the plan observer when they change.
-	if p.poller, err = planpub.NewOverridePoller(c.Plans.OverridePoll, store.Plans(), planObserver, overrides, log); err != nil {
+	if p.poller, err = planpub.NewOverridePoller(c.PlanPublisher.OverridePoll, store.Plans(), planObserver, overrides, log); err != nil {
 		return nil, err
 	}
 	alerter, err := c.alerter(ctx, brokers, mgr, log, reg)
@@ -364,8 +364,8 @@ func (c *RunConfig) plans(ctx context.Context, brokers []string, store *clickhou
 	}
 	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
 	var pub *planpub.Publisher // nil: no plans topic
-	if c.Plans.Topic != "" {
-		pubCfg := c.Plans
+	if c.PlanPublisher.Topic != "" {
+		pubCfg := c.PlanPublisher
 		pubCfg.Brokers = brokers
 		if pub, err = planpub.New(pubCfg, log, reg); err != nil {
 			return nil, nil, err

@@ -1,10 +1,10 @@
 // Package deliver runs the alert state machine of package alert and
-// delivers its notifications: Alerter feeds an alert.Tracker with the
+// delivers its notifications: Alerter feeds an alert.StateMachine with the
 // incident changes the incident observer stored (Apply) and counts its
 // transitions in metrics; Fanout hands the notifications to the notifiers
 // (Notifier; the implementations are sinks/alertmanager, sinks/webhook
 // and sinks/kafkanotify); StateObserver, a stage of the pipeline, stores the
-// Alerter's state (alert.Tracker.Snapshot) in a StateStore at every
+// Alerter's state (alert.StateMachine.Snapshot) in a StateStore at every
 // window close and restores it, beside the open incidents, at each
 // assignment. This package holds the goroutines, queues, retries,
 // metrics and logging that package alert must not. Imports go one way:
