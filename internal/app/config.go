@@ -52,7 +52,7 @@ type RunConfig struct {
 }
 
 // Narrowed gives the settings, by flag name, whose range the commands
-// narrow from the one their component declares: the alert tracker fires
+// narrow from the one their component declares: the alert state machine fires
 // an alert at an incident's first finding when Hysteresis.For is not
 // positive (its tests do), but run's alerts wait for an incident to last.
 func Narrowed() map[string]string { return map[string]string{"alert-for": "(0s,]"} }

@@ -48,17 +48,17 @@
 //     starts again from the committed offsets. Records of a generation
 //     that ended are not processed.
 //
-// A replay is safe: the findings of a window are the same whoever
-// computes them from the same records and state, their rows replace each
-// other (ReplacingMergeTree), and events of windows that a saved state
-// has closed are Replayed, not counted again. The engine state is saved
-// after the findings and before the commit, so the state a new owner
-// loads is never behind the offsets it starts from; and since the old
-// owner stops writing before it rejoins, and the new one loads only once
-// the new generation has formed, no stale save can land after the load.
-// Jobs the engine (or the incident and alert trackers, or the plan
-// manager) restored but never sees a record of stay out of what it saves
-// or publishes: another instance reads them.
+// A replay is safe: the findings of a window are the same whoever computes
+// them from the same records and state, their rows replace each other
+// (ReplacingMergeTree), and events of windows that a saved state has closed
+// are Replayed, not counted again. The engine state is saved after the
+// findings and before the commit, so the state a new owner loads is never
+// behind the offsets it starts from; and since the old owner stops writing
+// before it rejoins, and the new one loads only once the new generation has
+// formed, no stale save can land after the load. Jobs the engine (or the
+// incident tracker, the alert state machine, or the plan manager) restored
+// but never sees a record of stay out of what it saves or publishes:
+// another instance reads them.
 //
 // Its API has its own Message and Partition types, so no Kafka client is
 // part of it (kafkasrc.ForStream adapts kafka-go).

@@ -91,7 +91,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("alert tracker config: %w", err)
+		return fmt.Errorf("alert config: %w", err)
 	}
 	return nil
 }
