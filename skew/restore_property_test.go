@@ -268,7 +268,7 @@ func randomStream(seed uint64) []event {
 
 // stageOn is a stage over an engine of the caller's (newStage's window
 // configuration).
-func stageOn(t *testing.T, eng *skew.Engine) *window.Stage {
+func stageOn(t *testing.T, eng *skew.Engine) *window.Feeder {
 	t.Helper()
 	st, err := window.New(window.Config{}, eng)
 	if err != nil {

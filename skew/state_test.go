@@ -82,7 +82,7 @@ func simulatedRuns(t *testing.T, cfgs ...simulate.Config) []event {
 
 // feed runs events through a fresh stage on eng and returns the findings,
 // and the number of Replayed and Late events.
-func feed(t *testing.T, st *window.Stage, evs []event, out []skew.Finding) ([]skew.Finding, int, int) {
+func feed(t *testing.T, st *window.Feeder, evs []event, out []skew.Finding) ([]skew.Finding, int, int) {
 	t.Helper()
 	replayed, late := 0, 0
 	for _, ev := range evs {
@@ -122,13 +122,13 @@ func crashAt(t *testing.T, eng *skew.Engine, evs []event, n int) ([]skew.JobStat
 	return states, from
 }
 
-func newStage(t *testing.T, states []skew.JobState) (*skew.Engine, *window.Stage) {
+func newStage(t *testing.T, states []skew.JobState) (*skew.Engine, *window.Feeder) {
 	t.Helper()
 	return newStageOf(t, skew.Config{EmitStats: true}, states)
 }
 
 // newStageOf is newStage with an engine of configuration cfg.
-func newStageOf(t *testing.T, cfg skew.Config, states []skew.JobState) (*skew.Engine, *window.Stage) {
+func newStageOf(t *testing.T, cfg skew.Config, states []skew.JobState) (*skew.Engine, *window.Feeder) {
 	t.Helper()
 	eng, err := skew.New(cfg)
 	if err != nil {

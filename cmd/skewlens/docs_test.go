@@ -45,7 +45,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 	secs := func(d time.Duration) string { return fmt.Sprintf("%g s", d.Seconds()) }
 	mins := func(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
 	window := time.Duration(eng.WindowMs) * time.Millisecond
-	trk := alert.DefaultTrackerConfig()
+	trk := alert.DefaultConfig()
 	hyst := incident.DefaultConfig().Hysteresis
 	fan := alertdeliver.DefaultFanoutConfig()
 	am := alertmanager.DefaultConfig()
@@ -90,7 +90,7 @@ func TestDocsStateTheCodeDefaults(t *testing.T) {
 		{"docs/cli.md", fmt.Sprintf("**Bad records** go to `%s` with the reason", src.DeadLetterTopic)},
 		{"docs/flink.md", fmt.Sprintf("noted overdue after %s", mins(incident.DefaultConfig().ReliefWithin))},
 		{"docs/flink.md", fmt.Sprintf("`--job-end-after` (%s) of the old run's last report", knob.Duration(time.Duration(eng.JobEndAfterMs)*time.Millisecond))},
-		// docs/alerts.md: the Tracker (prose and table).
+		// docs/alerts.md: the state machine (prose and table).
 		{"docs/alerts.md", fmt.Sprintf("`ResolveAfter` (default %s)", secs(hyst.ResolveAfter))},
 		{"docs/alerts.md", fmt.Sprintf("`For` (default %s, %s %s windows)", secs(hyst.For), count(int(hyst.For/window)), secs(window))},
 		{"docs/alerts.md", fmt.Sprintf("At most `MaxOpen` (%d) incidents are open", incident.DefaultConfig().MaxOpen)},
@@ -296,7 +296,7 @@ func TestDocsAlertsSettingsTheBinarySets(t *testing.T) {
 		name string
 		cfg  any
 	}{
-		{"TrackerConfig", alert.TrackerConfig{}},
+		{"alert.Config", alert.Config{}},
 		{"alertmanager.Config", alertmanager.Config{}},
 		{"webhook.Config", webhook.Config{}},
 		{"kafkanotify.Config", kafkanotify.Config{}},

@@ -78,10 +78,10 @@ func TestFlagDefaultsAreComponentDefaults(t *testing.T) {
 		{"database", r.Store.Database, ch.Database},
 		{"listen", r.Ops.Listen, ops.DefaultConfig().Listen},
 		{"speed (demo)", parse(t, "demo").Demo.Feed.Speed, simfeed.DefaultConfig().Speed},
-		{"plans-topic", r.Plans.Topic, planpub.DefaultConfig().Topic},
-		{"plan-cooldown", r.PlanLife.Cooldown, pl.Cooldown},
-		{"plan-ttl", r.PlanLife.TTL, pl.TTL},
-		{"override-poll", r.Plans.OverridePoll, planpub.DefaultConfig().OverridePoll},
+		{"plans-topic", r.PlanPublisher.Topic, planpub.DefaultConfig().Topic},
+		{"plan-cooldown", r.PlanLifecycle.Cooldown, pl.Cooldown},
+		{"plan-ttl", r.PlanLifecycle.TTL, pl.TTL},
+		{"override-poll", r.PlanPublisher.OverridePoll, planpub.DefaultConfig().OverridePoll},
 		{"api-listen (run serves no API by default)", r.APIListen, ""},
 		{"run's store config", func() clickhouse.Config { c := r.StoreConfig(); c.Addr = ch.Addr; return c }(), ch},
 	} {
@@ -152,11 +152,11 @@ func TestEveryFlagReadsEnv(t *testing.T) {
 	t.Setenv("SKEWLENS_PLAN_COOLDOWN", "3m")
 	t.Setenv("SKEWLENS_CLICKHOUSE_ADDR", "env-host:9000")
 	r := parse(t, "run").Run
-	if r.PlanLife.Cooldown.String() != "3m0s" || r.ClickhouseAddr != "env-host:9000" {
-		t.Errorf("from the environment: --plan-cooldown %s, --clickhouse-addr %q", r.PlanLife.Cooldown, r.ClickhouseAddr)
+	if r.PlanLifecycle.Cooldown.String() != "3m0s" || r.ClickhouseAddr != "env-host:9000" {
+		t.Errorf("from the environment: --plan-cooldown %s, --clickhouse-addr %q", r.PlanLifecycle.Cooldown, r.ClickhouseAddr)
 	}
-	if r := parse(t, "run", "--plan-cooldown", "4m").Run; r.PlanLife.Cooldown.String() != "4m0s" {
-		t.Errorf("the command line lost to the environment: --plan-cooldown %s", r.PlanLife.Cooldown)
+	if r := parse(t, "run", "--plan-cooldown", "4m").Run; r.PlanLifecycle.Cooldown.String() != "4m0s" {
+		t.Errorf("the command line lost to the environment: --plan-cooldown %s", r.PlanLifecycle.Cooldown)
 	}
 	// The address from the environment satisfies top's requirement.
 	if tc := parse(t, "top").Top; tc.ClickhouseAddr != "env-host:9000" {
@@ -174,8 +174,8 @@ func TestConfigFilePrecedence(t *testing.T) {
 	}
 	t.Setenv("SKEWLENS_PLAN_COOLDOWN", "9m")
 	r := parse(t, "run", "--config", file, "--group", "from-flag").Run
-	if r.PlanLife.TTL.String() != "7m0s" || r.PlanLife.Cooldown.String() != "9m0s" || r.Kafka.GroupID != "from-flag" {
+	if r.PlanLifecycle.TTL.String() != "7m0s" || r.PlanLifecycle.Cooldown.String() != "9m0s" || r.Kafka.GroupID != "from-flag" {
 		t.Errorf("file < env < flag: --plan-ttl %s (want 7m), --plan-cooldown %s (want 9m from env), --group %q (want from-flag)",
-			r.PlanLife.TTL, r.PlanLife.Cooldown, r.Kafka.GroupID)
+			r.PlanLifecycle.TTL, r.PlanLifecycle.Cooldown, r.Kafka.GroupID)
 	}
 }

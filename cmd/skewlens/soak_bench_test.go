@@ -31,8 +31,8 @@ type soakRun struct {
 // minutes, then is restarted under a new job id (three in four, after 15
 // to 45 s) or cancelled for good (its name is not seen again). One run in
 // ten has a hot key that saturates its subtask, so incidents, alerts and
-// salting plans open and end with the runs. The engine, the incident and
-// alert trackers and the plan manager fold every window as run does. Every
+// salting plans open and end with the runs. The engine, incident tracker,
+// alert state machine and plan manager fold every window as run does. Every
 // simulated hour it takes the live heap (after a collection), the RSS and the
 // state each keeps; it reports the heap of the last third of the day over
 // the first, and the largest counts. Memory is bounded by the jobs alive
@@ -64,7 +64,7 @@ func BenchmarkSoakJobRuns(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		alerts, err := alert.NewTracker(alert.DefaultTrackerConfig())
+		alerts, err := alert.NewStateMachine(alert.DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}

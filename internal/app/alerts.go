@@ -48,9 +48,9 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 		targets = append(targets, alertdeliver.Target{Name: "kafka", Notifier: n})
 	}
 	cfg := c.alertConfig()
-	c.noteSaltingURL(cfg.Tracker.SaltingURL, len(targets) > 0, log)
+	c.noteSaltingURL(cfg.StateMachine.SaltingURL, len(targets) > 0, log)
 	plan := PlanOf(mgr)
-	cfg.Tracker.PlanVersion = func(job, task string) (uint64, bool) {
+	cfg.StateMachine.PlanVersion = func(job, task string) (uint64, bool) {
 		v, _, ok := plan(job, task)
 		return v, ok
 	}
@@ -65,7 +65,7 @@ func (c *RunConfig) alerter(ctx context.Context, brokers []string, mgr *plans.Ma
 // at Info otherwise (alerts only in this log, as in make run, which reads
 // them on this host).
 func (c *RunConfig) noteSaltingURL(salting string, external bool, log *slog.Logger) {
-	if c.Tracker.SaltingURL != "" || salting == "" || !HostLocal(salting) {
+	if c.Alerts.SaltingURL != "" || salting == "" || !HostLocal(salting) {
 		return
 	}
 	const msg = "alerts link to the salting API on an address that works on this host only; set --salting-url to one their readers can reach"

@@ -77,7 +77,7 @@ func Analyze(ctx context.Context, c AnalyzeConfig, s Streams) error {
 	if err != nil {
 		return fmt.Errorf("engine configuration: %w", err)
 	}
-	stage, err := window.New(c.Window, eng)
+	feeder, err := window.New(c.Window, eng)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func Analyze(ctx context.Context, c AnalyzeConfig, s Streams) error {
 			return err
 		}
 	}
-	st, err := replay.Run(ctx, inputs, stage, opts, func(f *skew.Finding) error {
+	st, err := replay.Run(ctx, inputs, feeder, opts, func(f *skew.Finding) error {
 		if f.Kind == skew.KindSubtaskStats && incidents != nil {
 			if c.Stats && (len(kinds) == 0 || kinds[f.Kind]) {
 				perKind[f.Kind]++

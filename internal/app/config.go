@@ -37,13 +37,13 @@ type RunConfig struct {
 	MemoryLimit            int                 `name:"memory-limit-mib" placeholder:"MIB" help:"Soft memory limit of the Go runtime, in MiB: near it the garbage collector runs more often instead of letting the heap grow (about 85% of what the instance may use; 100k subtasks fit in 512 MB with 400). 0: none, or the GOMEMLIMIT variable." range:"[0,1048576]"`
 	Duration               time.Duration       `help:"Stop after this long (default: run until interrupted)." range:"[0s,]"`
 	Stats                  bool                `default:"true" negatable:"" help:"Write a subtask_stats row per subtask and window (rates, busy/back-pressured time, pools, queues, checkpoint times)."`
-	Plans                  planpub.Config      `embed:""`
-	PlanLife               plans.Config        `embed:""`
+	PlanPublisher          planpub.Config      `embed:""`
+	PlanLifecycle          plans.Config        `embed:""`
 	Alertmanager           alertmanager.Config `embed:""`
 	Webhook                webhook.Config      `embed:""`
 	AlertsKafka            kafkanotify.Config  `embed:""`
 	Hysteresis             incident.Hysteresis `embed:""`
-	Tracker                alert.TrackerConfig `embed:""`
+	Alerts                 alert.Config        `embed:""`
 	// The pipeline serves the API only when asked (make run does); the
 	// service proper is skewlens serve.
 	API    `set:"api_listen="`
@@ -52,7 +52,7 @@ type RunConfig struct {
 }
 
 // Narrowed gives the settings, by flag name, whose range the commands
-// narrow from the one their component declares: the alert tracker fires
+// narrow from the one their component declares: the alert state machine fires
 // an alert at an incident's first finding when Hysteresis.For is not
 // positive (its tests do), but run's alerts wait for an incident to last.
 func Narrowed() map[string]string { return map[string]string{"alert-for": "(0s,]"} }
@@ -165,7 +165,7 @@ func (c *RunConfig) Check() error {
 	errs := []error{
 		part("--brokers, --group, --topics, --dead-letter-topic, --broker-wait", c.Kafka.Validate()),
 		part("--out-of-orderness, --allowed-lateness", c.Window.Validate()),
-		part("--plans-topic, --override-poll", c.Plans.Validate()),
+		part("--plans-topic, --override-poll", c.PlanPublisher.Validate()),
 		part("--plan-cooldown, --plan-ttl, --salt-separator", c.plansConfig().Validate()),
 		part("--listen", c.Ops.Validate()),
 		part("--alert-renotify, --salting-url", c.alertConfig().Validate()),
@@ -204,7 +204,7 @@ func (c *RunConfig) RequireServers() error {
 
 // plansConfig salts with the engine's separator.
 func (c *RunConfig) plansConfig() plans.Config {
-	cfg := c.PlanLife
+	cfg := c.PlanLifecycle
 	cfg.Separator = c.Engine.SaltSeparator
 	return cfg
 }
@@ -214,11 +214,11 @@ func (c *RunConfig) plansConfig() plans.Config {
 // alerts defaults to the API this process serves.
 func (c *RunConfig) alertConfig() alertdeliver.Config {
 	cfg := alertdeliver.DefaultConfig()
-	causes := cfg.Tracker.Causes
-	cfg.Tracker = c.Tracker
-	cfg.Tracker.Causes = causes
-	if cfg.Tracker.SaltingURL == "" && c.APIListen != "" {
-		cfg.Tracker.SaltingURL = "http://" + c.APIListen
+	causes := cfg.StateMachine.Causes
+	cfg.StateMachine = c.Alerts
+	cfg.StateMachine.Causes = causes
+	if cfg.StateMachine.SaltingURL == "" && c.APIListen != "" {
+		cfg.StateMachine.SaltingURL = "http://" + c.APIListen
 	}
 	return cfg
 }

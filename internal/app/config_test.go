@@ -34,7 +34,7 @@ func TestRunConfigAsBound(t *testing.T) {
 	if got, want := c.incidentConfig().Hysteresis, incident.DefaultConfig().Hysteresis; got != want {
 		t.Errorf("hysteresis %+v, want %+v", got, want)
 	}
-	if got := c.alertConfig().Tracker; len(got.Causes) != len(alert.DefaultTrackerConfig().Causes) {
+	if got := c.alertConfig().StateMachine; len(got.Causes) != len(alert.DefaultConfig().Causes) {
 		t.Errorf("alert causes %v, want every cause", got.Causes)
 	}
 	if got, want := c.StoreConfig().Database, clickhouse.DefaultConfig().Database; got != want {

@@ -49,7 +49,7 @@ func TestComponentDefaults(t *testing.T) {
 		{"serve", serve.Config{}, func() error { return serve.DefaultConfig().Validate() }},
 		{"top", top.Config{}, func() error { return top.DefaultConfig().Validate() }},
 		{"incident", incident.Config{}, func() error { return incident.DefaultConfig().Validate() }},
-		{"alert tracker", alert.TrackerConfig{}, func() error { return alert.DefaultTrackerConfig().Validate() }},
+		{"alert state machine", alert.Config{}, func() error { return alert.DefaultConfig().Validate() }},
 		{"deliver", alertdeliver.Config{}, func() error { return alertdeliver.DefaultConfig().Validate() }},
 		{"alertmanager", alertmanager.Config{}, func() error {
 			c := alertmanager.DefaultConfig()

@@ -17,12 +17,12 @@ import (
 )
 
 // incidentLog folds the findings of a replay into incidents through the
-// stages run has (stream.Stages: the plans made, then the incidents
+// stages run has (stream.SinkChain: the plans made, then the incidents
 // folded, window by window), with a store in memory that keeps the latest
 // state of every incident. Findings come in window order; those of one
 // window end are written together.
 type incidentLog struct {
-	stages *stream.Stages
+	chain  *stream.SinkChain
 	batch  []skew.Finding
 	latest memIncidents
 }
@@ -40,15 +40,15 @@ func newIncidentLog(cfg incident.Config) (*incidentLog, error) {
 	l := &incidentLog{latest: memIncidents{}}
 	none := planpub.PlanLoaderFunc(func(context.Context) (plans.Stored, error) { return plans.Stored{}, nil })
 	discard := planpub.PublisherFunc(func(context.Context, []plans.Change) error { return nil })
-	planSink, err := planpub.NewSink(mgr, discard, none, nil, nil)
+	planObserver, err := planpub.NewPlanObserver(mgr, discard, none, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	incSink, err := incidentsink.New(tr, l.latest, nil, nil)
+	incidentObserver, err := incidentsink.New(tr, l.latest, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	l.stages = stream.NewStages(discardFindings{}, planSink, incSink)
+	l.chain = stream.NewSinkChain(discardFindings{}, planObserver, incidentObserver)
 	return l, nil
 }
 
@@ -72,10 +72,10 @@ func (l *incidentLog) flush() error {
 		return nil
 	}
 	ctx := context.Background()
-	if err := l.stages.Write(ctx, 0, l.batch); err != nil {
+	if err := l.chain.Write(ctx, 0, l.batch); err != nil {
 		return fmt.Errorf("fold incidents: %w", err)
 	}
-	if err := l.stages.Advance(ctx, time.UnixMilli(l.batch[n-1].WindowEnd)); err != nil {
+	if err := l.chain.Advance(ctx, time.UnixMilli(l.batch[n-1].WindowEnd)); err != nil {
 		return fmt.Errorf("fold incidents: %w", err)
 	}
 	clear(l.batch)

@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg RunConfig, demo *Demo, out Output, log *slog.L
 		addTimer(&g, cfg.Duration, log)
 	}
 	err = g.Run()
-	wc := p.stage.Counts()
+	wc := p.feeder.Counts()
 	log.Info("stopped", "findings_written", p.found.Load(), "samples", wc.Samples, "metrics", wc.Metrics, "late", wc.Late, "rejected", wc.Rejected)
 	return err
 }
@@ -226,13 +226,13 @@ func (c *RunConfig) store(ctx context.Context, demo *Demo, cl *closers, out Outp
 // pipeline is what reads, diagnoses and writes.
 type pipeline struct {
 	src    *kafkasrc.Source
-	stage  *window.Stage
+	feeder *window.Feeder
 	runner *stream.Runner
 	poller *planpub.OverridePoller
 	found  atomic.Int64
 }
 
-// pipeline builds the Kafka source, the engine and its window stage, the
+// pipeline builds the Kafka source, the engine and its window feeder, the
 // plan, incident and alert stages, and the runner that drives them.
 func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool, store *clickhouse.Store, cl *closers, out Output, log *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
 	p := &pipeline{}
@@ -278,10 +278,10 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	if err != nil {
 		return nil, err
 	}
-	if p.stage, err = window.NewPartitioned(c.Window, eng, wms); err != nil {
+	if p.feeder, err = window.NewPartitioned(c.Window, eng, wms); err != nil {
 		return nil, err
 	}
-	mgr, planSink, err := c.plans(ctx, brokers, store, cl, log, reg)
+	mgr, planObserver, err := c.plans(ctx, brokers, store, cl, log, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +293,12 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	if err != nil {
 		return nil, err
 	}
-	if err := planSink.SetOverrides(ctx, overrides); err != nil {
+	if err := planObserver.SetOverrides(ctx, overrides); err != nil {
 		log.Warn("plan overrides", "err", err)
 	}
 	// Overrides made through the API (any process) are read back and
-	// handed to the plan sink when they change.
-	if p.poller, err = planpub.NewOverridePoller(c.Plans.OverridePoll, store.Plans(), planSink, overrides, log); err != nil {
+	// handed to the plan observer when they change.
+	if p.poller, err = planpub.NewOverridePoller(c.PlanPublisher.OverridePoll, store.Plans(), planObserver, overrides, log); err != nil {
 		return nil, err
 	}
 	alerter, err := c.alerter(ctx, brokers, mgr, log, reg)
@@ -306,13 +306,13 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 		return nil, err
 	}
 	cl.add(func() error { alerter.Stop(); return nil }) // after the runner: drains the notifier queues
-	incSink, err := c.incidentSink(mgr, store, log, reg)
+	incidentObserver, err := c.incidents(mgr, store, log, reg)
 	if err != nil {
 		return nil, err
 	}
-	cl.add(func() error { incSink.Close(); return nil })
+	cl.add(func() error { incidentObserver.Close(); return nil })
 	if !out.Quiet {
-		incSink.OnChanges(func(chs []incident.Change) {
+		incidentObserver.OnChanges(func(chs []incident.Change) {
 			for i := range chs {
 				if ch := &chs[i]; ch.Kind != incident.Updated || out.PerWindow {
 					_ = findingtext.WriteIncident(out.W, string(ch.Kind), &ch.Incident, out.width())
@@ -327,17 +327,17 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	// brokers, resumed (by the runner, at each assignment, after the
 	// incidents), so an ongoing condition does not fire again after a
 	// restart or a rebalance.
-	incSink.OnChanges(alerter.Apply)
-	alertSink, err := alertdeliver.NewSink(alerter, store.Writer(), c.Kafka.GroupID, incSink.Open, log)
+	incidentObserver.OnChanges(alerter.Apply)
+	alertStateObserver, err := alertdeliver.NewStateObserver(alerter, store.Writer(), c.Kafka.GroupID, incidentObserver.Open, log)
 	if err != nil {
 		return nil, err
 	}
 	// The stages of a window close, in order: the findings stored, then
 	// the plans made (incidents ask for them), the incidents folded and
 	// their alerts sent, the alert state stored.
-	stages := stream.NewStages(store.Writer(), planSink, incSink, alertSink)
+	chain := stream.NewSinkChain(store.Writer(), planObserver, incidentObserver, alertStateObserver)
 	p.runner, err = stream.New(stream.Config{Partitions: kafkasrc.StreamPartitions(parts), Backlog: kafkasrc.StreamPartitions(backlog), Group: c.Kafka.GroupID, Afresh: !resume},
-		kafkasrc.ForStream(src), p.stage, stages, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
+		kafkasrc.ForStream(src), p.feeder, chain, store.Writer(), kafkasrc.DeadLettersForStream(dead), log, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -350,22 +350,22 @@ func (c *RunConfig) pipeline(ctx context.Context, brokers []string, resume bool,
 	return p, nil
 }
 
-// plans builds the salting plans' manager and sink. The Manager turns
+// plans builds the salting plans' manager and observer. The Manager turns
 // salting_plan findings into stable, versioned plans; each change goes to
 // the plans table (read by skewlens serve) and, unless disabled, the
-// compacted plans topic. The plan sink resumes the plans as Restore did
+// compacted plans topic. The plan observer resumes the plans as Restore did
 // at each assignment of partitions (the runner's Resume of its stages),
 // so that it neither retires nor publishes the plans of jobs another
 // instance reads.
-func (c *RunConfig) plans(ctx context.Context, brokers []string, store *clickhouse.Store, cl *closers, log *slog.Logger, reg prometheus.Registerer) (*plans.Manager, *planpub.Sink, error) {
+func (c *RunConfig) plans(ctx context.Context, brokers []string, store *clickhouse.Store, cl *closers, log *slog.Logger, reg prometheus.Registerer) (*plans.Manager, *planpub.PlanObserver, error) {
 	mgr, err := plans.NewManager(c.plansConfig())
 	if err != nil {
 		return nil, nil, fmt.Errorf("plans: %w", err)
 	}
 	planOut := planpub.ChangePublisher(planpub.PublisherFunc(store.Writer().WritePlans))
 	var pub *planpub.Publisher // nil: no plans topic
-	if c.Plans.Topic != "" {
-		pubCfg := c.Plans
+	if c.PlanPublisher.Topic != "" {
+		pubCfg := c.PlanPublisher
 		pubCfg.Brokers = brokers
 		if pub, err = planpub.New(pubCfg, log, reg); err != nil {
 			return nil, nil, err
@@ -379,20 +379,20 @@ func (c *RunConfig) plans(ctx context.Context, brokers []string, store *clickhou
 	if err := planpub.Restore(ctx, mgr, pub, store.Plans(), store.RetryPolicy(), log); err != nil {
 		return nil, nil, err
 	}
-	planSink, err := planpub.NewSink(mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
+	planObserver, err := planpub.NewPlanObserver(mgr, planOut, planpub.StoredPlans(pub, store.Plans()), log, reg)
 	if err != nil {
 		return nil, nil, err
 	}
-	cl.add(func() error { planSink.Close(); return nil })
-	return mgr, planSink, nil
+	cl.add(func() error { planObserver.Close(); return nil })
+	return mgr, planObserver, nil
 }
 
-// incidentSink builds the incident tracker with the alerts' hysteresis
-// and its sink: incidents are consecutive windows of one condition,
+// incidents builds the incident tracker with the alerts' hysteresis
+// and its observer: incidents are consecutive windows of one condition,
 // stored before the engine state (crash-safe). The runner resumes the
 // open incidents from ClickHouse at each assignment of partitions
-// (incidentsink.Sink.Resume).
-func (c *RunConfig) incidentSink(mgr *plans.Manager, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.Sink, error) {
+// (incidentsink.IncidentObserver.Resume).
+func (c *RunConfig) incidents(mgr *plans.Manager, store *clickhouse.Store, log *slog.Logger, reg prometheus.Registerer) (*incidentsink.IncidentObserver, error) {
 	cfg := c.incidentConfig()
 	cfg.Plan = PlanOf(mgr)
 	tr, err := incident.New(cfg)

@@ -55,11 +55,11 @@ func TestNoteSaltingURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &RunConfig{Tracker: alert.TrackerConfig{SaltingURL: tt.saltingURL}}
+			c := &RunConfig{Alerts: alert.Config{SaltingURL: tt.saltingURL}}
 			c.APIListen = tt.apiListen
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))
-			c.noteSaltingURL(c.alertConfig().Tracker.SaltingURL, tt.external, log)
+			c.noteSaltingURL(c.alertConfig().StateMachine.SaltingURL, tt.external, log)
 			out := buf.String()
 			if tt.want == "" {
 				if out != "" {

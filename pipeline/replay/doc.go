@@ -1,5 +1,5 @@
 // Package replay streams recorded input files through the decoders, the
-// window stage and the engine, the way `skewlens analyze` does. Files are
+// window feeder and the engine, the way `skewlens analyze` does. Files are
 // read line by line and never held in memory whole; several files are
 // merged by event time so that, say, a metrics file and a key-sample file
 // of the same incident interleave as they happened. Each file has its
@@ -10,5 +10,5 @@
 // never stop the replay. An input whose stream ends in the middle (a
 // truncated gzip file) ends there: its records so far count, the other
 // inputs play on, and Run reports it (Stats.Truncated, ErrTruncated). Run is not safe for concurrent use of the same
-// Stage.
+// Feeder.
 package replay

@@ -77,14 +77,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Run replays inputs through stage and hands every finding to emit, in
+// Run replays inputs through feeder and hands every finding to emit, in
 // order. It returns when all inputs are exhausted (after flushing every
 // window), when ctx is done, or when emit or a reader fails. The Stats
 // count what was read up to then, whatever the error. An input that ends
 // in the middle of its stream (io.ErrUnexpectedEOF: a truncated gzip
 // file) counts as exhausted, so the others and the windows still play
 // out; Run then returns an error wrapping ErrTruncated at the end.
-func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options, emit func(*skew.Finding) error) (st Stats, err error) {
+func Run(ctx context.Context, inputs []Input, feeder *window.Feeder, opts Options, emit func(*skew.Finding) error) (st Stats, err error) {
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = 1 << 20
 	}
@@ -97,7 +97,7 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 		srcs[i] = &source{name: in.Name, cr: cr, lr: decode.NewLineReader(cr, opts.MaxLine), dec: decode.NewDecoder(opts.Format)}
 	}
 	// Whichever way Run returns, the summary counts what was read.
-	defer func() { st.Bytes, st.Window = bytesRead(srcs), stage.Counts() }()
+	defer func() { st.Bytes, st.Window = bytesRead(srcs), feeder.Counts() }()
 	var findings []skew.Finding
 	flush := func() error {
 		for i := range findings {
@@ -130,9 +130,9 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 		}
 		switch cur.kind {
 		case decode.KindKeySample:
-			findings, _ = stage.Sample(&cur.dec.Sample, findings)
+			findings, _ = feeder.Sample(&cur.dec.Sample, findings)
 		case decode.KindMetric:
-			findings, _ = stage.Metric(&cur.dec.Metric, findings)
+			findings, _ = feeder.Metric(&cur.dec.Metric, findings)
 		}
 		if len(findings) > 0 {
 			if err := flush(); err != nil {
@@ -148,12 +148,12 @@ func Run(ctx context.Context, inputs []Input, stage *window.Stage, opts Options,
 				return st, err
 			}
 			if opts.OnProgress != nil {
-				st.Bytes, st.Window = bytesRead(srcs), stage.Counts()
+				st.Bytes, st.Window = bytesRead(srcs), feeder.Counts()
 				opts.OnProgress(st)
 			}
 		}
 	}
-	findings = stage.Flush(findings)
+	findings = feeder.Flush(findings)
 	if err := flush(); err != nil {
 		return st, err
 	}

@@ -25,7 +25,7 @@ type Config struct {
 	MaxPending int `default:"50000" range:"[1,]"`
 	// Partitions lists the partitions of the consumed topics
 	// (kafkasrc.Backlog). Each holds the watermark back from the start
-	// until it delivers a message, or for the stage's
+	// until it delivers a message, or for the feeder's
 	// WatermarkConfig.StartupGrace (of deliveries by others) if it does
 	// not: it is empty, or another instance of the group reads it. Without
 	// it, the partition whose reader starts first would move the watermark

@@ -4,7 +4,7 @@
 // finding that depends on them.
 //
 // A Runner is an actor: one goroutine (Run) owns the decoder, the window
-// stage and its watermarks, the engine and the offset ledger, so none of
+// feeder and its watermarks, the engine and the offset ledger, so none of
 // them needs locks. Bad messages go to a dead-letter sink with a reason
 // and never stop it. A fetcher goroutine feeds it through a bounded queue
 // of batches; a writer goroutine does its flushes (write the findings,
@@ -48,24 +48,24 @@
 //     starts again from the committed offsets. Records of a generation
 //     that ended are not processed.
 //
-// A replay is safe: the findings of a window are the same whoever
-// computes them from the same records and state, their rows replace each
-// other (ReplacingMergeTree), and events of windows that a saved state
-// has closed are Replayed, not counted again. The engine state is saved
-// after the findings and before the commit, so the state a new owner
-// loads is never behind the offsets it starts from; and since the old
-// owner stops writing before it rejoins, and the new one loads only once
-// the new generation has formed, no stale save can land after the load.
-// Jobs the engine (or the incident and alert trackers, or the plan
-// manager) restored but never sees a record of stay out of what it saves
-// or publishes: another instance reads them.
+// A replay is safe: the findings of a window are the same whoever computes
+// them from the same records and state, their rows replace each other
+// (ReplacingMergeTree), and events of windows that a saved state has closed
+// are Replayed, not counted again. The engine state is saved after the
+// findings and before the commit, so the state a new owner loads is never
+// behind the offsets it starts from; and since the old owner stops writing
+// before it rejoins, and the new one loads only once the new generation has
+// formed, no stale save can land after the load. Jobs the engine (or the
+// incident tracker, the alert state machine, or the plan manager) restored
+// but never sees a record of stay out of what it saves or publishes:
+// another instance reads them.
 //
 // Its API has its own Message and Partition types, so no Kafka client is
 // part of it (kafkasrc.ForStream adapts kafka-go).
 //
 // The files follow the concerns: runner.go (the interfaces, Run and the
 // retry of sink writes), config.go, group.go (rebalances), fetch.go (the fetcher goroutine and
-// its bounded batch queue), process.go (decoding into the stage, the
+// its bounded batch queue), process.go (decoding into the feeder, the
 // watermark), flush.go (what a flush hands over, and the pauses),
 // writer.go (the writer goroutine), ledger.go (which
 // offsets are safe to commit) and metrics.go.

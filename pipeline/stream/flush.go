@@ -54,15 +54,15 @@ func (r *Runner) flush() error {
 	}
 	// Windows before the watermark's window are closed: their findings
 	// are in this job or an earlier one.
-	wm := r.stage.Watermark()
+	wm := r.feeder.Watermark()
 	r.m.watermark.Set(float64(wm))
-	r.m.engine(r.stage.Jobs(), r.stage.RefusedJobs())
+	r.m.engine(r.feeder.Jobs(), r.feeder.RefusedJobs())
 	stalled, warn := r.stall.check(r.now(), wm, r.messages.Load())
 	r.m.watermarkStalled.Set(stalled.Seconds())
 	if warn {
 		r.warnStall(stalled, wm)
 	}
-	closedUpTo := r.stage.WindowStart(wm)
+	closedUpTo := r.feeder.WindowStart(wm)
 	if wm == math.MinInt64 {
 		closedUpTo = wm
 	}
@@ -72,7 +72,7 @@ func (r *Runner) flush() error {
 	// offsets (see skew.Engine.Snapshot).
 	if closedUpTo > r.savedUpTo {
 		if r.state != nil {
-			job.states = r.stage.Snapshot(nil) // the writer's own copy
+			job.states = r.feeder.Snapshot(nil) // the writer's own copy
 		}
 		job.advance, job.advanceTo = true, closedUpTo
 		r.savedUpTo = closedUpTo

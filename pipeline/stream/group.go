@@ -154,7 +154,7 @@ func (r *Runner) fence(gen int64) error {
 	}
 	r.gcancel(ErrGenerationEnded)
 	r.gctx, r.gcancel = context.WithCancelCause(r.wctx)
-	r.stage.Reset()
+	r.feeder.Reset()
 	r.ledger = newLedger()
 	r.savedUpTo = math.MinInt64
 	r.m.pending.Set(0)
@@ -188,7 +188,7 @@ func (r *Runner) assign(ctx context.Context, ev Rebalance) error {
 	return nil
 }
 
-// load restores into the (reset) stage the group's saved engine state of
+// load restores into the (reset) feeder the group's saved engine state of
 // the jobs whose sources are among parts (see Owned), and resumes the
 // sink's state of those jobs. It returns how many jobs it restored.
 func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
@@ -203,7 +203,7 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 			return 0, err
 		}
 		states = Owned(states, parts)
-		refused, err := r.stage.Restore(states)
+		refused, err := r.feeder.Restore(states)
 		if err != nil {
 			return 0, fmt.Errorf("engine state of group %s: %w", r.cfg.Group, err)
 		}

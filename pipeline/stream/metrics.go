@@ -133,7 +133,7 @@ func (m *metrics) savedJobs(states []skew.JobState) {
 func (m *metrics) engine(jobs int, refused uint64) {
 	m.engineJobs.Set(float64(jobs))
 	if refused < m.refusedSeen {
-		m.refusedSeen = 0 // a new engine (Stage.Reset) counts from zero
+		m.refusedSeen = 0 // a new engine (Feeder.Reset) counts from zero
 	}
 	m.refusedJobs.Add(float64(refused - m.refusedSeen))
 	m.refusedSeen = refused

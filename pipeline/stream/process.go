@@ -11,7 +11,7 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// process decodes one message (one or more lines) into the window stage.
+// process decodes one message (one or more lines) into the window feeder.
 func (r *Runner) process(ctx context.Context, msg Message) error {
 	r.m.message(msg.Topic).Inc()
 	r.messages.Add(1)
@@ -47,11 +47,11 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 		case decode.KindKeySample:
 			ts = r.dec.Sample.TS
 			r.dec.Sample.Source = src
-			r.pending, v = r.stage.Sample(&r.dec.Sample, r.pending)
+			r.pending, v = r.feeder.Sample(&r.dec.Sample, r.pending)
 		case decode.KindMetric:
 			ts = r.dec.Metric.TS
 			r.dec.Metric.Source = src
-			r.pending, v = r.stage.Metric(&r.dec.Metric, r.pending)
+			r.pending, v = r.feeder.Metric(&r.dec.Metric, r.pending)
 		default:
 			r.m.outcomeSkipped.Inc()
 			continue
@@ -73,7 +73,7 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 		default:
 			r.m.outcomeMetric.Inc()
 		}
-		r.ledger.hold(k, r.stage.WindowStart(ts), msg.Offset)
+		r.ledger.hold(k, r.feeder.WindowStart(ts), msg.Offset)
 		r.wms.Observe(wp, ts)
 	}
 	r.wms.Delivered(wp)
@@ -83,8 +83,8 @@ func (r *Runner) process(ctx context.Context, msg Message) error {
 }
 
 // advance moves the watermark to the lowest event time over the active
-// partitions, minus the stage's delay (see window.Watermarks). Only
+// partitions, minus the feeder's delay (see window.Watermarks). Only
 // accepted events count: a late, replayed or rejected one holds no window.
 func (r *Runner) advance() {
-	r.pending = r.stage.Advance(r.pending)
+	r.pending = r.feeder.Advance(r.pending)
 }

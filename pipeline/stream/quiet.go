@@ -19,7 +19,7 @@ type ReadFailures interface {
 
 // quiet runs on the actor's tick: it notes read failures of the source
 // since the last tick, then lets a quiet input end the jobs that stopped
-// (window.Stage.AdvanceQuiet): with nothing reporting, the event-time
+// (window.Feeder.AdvanceQuiet): with nothing reporting, the event-time
 // watermark stands still, and without this the last jobs to report would
 // never end. Time the writer holds the watermarks' pause does not count
 // as quiet.
@@ -32,7 +32,7 @@ func (r *Runner) quiet() {
 	}
 	n := len(r.pending)
 	var ended bool
-	r.pending, ended = r.stage.AdvanceQuiet(r.pending)
+	r.pending, ended = r.feeder.AdvanceQuiet(r.pending)
 	if !ended {
 		return
 	}
@@ -45,6 +45,6 @@ func (r *Runner) quiet() {
 	maxTS, quiet, _ := r.wms.Quiet()
 	r.log.Info("no partition delivered an event time for a while: jobs silent for --job-end-after ended on wall time",
 		"quiet_for", quiet.Round(time.Second), "last_event_time", time.UnixMilli(maxTS).UTC().Format(time.RFC3339),
-		"ended", ids, "watermark", time.UnixMilli(r.stage.Watermark()).UTC().Format(time.RFC3339))
+		"ended", ids, "watermark", time.UnixMilli(r.feeder.Watermark()).UTC().Format(time.RFC3339))
 	r.m.pending.Set(float64(len(r.pending)))
 }

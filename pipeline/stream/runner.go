@@ -27,8 +27,10 @@ type Source interface {
 	Commit(ctx context.Context, msgs ...Message) error
 }
 
-// Sink stores findings. Write returns nil only once every finding is
-// durably stored; version orders rewrites of the same rows after a replay.
+// Sink stores findings: the store's role (the ClickHouse Writer), where
+// the Observers' role is to see findings once they are stored (see
+// SinkChain). Write returns nil only once every finding is durably
+// stored; version orders rewrites of the same rows after a replay.
 type Sink interface {
 	Write(ctx context.Context, version uint64, fs []skew.Finding) error
 }
@@ -58,20 +60,20 @@ type StateStore interface {
 // Runner is the pipeline actor. Run it once; Stop is safe to call any
 // number of times, from any goroutine.
 type Runner struct {
-	cfg   Config
-	src   Source
-	sink  Sink
-	state StateStore // nil: the engine's state is not saved
-	dead  DeadLetters
-	stage *window.Stage
-	log   *slog.Logger
-	m     *metrics
-	now   func() time.Time
+	cfg    Config
+	src    Source
+	sink   Sink
+	state  StateStore // nil: the engine's state is not saved
+	dead   DeadLetters
+	feeder *window.Feeder
+	log    *slog.Logger
+	m      *metrics
+	now    func() time.Time
 
 	dec    *decode.Decoder
 	ledger *ledger
 	// wms holds each partition's highest event time and when it last
-	// delivered: the stage's watermark comes from it.
+	// delivered: the feeder's watermark comes from it.
 	wms     *window.Watermarks
 	pending []skew.Finding
 	onFind  func(*skew.Finding)
@@ -123,19 +125,19 @@ func (r *Runner) Progress() (messages, findings int64) {
 	return r.messages.Load(), r.written.Load()
 }
 
-// New returns a Runner that feeds stage, which must be partitioned
+// New returns a Runner that feeds feeder, which must be partitioned
 // (window.NewPartitioned): the runner marks each message's event times on
-// its Watermarks by partition. Offsets are held by the stage's windows, so
+// its Watermarks by partition. Offsets are held by the feeder's windows, so
 // the window length comes from there. state may be nil: then a restarted
 // runner starts the engine's cross-window history afresh. A nil log
 // discards.
-func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
+func New(cfg Config, src Source, feeder *window.Feeder, sink Sink, state StateStore, dead DeadLetters, log *slog.Logger, reg prometheus.Registerer) (*Runner, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !stage.Partitioned() {
-		return nil, errors.New("stream: the window stage must be partitioned (window.NewPartitioned)")
+	if !feeder.Partitioned() {
+		return nil, errors.New("stream: the window feeder must be partitioned (window.NewPartitioned)")
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -145,12 +147,12 @@ func New(cfg Config, src Source, stage *window.Stage, sink Sink, state StateStor
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runner{
-		cfg: cfg, src: src, sink: sink, state: state, dead: dead, stage: stage, log: log,
+		cfg: cfg, src: src, sink: sink, state: state, dead: dead, feeder: feeder, log: log,
 		m: m, now: time.Now, dec: decode.NewDecoder(decode.FormatAuto), ledger: newLedger(),
-		wms:       stage.Watermarks(),
+		wms:       feeder.Watermarks(),
 		stop:      make(chan struct{}),
 		savedUpTo: math.MinInt64,
-		stall:     stallWatch{after: stallWindows * time.Duration(stage.WindowMs()) * time.Millisecond},
+		stall:     stallWatch{after: stallWindows * time.Duration(feeder.WindowMs()) * time.Millisecond},
 	}, nil
 }
 

@@ -91,9 +91,9 @@ func incident(t *testing.T) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n"))
 }
 
-// partitioned returns a window stage for a runner, with the default window
+// partitioned returns a window feeder for a runner, with the default window
 // configuration and watermarks on clock.
-func partitioned(eng *skew.Engine, wcfg window.WatermarkConfig, clock func() time.Time) (*window.Stage, error) {
+func partitioned(eng *skew.Engine, wcfg window.WatermarkConfig, clock func() time.Time) (*window.Feeder, error) {
 	wms, err := window.NewWatermarks(wcfg, clock)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func TestRunnerDeadLettersAndKeepsGoing(t *testing.T) {
 	if strings.Join(dead.reasons, ",") != "invalid_json,bad_line" {
 		t.Fatalf("dead letters %v", dead.reasons)
 	}
-	if c := r.stage.Counts(); c.Samples != 2 {
+	if c := r.feeder.Counts(); c.Samples != 2 {
 		t.Fatalf("counts %+v: good records around the bad one were lost", c)
 	}
 }
@@ -284,7 +284,7 @@ func TestRunnerWatermarkIsMinOverPartitions(t *testing.T) {
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)
 	}
-	if c := r.stage.Counts(); c.Late != 0 || c.Samples != 120 {
+	if c := r.feeder.Counts(); c.Late != 0 || c.Samples != 120 {
 		t.Fatalf("counts %+v: the slow partition's samples were late", c)
 	}
 }

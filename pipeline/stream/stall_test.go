@@ -84,7 +84,7 @@ func TestRunnerWatermarkHeldBy(t *testing.T) {
 			if err := runToEnd(t, r); err != nil {
 				t.Fatal(err)
 			}
-			wm := r.stage.Watermark()
+			wm := r.feeder.Watermark()
 			if moved := wm > t0+30000; moved != tt.wantMoves {
 				t.Errorf("watermark %d s after the first event, want it to follow partition 0: %v", (wm-t0)/1000, tt.wantMoves)
 			}

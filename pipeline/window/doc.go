@@ -13,10 +13,10 @@
 // partition's idleness. Idleness follows an injected clock, so it is
 // tested without Kafka.
 //
-// `skewlens analyze` (replaying files merged by event time) uses a Stage
+// `skewlens analyze` (replaying files merged by event time) uses a Feeder
 // from New: one partition, no clock, every event's time marked by the
-// Stage itself. `skewlens run` uses NewPartitioned: the streaming runner
+// Feeder itself. `skewlens run` uses NewPartitioned: the streaming runner
 // marks each Kafka partition's events. Both close the same windows for
-// the same input. A Stage and a Watermarks are not safe for concurrent
+// the same input. A Feeder and a Watermarks are not safe for concurrent
 // use: one goroutine owns them.
 package window

@@ -14,7 +14,7 @@ type quietRig struct {
 	t     *testing.T
 	clock time.Time
 	wms   *Watermarks
-	stage *Stage
+	stage *Feeder
 	fs    []skew.Finding
 	// endedAt is the wall time since the last report at which the job
 	// ended (-1 before).

@@ -21,7 +21,7 @@ type WatermarkConfig struct {
 	// time runs, before it stops holding the watermark back; records it
 	// delivers without one (skipped, late, rejected) do not keep it
 	// active. The watermark is the lowest event time over the partitions
-	// that delivered recently, minus the stage's delay, as in Flink.
+	// that delivered recently, minus the feeder's delay, as in Flink.
 	IdleTimeout time.Duration `default:"15s" range:"(0s,]"`
 	// StartupGrace is how long (of deliveries by other partitions) an
 	// expected partition without backlog may take to deliver its first

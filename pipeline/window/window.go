@@ -8,7 +8,7 @@ import (
 	"github.com/skewlens/skewlens/skew"
 )
 
-// Config configures a Stage. Its tags declare each setting once
+// Config configures a Feeder. Its tags declare each setting once
 // (internal/knob).
 type Config struct {
 	// OutOfOrderMs: Flink reporters send every subtask's metrics at nearly
@@ -31,7 +31,7 @@ func (c Config) withDefaults() Config {
 // Validate reports every invalid field. It changes nothing.
 func (c Config) Validate() error { return knob.Check(c) }
 
-// Counts are the Stage's event counters.
+// Counts are the Feeder's event counters.
 type Counts struct {
 	Samples  uint64 // key samples accepted
 	Metrics  uint64 // metrics accepted
@@ -43,25 +43,26 @@ type Counts struct {
 	Replayed uint64
 }
 
-// Stage feeds one engine. Its watermark always comes from a Watermarks:
-// the lowest event time over its active partitions, minus Delay. It is not
-// safe for concurrent use.
-type Stage struct {
+// Feeder feeds one engine: it adds events to the engine's windows and
+// closes them as the watermark passes. Its watermark always comes from a
+// Watermarks: the lowest event time over its active partitions, minus
+// Delay. It is not safe for concurrent use.
+type Feeder struct {
 	cfg Config
 	eng *skew.Engine
 	wms *Watermarks
-	// single: the stage marks every event's time itself, on the one
+	// single: the feeder marks every event's time itself, on the one
 	// partition of its own Watermarks (see New).
 	single bool
 	wm     int64
 	counts Counts
 }
 
-// New returns a Stage that feeds eng from one ordered input (files merged
+// New returns a Feeder that feeds eng from one ordered input (files merged
 // by event time): Sample and Metric mark each event's time, whatever the
 // verdict, on a Watermarks of one partition without a clock, and move the
 // watermark with it.
-func New(cfg Config, eng *skew.Engine) (*Stage, error) {
+func New(cfg Config, eng *skew.Engine) (*Feeder, error) {
 	wms, err := NewWatermarks(WatermarkConfig{}, nil)
 	if err != nil {
 		return nil, err
@@ -74,11 +75,11 @@ func New(cfg Config, eng *skew.Engine) (*Stage, error) {
 	return s, nil
 }
 
-// NewPartitioned returns a Stage that feeds eng from several partitions
+// NewPartitioned returns a Feeder that feeds eng from several partitions
 // whose event times wms tracks. Sample and Metric only add events: the
 // caller, who knows each event's partition, marks it on wms (Observe,
 // Delivered, Pause) and calls Advance to move the watermark.
-func NewPartitioned(cfg Config, eng *skew.Engine, wms *Watermarks) (*Stage, error) {
+func NewPartitioned(cfg Config, eng *skew.Engine, wms *Watermarks) (*Feeder, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -86,30 +87,30 @@ func NewPartitioned(cfg Config, eng *skew.Engine, wms *Watermarks) (*Stage, erro
 	if wms == nil {
 		return nil, errors.New("window: nil watermarks")
 	}
-	return &Stage{cfg: cfg, eng: eng, wms: wms, wm: math.MinInt64}, nil
+	return &Feeder{cfg: cfg, eng: eng, wms: wms, wm: math.MinInt64}, nil
 }
 
-// Watermarks returns the Watermarks the stage's watermark comes from.
-func (s *Stage) Watermarks() *Watermarks { return s.wms }
+// Watermarks returns the Watermarks the feeder's watermark comes from.
+func (s *Feeder) Watermarks() *Watermarks { return s.wms }
 
-// Partitioned reports whether the stage was made by NewPartitioned: its
+// Partitioned reports whether the feeder was made by NewPartitioned: its
 // caller marks event times on Watermarks.
-func (s *Stage) Partitioned() bool { return !s.single }
+func (s *Feeder) Partitioned() bool { return !s.single }
 
 // Counts returns the counters so far.
-func (s *Stage) Counts() Counts { return s.counts }
+func (s *Feeder) Counts() Counts { return s.counts }
 
 // Jobs returns the number of jobs the engine tracks.
-func (s *Stage) Jobs() int { return s.eng.Jobs() }
+func (s *Feeder) Jobs() int { return s.eng.Jobs() }
 
 // RefusedJobs returns how many events the engine refused at
 // skew.Config.MaxJobs.
-func (s *Stage) RefusedJobs() uint64 { return s.eng.RefusedJobs() }
+func (s *Feeder) RefusedJobs() uint64 { return s.eng.RefusedJobs() }
 
 // Watermark returns the current watermark (math.MinInt64 before any event).
-func (s *Stage) Watermark() int64 { return s.wm }
+func (s *Feeder) Watermark() int64 { return s.wm }
 
-func (s *Stage) count(v skew.Verdict, accepted *uint64) skew.Verdict {
+func (s *Feeder) count(v skew.Verdict, accepted *uint64) skew.Verdict {
 	switch v {
 	case skew.Accepted:
 		*accepted++
@@ -126,28 +127,28 @@ func (s *Stage) count(v skew.Verdict, accepted *uint64) skew.Verdict {
 // Sample adds a key sample and advances the watermark; findings of
 // windows it closes are appended to dst. The verdict says whether the
 // sample was accepted, late or rejected.
-func (s *Stage) Sample(k *skew.KeySample, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
+func (s *Feeder) Sample(k *skew.KeySample, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
 	v := s.count(s.eng.AddSample(k), &s.counts.Samples)
 	return s.observe(k.TS, dst), v
 }
 
 // Metric adds a metric and advances the watermark, like Sample.
-func (s *Stage) Metric(m *skew.Metric, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
+func (s *Feeder) Metric(m *skew.Metric, dst []skew.Finding) ([]skew.Finding, skew.Verdict) {
 	v := s.count(s.eng.AddMetric(m), &s.counts.Metrics)
 	return s.observe(m.TS, dst), v
 }
 
 // WindowStart returns the start of the engine's window that holds event
 // time ts.
-func (s *Stage) WindowStart(ts int64) int64 { return s.eng.WindowStart(ts) }
+func (s *Feeder) WindowStart(ts int64) int64 { return s.eng.WindowStart(ts) }
 
 // WindowMs returns the length of the windows.
-func (s *Stage) WindowMs() int64 { return s.eng.WindowMs() }
+func (s *Feeder) WindowMs() int64 { return s.eng.WindowMs() }
 
-// observe advances the watermark after an event of a single-input stage.
+// observe advances the watermark after an event of a single-input feeder.
 // The event is added first, so an event that itself moves the watermark
 // is never late.
-func (s *Stage) observe(ts int64, dst []skew.Finding) []skew.Finding {
+func (s *Feeder) observe(ts int64, dst []skew.Finding) []skew.Finding {
 	if !s.single || !s.wms.Observe(Partition{}, ts) {
 		return dst
 	}
@@ -158,7 +159,7 @@ func (s *Stage) observe(ts int64, dst []skew.Finding) []skew.Finding {
 // that is later, closing the windows it passes; their findings are
 // appended to dst. With partitions, call it after each message and now
 // and then without one: partitions going idle move it too.
-func (s *Stage) Advance(dst []skew.Finding) []skew.Finding {
+func (s *Feeder) Advance(dst []skew.Finding) []skew.Finding {
 	low, ok := s.wms.Low()
 	if !ok {
 		return dst
@@ -178,7 +179,7 @@ func (s *Stage) Advance(dst []skew.Finding) []skew.Finding {
 // of the window the last job ended in. It reports whether a job ended.
 // Call it after Advance, now and then (the runner does on its tick). The
 // rule: docs/architecture.md, "The end of a job's run".
-func (s *Stage) AdvanceQuiet(dst []skew.Finding) ([]skew.Finding, bool) {
+func (s *Feeder) AdvanceQuiet(dst []skew.Finding) ([]skew.Finding, bool) {
 	maxTS, quiet, ok := s.wms.Quiet()
 	if !ok {
 		return dst, false
@@ -193,28 +194,28 @@ func (s *Stage) AdvanceQuiet(dst []skew.Finding) ([]skew.Finding, bool) {
 
 // Delay is how far the watermark trails the event time it is derived
 // from: the out-of-orderness plus the allowed lateness.
-func (s *Stage) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenessMs }
+func (s *Feeder) Delay() int64 { return s.cfg.OutOfOrderMs + s.cfg.AllowedLatenessMs }
 
 // Snapshot appends the engine's cross-window state (see skew.Engine.Snapshot).
-func (s *Stage) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Snapshot(dst) }
+func (s *Feeder) Snapshot(dst []skew.JobState) []skew.JobState { return s.eng.Snapshot(dst) }
 
 // Restore loads saved job states into the engine (see
 // skew.Engine.Restore, which returns the states it refused): call it
 // before the first event, or after Reset.
-func (s *Stage) Restore(states []skew.JobState) ([]skew.RefusedJob, error) {
+func (s *Feeder) Restore(states []skew.JobState) ([]skew.RefusedJob, error) {
 	return s.eng.Restore(states)
 }
 
 // Reset drops everything but the counters: the open windows and the
 // engine's state (skew.Engine.Reset), the watermark and the partitions of
-// its Watermarks (Watermarks.Reset). The stage is then as new, for a
+// its Watermarks (Watermarks.Reset). The feeder is then as new, for a
 // pipeline whose partitions were revoked: it restores the saved state
 // and reads again from the committed offsets.
-func (s *Stage) Reset() {
+func (s *Feeder) Reset() {
 	s.eng.Reset()
 	s.wms.Reset()
 	s.wm = math.MinInt64
 }
 
 // Flush closes every open window.
-func (s *Stage) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }
+func (s *Feeder) Flush(dst []skew.Finding) []skew.Finding { return s.eng.Flush(dst) }

@@ -16,30 +16,30 @@ import (
 // DefaultConfig returns it with the defaults of both; New also reads a
 // zero field of either as its default.
 type Config struct {
-	Tracker alert.TrackerConfig `embed:""`
-	Fanout  FanoutConfig        `embed:""`
+	StateMachine alert.Config `embed:""`
+	Fanout       FanoutConfig `embed:""`
 }
 
 // DefaultConfig returns a Config with every default filled in: those of
-// alert.DefaultTrackerConfig and DefaultFanoutConfig. Callers start from
+// alert.DefaultConfig and DefaultFanoutConfig. Callers start from
 // it and override what they configure.
 func DefaultConfig() Config {
-	return Config{Tracker: alert.DefaultTrackerConfig(), Fanout: DefaultFanoutConfig()}
+	return Config{StateMachine: alert.DefaultConfig(), Fanout: DefaultFanoutConfig()}
 }
 
 // Validate reports every invalid field of both parts. It changes
 // nothing: zero fields are invalid here, New fills them in first.
 func (c Config) Validate() error {
-	return errors.Join(c.Tracker.Validate(), c.Fanout.Validate())
+	return errors.Join(c.StateMachine.Validate(), c.Fanout.Validate())
 }
 
-// Alerter is what the pipeline wires in: an alert.Tracker fed with the
-// incident changes the incidents sink stored, whose notifications go to
+// Alerter is what the pipeline wires in: an alert.StateMachine fed with the
+// incident changes the incident observer stored, whose notifications go to
 // a Fanout, with metrics. It is safe for concurrent use, and Apply never
 // waits for a notifier.
 type Alerter struct {
 	mu  sync.Mutex
-	t   *alert.Tracker
+	t   *alert.StateMachine
 	out *Fanout
 	m   *alerterMetrics
 	log *slog.Logger
@@ -48,9 +48,10 @@ type Alerter struct {
 // New returns an Alerter delivering to targets (it owns them: Stop closes
 // them). With no targets it still tracks alerts and keeps the metrics.
 func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Registerer) (*Alerter, error) {
-	// NewTracker fills in the Tracker's zero fields and validates them;
-	// the Fanout's are checked here too, before any metric is registered.
-	t, err := alert.NewTracker(cfg.Tracker)
+	// NewStateMachine fills in the StateMachine's zero fields and validates
+	// them; the Fanout's are checked here too, before any metric is
+	// registered.
+	t, err := alert.NewStateMachine(cfg.StateMachine)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +74,8 @@ func New(cfg Config, targets []Target, log *slog.Logger, reg prometheus.Register
 }
 
 // Apply takes stored incident changes, in order, and queues the
-// resulting notifications (alert.Tracker.Apply). It is what
-// incidentsink.Sink.OnChanges calls.
+// resulting notifications (alert.StateMachine.Apply). It is what
+// incidentsink.IncidentObserver.OnChanges calls.
 func (a *Alerter) Apply(changes []incident.Change) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -88,19 +89,19 @@ func (a *Alerter) Active() []alert.Alert {
 	return a.t.Active()
 }
 
-// Snapshot is alert.Tracker.Snapshot, taken under the Alerter's lock.
+// Snapshot is alert.StateMachine.Snapshot, taken under the Alerter's lock.
 func (a *Alerter) Snapshot() ([]alert.JobSnapshot, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.t.Snapshot()
 }
 
-// Reset drops the tracker's alerts (alert.Tracker.Reset) and restores
-// snaps beside the open incidents. The restored alerts were notified
-// before; only those whose incidents all closed meanwhile are sent, as
-// resolved. The jobs whose state the tracker refused are returned and
-// counted (skewlens_alerts_state_refused_jobs_total); the others are
-// restored. On an error the tracker is left empty.
+// Reset drops the state machine's alerts (alert.StateMachine.Reset) and
+// restores snaps beside the open incidents. The restored alerts were
+// notified before; only those whose incidents all closed meanwhile are
+// sent, as resolved. The jobs whose state the state machine refused are
+// returned and counted (skewlens_alerts_state_refused_jobs_total); the
+// others are restored. On an error the state machine is left empty.
 func (a *Alerter) Reset(snaps []alert.JobSnapshot, open []incident.Incident) ([]incident.RefusedJob, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

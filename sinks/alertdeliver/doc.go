@@ -1,10 +1,10 @@
 // Package deliver runs the alert state machine of package alert and
-// delivers its notifications: Alerter feeds an alert.Tracker with the
-// incident changes the incidents sink stored (Apply) and counts its
+// delivers its notifications: Alerter feeds an alert.StateMachine with the
+// incident changes the incident observer stored (Apply) and counts its
 // transitions in metrics; Fanout hands the notifications to the notifiers
 // (Notifier; the implementations are sinks/alertmanager, sinks/webhook
-// and sinks/kafkanotify); Sink, a stage of the pipeline, stores the
-// Alerter's state (alert.Tracker.Snapshot) in a StateStore at every
+// and sinks/kafkanotify); StateObserver, a stage of the pipeline, stores the
+// Alerter's state (alert.StateMachine.Snapshot) in a StateStore at every
 // window close and restores it, beside the open incidents, at each
 // assignment. This package holds the goroutines, queues, retries,
 // metrics and logging that package alert must not. Imports go one way:
@@ -13,16 +13,16 @@
 //
 // # Blocking and safety
 //
-// Alerter is safe for concurrent use; its Apply never waits for a
-// notifier: deliveries are queued in the Fanout, one bounded queue
-// and one goroutine per notifier, so a slow or unreachable notifier delays
-// neither the pipeline nor the other notifiers. A queue keeps the latest
-// state of each alert (a newer state replaces an older one still waiting)
-// and, when full, drops its oldest alert
+// Alerter is safe for concurrent use; its Apply never waits for a notifier:
+// deliveries are queued in the Fanout, one bounded queue and one goroutine
+// per notifier, so a slow or unreachable notifier delays neither the
+// pipeline nor the other notifiers. A queue keeps the latest state of each
+// alert (a newer state replaces an older one still waiting) and, when full,
+// drops its oldest alert
 // (skewlens_alert_queue_dropped_total{reason="overflow"}). Stop lets the
-// queues drain for FanoutConfig.DrainTimeout, then closes the notifiers;
-// it blocks until then and is safe to call twice. A Sink blocks as long as
-// its StateStore, never on a notifier.
+// queues drain for FanoutConfig.DrainTimeout, then closes the notifiers; it
+// blocks until then and is safe to call twice. A StateObserver blocks as
+// long as its StateStore, never on a notifier.
 //
 // One layer retries: the Fanout, with retry.Do and context-aware
 // exponential backoff (FanoutConfig.Retry), keeping the failed alerts

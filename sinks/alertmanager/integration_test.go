@@ -55,8 +55,8 @@ func TestRealAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := alertdeliver.New(alertdeliver.Config{
-		Tracker: alert.TrackerConfig{PlanVersion: func(j, task string) (uint64, bool) { return 4, j == job && task == "Window agg" }},
-		Fanout:  alertdeliver.FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}},
+		StateMachine: alert.Config{PlanVersion: func(j, task string) (uint64, bool) { return 4, j == job && task == "Window agg" }},
+		Fanout:       alertdeliver.FanoutConfig{Retry: retry.Policy{MaxRetries: retry.Unlimited, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}},
 	}, []alertdeliver.Target{{Name: Name, Notifier: n}}, nil, reg)
 	if err != nil {
 		t.Fatal(err)

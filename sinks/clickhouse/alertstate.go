@@ -7,7 +7,7 @@ import (
 )
 
 // SaveAlertState stores the alert state of each job for a consumer group
-// (alert.Tracker.Snapshot; an empty State replaces an older one when a
+// (alert.StateMachine.Snapshot; an empty State replaces an older one when a
 // job's alerts are over), under version (later versions win), and returns
 // once the server has acknowledged it. Like SaveState it makes one
 // attempt (the caller retries), is not paced (the pipeline saves it only
@@ -23,7 +23,7 @@ func (w *Writer) SaveAlertState(ctx context.Context, group string, version uint6
 
 // LoadAlertState returns the latest saved alert state of every job of a
 // consumer group whose alerts are not over, ordered by job ID, for
-// alert.Tracker.Restore (which validates them). It makes one attempt;
+// alert.StateMachine.Restore (which validates them). It makes one attempt;
 // the caller (start-up) retries.
 func (w *Writer) LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error) {
 	var out []alert.JobSnapshot

@@ -19,7 +19,7 @@
 //     between the findings write and the offset commit so that a
 //     restarted pipeline resumes it (jobstate.go): the engine's
 //     cross-window state (SaveState, LoadState) and the alert state
-//     machine's (SaveAlertState, LoadAlertState; alert.Tracker.Snapshot),
+//     machine's (SaveAlertState, LoadAlertState; alert.StateMachine.Snapshot),
 //     so that a restart does not fire ongoing alerts again. It replaced
 //     engine_state and alert_state (migration 0008, which copies their
 //     rows where an older release created them: its upgrade section);
@@ -91,7 +91,7 @@
 // error.
 //
 // The caller retries, once. Reads and writes make one attempt: the
-// pipeline's runner retries Write, SaveState and (through planpub.Sink)
+// pipeline's runner retries Write, SaveState and (through planpub.PlanObserver)
 // WritePlans without bound while it stops consuming; skewlens serve
 // retries its store calls within its timeout; start-up reads are retried
 // where skewlens starts; skewlens top's refresh is its own retry. Migrate,

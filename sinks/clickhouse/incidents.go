@@ -91,12 +91,12 @@ func (w *Writer) WriteIncidents(ctx context.Context, ins []incident.Incident) er
 // LoadIncidents returns what incident.Tracker.Restore needs: the latest
 // state of every incident that is open, and for each job the end of the
 // latest window any incident of it saw, including the incidents that
-// followed a new run of their job (incident.Incident.RunJobID, in the
-// body only: the row's job_id stays the run the incident opened in, so
-// that the incidents of a job are found by its id). An open incident
-// whose stored body does not decode is left out, and its job returned
-// among the refused (incidentsink.Sink.Resume restores none of that job's
-// open incidents). It makes one attempt; the caller (start-up) retries.
+// followed a new run of their job (incident.Incident.RunJobID, in the body
+// only: the row's job_id stays the run the incident opened in, so that the
+// incidents of a job are found by its id). An open incident whose stored
+// body does not decode is left out, and its job returned among the refused
+// (incidentsink.IncidentObserver.Resume restores none of that job's open
+// incidents). It makes one attempt; the caller (start-up) retries.
 func (w *Writer) LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, refused []incident.RefusedJob, err error) {
 	t := w.s.table(tableIncidents)
 	seen = map[string]int64{}

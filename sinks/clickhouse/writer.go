@@ -219,7 +219,7 @@ func planRevision(p *plans.Plan) uint64 {
 // confirmed with a later ExpiresAt (same version), or readers will
 // consider it expired. Like Write it is serialised with the other writes,
 // paced by FlushInterval, makes one attempt (the caller retries: the
-// runner, through planpub.Sink), and returns a permanent error for a
+// runner, through planpub.PlanObserver), and returns a permanent error for a
 // change that cannot be stored (nothing is inserted then).
 func (w *Writer) WritePlans(ctx context.Context, changes []plans.Change) error {
 	rows := make([]planRow, 0, len(changes))

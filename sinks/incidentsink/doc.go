@@ -1,8 +1,8 @@
-// Package incidentsink wires an incident.Tracker into the pipeline: Sink
-// is a stage (a stream.Observer) that folds stored findings into
-// incidents and stores the incident changes (the ClickHouse incidents
-// table) before Observe returns, so before the runner saves the engine
-// state and commits offsets.
+// Package incidentsink wires an incident.Tracker into the pipeline:
+// IncidentObserver is a stage (a stream.Observer) that folds stored
+// findings into incidents and stores the incident changes (the ClickHouse
+// incidents table) before Observe returns, so before the runner saves the
+// engine state and commits offsets.
 //
 // Crash safety: the stored incidents are the tracker's state. Resume
 // loads the open incidents and each job's latest window at each
@@ -11,7 +11,7 @@
 // and the tracker ignores the findings of windows it already folded in,
 // so the incidents table ends up as an uninterrupted run leaves it.
 //
-// Blocking and safety: Sink's methods serialise and block like the
+// Blocking and safety: IncidentObserver's methods serialise and block like the
 // store's WriteIncidents; OnChange callbacks run on the caller's
-// goroutine, under the Sink's lock, and must not block.
+// goroutine, under the IncidentObserver's lock, and must not block.
 package incidentsink

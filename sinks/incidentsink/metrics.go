@@ -2,7 +2,7 @@ package incidentsink
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the Sink's Prometheus metrics.
+// metrics are the IncidentObserver's Prometheus metrics.
 type metrics struct {
 	pending prometheus.Gauge
 	changes *prometheus.CounterVec // by kind: opened, updated, closed
@@ -12,9 +12,9 @@ type metrics struct {
 	refusedJobs prometheus.Counter
 }
 
-// newMetrics reads the tracker's counts at each scrape, under the Sink's
-// lock (a scrape waits for a Write in progress).
-func newMetrics(s *Sink) *metrics {
+// newMetrics reads the tracker's counts at each scrape, under the
+// IncidentObserver's lock (a scrape waits for a Write in progress).
+func newMetrics(s *IncidentObserver) *metrics {
 	read := func(f func() float64) func() float64 {
 		return func() float64 {
 			s.mu.Lock()

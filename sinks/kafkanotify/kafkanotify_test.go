@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { kafkatest.Main(m) }
 // a firing one of another, made by the real state machine.
 func alerts(t *testing.T, job string) []alert.Alert {
 	t.Helper()
-	tr, err := alert.NewTracker(alert.TrackerConfig{})
+	tr, err := alert.NewStateMachine(alert.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

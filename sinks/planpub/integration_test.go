@@ -438,7 +438,7 @@ func TestLoadResumesVersions(t *testing.T) {
 				t.Fatalf("refused %v, want job x", refused)
 			}
 		}
-		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)
+		s, err := NewPlanObserver(mgr, p, StoredPlans(p, nil), testLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,12 +476,12 @@ func TestLoadResumesVersions(t *testing.T) {
 	}
 }
 
-// TestLineageOnTheTopic: on the real broker, a Sink publishes each job
-// name's newest plan of a task under its lineage key after the plans, and
-// its tombstone when the name has none; Load restores the plans alone
+// TestLineageOnTheTopic: on the real broker, a PlanObserver publishes each
+// job name's newest plan of a task under its lineage key after the plans,
+// and its tombstone when the name has none; Load restores the plans alone
 // (the lineage messages are neither plans nor refused), and a restarted
-// Sink neither republishes on replayed findings nor forgets to tombstone
-// the lineage message it restored.
+// PlanObserver neither republishes on replayed findings nor forgets to
+// tombstone the lineage message it restored.
 func TestLineageOnTheTopic(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -519,7 +519,7 @@ func TestLineageOnTheTopic(t *testing.T) {
 				t.Fatalf("refused %v", refused)
 			}
 		}
-		s, err := NewSink(mgr, p, StoredPlans(p, nil), testLog(), nil)
+		s, err := NewPlanObserver(mgr, p, StoredPlans(p, nil), testLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

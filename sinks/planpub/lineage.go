@@ -71,8 +71,8 @@ func LineageMessage(l Lineage) (kafka.Message, error) {
 	}}, nil
 }
 
-// lineageOut is where a Sink publishes lineage messages: the plans topic.
-// A *Publisher is one; a Tee holding one hands its (lineageOutOf).
+// lineageOut is where a PlanObserver publishes lineage messages: the plans
+// topic. A *Publisher is one; a Tee holding one hands its (lineageOutOf).
 type lineageOut interface {
 	// publishLineage writes ls in order, like Publish (one attempt).
 	publishLineage(ctx context.Context, ls []Lineage) error
@@ -104,8 +104,8 @@ func lineageOutOf(pub ChangePublisher) lineageOut {
 	return nil
 }
 
-// lineageState is what a Sink knows of the lineage messages on the topic
-// for the jobs it owns. Guarded by the Sink's mutex.
+// lineageState is what a PlanObserver knows of the lineage messages on the
+// topic for the jobs it owns. Guarded by the PlanObserver's mutex.
 type lineageState struct {
 	out lineageOut
 	// sent are the lineage messages with a plan on the topic, by key.

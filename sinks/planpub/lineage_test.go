@@ -120,16 +120,16 @@ func jobEnd(job, name, successor, task string, sec int64) skew.Finding {
 	return f
 }
 
-// TestSinkLineage: each job name's newest run's plans are published under
-// the name's lineage keys after the changes that make them, again with
-// each change of their task, replaced when a newer run of the name has a
-// plan of the task, and tombstoned when the name has none any more.
-func TestSinkLineage(t *testing.T) {
+// TestPlanObserverLineage: each job name's newest run's plans are published
+// under the name's lineage keys after the changes that make them, again
+// with each change of their task, replaced when a newer run of the name has
+// a plan of the task, and tombstoned when the name has none any more.
+func TestPlanObserverLineage(t *testing.T) {
 	const key = "/lineage/orders/agg"
 	hot := salted("hot", 4)
 	r1 := []skew.Finding{namedPlan("r1", "orders", "agg", 10, hot)}
 	down := errors.New("broker down")
-	type op = sinkOp
+	type op = observerOp
 	tests := []struct {
 		name   string
 		loaded map[string]lineageRun // the topic's lineage messages at the start
@@ -195,7 +195,7 @@ func TestSinkLineage(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := &fakeTopic{loaded: tt.loaded}
-			s, err := newSink(mgr, p, nil, nil, nil)
+			s, err := newPlanObserver(mgr, p, nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestSinkLineage(t *testing.T) {
 				if i < len(tt.linErr) && tt.linErr[i] {
 					p.lineageErr = down
 				}
-				play(t, s, &p.fakePublisher, nil, []sinkOp{o})
+				play(t, s, &p.fakePublisher, nil, []observerOp{o})
 			}
 			if !slices.Equal(p.published, tt.want) {
 				t.Fatalf("published\n%q\nwant\n%q", p.published, tt.want)
@@ -214,24 +214,24 @@ func TestSinkLineage(t *testing.T) {
 	}
 }
 
-// TestSinkLineageResume: at an assignment the Sink takes the lineage
-// messages the topic holds of the jobs it owns as its own, and tombstones
-// those whose name has no newest plan now; another instance's are left
-// alone.
-func TestSinkLineageResume(t *testing.T) {
+// TestPlanObserverLineageResume: at an assignment the PlanObserver takes
+// the lineage messages the topic holds of the jobs it owns as its own, and
+// tombstones those whose name has no newest plan now; another instance's
+// are left alone.
+func TestPlanObserverLineageResume(t *testing.T) {
 	mgr, err := plans.NewManager(plans.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &fakeTopic{}
 	l := &fakeLoader{}
-	s, err := newSink(mgr, p, l, nil, nil)
+	s, err := newPlanObserver(mgr, p, l, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	f := namedPlan("r1", "orders", "agg", 10, salted("hot", 4))
-	play(t, s, &p.fakePublisher, l, []sinkOp{{fs: []skew.Finding{f}}})
+	play(t, s, &p.fakePublisher, l, []observerOp{{fs: []skew.Finding{f}}})
 	stored := mgr.Current()
 	// The topic, read again: orders/agg of r1, stale clicks/agg of r7 (a
 	// job of this instance that stopped) and payments/agg of p1 (another
@@ -239,7 +239,7 @@ func TestSinkLineageResume(t *testing.T) {
 	l.ps = stored
 	p.loaded = map[string]lineageRun{"/lineage/orders/agg": {"r1", 1}, "/lineage/clicks/agg": {"r7", 3}, "/lineage/payments/agg": {"p1", 1}}
 	p.published = nil
-	play(t, s, &p.fakePublisher, l, []sinkOp{{resume: true, owns: []string{"r1", "r7"}}, {advance: 20}})
+	play(t, s, &p.fakePublisher, l, []observerOp{{resume: true, owns: []string{"r1", "r7"}}, {advance: 20}})
 	want := []string{"r1/agg v1 hot", "lineage /lineage/clicks/agg tombstone", "lineage /lineage/orders/agg r1 v1"}
 	if !slices.Equal(p.published, want) {
 		t.Fatalf("published after the resume\n%q\nwant\n%q", p.published, want)

@@ -30,8 +30,8 @@ const maxFetchBytes = 16 << 20
 // and returned among the refused, by the job their key names (the task's
 // earlier plan, if any, stands: the jobs could not read the message
 // either). Lineage messages (keys starting with LineagePrefix) are
-// derived from the plans, not state: they are not returned (the Sinks
-// read what they carry to tombstone stale ones, see Sink.Resume).
+// derived from the plans, not state: they are not returned (the PlanObservers
+// read what they carry to tombstone stale ones, see PlanObserver.Resume).
 // Retryable errors are retried like Publish's; Load blocks until it is
 // done or ctx ends.
 func (p *Publisher) Load(ctx context.Context) (plans.Stored, error) {
@@ -80,7 +80,7 @@ type record struct {
 }
 
 // loadedLineage returns the lineage messages with a plan that the last
-// Load read, by key. A Sink calls it after the Load it resumes from.
+// Load read, by key. A PlanObserver calls it after the Load it resumes from.
 func (p *Publisher) loadedLineage() map[string]lineageRun {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -15,7 +15,7 @@ type OverrideReader interface {
 	Overrides(ctx context.Context) ([]plans.Override, error)
 }
 
-// OverrideSetter takes a new set of overrides; *Sink is one.
+// OverrideSetter takes a new set of overrides; *PlanObserver is one.
 type OverrideSetter interface {
 	SetOverrides(ctx context.Context, ovs []plans.Override) error
 }
@@ -109,7 +109,7 @@ func stopping(ctx context.Context, done <-chan struct{}) bool {
 // Poll reads the overrides once and hands them to the setter when they
 // differ from the last set; it returns the difference. An error of the
 // setter is logged, not returned: the set is handed over all the same
-// (a planpub.Sink keeps the changes it could not publish).
+// (a planpub.PlanObserver keeps the changes it could not publish).
 func (p *OverridePoller) Poll(ctx context.Context) (OverrideDiff, error) {
 	ovs, err := p.src.Overrides(ctx)
 	if err != nil {

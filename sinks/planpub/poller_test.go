@@ -111,8 +111,8 @@ func TestOverridePollerPoll(t *testing.T) {
 }
 
 // TestOverridePollerSetterFails checks that a failed hand-over is not
-// repeated for the same set: the setter (a Sink) keeps what it could not
-// publish.
+// repeated for the same set: the setter (a PlanObserver) keeps what it
+// could not publish.
 func TestOverridePollerSetterFails(t *testing.T) {
 	pin := plans.Override{JobID: "j", TaskName: "t", Action: plans.ActionPin, By: "alice", At: time.Unix(1, 0)}
 	f := &fakeOverrides{reads: [][]plans.Override{{pin}}, setErr: errors.New("publish failed")}

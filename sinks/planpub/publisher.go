@@ -222,9 +222,9 @@ func size(m *kafka.Message) int {
 
 // Publish writes changes to the plans topic, in order, and returns once
 // the broker has acknowledged all of them. It makes one attempt and does
-// not retry: its callers do (the stream runner retries the write a Sink
+// not retry: its callers do (the stream runner retries the write a PlanObserver
 // publishes from; the override poller tries again at its next tick), and
-// a Sink keeps the changes until one succeeds. See the package
+// a PlanObserver keeps the changes until one succeeds. See the package
 // documentation for errors. A change that cannot be encoded, or whose
 // message is larger than Config.MaxMessageBytes, fails the whole call
 // with a permanent error (retry.IsPermanent) before anything is sent.

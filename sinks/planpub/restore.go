@@ -19,8 +19,8 @@ type PlanLister interface {
 	RestorablePlans(ctx context.Context) (plans.Stored, error)
 }
 
-// PlanLoader reads back the stored plans a Sink resumes from
-// (Sink.Resume): StoredPlans makes the one Restore reads.
+// PlanLoader reads back the stored plans a PlanObserver resumes from
+// (PlanObserver.Resume): StoredPlans makes the one Restore reads.
 type PlanLoader interface {
 	// LoadPlans returns the latest plan of every task that has one, not
 	// retired, the tasks whose latest plan was retired, and the jobs of

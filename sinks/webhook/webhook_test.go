@@ -69,7 +69,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func testAlerts(t testing.TB, n int) []alert.Alert {
-	tr, err := alert.NewTracker(alert.TrackerConfig{})
+	tr, err := alert.NewStateMachine(alert.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ const (
 	// EventFiring: an incident of the condition has lasted
 	// (incident.Hysteresis.For).
 	EventFiring EventKind = "firing"
-	// EventRenotify: the alert is still firing, TrackerConfig.
+	// EventRenotify: the alert is still firing, Config.
 	// RenotifyInterval after its last notification.
 	EventRenotify EventKind = "renotify"
 	// EventResolved: the last incident of a firing alert closed.

@@ -49,7 +49,7 @@ func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 // values that cannot change while the condition lasts are labels: the
 // identity, the job name, the severity, and the host of a per-subtask
 // saturation (a subtask that moves to another host is a new attempt).
-func (t *Tracker) labels(st *state) map[string]string {
+func (t *StateMachine) labels(st *state) map[string]string {
 	f := &st.latest
 	l := map[string]string{
 		"alertname": AlertName(st.id.Cause),
@@ -71,7 +71,7 @@ func (t *Tracker) labels(st *state) map[string]string {
 }
 
 // alert builds the Alert of a state at event time at.
-func (t *Tracker) alert(st *state, status string, at int64, reason string) Alert {
+func (t *StateMachine) alert(st *state, status string, at int64, reason string) Alert {
 	a := Alert{
 		ID:          st.id.String(),
 		IncidentID:  st.incidentID(),
@@ -108,7 +108,7 @@ func copyMap(m map[string]string) map[string]string {
 }
 
 // annotations describe the latest finding of a state.
-func (t *Tracker) annotations(st *state) map[string]string {
+func (t *StateMachine) annotations(st *state) map[string]string {
 	f := &st.latest
 	a := map[string]string{
 		"summary":      clean(t.summary(st)),
@@ -172,7 +172,7 @@ func salting(cause string) bool {
 	return cause == incident.CauseHotKey || cause == skew.CauseDataSkew || cause == skew.CauseRotatingHotKey
 }
 
-func (t *Tracker) planVersion(id incident.Identity) (uint64, bool) {
+func (t *StateMachine) planVersion(id incident.Identity) (uint64, bool) {
 	if t.cfg.PlanVersion == nil {
 		return 0, false
 	}
@@ -180,13 +180,13 @@ func (t *Tracker) planVersion(id incident.Identity) (uint64, bool) {
 }
 
 // planURL is where the task's current salting plan is served.
-func (t *Tracker) planURL(id incident.Identity) string {
+func (t *StateMachine) planURL(id incident.Identity) string {
 	return strings.TrimRight(t.cfg.SaltingURL, "/") + "/v1/salting/" + url.PathEscape(id.JobID) + "/" + url.PathEscape(id.TaskName)
 }
 
 // summary is the engine's sentence for saturation findings; hot_key
 // findings have none, so one is made here.
-func (t *Tracker) summary(st *state) string {
+func (t *StateMachine) summary(st *state) string {
 	f := &st.latest
 	if f.Summary != "" {
 		return f.Summary
@@ -285,7 +285,7 @@ func evidenceJSON(st *state) string {
 }
 
 // runbook says what to do, by cause.
-func (t *Tracker) runbook(st *state) string {
+func (t *StateMachine) runbook(st *state) string {
 	f := &st.latest
 	var ev *skew.Evidence
 	if f.Saturation != nil {
@@ -390,13 +390,13 @@ func inspectText(f *skew.Finding, ev *skew.Evidence) string {
 // autoscalerHint points a skew runbook at the job's actions, which hold
 // the Flink autoscaler setting that keeps it off the vertex while the
 // plan is in force (one place computes it: GET /v1/actions/{job_id}).
-func (t *Tracker) autoscalerHint(id incident.Identity) string {
+func (t *StateMachine) autoscalerHint(id incident.Identity) string {
 	return " With the Flink autoscaler on, keep it off this vertex while the plan is in force (job.autoscaler.vertex.exclude.ids: GET " +
 		strings.TrimRight(t.cfg.SaltingURL, "/") + "/v1/actions/" + url.PathEscape(id.JobID) + ")."
 }
 
 // applyPlan is the salting half of a skew runbook.
-func (t *Tracker) applyPlan(id incident.Identity) string {
+func (t *StateMachine) applyPlan(id incident.Identity) string {
 	if v, ok := t.planVersion(id); ok {
 		return fmt.Sprintf("Apply salting plan v%d (GET %s)", v, t.planURL(id))
 	}

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-func firingOf(t *testing.T, cfg TrackerConfig, fs ...skew.Finding) Alert {
+func firingOf(t *testing.T, cfg Config, fs ...skew.Finding) Alert {
 	t.Helper()
 	tr := newPipe(t, cfg, atOnce)
 	var firing []Alert
@@ -86,7 +86,7 @@ func TestAlertContent(t *testing.T) {
 	dsSub.Evidence.HotKeys = []skew.KeyShare{{Key: "u42", Share: 0.31, SubtaskShare: 0.62}, {Key: "u7", Share: 0.062}}
 	tests := []struct {
 		name       string
-		cfg        TrackerConfig
+		cfg        Config
 		fs         []skew.Finding
 		labels     map[string]string
 		annotation map[string]string // substrings
@@ -107,7 +107,7 @@ func TestAlertContent(t *testing.T) {
 		},
 		{
 			name: "data skew with a known plan version",
-			cfg:  TrackerConfig{PlanVersion: version, SaltingURL: "http://skewlens:8080/", Severities: map[string]string{skew.CauseDataSkew: "page"}},
+			cfg:  Config{PlanVersion: version, SaltingURL: "http://skewlens:8080/", Severities: map[string]string{skew.CauseDataSkew: "page"}},
 			fs:   []skew.Finding{ds},
 			labels: map[string]string{"alertname": "FlinkSubtaskSkew", "severity": "page", "job_id": "j1", "job_name": "name-j1",
 				"task_name": "Window agg", "subtask": "3", "cause": "data_skew", "host": "10.0.0.2"},
@@ -309,7 +309,7 @@ func TestAlertContent(t *testing.T) {
 // would make it another alert in Alertmanager), while the annotations
 // follow the latest finding.
 func TestLabelsFixedWhileFiring(t *testing.T) {
-	tr := newPipe(t, TrackerConfig{}, atOnce)
+	tr := newPipe(t, Config{}, atOnce)
 	tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseSlowSubtask, 0)})
 	f := sat("j1", "agg", 3, skew.CauseSlowSubtask, win)
 	f.Host = "10.0.0.9"
@@ -342,7 +342,7 @@ func TestAlertJSONGolden(t *testing.T) {
 	hk.ShareMargin, hk.Rule, hk.ShareLowerBound, hk.Threshold = 0.029, "task", 0.285, 0.1
 	hk.EvidenceWindows, hk.EvidenceRecords = 2, 2000
 	hk.SubtaskShare, hk.SubtaskShareMargin, hk.SubtaskExcess, hk.ExcessExplained = 0.62, 0.042, 0.67, 0.93
-	tr := newPipe(t, TrackerConfig{PlanVersion: func(string, string) (uint64, bool) { return 3, true }}, atOnce)
+	tr := newPipe(t, Config{PlanVersion: func(string, string) (uint64, bool) { return 3, true }}, atOnce)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -398,7 +398,7 @@ func TestNaNEvidence(t *testing.T) {
 	f := sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)
 	f.Evidence.InputRatio = math.Inf(1)
 	h := hot("j1", "agg", 2, "k", math.NaN(), 0)
-	tr := newPipe(t, TrackerConfig{}, atOnce)
+	tr := newPipe(t, Config{}, atOnce)
 	tr.Observe([]skew.Finding{f, h})
 	active := tr.Active()
 	if len(active) != 2 {

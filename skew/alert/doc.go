@@ -1,6 +1,6 @@
 // Package alert makes alerts from incidents: incident changes in, alert
 // transitions out. Findings are folded once, into incidents, by package
-// skew/incident, which owns the hysteresis; a Tracker here turns the
+// skew/incident, which owns the hysteresis; a StateMachine here turns the
 // changes of those incidents into alerts (pending, firing, renotify,
 // resolved) and renders each alert's labels and annotations (the content
 // of docs/alerts.md). Delivering the transitions (queues, goroutines,
@@ -21,8 +21,8 @@
 // changes' windows), never a clock, so equal inputs give equal outputs,
 // and a replay alerts exactly like the live run did.
 //
-// Tracker.Snapshot encodes the alerts per job, versioned and
-// deterministically, and Tracker.Restore resumes them beside the restored
+// StateMachine.Snapshot encodes the alerts per job, versioned and
+// deterministically, and StateMachine.Restore resumes them beside the restored
 // open incidents, so that the pipeline (which stores both: the I/O is
 // outside this package) does not fire an ongoing condition again after a
 // restart.
@@ -31,11 +31,11 @@
 //
 // The package is pure: it does no I/O, reads no clock, starts no
 // goroutine, keeps no metrics and logs nothing (TestPure checks its
-// imports, and skew/incident's). No function of it blocks. A Tracker is
+// imports, and skew/incident's). No function of it blocks. A StateMachine is
 // not safe for concurrent use: one goroutine owns it (alertdeliver.Alerter
-// serialises its calls on a mutex), and TrackerConfig.PlanVersion is
-// called on that goroutine. A Tracker's memory is bounded by the open
+// serialises its calls on a mutex), and Config.PlanVersion is
+// called on that goroutine. A StateMachine's memory is bounded by the open
 // incidents (incident.Config.MaxOpen): every alert has one. Nothing here
-// panics on bad input: an invalid TrackerConfig is an error of
-// NewTracker, and a saved state that does not validate one of Restore.
+// panics on bad input: an invalid Config is an error of
+// NewStateMachine, and a saved state that does not validate one of Restore.
 package alert

@@ -30,7 +30,7 @@ func TestRestartedRunContinuesAlert(t *testing.T) {
 		return 0, 0, false
 	}
 	newFold := func() *pipe {
-		return newPipe(t, TrackerConfig{SaltingURL: "http://skewlens:8080", PlanVersion: func(job, task string) (uint64, bool) {
+		return newPipe(t, Config{SaltingURL: "http://skewlens:8080", PlanVersion: func(job, task string) (uint64, bool) {
 			v, _, ok := plan(job, task)
 			return v, ok
 		}}, func(c *incident.Config) {

@@ -40,10 +40,10 @@ func evs(events []Event) []string {
 func joinLines(ss []string) string { return strings.Join(ss, "\n") }
 
 // pipe is the pipeline's order in one value: findings fold into
-// incidents (incident.Tracker), whose changes make the alerts (Tracker).
+// incidents (incident.Tracker), whose changes make the alerts (StateMachine).
 type pipe struct {
 	inc *incident.Tracker
-	*Tracker
+	*StateMachine
 	// stored is the latest state of every incident, as the incidents
 	// table keeps it.
 	stored map[string]incident.Incident
@@ -51,7 +51,7 @@ type pipe struct {
 
 // newPipe returns a pipe with the alert configuration cfg and the
 // incident defaults, changed by the functions given.
-func newPipe(tb testing.TB, cfg TrackerConfig, inc ...func(*incident.Config)) *pipe {
+func newPipe(tb testing.TB, cfg Config, inc ...func(*incident.Config)) *pipe {
 	tb.Helper()
 	icfg := incident.DefaultConfig()
 	for _, f := range inc {
@@ -63,11 +63,11 @@ func newPipe(tb testing.TB, cfg TrackerConfig, inc ...func(*incident.Config)) *p
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tr, err := NewTracker(cfg)
+	tr, err := NewStateMachine(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &pipe{inc: it, Tracker: tr, stored: map[string]incident.Incident{}}
+	return &pipe{inc: it, StateMachine: tr, stored: map[string]incident.Incident{}}
 }
 
 // Observe folds findings into incidents and returns the alert events.

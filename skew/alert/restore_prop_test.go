@@ -19,7 +19,7 @@ import (
 func propPipe(t *testing.T) *pipe {
 	t.Helper()
 	plan := func(_, task string) (uint64, int64, bool) { return 1, 0, task == "agg" }
-	return newPipe(t, TrackerConfig{RenotifyInterval: 30 * time.Second, SaltingURL: "http://skewlens:8080",
+	return newPipe(t, Config{RenotifyInterval: 30 * time.Second, SaltingURL: "http://skewlens:8080",
 		PlanVersion: func(_, task string) (uint64, bool) { v, _, ok := plan("", task); return v, ok }},
 		func(c *incident.Config) {
 			c.Hysteresis = incident.Hysteresis{For: 20 * time.Second, ResolveAfter: 30 * time.Second}

@@ -12,21 +12,21 @@ import (
 	"github.com/skewlens/skewlens/skew/incident"
 )
 
-// SnapshotVersion is the version of the encoding Tracker.Snapshot writes
+// SnapshotVersion is the version of the encoding StateMachine.Snapshot writes
 // (the "v" field of JobSnapshot.State). Restore refuses other versions: a
 // change of the encoding gets a new version, and Restore learns to read
 // the old one.
 const SnapshotVersion = 1
 
-// JobSnapshot is the saved alert state of one job: what Tracker.Snapshot
-// returns and Tracker.Restore takes. The pipeline stores it per consumer
+// JobSnapshot is the saved alert state of one job: what StateMachine.Snapshot
+// returns and StateMachine.Restore takes. The pipeline stores it per consumer
 // group and job, beside the engine's state, so that a restarted pipeline
 // neither fires an ongoing condition again nor forgets to resolve one
 // that ended.
 type JobSnapshot struct {
 	JobID string
 	// State is the job's alerts in a versioned JSON
-	// encoding (SnapshotVersion). Equal trackers give byte-identical
+	// encoding (SnapshotVersion). Equal state machines give byte-identical
 	// States. Empty means the job has nothing to restore: its alerts are
 	// over (callers store it to replace an older state).
 	State []byte
@@ -64,7 +64,7 @@ type snapAlert struct {
 // The error names the jobs whose state cannot be encoded (a finding with
 // a number JSON cannot hold); they are left out, the others are returned.
 // Snapshot changes nothing.
-func (t *Tracker) Snapshot() ([]JobSnapshot, error) {
+func (t *StateMachine) Snapshot() ([]JobSnapshot, error) {
 	jobs := map[string]*snapJob{}
 	for _, st := range t.states {
 		j := jobs[st.id.JobID]
@@ -105,12 +105,12 @@ func (a *snapAlert) identity(job string) incident.Identity {
 	return incident.Identity{JobID: job, TaskName: a.TaskName, Subtask: a.Subtask, Cause: a.Cause}
 }
 
-// Reset drops every alert: the tracker is then as NewTracker made it (its
-// configuration kept), and Restore may be called again. A pipeline whose
-// partitions moved to another instance resets and restores the stored
-// state, so that it neither resolves nor stores the alerts of jobs it no
-// longer reads.
-func (t *Tracker) Reset() {
+// Reset drops every alert: the state machine is then as NewStateMachine
+// made it (its configuration kept), and Restore may be called again. A
+// pipeline whose partitions moved to another instance resets and restores
+// the stored state, so that it neither resolves nor stores the alerts of
+// jobs it no longer reads.
+func (t *StateMachine) Reset() {
 	clear(t.states)
 	t.now, t.firing = 0, 0
 }
@@ -121,23 +121,23 @@ const maxSnapString = 64 << 10
 
 // Restore loads the job states Snapshot returned, with the open incidents
 // restored beside them (incident.Tracker.Restore): an alert covers the
-// open incidents of its identity. Call it on a new or Reset Tracker.
+// open incidents of its identity. Call it on a new or Reset StateMachine.
 // Empty States are skipped. A state that does not decode or validate
 // (another SnapshotVersion, a job ID that does not match, an alert whose
 // latest finding is not of its identity, times out of order, ...) costs
 // that job, and only that job, its alert state: the job is returned
 // among the refused, in job order, with why, and the other jobs are
 // restored; the refused job's open incidents get alerts again with
-// their next findings. The error is for a Tracker that has seen changes
+// their next findings. The error is for a StateMachine that has seen changes
 // already: nothing is restored then.
 //
 // An alert none of whose incidents is open any more ended while the
 // pipeline was down (its incidents closed and were stored, its own state
 // was not): it resolves now, with reason absent, and the returned events
 // say so. An open incident without an alert gets one with its next
-// finding. Give it the states and incidents of the jobs this tracker
+// finding. Give it the states and incidents of the jobs this state machine
 // owns only: it resolves and snapshots their alerts as it does its own.
-func (t *Tracker) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Event, []incident.RefusedJob, error) {
+func (t *StateMachine) Restore(snaps []JobSnapshot, open []incident.Incident) ([]Event, []incident.RefusedJob, error) {
 	if len(t.states) > 0 || t.now != 0 {
 		return nil, nil, errors.New("alert: restore: the tracker has seen changes already")
 	}
@@ -232,7 +232,7 @@ func decodeSnapJob(s *JobSnapshot) (snapJob, error) {
 	return j, nil
 }
 
-// validAlert checks what the Tracker relies on: the alert's latest
+// validAlert checks what the StateMachine relies on: the alert's latest
 // finding makes an alert of its identity, and its times are in order.
 func validAlert(jobID string, a *snapAlert) error {
 	for _, s := range []string{a.TaskName, a.Cause} {

@@ -57,12 +57,12 @@ func feed(t *testing.T, tr *pipe, windows [][]skew.Finding, first int) []string 
 
 func newTestTracker(t *testing.T) *pipe {
 	t.Helper()
-	return newPipe(t, TrackerConfig{RenotifyInterval: 40 * time.Second})
+	return newPipe(t, Config{RenotifyInterval: 40 * time.Second})
 }
 
-// TestSnapshotRestoreMatchesUninterrupted: a tracker snapshotted after
-// any window and restored into a new tracker then gives the events an
-// uninterrupted tracker gives: no second firing of an ongoing condition,
+// TestSnapshotRestoreMatchesUninterrupted: a state machine snapshotted after
+// any window and restored into a new state machine then gives the events an
+// uninterrupted state machine gives: no second firing of an ongoing condition,
 // the resolutions of conditions that ended, renotifications on time.
 func TestSnapshotRestoreMatchesUninterrupted(t *testing.T) {
 	windows := snapshotWindows(24)
@@ -90,8 +90,8 @@ func TestSnapshotRestoreMatchesUninterrupted(t *testing.T) {
 	}
 }
 
-// TestSnapshotDeterministic: equal trackers give byte-identical
-// snapshots, a restored tracker snapshots what it was restored from once
+// TestSnapshotDeterministic: equal state machines give byte-identical
+// snapshots, a restored state machine snapshots what it was restored from once
 // its jobs report again, and snapshots are ordered by job.
 func TestSnapshotDeterministic(t *testing.T) {
 	windows := snapshotWindows(6)
@@ -154,9 +154,9 @@ func sameJSON(t *testing.T, a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
-// TestRestoredAlertsResolve: a restored job's alerts are the tracker's
+// TestRestoredAlertsResolve: a restored job's alerts are the state machine's
 // own: once their incidents close (the job reports without them, or
-// stays silent) they resolve as an uninterrupted tracker's do.
+// stays silent) they resolve as an uninterrupted state machine's do.
 func TestRestoredAlertsResolve(t *testing.T) {
 	before := newTestTracker(t)
 	feed(t, before, snapshotWindows(8), 0) // j1's slow_subtask fires
@@ -168,7 +168,7 @@ func TestRestoredAlertsResolve(t *testing.T) {
 	if firing == 0 {
 		t.Fatal("nothing firing after restore")
 	}
-	// The same input after the snapshot, to the tracker that never
+	// The same input after the snapshot, to the state machine that never
 	// stopped and to the restored one: j1 reports without its
 	// conditions, j2 stays silent.
 	next := int64(9) * win
@@ -252,13 +252,14 @@ func TestRestoreRefusesBadState(t *testing.T) {
 	}
 }
 
-// TestRestoreGroupAtDifferentTimes: the saved states of the jobs a
-// tracker restores are at different event times. The tracker's time is
-// not that of the job ahead: the job behind, at its next window, gets
-// the events of an uninterrupted tracker of that job (it is not resolved
-// and fired again). The job ahead goes on as uninterrupted too; by its
-// time the incident of the job behind, absent since, has closed, and its
-// alert resolves, as it would have in a tracker that never stopped.
+// TestRestoreGroupAtDifferentTimes: the saved states of the jobs a state
+// machine restores are at different event times. The state machine's time
+// is not that of the job ahead: the job behind, at its next window, gets
+// the events of an uninterrupted state machine of that job (it is not
+// resolved and fired again). The job ahead goes on as uninterrupted too; by
+// its time the incident of the job behind, absent since, has closed, and
+// its alert resolves, as it would have in a state machine that never
+// stopped.
 func TestRestoreGroupAtDifferentTimes(t *testing.T) {
 	jobWindows := func(job string, first, n int) [][]skew.Finding {
 		var out [][]skew.Finding

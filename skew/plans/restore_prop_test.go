@@ -139,9 +139,9 @@ func (rec propRecord) load(t *testing.T) Stored {
 	return out
 }
 
-// step runs one step as planpub.Sink does (Observe each finding, Advance
-// to the latest window end) and returns its changes as JSON; the record
-// gets them, and every current plan again (the sink's republication,
+// step runs one step as planpub.PlanObserver does (Observe each finding,
+// Advance to the latest window end) and returns its changes as JSON; the
+// record gets them, and every current plan again (the sink's republication,
 // here at every step, so that what is stored is the whole state).
 func (m *Manager) propStep(t *testing.T, s propStep, rec propRecord) string {
 	t.Helper()

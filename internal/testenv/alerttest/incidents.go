@@ -9,7 +9,7 @@ import (
 
 // Incidents returns an incident tracker with the default configuration
 // but for Hysteresis.For (negative: alerts fire at the first finding):
-// alerts are made from its changes (alert.Tracker.Apply,
+// alerts are made from its changes (alert.StateMachine.Apply,
 // alertdeliver.Alerter.Apply), as in the pipeline.
 func Incidents(tb testing.TB, forDur time.Duration) *incident.Tracker {
 	tb.Helper()

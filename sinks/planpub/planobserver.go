@@ -32,10 +32,11 @@ func (f PublisherFunc) Publish(ctx context.Context, changes []plans.Change) erro
 }
 
 // Tee returns a ChangePublisher that publishes to each of ps in turn and
-// stops at the first error. Each must tolerate changes published twice
-// (the Sink retries all of them): a compacted topic and a versioned table
-// both do. A Sink publishing to a Tee that holds a *Publisher publishes
-// its lineage messages to that Publisher alone (they are the topic's).
+// stops at the first error. Each must tolerate changes published twice (the
+// PlanObserver retries all of them): a compacted topic and a versioned
+// table both do. A PlanObserver publishing to a Tee that holds a *Publisher
+// publishes its lineage messages to that Publisher alone (they are the
+// topic's).
 func Tee(ps ...ChangePublisher) ChangePublisher { return tee(ps) }
 
 type tee []ChangePublisher
@@ -52,11 +53,11 @@ func (t tee) Publish(ctx context.Context, changes []plans.Change) error {
 
 type publisher = ChangePublisher
 
-// Sink is a stage of the pipeline (a stream.Observer) that keeps the
-// plans topic up to date: it feeds stored findings to a plans.Manager
-// and publishes the plan changes. Create it with NewSink. It is safe for
-// concurrent use; its methods serialise, so the changes reach the topic
-// in the order the Manager made them.
+// PlanObserver is a stage of the pipeline (a stream.Observer) that keeps
+// the plans topic up to date: it feeds stored findings to a plans.Manager
+// and publishes the plan changes. Create it with NewPlanObserver. It is
+// safe for concurrent use; its methods serialise, so the changes reach the
+// topic in the order the Manager made them.
 //
 // Changes not yet published are kept in order; a change replaces its
 // task's last pending change only when both carry the same plan version
@@ -65,12 +66,12 @@ type publisher = ChangePublisher
 // version each makes while publishing fails; metric
 // skewlens_planpub_pending_changes. Why: docs/architecture.md, Design
 // notes: the plan sink's queue.
-type Sink struct {
+type PlanObserver struct {
 	mgr  *plans.Manager
 	pub  publisher
 	load PlanLoader
 	log  *slog.Logger
-	m    *sinkMetrics
+	m    *observerMetrics
 	// lin follows the lineage messages on the plans topic (guarded by
 	// mu); nil without a topic.
 	lin *lineageState
@@ -98,36 +99,37 @@ type Sink struct {
 // before the old expires_at passes.
 const RepublishEvery = 5 * time.Minute
 
-// NewSink returns a Sink publishing plan changes through pub (a *Publisher, or a Tee of it and the plans table), that
-// resumes the stored plans from load (StoredPlans: where Restore reads
-// them), and registers the Manager's statistics and the pending changes
-// on reg (nil: not registered). log may be nil. When pub is a *Publisher
-// or a Tee holding one, the Sink also publishes the lineage messages
-// (see the package documentation) to it, starting from those its last
-// Load read (Restore's).
-func NewSink(mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+// NewPlanObserver returns a PlanObserver publishing plan changes through
+// pub (a *Publisher, or a Tee of it and the plans table), that resumes the
+// stored plans from load (StoredPlans: where Restore reads them), and
+// registers the Manager's statistics and the pending changes on reg (nil:
+// not registered). log may be nil. When pub is a *Publisher or a Tee
+// holding one, the PlanObserver also publishes the lineage messages (see
+// the package documentation) to it, starting from those its last Load read
+// (Restore's).
+func NewPlanObserver(mgr *plans.Manager, pub ChangePublisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*PlanObserver, error) {
 	if mgr == nil || pub == nil || load == nil {
 		return nil, permanent("new sink", errors.New("nil manager, publisher or plan loader"))
 	}
-	return newSink(mgr, pub, load, log, reg)
+	return newPlanObserver(mgr, pub, load, log, reg)
 }
 
-func newSink(mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+func newPlanObserver(mgr *plans.Manager, pub publisher, load PlanLoader, log *slog.Logger, reg prometheus.Registerer) (*PlanObserver, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := newSinkMetrics(mgr)
-	unreg, err := promreg.Register(reg, "plan sink", m.pending, m)
+	m := newObserverMetrics(mgr)
+	unreg, err := promreg.Register(reg, "plan observer", m.pending, m)
 	if err != nil {
 		return nil, permanent("new sink", err)
 	}
-	return &Sink{mgr: mgr, pub: pub, load: load, lin: newLineageState(lineageOutOf(pub)),
+	return &PlanObserver{mgr: mgr, pub: pub, load: load, lin: newLineageState(lineageOutOf(pub)),
 		log: log.With("component", "planpub.sink"), m: m, unreg: unreg, index: map[string]int{}}, nil
 }
 
-// Close unregisters the Sink's metrics. It does not close the Publisher,
-// which the caller owns, and is safe to call twice.
-func (s *Sink) Close() error {
+// Close unregisters the PlanObserver's metrics. It does not close the
+// Publisher, which the caller owns, and is safe to call twice.
+func (s *PlanObserver) Close() error {
 	s.closeOnce.Do(s.unreg)
 	return nil
 }
@@ -138,7 +140,7 @@ func (s *Sink) Close() error {
 // the runner retries the whole write, the Manager ignores findings it has
 // seen, and the kept changes are published then. Observe blocks like
 // Publisher.Publish.
-func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
+func (s *PlanObserver) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var end int64
@@ -157,7 +159,7 @@ func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 // expired plans go even when no findings come. Call it when windows close
 // without findings. Every RepublishEvery of event time it publishes every
 // current plan again, unchanged but for its times and with its version.
-func (s *Sink) Advance(ctx context.Context, now time.Time) error {
+func (s *PlanObserver) Advance(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.mgr.Advance(now))
@@ -179,8 +181,8 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 // SetOverrides replaces the Manager's overrides and publishes the
 // changes. Invalid overrides are left out and reported, as by
 // plans.Manager.SetOverrides; the valid ones take effect all the same.
-// The Sink keeps ovs (the caller must not change them) for Resume.
-func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
+// The PlanObserver keeps ovs (the caller must not change them) for Resume.
+func (s *PlanObserver) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.overrides = ovs
@@ -196,7 +198,7 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 }
 
 // Resume drops the Manager's plans and the changes not published yet,
-// restores the stored plans of the jobs owns reports (from the Sink's
+// restores the stored plans of the jobs owns reports (from the PlanObserver's
 // PlanLoader) and sets the overrides last given to SetOverrides again,
 // in one attempt (the pipeline retries it): the Manager is then as at
 // start-up. The pipeline calls it when partitions are assigned: the
@@ -209,7 +211,7 @@ func (s *Sink) SetOverrides(ctx context.Context, ovs []plans.Override) error {
 // Restore. The lineage messages of the owned jobs that the read found
 // are compared again at the next publication (stale ones tombstoned).
 // Resume blocks on the read.
-func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
+func (s *PlanObserver) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	stored, err := s.load.LoadPlans(ctx)
 	if err != nil {
 		return fmt.Errorf("resume salting plans: %w", err)
@@ -241,15 +243,15 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 }
 
 // Pending returns the changes not published yet.
-func (s *Sink) Pending() int {
+func (s *PlanObserver) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.pending)
 }
 
 // add queues changes, each replacing its task's last pending change when
-// both carry the same plan version (see Sink).
-func (s *Sink) add(cs []plans.Change) {
+// both carry the same plan version (see PlanObserver).
+func (s *PlanObserver) add(cs []plans.Change) {
 	if s.lin != nil {
 		s.lin.touch(cs)
 	}
@@ -276,7 +278,7 @@ func version(c plans.Change) uint64 {
 
 // flush publishes the pending changes, then the lineage messages they
 // make (see lineageState); both are dropped once published.
-func (s *Sink) flush(ctx context.Context) error {
+func (s *PlanObserver) flush(ctx context.Context) error {
 	if s.lin != nil {
 		s.lin.update(s.mgr)
 	}
@@ -299,19 +301,19 @@ func (s *Sink) flush(ctx context.Context) error {
 	return nil
 }
 
-// sinkMetrics are the Sink's metrics: the pending changes, and the
+// observerMetrics are the PlanObserver's metrics: the pending changes, and the
 // Manager's statistics, read at each scrape.
-type sinkMetrics struct {
+type observerMetrics struct {
 	mgr     *plans.Manager
 	pending prometheus.Gauge
 	descs   map[string]*prometheus.Desc
 }
 
-func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
+func newObserverMetrics(mgr *plans.Manager) *observerMetrics {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("skewlens_plans_"+name, help, nil, nil)
 	}
-	return &sinkMetrics{
+	return &observerMetrics{
 		mgr: mgr,
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "skewlens", Subsystem: "planpub", Name: "pending_changes",
@@ -331,14 +333,14 @@ func newSinkMetrics(mgr *plans.Manager) *sinkMetrics {
 }
 
 // Describe implements prometheus.Collector for the Manager's statistics.
-func (m *sinkMetrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *observerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range m.descs {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector for the Manager's statistics.
-func (m *sinkMetrics) Collect(ch chan<- prometheus.Metric) {
+func (m *observerMetrics) Collect(ch chan<- prometheus.Metric) {
 	st := m.mgr.Stats()
 	gauge := func(k string, v int) {
 		ch <- prometheus.MustNewConstMetric(m.descs[k], prometheus.GaugeValue, float64(v))

@@ -9,7 +9,7 @@ import (
 	"github.com/skewlens/skewlens/skew/incident"
 )
 
-// Tracker turns incident changes into alert transitions: alerts are the
+// StateMachine turns incident changes into alert transitions: alerts are the
 // notifications of incidents. It folds no findings and keeps no
 // hysteresis of its own: an alert is pending while its condition has an
 // open incident, fires once one of them has lasted
@@ -21,8 +21,8 @@ import (
 // One alert covers one incident.Identity; a hot_key alert covers the
 // incidents of every hot key of its subtask, so that three hot keys on
 // one subtask page once.
-type Tracker struct {
-	cfg    TrackerConfig
+type StateMachine struct {
+	cfg    Config
 	causes map[string]bool
 	states map[incident.Identity]*state
 	now    int64 // event time (ms): the latest change's
@@ -97,14 +97,14 @@ func (st *state) lasted() bool {
 	return false
 }
 
-// NewTracker returns a Tracker with no alerts. It fills the zero fields
-// of cfg with their defaults and validates it.
-func NewTracker(cfg TrackerConfig) (*Tracker, error) {
+// NewStateMachine returns a StateMachine with no alerts. It fills the zero
+// fields of cfg with their defaults and validates it.
+func NewStateMachine(cfg Config) (*StateMachine, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, causes: make(map[string]bool, len(cfg.Causes)), states: make(map[incident.Identity]*state)}
+	t := &StateMachine{cfg: cfg, causes: make(map[string]bool, len(cfg.Causes)), states: make(map[incident.Identity]*state)}
 	for _, c := range cfg.Causes {
 		t.causes[c] = true
 	}
@@ -112,7 +112,7 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 }
 
 // Config returns the validated configuration, its defaults filled in.
-func (t *Tracker) Config() TrackerConfig { return t.cfg }
+func (t *StateMachine) Config() Config { return t.cfg }
 
 // Apply takes incident changes, in the order the incident tracker made
 // them, and returns the resulting transitions: Pending when a condition's
@@ -120,8 +120,8 @@ func (t *Tracker) Config() TrackerConfig { return t.cfg }
 // Renotify, and Resolved (or Discarded, for an alert that never fired)
 // when its last incident closes. The changes of one window are taken
 // together, so a hot_key alert fires with its hottest key. Changes of
-// causes outside TrackerConfig.Causes are ignored.
-func (t *Tracker) Apply(changes []incident.Change) []Event {
+// causes outside Config.Causes are ignored.
+func (t *StateMachine) Apply(changes []incident.Change) []Event {
 	var events []Event
 	var touched []*state // touched by findings of the window ending at window
 	var window int64
@@ -221,7 +221,7 @@ func (st *state) apply(f *skew.Finding) {
 // evaluate fires a pending alert one of whose incidents has lasted, and
 // renotifies a firing one, at event time now (the end of the window that
 // touched it).
-func (t *Tracker) evaluate(st *state, now int64, events []Event) []Event {
+func (t *StateMachine) evaluate(st *state, now int64, events []Event) []Event {
 	if st.lastSeen != now || t.states[st.id] != st {
 		return events
 	}
@@ -245,7 +245,7 @@ func (t *Tracker) evaluate(st *state, now int64, events []Event) []Event {
 // resolve ends an alert at event time at: Resolved with the reason (and
 // why, the incident's resolution, as an annotation) when it fired,
 // Discarded otherwise; the alert is forgotten.
-func (t *Tracker) resolve(st *state, at int64, reason, why string, events []Event) []Event {
+func (t *StateMachine) resolve(st *state, at int64, reason, why string, events []Event) []Event {
 	kind := EventDiscarded
 	if st.firing {
 		kind = EventResolved
@@ -261,7 +261,7 @@ func (t *Tracker) resolve(st *state, at int64, reason, why string, events []Even
 
 // Active returns the firing alerts, ordered by identity, as they would be
 // notified now.
-func (t *Tracker) Active() []Alert {
+func (t *StateMachine) Active() []Alert {
 	var out []Alert
 	for _, st := range t.states {
 		if st.firing {
@@ -273,16 +273,16 @@ func (t *Tracker) Active() []Alert {
 }
 
 // Pending returns the number of pending alerts.
-func (t *Tracker) Pending() int { return len(t.states) - t.firing }
+func (t *StateMachine) Pending() int { return len(t.states) - t.firing }
 
 // Firing returns the number of firing alerts.
-func (t *Tracker) Firing() int { return t.firing }
+func (t *StateMachine) Firing() int { return t.firing }
 
 // Now returns the event time (epoch ms) of the latest change.
-func (t *Tracker) Now() int64 { return t.now }
+func (t *StateMachine) Now() int64 { return t.now }
 
 // event builds one transition.
-func (t *Tracker) event(kind EventKind, st *state, at int64, reason string) Event {
+func (t *StateMachine) event(kind EventKind, st *state, at int64, reason string) Event {
 	status := StatusFiring
 	if kind == EventResolved || kind == EventDiscarded {
 		status = StatusResolved

@@ -26,7 +26,7 @@ type Observer interface {
 	Resume(ctx context.Context, owns func(jobID string) bool) error
 }
 
-// Stages is the Sink of a pipeline with stateful stages: the store, then
+// SinkChain is the Sink of a pipeline with stateful stages: the store, then
 // the Observers, called in their order. It is the one place that decides
 // the order in which findings reach the stages:
 //
@@ -37,19 +37,19 @@ type Observer interface {
 //   - Advance and Resume call the Observers in order.
 //
 // The first error stops a call and is returned as it is.
-type Stages struct {
+type SinkChain struct {
 	store Sink
 	obs   []Observer
 }
 
-// NewStages returns the Stages that store findings in store and then
-// call obs in order.
-func NewStages(store Sink, obs ...Observer) *Stages {
-	return &Stages{store: store, obs: obs}
+// NewSinkChain returns the SinkChain that stores findings in store and
+// then calls obs in order.
+func NewSinkChain(store Sink, obs ...Observer) *SinkChain {
+	return &SinkChain{store: store, obs: obs}
 }
 
 // Write stores fs, then gives them to the Observers.
-func (s *Stages) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
+func (s *SinkChain) Write(ctx context.Context, version uint64, fs []skew.Finding) error {
 	if err := s.store.Write(ctx, version, fs); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Stages) Write(ctx context.Context, version uint64, fs []skew.Finding) e
 }
 
 // Advance advances the store (when it is an Advancer) and the Observers.
-func (s *Stages) Advance(ctx context.Context, now time.Time) error {
+func (s *SinkChain) Advance(ctx context.Context, now time.Time) error {
 	if a, ok := s.store.(Advancer); ok {
 		if err := a.Advance(ctx, now); err != nil {
 			return err
@@ -77,7 +77,7 @@ func (s *Stages) Advance(ctx context.Context, now time.Time) error {
 }
 
 // Resume resumes the Observers in order, with the jobs of owns.
-func (s *Stages) Resume(ctx context.Context, owns func(jobID string) bool) error {
+func (s *SinkChain) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	for _, o := range s.obs {
 		if err := o.Resume(ctx, owns); err != nil {
 			return err

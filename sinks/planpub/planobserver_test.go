@@ -45,10 +45,10 @@ func (p *fakePublisher) Publish(_ context.Context, cs []plans.Change) error {
 	return nil
 }
 
-// sinkOp is one call of a Sink test: Resume, Advance, SetOverrides or
-// Observe (the first that its fields ask for), with the errors the fakes
-// return, and what is expected after it.
-type sinkOp struct {
+// observerOp is one call of a PlanObserver test: Resume, Advance,
+// SetOverrides or Observe (the first that its fields ask for), with the
+// errors the fakes return, and what is expected after it.
+type observerOp struct {
 	fs      []skew.Finding // Observe
 	advance int64          // Advance to this second, when set
 	ovs     []plans.Override
@@ -61,7 +61,7 @@ type sinkOp struct {
 }
 
 // play runs ops on s; l may be nil (no stored plans).
-func play(t *testing.T, s *Sink, p *fakePublisher, l *fakeLoader, ops []sinkOp) {
+func play(t *testing.T, s *PlanObserver, p *fakePublisher, l *fakeLoader, ops []observerOp) {
 	t.Helper()
 	ctx := context.Background()
 	for i, o := range ops {
@@ -92,11 +92,11 @@ func play(t *testing.T, s *Sink, p *fakePublisher, l *fakeLoader, ops []sinkOp) 
 	}
 }
 
-func TestSink(t *testing.T) {
+func TestPlanObserver(t *testing.T) {
 	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4)), planFinding("j", "join", 10, salted("k", 2))}
 	w2 := []skew.Finding{planFinding("j", "agg", 20, salted("hot", 4), salted("cold", 2))}
 	down := errors.New("broker down")
-	type op = sinkOp
+	type op = observerOp
 	tests := []struct {
 		name string
 		ops  []op
@@ -151,7 +151,7 @@ func TestSink(t *testing.T) {
 			}
 			p := &fakePublisher{}
 			reg := prometheus.NewRegistry()
-			s, err := newSink(mgr, p, nil, nil, reg)
+			s, err := newPlanObserver(mgr, p, nil, nil, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,10 +164,10 @@ func TestSink(t *testing.T) {
 	}
 }
 
-func TestSinkMetrics(t *testing.T) {
+func TestPlanObserverMetrics(t *testing.T) {
 	mgr, _ := plans.NewManager(plans.Config{})
 	reg := prometheus.NewRegistry()
-	s, err := newSink(mgr, &fakePublisher{}, nil, nil, reg)
+	s, err := newPlanObserver(mgr, &fakePublisher{}, nil, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +188,11 @@ skewlens_plans_served 1
 	}
 	s.Close()
 	s.Close()
-	if _, err := newSink(mgr, &fakePublisher{}, nil, nil, reg); err != nil {
+	if _, err := newPlanObserver(mgr, &fakePublisher{}, nil, nil, reg); err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
-	if _, err := NewSink(mgr, nil, nil, nil, nil); !retry.IsPermanent(err) {
-		t.Fatalf("NewSink with nil parts: %v", err)
+	if _, err := NewPlanObserver(mgr, nil, nil, nil, nil); !retry.IsPermanent(err) {
+		t.Fatalf("NewPlanObserver with nil parts: %v", err)
 	}
 }
 
@@ -213,12 +213,12 @@ func (l *fakeLoader) LoadPlans(context.Context) (plans.Stored, error) {
 	return plans.Stored{Plans: l.ps, Unreadable: l.unreadable}, nil
 }
 
-// TestSinkResume: at each assignment of partitions the Sink resumes the
-// stored plans of the jobs it owns now as at start-up: the plans of jobs
-// another instance reads now are neither retired nor republished here, a
-// job that moved here goes on from its stored plan, unpublished changes
-// are dropped and the overrides are set again.
-func TestSinkResume(t *testing.T) {
+// TestPlanObserverResume: at each assignment of partitions the PlanObserver
+// resumes the stored plans of the jobs it owns now as at start-up: the
+// plans of jobs another instance reads now are neither retired nor
+// republished here, a job that moved here goes on from its stored plan,
+// unpublished changes are dropped and the overrides are set again.
+func TestPlanObserverResume(t *testing.T) {
 	// The group's stored plans: j/agg (this instance's so far) and k/agg,
 	// which another instance reads, far ahead in event time.
 	stored := func(t *testing.T) []plans.Plan {
@@ -232,7 +232,7 @@ func TestSinkResume(t *testing.T) {
 	w1 := []skew.Finding{planFinding("j", "agg", 10, salted("hot", 4))}
 	down := errors.New("ClickHouse down")
 	excludeCold := []plans.Override{{JobID: "j", TaskName: "agg", Action: plans.ActionExclude, Key: "cold"}}
-	type op = sinkOp
+	type op = observerOp
 	tests := []struct {
 		name string
 		ops  []op
@@ -277,7 +277,7 @@ func TestSinkResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, l := &fakePublisher{}, &fakeLoader{ps: stored(t)}
-			s, err := NewSink(mgr, p, l, nil, prometheus.NewRegistry())
+			s, err := NewPlanObserver(mgr, p, l, nil, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,11 +290,11 @@ func TestSinkResume(t *testing.T) {
 	}
 }
 
-// TestSinkResumeRefusesOneJob: a stored plan of one job that cannot be
+// TestPlanObserverResumeRefusesOneJob: a stored plan of one job that cannot be
 // read, and one that does not validate, cost those jobs those plans
 // only: the good job's plan is restored, each refused job is logged
 // (WARN, part plans) and counted, and Resume returns nil.
-func TestSinkResumeRefusesOneJob(t *testing.T) {
+func TestPlanObserverResumeRefusesOneJob(t *testing.T) {
 	mgr, err := plans.NewManager(plans.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func TestSinkResumeRefusesOneJob(t *testing.T) {
 	l := &fakeLoader{ps: stored, unreadable: []plans.RefusedJob{{JobID: "c", Err: errors.New(`plan of task "agg" does not decode`)}}}
 	var logged bytes.Buffer
 	reg := prometheus.NewRegistry()
-	s, err := NewSink(mgr, &fakePublisher{}, l, slog.New(slog.NewTextHandler(&logged, nil)), reg)
+	s, err := NewPlanObserver(mgr, &fakePublisher{}, l, slog.New(slog.NewTextHandler(&logged, nil)), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

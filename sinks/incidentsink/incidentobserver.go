@@ -29,15 +29,15 @@ type Store interface {
 	LoadIncidents(ctx context.Context) (open []incident.Incident, seen map[string]int64, refused []incident.RefusedJob, err error)
 }
 
-// Sink is a stage of the pipeline (a stream.Observer) that keeps the
-// incidents table up to date. Create it with New. It is safe for
+// IncidentObserver is a stage of the pipeline (a stream.Observer) that
+// keeps the incidents table up to date. Create it with New. It is safe for
 // concurrent use.
 //
 // Changes not yet stored (WriteIncidents failed) are kept, at most one per
 // incident (its latest state), so they are bounded by the open incidents
 // (incident.Config.MaxOpen) plus those closed since the last success;
 // metric skewlens_incidents_pending_changes.
-type Sink struct {
+type IncidentObserver struct {
 	store Store
 	log   *slog.Logger
 	m     *metrics
@@ -52,18 +52,18 @@ type Sink struct {
 	onChanges []func([]incident.Change)
 }
 
-// New returns a Sink writing incidents to store, tracking them with tr,
-// and registers its metrics on reg (nil: none). log may be nil.
-func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Registerer) (*Sink, error) {
+// New returns an IncidentObserver writing incidents to store, tracking them
+// with tr, and registers its metrics on reg (nil: none). log may be nil.
+func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Registerer) (*IncidentObserver, error) {
 	if tr == nil || store == nil {
 		return nil, errors.New("incidentsink: nil tracker or store")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sink{store: store, tr: tr, log: log.With("component", "incidentsink"), index: map[string]int{}}
+	s := &IncidentObserver{store: store, tr: tr, log: log.With("component", "incidentsink"), index: map[string]int{}}
 	s.m = newMetrics(s)
-	unreg, err := promreg.Register(reg, "incident sink", s.m.collectors()...)
+	unreg, err := promreg.Register(reg, "incident observer", s.m.collectors()...)
 	if err != nil {
 		return nil, fmt.Errorf("incidentsink: %w", err)
 	}
@@ -74,9 +74,9 @@ func New(tr *incident.Tracker, store Store, log *slog.Logger, reg prometheus.Reg
 // OnChanges adds a function called with the changes of each store, in
 // order, once they are stored: the alerts (alertdeliver.Alerter.Apply), the
 // printed lines. Functions are called in the order they were added. They
-// run under the Sink's lock, must not block, and must not keep the slice.
-// Add them before the first Observe.
-func (s *Sink) OnChanges(f func([]incident.Change)) {
+// run under the IncidentObserver's lock, must not block, and must not keep
+// the slice. Add them before the first Observe.
+func (s *IncidentObserver) OnChanges(f func([]incident.Change)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onChanges = append(s.onChanges, f)
@@ -84,15 +84,15 @@ func (s *Sink) OnChanges(f func([]incident.Change)) {
 
 // Open returns the open incidents (incident.Tracker.Open): after Resume,
 // those restored.
-func (s *Sink) Open() []incident.Incident {
+func (s *IncidentObserver) Open() []incident.Incident {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tr.Open()
 }
 
-// Close unregisters the Sink's metrics; it does not close the store, and
-// is safe to call twice.
-func (s *Sink) Close() error {
+// Close unregisters the IncidentObserver's metrics; it does not close the
+// store, and is safe to call twice.
+func (s *IncidentObserver) Close() error {
 	s.closeOnce.Do(s.unreg)
 	return nil
 }
@@ -109,7 +109,7 @@ func (s *Sink) Close() error {
 // counted (skewlens_incidents_state_refused_jobs_total), and the other
 // jobs resume; their conditions open new incidents at their next
 // findings.
-func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
+func (s *IncidentObserver) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	open, seen, unreadable, err := s.store.LoadIncidents(ctx)
 	if err != nil {
 		return fmt.Errorf("resume incidents: %w", err)
@@ -144,7 +144,7 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 // changes are kept: the runner retries the whole write, the tracker
 // ignores findings it has folded in, and the kept changes are stored
 // then.
-func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
+func (s *IncidentObserver) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.tr.Observe(fs))
@@ -153,7 +153,7 @@ func (s *Sink) Observe(ctx context.Context, _ uint64, fs []skew.Finding) error {
 
 // Advance advances the tracker to now, the end of the last closed window, and stores the
 // incidents that closed.
-func (s *Sink) Advance(ctx context.Context, now time.Time) error {
+func (s *IncidentObserver) Advance(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.tr.Advance(now.UnixMilli()))
@@ -163,7 +163,7 @@ func (s *Sink) Advance(ctx context.Context, now time.Time) error {
 // add queues changes, replacing a pending change of the same incident
 // with its later state (an incident opened and updated before a store
 // succeeded stays "opened"; a closed one stays "closed").
-func (s *Sink) add(cs []incident.Change) {
+func (s *IncidentObserver) add(cs []incident.Change) {
 	for _, c := range cs {
 		if i, ok := s.index[c.Incident.ID]; ok {
 			prev := &s.pending[i]
@@ -189,7 +189,7 @@ func (s *Sink) add(cs []incident.Change) {
 }
 
 // flush stores the pending changes; they are dropped once stored.
-func (s *Sink) flush(ctx context.Context) error {
+func (s *IncidentObserver) flush(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}

@@ -100,17 +100,17 @@ func (m memIncidents) load(owns func(string) bool) (open []incident.Incident, se
 	return open, seen
 }
 
-// TestSinkSurvivesRestart: a condition fires in a first run; the
-// pipeline restarts (a new incident tracker, Alerter and Sink over the
+// TestStateObserverSurvivesRestart: a condition fires in a first run; the
+// pipeline restarts (a new incident tracker, Alerter and StateObserver over the
 // same stores) while it goes on, and the second run notifies no second
 // firing; when it ends, the second run resolves it and stores an empty
 // state for the job, so a third run notifies nothing. Without the alert
 // state, the second run fires again: the test's premise.
-func TestSinkSurvivesRestart(t *testing.T) {
+func TestStateObserverSurvivesRestart(t *testing.T) {
 	policy := retry.Policy{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	// run plays windows [from, to) (the condition in those before end)
-	// through a fresh incident tracker, Alerter and Sink, and returns what
-	// it notified.
+	// through a fresh incident tracker, Alerter and StateObserver, and
+	// returns what it notified.
 	all := func(string) bool { return true }
 	run := func(store *memStates, incidents memIncidents, owns func(string) bool, from, to, end int64) []string {
 		r := newRecorder()
@@ -119,7 +119,7 @@ func TestSinkSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		it := alerttest.Incidents(t, incident.DefaultConfig().Hysteresis.For)
-		s, err := NewSink(a, store, "g", it.Open, nil)
+		s, err := NewStateObserver(a, store, "g", it.Open, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,10 +189,10 @@ func TestSinkSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestSinkResolvesWhatEndedMeanwhile: an alert whose incident closed
+// TestStateObserverResolvesWhatEndedMeanwhile: an alert whose incident closed
 // and was stored while its own state was not (a crash between the two)
 // resolves at Resume.
-func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
+func TestStateObserverResolvesWhatEndedMeanwhile(t *testing.T) {
 	r := newRecorder()
 	a, err := New(Config{Fanout: FanoutConfig{Retry: retry.Policy{MaxRetries: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}}, []Target{{"rec", r}}, nil, nil)
 	if err != nil {
@@ -201,7 +201,7 @@ func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
 	defer a.Stop()
 	it := alerttest.Incidents(t, -1)
 	store := &memStates{}
-	s, err := NewSink(a, store, "g", it.Open, nil)
+	s, err := NewStateObserver(a, store, "g", it.Open, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Stop()
-	s2, err := NewSink(a2, store, "g", func() []incident.Incident { return nil }, nil)
+	s2, err := NewStateObserver(a2, store, "g", func() []incident.Incident { return nil }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,17 +227,17 @@ func TestSinkResolvesWhatEndedMeanwhile(t *testing.T) {
 	if n := testutil.ToFloat64(a2.m.transitions.WithLabelValues(string(alert.EventResolved))); n != 1 || len(a2.Active()) != 0 {
 		t.Fatalf("resolved %v at resume, %d active; want 1 and none", n, len(a2.Active()))
 	}
-	if _, err := NewSink(a2, store, "g", nil, nil); err == nil {
-		t.Fatal("NewSink without open incidents succeeded")
+	if _, err := NewStateObserver(a2, store, "g", nil, nil); err == nil {
+		t.Fatal("NewStateObserver without open incidents succeeded")
 	}
 }
 
-// TestSinkResumeRefusesOneJob: among good jobs' saved alert states, one
-// job's corrupt state costs that job only its alert state: the good
-// job's firing alert is restored (no second firing), the bad job is
-// logged (WARN, part alerts) and counted, and Resume returns nil; the
-// next save replaces the corrupt state.
-func TestSinkResumeRefusesOneJob(t *testing.T) {
+// TestStateObserverResumeRefusesOneJob: among good jobs' saved alert
+// states, one job's corrupt state costs that job only its alert state: the
+// good job's firing alert is restored (no second firing), the bad job is
+// logged (WARN, part alerts) and counted, and Resume returns nil; the next
+// save replaces the corrupt state.
+func TestStateObserverResumeRefusesOneJob(t *testing.T) {
 	ctx := context.Background()
 	it := alerttest.Incidents(t, -1)
 	first, err := New(Config{}, nil, nil, nil)
@@ -247,7 +247,7 @@ func TestSinkResumeRefusesOneJob(t *testing.T) {
 	incidents := memIncidents{}
 	first.Apply(incidents.store(it.Observe([]skew.Finding{sat("good", "agg", 3, skew.CauseSlowSubtask, 0), sat("bad", "agg", 1, skew.CauseSlowSubtask, 0)})))
 	store := &memStates{}
-	s1, err := NewSink(first, store, "g", it.Open, nil)
+	s1, err := NewStateObserver(first, store, "g", it.Open, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestSinkResumeRefusesOneJob(t *testing.T) {
 	it2 := alerttest.Incidents(t, -1)
 	it2.Restore(incidents.load(func(string) bool { return true }))
 	var logged strings.Builder
-	s2, err := NewSink(a, store, "g", it2.Open, slog.New(slog.NewTextHandler(&logged, nil)))
+	s2, err := NewStateObserver(a, store, "g", it2.Open, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

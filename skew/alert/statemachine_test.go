@@ -37,7 +37,7 @@ func seq(from, to, every int64) []int64 {
 	return out
 }
 
-func TestTrackerTransitions(t *testing.T) {
+func TestStateMachineTransitions(t *testing.T) {
 	const ds = "j1/agg/3/data_skew"
 	skewAt := func(present ...int64) func(int64) []skew.Finding {
 		return func(ws int64) []skew.Finding {
@@ -49,7 +49,7 @@ func TestTrackerTransitions(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		cfg   TrackerConfig
+		cfg   Config
 		inc   func(*incident.Config)
 		steps []step
 		want  []string
@@ -97,7 +97,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name:  "renotifies a lasting alert every RenotifyInterval",
-			cfg:   TrackerConfig{RenotifyInterval: 30 * time.Second},
+			cfg:   Config{RenotifyInterval: 30 * time.Second},
 			steps: windows(seq(0, 80_000, win), skewAt(seq(0, 80_000, win)...)),
 			want: []string{"pending " + ds + " @10000", "firing " + ds + " @20000",
 				"renotify " + ds + " @50000", "renotify " + ds + " @80000"},
@@ -193,7 +193,7 @@ func TestTrackerTransitions(t *testing.T) {
 		},
 		{
 			name: "Causes filters what alerts",
-			cfg:  TrackerConfig{Causes: []string{skew.CauseSlowSubtask}},
+			cfg:  Config{Causes: []string{skew.CauseSlowSubtask}},
 			inc:  atOnce,
 			steps: []step{{obs: []skew.Finding{
 				sat("j1", "agg", 1, skew.CauseDataSkew, 0), hot("j1", "agg", 1, "k", 0.5, 0), sat("j1", "agg", 2, skew.CauseSlowSubtask, 0),
@@ -242,14 +242,14 @@ func TestTrackerTransitions(t *testing.T) {
 	}
 }
 
-// TestTrackerNoFlapping feeds random on/off conditions and checks the
+// TestStateMachineNoFlapping feeds random on/off conditions and checks the
 // alert invariants: firing and resolved alternate, starting with firing;
 // no two firings of one alert are closer than the hysteresis allows; and
 // every resolved alert really had no finding for ResolveAfter.
-func TestTrackerNoFlapping(t *testing.T) {
+func TestStateMachineNoFlapping(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		tr := newPipe(t, TrackerConfig{})
+		tr := newPipe(t, Config{})
 		onProb := []float64{0.1, 0.5, 0.9}[seed%3]
 		lastSeen := map[string]int64{}
 		state := map[string]string{}
@@ -295,9 +295,9 @@ func identityMust(t *testing.T, f *skew.Finding) incident.Identity {
 	return id
 }
 
-// TestTrackerDeterministic checks that the order of findings within one
+// TestStateMachineDeterministic checks that the order of findings within one
 // Observe call does not change the events, alerts included.
-func TestTrackerDeterministic(t *testing.T) {
+func TestStateMachineDeterministic(t *testing.T) {
 	var fs []skew.Finding
 	for ws := int64(0); ws < 60_000; ws += win {
 		fs = append(fs,
@@ -308,7 +308,7 @@ func TestTrackerDeterministic(t *testing.T) {
 			statsOf("j3", ws))
 	}
 	run := func(in []skew.Finding) []Event {
-		tr := newPipe(t, TrackerConfig{RenotifyInterval: 20 * time.Second})
+		tr := newPipe(t, Config{RenotifyInterval: 20 * time.Second})
 		return append(tr.Observe(in), tr.Advance(200_000)...)
 	}
 	want := run(fs)
@@ -324,10 +324,10 @@ func TestTrackerDeterministic(t *testing.T) {
 	}
 }
 
-// TestTrackerKeepsNoReferences checks that alerts do not change when the
+// TestStateMachineKeepsNoReferences checks that alerts do not change when the
 // caller reuses its findings (the pipeline clears its slice).
-func TestTrackerKeepsNoReferences(t *testing.T) {
-	tr := newPipe(t, TrackerConfig{}, atOnce)
+func TestStateMachineKeepsNoReferences(t *testing.T) {
+	tr := newPipe(t, Config{}, atOnce)
 	fs := []skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0)}
 	fs[0].Evidence.HotKeys = []skew.KeyShare{{Key: "k", Share: 0.5}}
 	tr.Observe(fs)
@@ -346,8 +346,8 @@ func TestTrackerKeepsNoReferences(t *testing.T) {
 	}
 }
 
-func TestTrackerCounts(t *testing.T) {
-	tr := newPipe(t, TrackerConfig{}, func(c *incident.Config) { c.MaxOpen = 2 })
+func TestStateMachineCounts(t *testing.T) {
+	tr := newPipe(t, Config{}, func(c *incident.Config) { c.MaxOpen = 2 })
 	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, 0), sat("j", "a", 2, skew.CauseDataSkew, 0), sat("j", "a", 3, skew.CauseDataSkew, 0)})
 	tr.Observe([]skew.Finding{sat("j", "a", 1, skew.CauseDataSkew, win)})
 	if p, f, r := tr.Pending(), tr.Firing(), tr.inc.Refused(); p != 1 || f != 1 || r != 1 {
@@ -362,21 +362,21 @@ func TestTrackerCounts(t *testing.T) {
 	}
 }
 
-func TestTrackerConfigValidate(t *testing.T) {
+func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     TrackerConfig
+		cfg     Config
 		wantErr string
 	}{
-		{name: "defaults", cfg: TrackerConfig{}},
-		{name: "negative renotify", cfg: TrackerConfig{RenotifyInterval: -time.Second}, wantErr: "renotify"},
-		{name: "unknown cause", cfg: TrackerConfig{Causes: []string{"nope"}}, wantErr: `cause "nope"`},
-		{name: "severity of unknown cause", cfg: TrackerConfig{Severities: map[string]string{"nope": "page"}}, wantErr: "unknown cause"},
-		{name: "empty severity", cfg: TrackerConfig{Severities: map[string]string{incident.CauseHotKey: ""}}, wantErr: "empty"},
+		{name: "defaults", cfg: Config{}},
+		{name: "negative renotify", cfg: Config{RenotifyInterval: -time.Second}, wantErr: "renotify"},
+		{name: "unknown cause", cfg: Config{Causes: []string{"nope"}}, wantErr: `cause "nope"`},
+		{name: "severity of unknown cause", cfg: Config{Severities: map[string]string{"nope": "page"}}, wantErr: "unknown cause"},
+		{name: "empty severity", cfg: Config{Severities: map[string]string{incident.CauseHotKey: ""}}, wantErr: "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.cfg.withDefaults() // as NewTracker sees it
+			cfg := tt.cfg.withDefaults() // as NewStateMachine sees it
 			err := cfg.Validate()
 			if tt.wantErr == "" {
 				if err != nil {
@@ -394,35 +394,35 @@ func TestTrackerConfigValidate(t *testing.T) {
 	}
 }
 
-// TestTrackerConfigDefaults checks that Validate only checks, and that
-// the zero fields are filled with DefaultTrackerConfig's values.
-func TestTrackerConfigDefaults(t *testing.T) {
-	if err := (TrackerConfig{}).Validate(); err == nil {
-		t.Error("Validate accepted the zero TrackerConfig")
+// TestConfigDefaults checks that Validate only checks, and that
+// the zero fields are filled with DefaultConfig's values.
+func TestConfigDefaults(t *testing.T) {
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Validate accepted the zero Config")
 	}
-	d := DefaultTrackerConfig()
+	d := DefaultConfig()
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got := (TrackerConfig{}).withDefaults(); !reflect.DeepEqual(got, d) {
-		t.Errorf("zero fields filled with %+v, want DefaultTrackerConfig %+v", got, d)
+	if got := (Config{}).withDefaults(); !reflect.DeepEqual(got, d) {
+		t.Errorf("zero fields filled with %+v, want DefaultConfig %+v", got, d)
 	}
-	want := TrackerConfig{Causes: incident.Causes()}
+	want := Config{Causes: incident.Causes()}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", d, want)
 	}
-	tr, err := NewTracker(TrackerConfig{RenotifyInterval: time.Minute})
+	tr, err := NewStateMachine(Config{RenotifyInterval: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := tr.Config(); c.RenotifyInterval != time.Minute || len(c.Causes) != 6 {
-		t.Errorf("NewTracker config %+v: want RenotifyInterval 1m kept and Causes defaulted", c)
+		t.Errorf("NewStateMachine config %+v: want RenotifyInterval 1m kept and Causes defaulted", c)
 	}
 }
 
-// TestTrackerBatchingIndependent checks that observing window by window
+// TestStateMachineBatchingIndependent checks that observing window by window
 // and observing everything in one call give the same notifications.
-func TestTrackerBatchingIndependent(t *testing.T) {
+func TestStateMachineBatchingIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	var perWindow [][]skew.Finding
 	for ws := int64(0); ws < 600_000; ws += win {
@@ -443,13 +443,13 @@ func TestTrackerBatchingIndependent(t *testing.T) {
 		}
 		return out
 	}
-	one := newPipe(t, TrackerConfig{})
+	one := newPipe(t, Config{})
 	var a []Event
 	for i, fs := range perWindow {
 		a = append(a, one.Observe(fs)...)
 		a = append(a, one.Advance(int64(i+1)*win)...)
 	}
-	all := newPipe(t, TrackerConfig{})
+	all := newPipe(t, Config{})
 	b := all.Observe(slices.Concat(perWindow...))
 	b = append(b, all.Advance(int64(len(perWindow))*win)...)
 	if ga, gb := notified(a), notified(b); len(ga) < 4 || !slices.Equal(ga, gb) {
@@ -463,10 +463,10 @@ func labelled(f skew.Finding, saturated, skewsSubtask bool) skew.Finding {
 	return f
 }
 
-// TestTrackerJobEnd: a run's end resolves its firing alerts and discards
+// TestStateMachineJobEnd: a run's end resolves its firing alerts and discards
 // its pending ones at the end's window, with the reason, and forgets the
 // job; other jobs' alerts go on.
-func TestTrackerJobEnd(t *testing.T) {
+func TestStateMachineJobEnd(t *testing.T) {
 	tests := []struct {
 		name   string
 		end    skew.Finding
@@ -477,7 +477,7 @@ func TestTrackerJobEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newPipe(t, TrackerConfig{})
+			tr := newPipe(t, Config{})
 			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j2", "agg", 1, skew.CauseDataSkew, 0)})
 			tr.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 10_000), sat("j2", "agg", 1, skew.CauseDataSkew, 10_000),
 				hot("j1", "agg", 0, "k", 0.5, 10_000)})
@@ -500,7 +500,7 @@ func TestTrackerJobEnd(t *testing.T) {
 // incident tracker made, of the alert's cause, whose latest window is
 // the alert's latest finding's (for hot keys, the hottest key's).
 func TestAlertsCarryTheIncidentID(t *testing.T) {
-	p := newPipe(t, TrackerConfig{}, atOnce)
+	p := newPipe(t, Config{}, atOnce)
 	skewed := func(ws int64) skew.Finding { return sat("j", "agg", 1, skew.CauseDataSkew, ws) }
 	windows := [][]skew.Finding{
 		{skewed(0), hot("j", "agg", 0, "a", 0.3, 0)},

@@ -59,7 +59,7 @@ func skewed(w int64) []skew.Finding {
 	}}
 }
 
-func newSink(t *testing.T, store *fakeStore, reg prometheus.Registerer) *Sink {
+func newIncidentObserver(t *testing.T, store *fakeStore, reg prometheus.Registerer) *IncidentObserver {
 	t.Helper()
 	tr, err := incident.New(incident.DefaultConfig())
 	if err != nil {
@@ -73,14 +73,14 @@ func newSink(t *testing.T, store *fakeStore, reg prometheus.Registerer) *Sink {
 	return s
 }
 
-// TestSinkRetryAndRestore fails a store, retries the Write as the runner
-// does, restarts from the store and replays: the table holds one
+// TestIncidentObserverRetryAndRestore fails a store, retries the Write as
+// the runner does, restarts from the store and replays: the table holds one
 // incident of the right number of windows, which closes.
-func TestSinkRetryAndRestore(t *testing.T) {
+func TestIncidentObserverRetryAndRestore(t *testing.T) {
 	ctx := context.Background()
 	store := &fakeStore{rows: map[string]incident.Incident{}}
 	reg := prometheus.NewRegistry()
-	s := newSink(t, store, reg)
+	s := newIncidentObserver(t, store, reg)
 	var kinds []incident.ChangeKind
 	s.OnChanges(func(cs []incident.Change) {
 		for _, c := range cs {
@@ -106,7 +106,7 @@ func TestSinkRetryAndRestore(t *testing.T) {
 	}
 	// An instance that does not own the job restores none of its
 	// incidents.
-	other := newSink(t, store, nil)
+	other := newIncidentObserver(t, store, nil)
 	if err := other.Resume(ctx, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSinkRetryAndRestore(t *testing.T) {
 		t.Fatalf("%d incidents restored of a job not owned", n)
 	}
 	// A restart replays window 1 and goes on.
-	s2 := newSink(t, store, nil)
+	s2 := newIncidentObserver(t, store, nil)
 	if err := s2.Resume(ctx, func(job string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ skewlens_incidents_state_refused_jobs_total 2
 // incident last (without it the data_skew alert of a closed loop never
 // fired); a closure takes none.
 func TestPendingChangeKeepsItsFinding(t *testing.T) {
-	s := newSink(t, &fakeStore{rows: map[string]incident.Incident{}}, prometheus.NewRegistry())
+	s := newIncidentObserver(t, &fakeStore{rows: map[string]incident.Incident{}}, prometheus.NewRegistry())
 	f := skewed(1)[0]
 	in := incident.Incident{ID: "i", JobID: "j", UpdatedAt: 20_000}
 	s.add([]incident.Change{{Kind: incident.Updated, Incident: in, Finding: &f, Lasted: true}})

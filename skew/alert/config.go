@@ -10,12 +10,12 @@ import (
 	"github.com/skewlens/skewlens/skew/incident"
 )
 
-// TrackerConfig configures a Tracker: what its alerts say and to whom.
+// Config configures a StateMachine: what its alerts say and to whom.
 // When an alert fires and resolves is not here: it follows its incidents
 // (incident.Hysteresis). Its tags declare each setting once
 // (internal/knob), and the command line can bind those with a name as
-// flags. NewTracker also reads a zero field as its default.
-type TrackerConfig struct {
+// flags. NewStateMachine also reads a zero field as its default.
+type Config struct {
 	// RenotifyInterval repeats the Firing notification of an alert whose
 	// findings keep arriving, this long (event time) after the previous
 	// one, for receivers without reminders of their own (Alertmanager has
@@ -30,7 +30,7 @@ type TrackerConfig struct {
 	Severities map[string]string `kong:"-"`
 	// PlanVersion, when set, returns the current salting plan version of a
 	// task for the runbook annotation ("apply salting plan v3"). It is
-	// called by the goroutine that owns the Tracker, for each notification
+	// called by the goroutine that owns the StateMachine, for each notification
 	// of a hot_key, data_skew or rotating_hot_key alert, so it must be
 	// fast, never block, and be safe for that goroutine. Default nil:
 	// "apply the current salting plan".
@@ -50,28 +50,28 @@ func DefaultSeverity(cause string) string {
 	return "warning"
 }
 
-// DefaultTrackerConfig returns the defaults the tags declare, with every
+// DefaultConfig returns the defaults the tags declare, with every
 // cause. Callers start from it and override what they configure.
-func DefaultTrackerConfig() TrackerConfig {
-	c := knob.Defaults[TrackerConfig]()
+func DefaultConfig() Config {
+	c := knob.Defaults[Config]()
 	c.Causes = incident.Causes()
 	return c
 }
 
 // withDefaults returns c with every zero field set to its default (an
-// empty Causes included). NewTracker applies it, so a zero field means its
+// empty Causes included). NewStateMachine applies it, so a zero field means its
 // default.
-func (c TrackerConfig) withDefaults() TrackerConfig {
+func (c Config) withDefaults() Config {
 	knob.FillZero(&c)
 	if len(c.Causes) == 0 {
-		c.Causes = DefaultTrackerConfig().Causes
+		c.Causes = DefaultConfig().Causes
 	}
 	return c
 }
 
 // Validate reports every invalid field. It changes nothing: an empty
-// Causes is invalid here, NewTracker fills it in first.
-func (c TrackerConfig) Validate() error {
+// Causes is invalid here, NewStateMachine fills it in first.
+func (c Config) Validate() error {
 	errs := []error{knob.Check(c)}
 	if len(c.Causes) == 0 {
 		errs = append(errs, errors.New("causes: none"))
@@ -91,13 +91,13 @@ func (c TrackerConfig) Validate() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("alert tracker config: %w", err)
+		return fmt.Errorf("alert config: %w", err)
 	}
 	return nil
 }
 
 // severity returns the severity label of a cause.
-func (c *TrackerConfig) severity(cause string) string {
+func (c *Config) severity(cause string) string {
 	if s, ok := c.Severities[cause]; ok {
 		return s
 	}

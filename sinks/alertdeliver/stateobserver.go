@@ -26,14 +26,14 @@ type StateStore interface {
 	LoadAlertState(ctx context.Context, group string) ([]alert.JobSnapshot, error)
 }
 
-// Sink keeps the Alerter's state as a stage of the pipeline (a
+// StateObserver keeps the Alerter's state as a stage of the pipeline (a
 // stream.Observer): every window close stores it in a StateStore (after
 // the incidents, before the offsets are committed), and Resume loads it
 // again after a restart or a rebalance, beside the incidents restored.
 // The alerts themselves come from the incident changes (Alerter.Apply),
 // not from findings, so Observe does nothing. The Alerter never blocks
 // it.
-type Sink struct {
+type StateObserver struct {
 	a     *Alerter
 	store StateStore
 	group string
@@ -47,18 +47,19 @@ type Sink struct {
 	saved map[string]bool
 }
 
-// NewSink returns a Sink that stores a's state in store under the
-// consumer group's name. open returns the open incidents once they are
-// resumed (incidentsink.Sink.Open): Resume restores the alerts beside
-// them, so it must run after the incidents' Resume. log may be nil.
-func NewSink(a *Alerter, store StateStore, group string, open func() []incident.Incident, log *slog.Logger) (*Sink, error) {
+// NewStateObserver returns a StateObserver that stores a's state in store
+// under the consumer group's name. open returns the open incidents once
+// they are resumed (incidentsink.IncidentObserver.Open): Resume restores
+// the alerts beside them, so it must run after the incidents' Resume. log
+// may be nil.
+func NewStateObserver(a *Alerter, store StateStore, group string, open func() []incident.Incident, log *slog.Logger) (*StateObserver, error) {
 	if a == nil || store == nil || group == "" || open == nil {
 		return nil, errors.New("deliver: nil alerter, state store or open incidents, or no consumer group")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{a: a, store: store, group: group, open: open, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
+	return &StateObserver{a: a, store: store, group: group, open: open, log: log.With("component", "alert state"), saved: map[string]bool{}}, nil
 }
 
 // Resume drops the Alerter's alerts and loads again the consumer group's
@@ -69,7 +70,7 @@ func NewSink(a *Alerter, store StateStore, group string, open func() []incident.
 // alerts. A stored state that does not validate costs its job only its
 // alert state: it is logged (WARN, naming the job and the part) and
 // counted, and the other jobs are restored.
-func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
+func (s *StateObserver) Resume(ctx context.Context, owns func(jobID string) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snaps, err := s.store.LoadAlertState(ctx, s.group)
@@ -94,19 +95,19 @@ func (s *Sink) Resume(ctx context.Context, owns func(jobID string) bool) error {
 }
 
 // Observe does nothing: alerts follow the incidents (Alerter.Apply).
-func (s *Sink) Observe(context.Context, uint64, []skew.Finding) error { return nil }
+func (s *StateObserver) Observe(context.Context, uint64, []skew.Finding) error { return nil }
 
 // Advance stores the Alerter's state at now, the end of the last closed
 // window. Calling it again (the pipeline retries a failed Advance)
 // stores the state again.
-func (s *Sink) Advance(ctx context.Context, now time.Time) error {
+func (s *StateObserver) Advance(ctx context.Context, now time.Time) error {
 	return s.saveState(ctx, now)
 }
 
 // saveState stores the Alerter's snapshot, and an empty state for each
 // job stored before that is no longer in it. A job whose state cannot be
 // encoded is logged and keeps its older state.
-func (s *Sink) saveState(ctx context.Context, now time.Time) error {
+func (s *StateObserver) saveState(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snaps, serr := s.a.Snapshot()
