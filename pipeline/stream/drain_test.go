@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -152,17 +153,6 @@ func incidentMessages(t *testing.T) []Message {
 	return msgs
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestRunnerDrainsWhenStoppedDuringWrite: the run is stopped (by Stop, or
 // by its context) while the sink holds the first write, which then fails
 // with context.Canceled. The drain retries it on a context of its own and
@@ -195,7 +185,7 @@ func TestRunnerDrainsWhenStoppedDuringWrite(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- r.Run(ctx) }()
 			<-sink.entered
-			waitFor(t, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
+			testenv.Eventually(t, 10*time.Second, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
 			if how == "Stop" {
 				r.Stop()
 			} else {
@@ -255,9 +245,9 @@ func TestRunnerDrainIsBoundedWhenSinkIsDown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(context.Background()) }()
 	<-sink.entered
-	waitFor(t, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
+	testenv.Eventually(t, 10*time.Second, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
 	close(sink.release)
-	waitFor(t, "a retry", func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.attempts >= 3 })
+	testenv.Eventually(t, 10*time.Second, "a retry", func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.attempts >= 3 })
 	start := time.Now()
 	r.Stop()
 	var err error

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skewlens/skewlens/internal/testenv"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's goroutine and the
@@ -38,13 +40,14 @@ func TestReportProgress(t *testing.T) {
 	done := make(chan struct{})
 	ended := make(chan error, 1)
 	go func() { ended <- r.ReportProgress(context.Background(), time.Millisecond, log, done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "msg=progress messages=120 findings_written=7") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress line in 10 s; log:\n%s", out.String())
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", out.String())
 		}
-		time.Sleep(time.Millisecond)
-	}
+	}()
+	testenv.Eventually(t, 10*time.Second, "a progress line", func() bool {
+		return strings.Contains(out.String(), "msg=progress messages=120 findings_written=7")
+	})
 	close(done)
 	select {
 	case err := <-ended:

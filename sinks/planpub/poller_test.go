@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/skew/plans"
 )
 
@@ -143,10 +144,7 @@ func TestOverridePollerRun(t *testing.T) {
 	done := make(chan struct{})
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(context.Background(), done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.sets() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the pin set", func() bool { return f.sets() > 0 })
 	close(done)
 	if err := <-ran; err != nil {
 		t.Errorf("Run: %v", err)
