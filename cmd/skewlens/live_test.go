@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,31 +19,12 @@ import (
 // wait on its events (testenv.Eventually): its log as it grows, its
 // /metrics, its HTTP answers, and its end, which fails a wait at once.
 
-// lockedBuffer is a bytes.Buffer a running command writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // cliRun is a command line running in-process (startCLI), whose output
 // the test reads while it runs.
 type cliRun struct {
 	done           chan struct{}
 	code           int // once done is closed
-	stdout, stderr lockedBuffer
+	stdout, stderr testenv.Buffer
 }
 
 // startCLI runs the command line in-process in a goroutine of its own;

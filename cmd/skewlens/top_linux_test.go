@@ -32,11 +32,11 @@ func closedAddr(t *testing.T) string {
 // topChild starts `skewlens top` (this test binary, see TestMain) against
 // addr with stdin, and returns its stdout, a channel with its exit, and
 // its end (for testenv.Eventually).
-func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.Cmd, *lockedBuffer, <-chan error, testenv.End) {
+func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.Cmd, *testenv.Buffer, <-chan error, testenv.End) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"top", "--clickhouse-addr", addr, "--color", "never"}, args...)...)
 	cmd.Env = append(os.Environ(), envChild+"=1")
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = out, out, stdin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.
 }
 
 // waitLines waits until out holds n lines with want.
-func waitLines(t *testing.T, out *lockedBuffer, want string, n int, ends ...testenv.End) {
+func waitLines(t *testing.T, out *testenv.Buffer, want string, n int, ends ...testenv.End) {
 	t.Helper()
 	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("%d lines with %q", n, want), func() bool { return strings.Count(out.String(), want) >= n }, ends...)
 }

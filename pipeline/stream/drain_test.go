@@ -178,7 +178,7 @@ func TestRunnerDrainsWhenStoppedDuringWrite(t *testing.T) {
 			ops := &opLog{}
 			src := heldSource{&fakeSource{msgs: slices.Clone(msgs)}, ops}
 			sink := &stallingSink{log: ops, entered: make(chan struct{}), release: make(chan struct{})}
-			var logs syncBuffer
+			var logs testenv.Buffer
 			r := drainRunner(t, src, sink, Config{}, slog.New(slog.NewTextHandler(&logs, nil)))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -239,7 +239,7 @@ func TestRunnerDrainIsBoundedWhenSinkIsDown(t *testing.T) {
 	ops := &opLog{}
 	src := heldSource{&fakeSource{msgs: msgs}, ops}
 	sink := &stallingSink{log: ops, entered: make(chan struct{}), release: make(chan struct{}), down: true}
-	var logs syncBuffer
+	var logs testenv.Buffer
 	const drain = 200 * time.Millisecond
 	r := drainRunner(t, src, sink, Config{DrainTimeout: drain}, slog.New(slog.NewTextHandler(&logs, nil)))
 	done := make(chan error, 1)

@@ -1,11 +1,9 @@
 package planpub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -218,8 +216,8 @@ func TestOverridePollerStopIsNoFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			log := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil))
+			var buf testenv.Buffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
 			b := &blockingOverrides{started: make(chan struct{}, 1), release: make(chan error)}
 			started = b.started
 			p, err := NewOverridePoller(time.Millisecond, b, b, nil, log)
@@ -242,16 +240,4 @@ func TestOverridePollerStopIsNoFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
