@@ -239,10 +239,12 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 		"--database", "e2e_outage", "--group", "e2e-outage", "--topics", "outage-metrics,outage-samples",
 		"--dead-letter-topic", "outage-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
 		"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
+	begin := time.Now()
 	ops := r.waitCommits(t, 3)
 	if err := server.Halt(); err != nil {
 		t.Error(err)
 	}
+	halted := time.Now()
 	testenv.Eventually(t, time.Minute, "run retrying its write twice", func() bool {
 		n, _ := scrapeSum(ops, "skewlens_write_retries_total")
 		return n >= 2
@@ -250,6 +252,7 @@ func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	if err := server.Resume(); err != nil {
 		t.Error(err)
 	}
+	t.Logf("ClickHouse halted %s into the run, for %s", halted.Sub(begin).Round(100*time.Millisecond), time.Since(halted).Round(100*time.Millisecond))
 	code, _, errOut := r.wait()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
@@ -304,7 +307,9 @@ func TestRunSurvivesBrokerRestart(t *testing.T) {
 		"--database", "e2e_restart", "--group", "e2e-restart", "--topics", "restart-metrics,restart-samples",
 		"--dead-letter-topic", "restart-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
 		"--speed", "20", "--duration", "50s", "--quiet", "--log-format", "json")
+	begin := time.Now()
 	ops := r.waitCommits(t, 3)
+	t.Logf("the broker restarts %s into the run", time.Since(begin).Round(100*time.Millisecond))
 	kafkatest.Restart(t)
 	before, _ := scrapeSum(ops, "skewlens_offset_commits_total")
 	testenv.Eventually(t, time.Minute, "run committing after the restart", func() bool {

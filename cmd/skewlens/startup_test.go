@@ -89,7 +89,9 @@ func TestRunWaitsForLateBroker(t *testing.T) {
 		"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "12s",
 		"--quiet", "--log-format", "json")
 	// The broker starts once run has said twice that it waits for it.
+	begin := time.Now()
 	testenv.Eventually(t, time.Minute, "run waiting for the broker, twice", func() bool { return r.logged("waiting for Kafka brokers") >= 2 }, r.end())
+	t.Logf("the broker starts %s into the run", time.Since(begin).Round(100*time.Millisecond))
 	if err := broker.Resume(); err != nil {
 		t.Fatal(err)
 	}
