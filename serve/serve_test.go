@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/sinks/servestore"
 	"github.com/skewlens/skewlens/skew/plans"
 )
@@ -512,9 +513,9 @@ func TestSnapshotCache(t *testing.T) {
 			codes[i] = do(t, h, request{method: "GET", target: "/v1/salting"}).code
 		}()
 	}
-	for testutil.ToFloat64(s.m.snapshots.WithLabelValues("shared"))+testutil.ToFloat64(s.m.snapshots.WithLabelValues("refreshed")) < 20 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "20 pollers waiting on one refresh", func() bool {
+		return testutil.ToFloat64(s.m.snapshots.WithLabelValues("shared"))+testutil.ToFloat64(s.m.snapshots.WithLabelValues("refreshed")) >= 20
+	})
 	close(store.block)
 	wg.Wait()
 	for i, c := range codes {
@@ -599,9 +600,7 @@ func TestBusy(t *testing.T) {
 	h := s.Handler()
 	done := make(chan response)
 	go func() { done <- do(t, h, request{method: "GET", target: "/v1/findings"}) }()
-	for store.count("findings") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the first request at the store", func() bool { return store.count("findings") > 0 })
 	r := do(t, h, request{method: "GET", target: "/v1/findings"})
 	if r.code != 503 || r.header.Get("Retry-After") == "" {
 		t.Errorf("second request: %d, Retry-After %q; want 503 with Retry-After", r.code, r.header.Get("Retry-After"))
@@ -745,14 +744,8 @@ func TestLifecycle(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	url := "http://" + s.Addr()
-	var resp *http.Response
-	var err error
-	for i := 0; i < 100; i++ {
-		if resp, err = http.Get(url + "/healthz"); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// New listens already: a request waits in the backlog until Run serves.
+	resp, err := http.Get(url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 )
 
 // set changes what the fake store does: err fails every call,
@@ -114,19 +115,13 @@ func TestStaleSnapshot(t *testing.T) {
 			if block != nil {
 				close(block)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				r := do(t, h, request{method: "GET", target: "/v1/salting"})
-				if r.code == 200 && r.header.Get("Warning") == "" && r.header.Get(HeaderStaleSince) == "" {
-					if r.body != fresh.body {
-						t.Errorf("after the outage: %s, want %s", r.body, fresh.body)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("still stale after the store came back: %d %v", r.code, r.header)
-				}
-				time.Sleep(20 * time.Millisecond)
+			var r response
+			testenv.Eventually(t, 10*time.Second, "a fresh answer after the store came back", func() bool {
+				r = do(t, h, request{method: "GET", target: "/v1/salting"})
+				return r.code == 200 && r.header.Get("Warning") == "" && r.header.Get(HeaderStaleSince) == ""
+			})
+			if r.body != fresh.body {
+				t.Errorf("after the outage: %s, want %s", r.body, fresh.body)
 			}
 		})
 	}

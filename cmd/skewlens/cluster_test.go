@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -59,7 +58,7 @@ func TestRunOnClusterEqualsOneServer(t *testing.T) {
 		t.Helper()
 		sent += produceClusterPart(t, brokers, "cluster", start, i)
 		for _, r := range []*runProc{ref, run} {
-			if !r.waitMessages(ctx, sent) {
+			if !r.waitMessages(ctx, t, sent) {
 				n, _ := r.messages()
 				t.Fatalf("%s read %d of %d messages:\n%s", r.db, n, sent, r.logTail())
 			}
@@ -201,7 +200,12 @@ func waitReplicasInSync(ctx context.Context, t *testing.T, addr, db string) {
 	t.Helper()
 	conn := openCH(t, addr)
 	var last string
-	for {
+	defer func() {
+		if t.Failed() {
+			t.Logf("replicas of %s on %s: %s", db, addr, last)
+		}
+	}()
+	testenv.Eventually(t, left(ctx), "replicas in sync", func() bool {
 		var tables []string
 		rows, err := conn.Query(ctx, "SELECT table FROM system.replicas WHERE database = ? AND is_readonly = 0 AND active_replicas = total_replicas", db)
 		if err == nil {
@@ -225,16 +229,12 @@ func waitReplicasInSync(ctx context.Context, t *testing.T, addr, db string) {
 				}
 			}
 			if err == nil {
-				return
+				return true
 			}
 		}
 		last = fmt.Sprintf("%d of %d tables active, err %v", len(tables), n, err)
-		select {
-		case <-ctx.Done():
-			t.Fatalf("replicas of %s on %s not in sync: %s", db, addr, last)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+		return false
+	})
 }
 
 // createClusterTopics creates the topics prefix-metrics, prefix-samples
@@ -299,23 +299,9 @@ func startServe(t *testing.T, addr, db string, extra ...string) apiProc {
 // server to listen.
 func (a apiProc) get(t *testing.T, path string) string {
 	t.Helper()
-	for range 100 {
-		resp, err := http.Get(a.base + path)
-		if err != nil {
-			select {
-			case <-a.done:
-				t.Fatalf("serve exited:\n%s", a.logTail())
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
+	ans := getUntil(t, a.base+path, 10*time.Second, "serve answering", anyAnswer, a.end())
+	if ans.code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, ans.code, ans.body)
 	}
-	t.Fatalf("serve never answered:\n%s", a.logTail())
-	return ""
+	return ans.body
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
@@ -66,7 +64,7 @@ func TestRunSIGKILLEqualsUninterrupted(t *testing.T) {
 		// Kill after a random share of the backlog has been processed by
 		// this incarnation (it resumes from the last commit).
 		target := int(float64(total) * (0.1 + 0.3*rng.Float64()))
-		if !crash.waitMessages(ctx, target) {
+		if !crash.waitMessages(ctx, t, target) {
 			break // ran out of backlog before the kill point
 		}
 		crash.kill(t)
@@ -99,6 +97,7 @@ func TestRunSIGKILLEqualsUninterrupted(t *testing.T) {
 
 // settle waits until the run's saved engine state stops moving (the
 // same for 3 s, at most a minute) and returns each job's closed_up_to.
+// The quiet time is the criterion: nothing marks the last change.
 func (r *runProc) settle(ctx context.Context, t *testing.T, chAddr string) map[string]int64 {
 	t.Helper()
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
@@ -124,13 +123,13 @@ func (r *runProc) settle(ctx context.Context, t *testing.T, chAddr string) map[s
 		}
 		return out
 	}
-	last, since, deadline := read(), time.Now(), time.Now().Add(time.Minute)
-	for time.Since(since) < 3*time.Second && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
+	last, since, begin := read(), time.Now(), time.Now()
+	testenv.Eventually(t, 2*time.Minute, r.db+": the saved engine state settled", func() bool {
 		if cur := read(); !maps.Equal(cur, last) {
 			last, since = cur, time.Now()
 		}
-	}
+		return time.Since(since) >= 3*time.Second || time.Since(begin) >= time.Minute
+	})
 	return last
 }
 
@@ -378,6 +377,7 @@ func firstDiff(got, want []string) string {
 
 // runProc is one `skewlens run` process.
 type runProc struct {
+	name              string // of its log file
 	db, group, listen string
 	cmd               *exec.Cmd
 	done              chan struct{}
@@ -417,7 +417,7 @@ func startChild(t testing.TB, name string, args ...string) *runProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runProc{done: make(chan struct{}), log: logf}
+	r := &runProc{name: name, done: make(chan struct{}), log: logf}
 	r.cmd = exec.Command(os.Args[0], args...)
 	r.cmd.Env = append(os.Environ(), envChild+"=1")
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
@@ -431,74 +431,51 @@ func startChild(t testing.TB, name string, args ...string) *runProc {
 
 // messages reads skewlens_messages_total from the process's /metrics.
 func (r *runProc) messages() (int, bool) {
-	resp, err := http.Get("http://" + r.listen + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sum := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "skewlens_messages_total{") {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += int(v)
-		}
-	}
-	return sum, true
+	n, ok := scrapeSum(r.listen, "skewlens_messages_total")
+	return int(n), ok
 }
 
 // waitMessages waits until the process has processed n messages, and
-// reports false if it stops making progress first (backlog drained).
-func (r *runProc) waitMessages(ctx context.Context, n int) bool {
-	last, lastChange := -1, time.Now()
-	for ctx.Err() == nil {
+// reports false if it stops making progress first (backlog drained: no
+// message for 20 s). It fails t when the process exits or ctx ends first.
+func (r *runProc) waitMessages(ctx context.Context, t *testing.T, n int) bool {
+	t.Helper()
+	last, lastChange, reached := -1, time.Now(), false
+	testenv.Eventually(t, left(ctx), fmt.Sprintf("%s: %d messages processed", r.name, n), func() bool {
 		got, ok := r.messages()
-		if ok && got >= n {
+		if reached = ok && got >= n; reached {
 			return true
 		}
 		if got != last {
 			last, lastChange = got, time.Now()
 		}
-		if got > 0 && time.Since(lastChange) > 20*time.Second {
-			return false
-		}
-		select {
-		case <-r.done:
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return false
+		return got > 0 && time.Since(lastChange) > 20*time.Second
+	}, r.end())
+	return reached
 }
 
 // waitClosed waits until the process's group has saved engine state for
 // jobs jobs with the windows before cutoff closed.
-func (r *runProc) waitClosed(ctx context.Context, t *testing.T, chAddr string, cutoff int64, jobs uint64) {
+func (r *runProc) waitClosed(ctx context.Context, t testing.TB, chAddr string, cutoff int64, jobs uint64) {
 	t.Helper()
 	conn, err := ch.Open(&ch.Options{Addr: []string{chAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for {
-		var n uint64
-		var low int64
-		err := conn.QueryRow(ctx, "SELECT count(), min(c) FROM (SELECT job_id, visitParamExtractInt(argMax(state, version), 'closed_up_to') AS c FROM "+
+	var n uint64
+	var low int64
+	testenv.Eventually(t, left(ctx), fmt.Sprintf("%s: the windows before %d closed", r.db, cutoff), func() bool {
+		err = conn.QueryRow(ctx, "SELECT count(), min(c) FROM (SELECT job_id, visitParamExtractInt(argMax(state, version), 'closed_up_to') AS c FROM "+
 			r.db+".job_state WHERE consumer_group = ? AND part = 'engine' GROUP BY job_id HAVING c != 0)", r.group).Scan(&n, &low)
 		if err == nil && n == jobs && low >= cutoff {
-			return
+			return true
 		}
-		select {
-		case <-r.done:
-			t.Fatalf("%s exited early:\n%s", r.db, r.logTail())
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			t.Fatalf("%s: windows before %d not closed in time (jobs %d, closed up to %d, err %v):\n%s", r.db, cutoff, n, low, err, r.logTail())
-		case <-time.After(200 * time.Millisecond):
 		}
-	}
+		return false
+	}, r.end())
 }
 
 func (r *runProc) kill(t *testing.T) {

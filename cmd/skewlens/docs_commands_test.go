@@ -289,23 +289,13 @@ func TestDocsAPICommandsRun(t *testing.T) {
 	// The plan the pipeline made, as a reader finds it with the first
 	// command of the page.
 	var plan *plans.Plan
-	deadline := time.Now().Add(30 * time.Second)
-	for plan == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve served no plan:\n%s", srv.logTail())
-		}
-		time.Sleep(200 * time.Millisecond)
-		resp, err := http.Get("http://" + api + "/v1/salting")
-		if err != nil {
-			continue
-		}
+	serveUntil(t, srv, api, "/v1/salting", 30*time.Second, "a plan served", func(a httpAnswer) bool {
 		var body struct{ Plans []plans.Plan }
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err == nil && len(body.Plans) > 0 {
+		if json.Unmarshal([]byte(a.body), &body) == nil && len(body.Plans) > 0 {
 			plan = &body.Plans[0]
 		}
-	}
+		return plan != nil
+	})
 	subst := strings.NewReplacer(
 		"127.0.0.1:8080", api,
 		"84dce1ec8aa5a4df2d1758d6e9278693", plan.JobID,
@@ -563,20 +553,7 @@ func TestDocsProductionCommandsRun(t *testing.T) {
 				}
 			case "serve":
 				srv := startChild(t, "production-serve", append(args, "--database", db)...)
-				deadline := time.Now().Add(30 * time.Second)
-				for {
-					resp, err := http.Get("http://127.0.0.1:" + apiPort + "/healthz")
-					if err == nil {
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							break
-						}
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: no /healthz in 30 s:\n%s", l, srv.logTail())
-					}
-					time.Sleep(200 * time.Millisecond)
-				}
+				serveUntil(t, srv, "127.0.0.1:"+apiPort, "/healthz", 30*time.Second, l, func(a httpAnswer) bool { return a.code == http.StatusOK })
 			default:
 				t.Fatalf("%s: a command this test does not know", l)
 			}

@@ -236,15 +236,7 @@ func apiGet(api, path string, v any) bool {
 // done first.
 func waitRun(ctx context.Context, t *testing.T, r *runProc, what string, ok func() bool) {
 	t.Helper()
-	for !ok() {
-		select {
-		case <-r.done:
-			t.Fatalf("run ended before %s:\n%s", what, r.logTail())
-		case <-ctx.Done():
-			t.Fatalf("%s: not in time\n%s", what, r.logTail())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	testenv.Eventually(t, left(ctx), what, ok, r.end())
 }
 
 // readPlan reads the plans topic until a plan of the job named name.

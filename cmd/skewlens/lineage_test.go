@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
@@ -91,17 +92,15 @@ func TestGroupLinksJobRuns(t *testing.T) {
 	}
 	defer conn.Close()
 	var ends map[string]skew.JobEnd
-	for {
+	defer func() {
+		if t.Failed() {
+			t.Logf("job ends %v, want the %d first runs' (instances:\n%s\n%s)", ends, len(successor), first.logTail(), second.logTail())
+		}
+	}()
+	testenv.Eventually(t, left(ctx), "the first runs' job ends", func() bool {
 		ends = jobEnds(ctx, t, conn, db)
-		if len(ends) >= len(successor) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("job ends %v, want the %d first runs' (instances:\n%s\n%s)", ends, len(successor), first.logTail(), second.logTail())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+		return len(ends) >= len(successor)
+	})
 	var wrong []string
 	for id, next := range successor {
 		if e, ok := ends[id]; !ok || e.Reason != skew.EndRestarted || e.Successor != next {

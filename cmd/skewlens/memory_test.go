@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,18 +60,7 @@ func TestRunMemoryMillionKeysPerWindow(t *testing.T) {
 	}
 	produced := time.Now()
 	for i := 0; i < len(msgs); i += 1000 {
-		// A new topic is invisible to the writer until its metadata
-		// refreshes: retry until it is.
-		for {
-			err := w.WriteMessages(ctx, msgs[i:min(i+1000, len(msgs))]...)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, kafka.UnknownTopicOrPartition) || ctx.Err() != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		writeUntilVisible(ctx, t, w, msgs[i:min(i+1000, len(msgs))]...)
 	}
 	t.Logf("%d samples (%d distinct keys) in %d messages, produced in %s", key, key, len(msgs), time.Since(produced).Round(time.Millisecond))
 	msgs = nil
@@ -142,7 +130,8 @@ func TestRunMemoryFleet(t *testing.T) {
 	r := startRun(t, brokers, chAddr, "fleet", "fleet", "fleet", "--memory-limit-mib", "400")
 	consumed := time.Now()
 	if d := os.Getenv("SKEWLENS_TEST_LOGS"); d != "" {
-		// Heap profiles every 3 s, to read with go tool pprof.
+		// Heap profiles every 3 s, to read with go tool pprof: the period
+		// is what is asked for, not a wait on an event.
 		go func() {
 			for i := 0; ; i++ {
 				time.Sleep(3 * time.Second)

@@ -22,6 +22,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew/plans"
@@ -274,18 +275,12 @@ func (r *runProc) resumedJobs(t *testing.T) (most, assignments int) {
 // partitions, and returns how many it logged.
 func (r *runProc) waitAssigned(ctx context.Context, t *testing.T, n int) int {
 	t.Helper()
-	for {
-		if _, got := r.resumedJobs(t); got >= n {
-			return got
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("%s exited early:\n%s", r.db, r.logTail())
-		case <-ctx.Done():
-			t.Fatalf("%s: no assignment %d in time:\n%s", r.db, n, r.logTail())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	var got int
+	testenv.Eventually(t, left(ctx), fmt.Sprintf("%s: assignment %d", r.db, n), func() bool {
+		_, got = r.resumedJobs(t)
+		return got >= n
+	}, r.end())
+	return got
 }
 
 // groupProgress sums the messages processed by the instances of one
@@ -344,20 +339,15 @@ func committedRecords(ctx context.Context, t *testing.T, brokers []string, group
 func waitCommitted(ctx context.Context, t *testing.T, brokers []string, group string, n int) (committed int, ok bool) {
 	t.Helper()
 	last, since := -1, time.Now()
-	for ctx.Err() == nil {
+	testenv.Eventually(t, left(ctx), fmt.Sprintf("%s committing %d records", group, n), func() bool {
 		got := committedRecords(ctx, t, brokers, group)
-		if got >= n {
-			return got, true
-		}
 		if got != last {
 			last, since = got, time.Now()
 		}
-		if time.Since(since) > 45*time.Second {
-			return got, false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return last, false
+		ok = got >= n
+		return ok || time.Since(since) > 45*time.Second
+	})
+	return last, ok
 }
 
 func (g *groupProgress) tails() string {

@@ -12,6 +12,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/skewlens/skewlens/internal/kafkaclient"
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/amtest"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
@@ -175,16 +176,7 @@ func TestRunDeadLetters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A new topic is invisible to the writer until its metadata refreshes.
-	for {
-		err := w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	writeUntilVisible(ctx, t, w, msgs...)
 	code, out, errOut := runCLI(t, "", "run", "--create-topics", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
 		"--database", "e2e_dead", "--group", "e2e-dead", "--topics", topic, "--dead-letter-topic", dlq,
 		"--listen", "127.0.0.1:0", "--duration", "12s", "--min-samples", "10", "--log-format", "json",
@@ -234,48 +226,64 @@ func TestRunDeadLetters(t *testing.T) {
 	}
 }
 
-// TestRunSurvivesClickHouseOutage stops ClickHouse for 12 s in the middle
-// of a run. The pipeline must pause, retry, carry on when it is back, and
-// lose no window.
+// TestRunSurvivesClickHouseOutage stops ClickHouse in the middle of a
+// run, once windows were written and their offsets committed, until the
+// run has retried its write twice. The pipeline must pause, retry, carry
+// on when it is back, and lose no window.
 func TestRunSurvivesClickHouseOutage(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	server := chtest.StartPrivate(t)
 	chAddr := server.Addr
 
-	done := make(chan struct{})
-	var code int
-	var errOut string
-	go func() {
-		defer close(done)
-		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-			"--database", "e2e_outage", "--group", "e2e-outage", "--topics", "outage-metrics,outage-samples",
-			"--dead-letter-topic", "outage-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
-			"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
-	}()
-	time.Sleep(8 * time.Second)
+	r := startCLI(t, "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_outage", "--group", "e2e-outage", "--topics", "outage-metrics,outage-samples",
+		"--dead-letter-topic", "outage-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
+		"--speed", "20", "--duration", "45s", "--quiet", "--log-format", "json")
+	begin := time.Now()
+	ops := r.waitCommits(t, 3)
 	if err := server.Halt(); err != nil {
 		t.Error(err)
 	}
-	time.Sleep(12 * time.Second)
+	halted := time.Now()
+	testenv.Eventually(t, time.Minute, "run retrying its write twice", func() bool {
+		n, _ := scrapeSum(ops, "skewlens_write_retries_total")
+		return n >= 2
+	}, r.end())
 	if err := server.Resume(); err != nil {
 		t.Error(err)
 	}
-	<-done
+	t.Logf("ClickHouse halted %s into the run, for %s", halted.Sub(begin).Round(100*time.Millisecond), time.Since(halted).Round(100*time.Millisecond))
+	code, _, errOut := r.wait()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
 	}
 	if strings.Contains(errOut, `"late":0,`) == false {
 		t.Errorf("records were late:\n%s", tail([]byte(errOut)))
 	}
-	if !strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, "clickhouse sink: retrying") {
+	if !strings.Contains(errOut, "consumption paused") {
 		t.Errorf("the outage left no trace in the log:\n%s", tail([]byte(errOut)))
 	}
 	// Nor does its end: the write that went through says so.
-	if strings.Contains(errOut, "consumption paused") && !strings.Contains(errOut, `"level":"INFO","msg":"recovered","op":"`) {
+	if !strings.Contains(errOut, `"level":"INFO","msg":"recovered","op":"`) {
 		t.Errorf("the sink's recovery left no trace in the log:\n%s", tail([]byte(errOut)))
 	}
 	n := assertNoLostWindow(t, chAddr, "e2e_outage", errOut)
 	t.Logf("hot key in all %d windows across the outage", n)
+}
+
+// writeUntilVisible writes msgs with w, again while the error is one to
+// retry: a new topic is invisible to a writer until its metadata
+// refreshes.
+func writeUntilVisible(ctx context.Context, t *testing.T, w *kafka.Writer, msgs ...kafka.Message) {
+	t.Helper()
+	var err error
+	testenv.Eventually(t, left(ctx), "the topic visible to the writer", func() bool {
+		err = w.WriteMessages(ctx, msgs...)
+		return !kafkaclient.Retryable(err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestMigrateTwice(t *testing.T) {
@@ -289,24 +297,26 @@ func TestMigrateTwice(t *testing.T) {
 }
 
 // TestRunSurvivesBrokerRestart restarts the Kafka broker in the middle of
-// a run; the pipeline (and the simulator feeding it) reconnect, and no
+// a run, once windows were written and their offsets committed; the
+// pipeline (and the simulator feeding it) reconnect, commit again, and no
 // window is lost.
 func TestRunSurvivesBrokerRestart(t *testing.T) {
 	brokers := kafkatest.Start(t)
 	chAddr := chtest.Start(t)
-	done := make(chan struct{})
-	var code int
-	var errOut string
-	go func() {
-		defer close(done)
-		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-			"--database", "e2e_restart", "--group", "e2e-restart", "--topics", "restart-metrics,restart-samples",
-			"--dead-letter-topic", "restart-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
-			"--speed", "20", "--duration", "50s", "--quiet", "--log-format", "json")
-	}()
-	time.Sleep(10 * time.Second)
+	r := startCLI(t, "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_restart", "--group", "e2e-restart", "--topics", "restart-metrics,restart-samples",
+		"--dead-letter-topic", "restart-dead", "--listen", "127.0.0.1:0", "--simulate", "hot_key",
+		"--speed", "20", "--duration", "50s", "--quiet", "--log-format", "json")
+	begin := time.Now()
+	ops := r.waitCommits(t, 3)
+	t.Logf("the broker restarts %s into the run", time.Since(begin).Round(100*time.Millisecond))
 	kafkatest.Restart(t)
-	<-done
+	before, _ := scrapeSum(ops, "skewlens_offset_commits_total")
+	testenv.Eventually(t, time.Minute, "run committing after the restart", func() bool {
+		n, _ := scrapeSum(ops, "skewlens_offset_commits_total")
+		return n > before
+	}, r.end())
+	code, _, errOut := r.wait()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail([]byte(errOut)))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -37,47 +36,29 @@ func TestRunServesPlansAndAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := fmt.Sprintf("127.0.0.1:%d", port)
-	done := make(chan struct{})
-	var code int
-	var errOut string
-	go func() {
-		defer close(done)
-		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-			"--database", "e2e_serve", "--group", "e2e-serve", "--topics", "serve-metrics,serve-samples",
-			"--dead-letter-topic", "serve-dead", "--plans-topic", "serve-plans", "--listen", "127.0.0.1:0",
-			"--api-listen", api, "--alertmanager-url", am.URL, "--simulate", "hot_key", "--speed", "20",
-			"--duration", "45s", "--quiet", "--log-format", "json")
-	}()
+	run := startCLI(t, "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_serve", "--group", "e2e-serve", "--topics", "serve-metrics,serve-samples",
+		"--dead-letter-topic", "serve-dead", "--plans-topic", "serve-plans", "--listen", "127.0.0.1:0",
+		"--api-listen", api, "--alertmanager-url", am.URL, "--simulate", "hot_key", "--speed", "20",
+		"--duration", "45s", "--quiet", "--log-format", "json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	// The plan of the hot key, from the API.
 	var plan *plans.Plan
 	var etag string
-	for plan == nil {
-		select {
-		case <-done:
-			t.Fatalf("run ended (exit %d) before the API served a plan:\n%s", code, tail([]byte(errOut)))
-		case <-ctx.Done():
-			t.Fatal("no plan served in time")
-		case <-time.After(500 * time.Millisecond):
-		}
-		resp, err := http.Get("http://" + api + "/v1/salting")
-		if err != nil {
-			continue
-		}
+	getUntil(t, "http://"+api+"/v1/salting", left(ctx), "the hot key's plan served", func(a httpAnswer) bool {
 		var body struct{ Plans []plans.Plan }
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("GET /v1/salting: %d %v", resp.StatusCode, err)
+		if err := json.Unmarshal([]byte(a.body), &body); err != nil || a.code != 200 {
+			t.Fatalf("GET /v1/salting: %d %v", a.code, err)
 		}
 		for i := range body.Plans {
 			if p := &body.Plans[i]; p.JobName == "hot_key" && len(p.HotKeys) > 0 && p.HotKeys[0].Key == "u42" {
-				plan, etag = p, resp.Header.Get("ETag")
+				plan, etag = p, a.header.Get("ETag")
 			}
 		}
-	}
+		return plan != nil
+	}, run.end())
 	r, err := keygroup.NewRouter(plan.Parallelism, plan.MaxParallelism)
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +126,7 @@ func TestRunServesPlansAndAlerts(t *testing.T) {
 			break
 		}
 	}
-	<-done
-	if code != 0 {
+	if code, _, errOut := run.wait(); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, tail([]byte(errOut)))
 	}
 }
@@ -169,26 +149,14 @@ func TestServeCommand(t *testing.T) {
 		"--api-listen", fmt.Sprintf("127.0.0.1:%d", port), "--token-file", tokens, "--log-format", "json")
 	do := func(method, path, token, body string) (int, string) {
 		t.Helper()
-		for range 100 { // until the server listens
+		a := answerUntil(t, 10*time.Second, "serve answering "+method+" "+path, func() (*http.Response, error) {
 			req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				select {
-				case <-srv.done:
-					t.Fatalf("serve exited:\n%s", srv.logTail())
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode, string(b)
-		}
-		t.Fatalf("serve never answered:\n%s", srv.logTail())
-		return 0, ""
+			return http.DefaultClient.Do(req)
+		}, anyAnswer, srv.end())
+		return a.code, a.body
 	}
 	if code, body := do("GET", "/v1/salting", "", ""); code != 200 || !strings.Contains(body, `"plans"`) {
 		t.Fatalf("GET /v1/salting: %d %s", code, body)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,35 +75,27 @@ func TestRunBrokerWaitMustBePositive(t *testing.T) {
 }
 
 // TestRunWaitsForLateBroker starts run while its broker is down and
-// starts the broker (the real one) five seconds later: run waits, says
-// so, and then runs as usual.
+// starts the broker (the real one) once run has said it waits for it:
+// run waits, says so, and then runs as usual.
 func TestRunWaitsForLateBroker(t *testing.T) {
 	broker := kafkatest.StartPrivate(t)
 	chAddr := chtest.Start(t)
 	if err := broker.Halt(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var code int
-	var out, errOut string
-	go func() {
-		defer close(done)
-		code, out, errOut = runCLI(t, "", "demo", "--brokers", broker.Addr, "--broker-wait", "2m",
-			"--clickhouse-addr", chAddr, "--database", "e2e_late_broker", "--group", "e2e-late-broker",
-			"--topics", "late-metrics,late-samples", "--dead-letter-topic", "late-dead",
-			"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "12s",
-			"--quiet", "--log-format", "json")
-	}()
-	time.Sleep(5 * time.Second)
-	select {
-	case <-done:
-		t.Fatalf("run ended (exit %d) while the broker was down:\n%s", code, tail([]byte(errOut)))
-	default:
-	}
+	r := startCLI(t, "demo", "--brokers", broker.Addr, "--broker-wait", "2m",
+		"--clickhouse-addr", chAddr, "--database", "e2e_late_broker", "--group", "e2e-late-broker",
+		"--topics", "late-metrics,late-samples", "--dead-letter-topic", "late-dead",
+		"--listen", "127.0.0.1:0", "--simulate", "hot_key", "--speed", "50", "--duration", "12s",
+		"--quiet", "--log-format", "json")
+	// The broker starts once run has said twice that it waits for it.
+	begin := time.Now()
+	testenv.Eventually(t, time.Minute, "run waiting for the broker, twice", func() bool { return r.logged("waiting for Kafka brokers") >= 2 }, r.end())
+	t.Logf("the broker starts %s into the run", time.Since(begin).Round(100*time.Millisecond))
 	if err := broker.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	<-done
+	code, out, errOut := r.wait()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, tail([]byte(errOut)))
 	}
@@ -145,49 +135,18 @@ func TestRunTwiceEmbeddedBroker(t *testing.T) {
 	}
 }
 
-// httpAnswer is one answer of a serve process.
-type httpAnswer struct {
-	code   int
-	header http.Header
-	body   string
-}
-
 // serveGet GETs path from the serve process p listening at api, waiting
 // (up to 10 s) until it listens; it fails t when p exits.
 func serveGet(t *testing.T, p *runProc, api, path string) httpAnswer {
 	t.Helper()
-	for range 100 {
-		resp, err := http.Get("http://" + api + path)
-		if err != nil {
-			select {
-			case <-p.done:
-				t.Fatalf("serve exited:\n%s", p.logTail())
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return httpAnswer{resp.StatusCode, resp.Header, string(b)}
-	}
-	t.Fatalf("serve never answered %s:\n%s", path, p.logTail())
-	return httpAnswer{}
+	return serveUntil(t, p, api, path, 10*time.Second, "serve answering", anyAnswer)
 }
 
-// serveUntil GETs path until ok accepts the answer, for up to wait.
+// serveUntil GETs path until ok accepts the answer, for up to wait; it
+// fails t when p exits.
 func serveUntil(t *testing.T, p *runProc, api, path string, wait time.Duration, what string, ok func(httpAnswer) bool) httpAnswer {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		a := serveGet(t, p, api, path)
-		if ok(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: GET %s still %d %v %s after %s\n%s", what, path, a.code, a.header, a.body, wait, p.logTail())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return getUntil(t, "http://"+api+path, wait, what+": GET "+path, ok, p.end())
 }
 
 // TestServeWithoutClickHouse: serve starts with no ClickHouse at its
@@ -287,9 +246,9 @@ func TestServeWhileClickHouseAway(t *testing.T) {
 	if err := server.Halt(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // past the snapshot's 1 s cache
-	a := serveGet(t, p, api, planPath)
-	if a.code != 200 || a.body != fresh.body || !stale(a) {
+	// Once the snapshot's 1 s cache is over, the answer is stale.
+	a := serveUntil(t, p, api, planPath, time.Minute, "the plan marked stale", stale)
+	if a.code != 200 || a.body != fresh.body {
 		t.Fatalf("plan while ClickHouse is away: %d %v %s, want the last one, marked stale", a.code, a.header, a.body)
 	}
 	since, err := time.Parse(time.RFC3339, a.header.Get("X-Skewlens-Stale-Since"))

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/simfeed"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/pipeline/simulate"
@@ -45,18 +44,7 @@ func BenchmarkRunFleetSustained(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(minutes+5)*time.Minute)
 	defer cancel()
 	// Wait until the instance is in the group, then play the fleet.
-	for {
-		if _, ok := r.messages(); ok {
-			break
-		}
-		select {
-		case <-r.done:
-			b.Fatalf("run exited:\n%s", r.logTail())
-		case <-ctx.Done():
-			b.Fatal(ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	testenv.Eventually(b, left(ctx), "run serving /metrics", func() bool { _, ok := r.messages(); return ok }, r.end())
 	// The fleet starts now: each interval is written when its event time
 	// comes, so a row's delay after its window's end is wall time.
 	fc := simulate.DefaultFleetConfig()
@@ -105,7 +93,9 @@ func BenchmarkRunFleetSustained(b *testing.B) {
 			b.Fatalf("run exited:\n%s", r.logTail())
 		}
 	}
-	time.Sleep(20 * time.Second) // the last windows close and land
+	// The windows close and land, but for the last ones, which wait for
+	// records that never come.
+	r.waitClosed(ctx, b, chAddr, fc.Start+(fc.Duration-30*time.Second).Milliseconds(), uint64(len(cfg.Jobs)))
 	b.StopTimer()
 
 	maxLag, maxRSS := 0, 0
@@ -165,28 +155,6 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
-}
-
-// scrape sums the samples of metric in the /metrics of the process
-// listening on listen.
-func scrape(b testing.TB, listen, metric string) float64 {
-	resp, err := http.Get("http://" + listen + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, metric+"{") || strings.HasPrefix(line, metric+" ") {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
-	return sum
 }
 
 // vmRSS returns the resident set of process pid in kB.

@@ -1,38 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skewlens/skewlens/internal/testenv"
 )
-
-// lockedBuffer is a bytes.Buffer a child process writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
@@ -49,12 +30,13 @@ func closedAddr(t *testing.T) string {
 }
 
 // topChild starts `skewlens top` (this test binary, see TestMain) against
-// addr with stdin, and returns its stdout and a channel with its exit.
-func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.Cmd, *lockedBuffer, <-chan error) {
+// addr with stdin, and returns its stdout, a channel with its exit, and
+// its end (for testenv.Eventually).
+func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.Cmd, *testenv.Buffer, <-chan error, testenv.End) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"top", "--clickhouse-addr", addr, "--color", "never"}, args...)...)
 	cmd.Env = append(os.Environ(), envChild+"=1")
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = out, out, stdin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,19 +48,13 @@ func topChild(t *testing.T, addr string, stdin *os.File, args ...string) (*exec.
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	return cmd, out, done
+	return cmd, out, done, testenv.End{Done: exited, Why: func() string { return "top exited:\n" + out.String() }}
 }
 
-// waitFor waits until out holds n lines with want, or fails.
-func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
+// waitLines waits until out holds n lines with want.
+func waitLines(t *testing.T, out *testenv.Buffer, want string, n int, ends ...testenv.End) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(out.String(), want) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d lines with %q in:\n%s", n, want, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("%d lines with %q", n, want), func() bool { return strings.Count(out.String(), want) >= n }, ends...)
 }
 
 // TestTopWaitsForClickHouse: with ClickHouse away at start, top says it
@@ -86,8 +62,8 @@ func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
 // it cleanly; --once tries once and exits 1.
 func TestTopWaitsForClickHouse(t *testing.T) {
 	addr := closedAddr(t)
-	cmd, out, done := topChild(t, addr, nil)
-	waitFor(t, out, "waiting for ClickHouse at "+addr+" (try ", 2)
+	cmd, out, done, end := topChild(t, addr, nil)
+	waitLines(t, out, "waiting for ClickHouse at "+addr+" (try ", 2, end)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +76,7 @@ func TestTopWaitsForClickHouse(t *testing.T) {
 		t.Fatal("top did not stop on Ctrl-C while waiting")
 	}
 
-	_, out, done = topChild(t, addr, nil, "--once")
+	_, out, done, _ = topChild(t, addr, nil, "--once")
 	select {
 	case err := <-done:
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
@@ -123,8 +99,8 @@ func TestTopQuitsOnQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := closedAddr(t)
-	_, out, done := topChild(t, addr, term)
-	waitFor(t, out, "waiting for ClickHouse at "+addr, 1)
+	_, out, done, end := topChild(t, addr, term)
+	waitLines(t, out, "waiting for ClickHouse at "+addr, 1, end)
 	if _, err := control.Write([]byte("q")); err != nil {
 		t.Fatal(err)
 	}

@@ -90,35 +90,18 @@ func TestWebView(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := fmt.Sprintf("127.0.0.1:%d", port)
-	done := make(chan struct{})
-	var code int
-	var errOut string
-	go func() {
-		defer close(done)
-		code, _, errOut = runCLI(t, "", "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
-			"--database", "e2e_web", "--group", "e2e-web", "--topics", "web-metrics,web-samples",
-			"--dead-letter-topic", "web-dead", "--plans-topic", "web-plans", "--listen", "127.0.0.1:0",
-			"--api-listen", api, "--simulate", "all", "--speed", "20", "--duration", "75s", "--quiet", "--log-format", "json")
-	}()
+	run := startCLI(t, "demo", "--brokers", strings.Join(brokers, ","), "--clickhouse-addr", chAddr,
+		"--database", "e2e_web", "--group", "e2e-web", "--topics", "web-metrics,web-samples",
+		"--dead-letter-topic", "web-dead", "--plans-topic", "web-plans", "--listen", "127.0.0.1:0",
+		"--api-listen", api, "--simulate", "all", "--speed", "20", "--duration", "75s", "--quiet", "--log-format", "json")
 	defer func() {
-		<-done
-		if code != 0 {
+		if code, _, errOut := run.wait(); code != 0 {
 			t.Errorf("run exit %d:\n%s", code, tail([]byte(errOut)))
 		}
 	}()
 
 	// The API listens once run has its broker and ClickHouse.
-	for up := false; !up; {
-		select {
-		case <-done:
-			t.Fatalf("run ended (exit %d) before its API answered:\n%s", code, tail([]byte(errOut)))
-		case <-time.After(200 * time.Millisecond):
-		}
-		if resp, err := http.Get("http://" + api + "/healthz"); err == nil {
-			resp.Body.Close()
-			up = true
-		}
-	}
+	getUntil(t, "http://"+api+"/healthz", 2*time.Minute, "run's API answering", anyAnswer, run.end())
 	var view simView
 	err = chromedp.Do(bctx,
 		chromedp.Navigate("http://"+api+"/"),
@@ -130,7 +113,7 @@ func TestWebView(t *testing.T) {
 		}),
 	)
 	if err != nil {
-		t.Fatalf("the page never showed the hot_key job's hot subtask, incidents, plan and hot key u42: %v\nrun stderr:\n%s", err, tail([]byte(errOut)))
+		t.Fatalf("the page never showed the hot_key job's hot subtask, incidents, plan and hot key u42: %v\nrun stderr:\n%s", err, tail([]byte(run.stderr.String())))
 	}
 	t.Logf("page: %+v", view)
 	if view.Error != "" {

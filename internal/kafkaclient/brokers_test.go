@@ -1,39 +1,20 @@
 package kafkaclient
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 )
-
-// syncBuffer is a log sink the waiting goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // freeAddr returns a loopback address nothing listens on (yet).
 func freeAddr(t *testing.T) (string, int) {
@@ -65,7 +46,7 @@ func TestWaitBrokers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, port := freeAddr(t)
-			var logs syncBuffer
+			var logs testenv.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			started := make(chan struct{})
 			if tt.startIn > 0 {

@@ -17,6 +17,11 @@
 // test when it cannot. Main runs a package's tests and then the given
 // stop functions, from TestMain.
 //
+// Eventually is the one way a test waits on an event (a log line, a
+// metric, a row): it polls a condition and fails at once when a process
+// the wait depends on has ended. Buffer holds the output a goroutine
+// writes while such a condition reads it.
+//
 // Every function blocks until its scripts have finished. Launcher values
 // are read-only once used; Process and Shared methods are safe for
 // concurrent use. This package keeps no package-level state: the helpers

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/kafkaclient"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -71,12 +72,10 @@ func produceMsgs(t testing.TB, brokers []string, topic string, msgs []kafka.Mess
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var err error
-	for range 50 {
-		if err = w.WriteMessages(ctx, msgs...); err == nil || !kafkaclient.Retryable(err) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("produce %d to %s", len(msgs), topic), func() bool {
+		err = w.WriteMessages(ctx, msgs...)
+		return err == nil || !kafkaclient.Retryable(err)
+	})
 	if err != nil {
 		t.Fatalf("produce %d to %s: %v", len(msgs), topic, err)
 	}

@@ -80,7 +80,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 		seen map[string]int
 		err  error
 	}
-	third := make(chan struct{})
+	third, restarted := make(chan struct{}), make(chan struct{})
 	res := make(chan result, 1)
 	go func() {
 		seen := make(map[string]int, before+after)
@@ -97,7 +97,10 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 			}
 			if len(seen) == before/3 && seen[string(m.Value)] == 1 {
 				close(third)
-				time.Sleep(200 * time.Millisecond) // let the restart begin mid-stream
+				select { // the rest of the stream comes across the restart
+				case <-restarted:
+				case <-ctx.Done():
+				}
 			}
 		}
 		res <- result{seen, nil}
@@ -108,6 +111,7 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 		t.Fatalf("consumer ended before the restart: %v", r.err)
 	}
 	kafkatest.Restart(t)
+	close(restarted)
 	produce(t, brokers, topic, before, after)
 
 	r := <-res

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -152,17 +153,6 @@ func incidentMessages(t *testing.T) []Message {
 	return msgs
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestRunnerDrainsWhenStoppedDuringWrite: the run is stopped (by Stop, or
 // by its context) while the sink holds the first write, which then fails
 // with context.Canceled. The drain retries it on a context of its own and
@@ -188,14 +178,14 @@ func TestRunnerDrainsWhenStoppedDuringWrite(t *testing.T) {
 			ops := &opLog{}
 			src := heldSource{&fakeSource{msgs: slices.Clone(msgs)}, ops}
 			sink := &stallingSink{log: ops, entered: make(chan struct{}), release: make(chan struct{})}
-			var logs syncBuffer
+			var logs testenv.Buffer
 			r := drainRunner(t, src, sink, Config{}, slog.New(slog.NewTextHandler(&logs, nil)))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- r.Run(ctx) }()
 			<-sink.entered
-			waitFor(t, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
+			testenv.Eventually(t, 10*time.Second, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
 			if how == "Stop" {
 				r.Stop()
 			} else {
@@ -249,15 +239,15 @@ func TestRunnerDrainIsBoundedWhenSinkIsDown(t *testing.T) {
 	ops := &opLog{}
 	src := heldSource{&fakeSource{msgs: msgs}, ops}
 	sink := &stallingSink{log: ops, entered: make(chan struct{}), release: make(chan struct{}), down: true}
-	var logs syncBuffer
+	var logs testenv.Buffer
 	const drain = 200 * time.Millisecond
 	r := drainRunner(t, src, sink, Config{DrainTimeout: drain}, slog.New(slog.NewTextHandler(&logs, nil)))
 	done := make(chan error, 1)
 	go func() { done <- r.Run(context.Background()) }()
 	<-sink.entered
-	waitFor(t, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
+	testenv.Eventually(t, 10*time.Second, "every message processed", func() bool { n, _ := r.Progress(); return n == int64(len(msgs)) })
 	close(sink.release)
-	waitFor(t, "a retry", func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.attempts >= 3 })
+	testenv.Eventually(t, 10*time.Second, "a retry", func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.attempts >= 3 })
 	start := time.Now()
 	r.Stop()
 	var err error

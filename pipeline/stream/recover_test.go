@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/pipeline/window"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -27,7 +28,7 @@ func TestRunnerLogsSinkRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	stage, _ := partitioned(eng, window.WatermarkConfig{}, time.Now)
-	var logs syncBuffer
+	var logs testenv.Buffer
 	sink := &fakeSink{failures: 3}
 	r, err := New(Config{FlushInterval: 5 * time.Millisecond}, src, stage, sink, nil, &fakeDead{}, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
 	if err != nil {

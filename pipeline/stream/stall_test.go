@@ -21,6 +21,8 @@ import (
 type paced struct{ fakeSource }
 
 func (p *paced) Fetch(ctx context.Context) (Message, error) {
+	// The pace is the scenario under test: a stream that arrives over
+	// wall time, between the ticks of the runner's wall-clock ticker.
 	time.Sleep(time.Millisecond)
 	if err := ctx.Err(); err != nil {
 		return Message{}, err // the fetcher's batch is due: it ends on its context

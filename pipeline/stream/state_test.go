@@ -185,6 +185,8 @@ type slowStart struct {
 func (s *slowStart) Fetch(ctx context.Context) (Message, error) {
 	if !s.started {
 		s.started = true
+		// The delay is what the test is about: the grace must start
+		// with the first message, not when Run started.
 		time.Sleep(s.delay)
 	}
 	return s.Source.Fetch(ctx)
@@ -321,13 +323,14 @@ func TestRunnerPauseMakesNoPartitionIdle(t *testing.T) {
 // stallingSource stops delivering at message stallAt (as when the broker
 // goes away). The first commit after the runner processed every message
 // before the stall moves the clock a minute on (the broker restarting),
-// waits a little (the actor ticks meanwhile, blocked on nothing) and ends
-// the stall.
+// waits until the actor, blocked on nothing, has ticked with the clock
+// moved, and ends the stall.
 type stallingSource struct {
 	*fakeSource
 	clock     *fakeClock
 	stallAt   int
 	processed func() int64
+	ticks     chan struct{} // a value at each read of the runner's clock
 	released  chan struct{}
 	timedOut  atomic.Bool // no commit came during the stall
 	once      sync.Once
@@ -358,7 +361,20 @@ func (s *stallingSource) Commit(ctx context.Context, msgs ...Message) error {
 	default:
 		if s.processed() >= int64(s.stallAt) {
 			s.clock.add(time.Minute)
-			time.Sleep(20 * time.Millisecond)
+			// With no message to process, only the actor's ticks read
+			// the runner's clock, a flush at most twice: three reads
+			// after the minute passed hold a whole tick.
+			select {
+			case <-s.ticks: // may be from before the minute
+			default:
+			}
+			for range 3 {
+				select {
+				case <-s.ticks:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
 			s.release()
 		}
 	}
@@ -395,7 +411,8 @@ func TestRunnerCommitStallMakesNoPartitionIdle(t *testing.T) {
 		msgs = append(msgs, parts[1][j])
 	}
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
-	src := &stallingSource{fakeSource: &fakeSource{msgs: msgs}, clock: clock, stallAt: 2*before + 1, released: make(chan struct{})}
+	src := &stallingSource{fakeSource: &fakeSource{msgs: msgs}, clock: clock, stallAt: 2*before + 1,
+		ticks: make(chan struct{}, 1), released: make(chan struct{})}
 	eng, _ := skew.New(skew.Config{})
 	stage, _ := partitioned(eng, window.WatermarkConfig{}, clock.now)
 	sink := &fakeSink{}
@@ -403,7 +420,13 @@ func TestRunnerCommitStallMakesNoPartitionIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.now = clock.now
+	r.now = func() time.Time {
+		select {
+		case src.ticks <- struct{}{}:
+		default:
+		}
+		return clock.now()
+	}
 	src.processed = func() int64 { n, _ := r.Progress(); return n }
 	if err := runToEnd(t, r); err != nil {
 		t.Fatal(err)

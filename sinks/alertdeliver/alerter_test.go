@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/alerttest"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/alert"
@@ -45,13 +46,13 @@ func TestAlerter(t *testing.T) {
 	}
 	// Let the firing notifications go out before resolving: a queued
 	// state is replaced by a newer one of the same alert.
-	waitFor(t, "2 firing notifications", func() bool { return len(r.ids()) >= 2 })
+	testenv.Eventually(t, 5*time.Second, "2 firing notifications", func() bool { return len(r.ids()) >= 2 })
 	a.Apply(it.Advance(200_000))
 	want := []string{
 		"j1/agg/1/hot_key:firing", "j1/agg/3/slow_subtask:firing",
 		"j1/agg/1/hot_key:resolved", "j1/agg/3/slow_subtask:resolved",
 	}
-	waitFor(t, "4 notifications", func() bool { return len(r.ids()) >= 4 })
+	testenv.Eventually(t, 5*time.Second, "4 notifications", func() bool { return len(r.ids()) >= 4 })
 	if got := r.ids(); !slices.Equal(got, want) {
 		t.Errorf("notified %v, want %v", got, want)
 	}
@@ -148,14 +149,14 @@ func TestAlerterReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Apply(it.Observe([]skew.Finding{sat("j1", "agg", 3, skew.CauseDataSkew, 0), sat("j1", "agg", 1, skew.CauseSlowSubtask, 0)}))
-	waitFor(t, "firing", func() bool { return len(r.ids()) >= 2 })
+	testenv.Eventually(t, 5*time.Second, "firing", func() bool { return len(r.ids()) >= 2 })
 	// The plan, made at the end of the first window, relieves subtask 3
 	// in the next one.
 	relieved := skew.Finding{Kind: skew.KindSubtaskStats, JobID: "j1", TaskName: "agg", SubtaskIndex: alerttest.IntPtr(3),
 		WindowStart: win, WindowEnd: 2 * win, Stats: &skew.SubtaskStats{BusyMsPerSecond: 510}}
 	a.Apply(it.Observe([]skew.Finding{relieved}))
 	a.Apply(it.Advance(200_000))
-	waitFor(t, "resolved", func() bool { return len(r.ids()) >= 4 })
+	testenv.Eventually(t, 5*time.Second, "resolved", func() bool { return len(r.ids()) >= 4 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, al := range r.got {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/skew/alert"
 )
 
@@ -70,18 +71,6 @@ func (r *recorder) ids() []string {
 	return out
 }
 
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func mk(id, status string) alert.Alert { return alert.Alert{ID: id, Status: status} }
 
 func fastFanout(t *testing.T, cfg FanoutConfig, reg prometheus.Registerer, targets ...Target) *Fanout {
@@ -109,7 +98,7 @@ func TestFanoutDeliversToEveryNotifier(t *testing.T) {
 	want := []string{"x:firing", "y:firing", "x:resolved"}
 	for _, r := range []*recorder{a, b} {
 		// x:resolved may have replaced x:firing while it waited.
-		waitFor(t, "x resolved", func() bool { return slices.Contains(r.ids(), "x:resolved") })
+		testenv.Eventually(t, 5*time.Second, "x resolved", func() bool { return slices.Contains(r.ids(), "x:resolved") })
 		if got := r.ids(); !slices.Equal(got, want) && !slices.Equal(got, []string{"x:resolved", "y:firing"}) {
 			t.Errorf("got %v, want %v", got, want)
 		}
@@ -124,12 +113,12 @@ func TestFanoutSlowNotifierDelaysNoOther(t *testing.T) {
 	slow.block = make(chan struct{})
 	f := fastFanout(t, FanoutConfig{}, nil, Target{"slow", slow}, Target{"fast", fast})
 	f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
-	waitFor(t, "fast delivery", func() bool { return len(fast.ids()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "fast delivery", func() bool { return len(fast.ids()) == 1 })
 	if got := slow.ids(); len(got) != 0 {
 		t.Errorf("slow notifier got %v while blocked", got)
 	}
 	close(slow.block)
-	waitFor(t, "slow delivery", func() bool { return len(slow.ids()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "slow delivery", func() bool { return len(slow.ids()) == 1 })
 }
 
 func TestFanoutQueue(t *testing.T) {
@@ -164,8 +153,8 @@ func TestFanoutQueue(t *testing.T) {
 				f.Send(s)
 			}
 			close(r.block)
-			waitFor(t, "delivery", func() bool { return len(r.ids()) == len(tt.wantGot) })
-			time.Sleep(10 * time.Millisecond) // nothing more may come
+			testenv.Eventually(t, 5*time.Second, "delivery", func() bool { return len(r.ids()) == len(tt.wantGot) })
+			f.Stop() // drains: whatever else would come has come
 			if got := r.ids(); !slices.Equal(got, tt.wantGot) {
 				t.Errorf("got %v, want %v", got, tt.wantGot)
 			}
@@ -199,12 +188,12 @@ func TestFanoutFailures(t *testing.T) {
 			r.fail = tt.fail
 			f := fastFanout(t, FanoutConfig{}, nil, Target{"r", r})
 			f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
-			waitFor(t, "all calls", func() bool {
+			testenv.Eventually(t, 5*time.Second, "all calls", func() bool {
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				return r.calls == len(tt.fail)+len(tt.wantGot) && f.QueueLen("r") == 0
 			})
-			time.Sleep(10 * time.Millisecond)
+			f.Stop() // drains: whatever else would come has come
 			if got := r.ids(); !slices.Equal(got, tt.wantGot) {
 				t.Errorf("got %v, want %v", got, tt.wantGot)
 			}
@@ -249,9 +238,9 @@ func TestFanoutRetriesUsedUp(t *testing.T) {
 			}
 			f := fastFanout(t, FanoutConfig{Retry: retry.Policy{MaxRetries: tt.maxRetries, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}, nil, Target{"r", r})
 			f.Send([]alert.Alert{mk("x", alert.StatusFiring)})
-			waitFor(t, "x dropped", func() bool { return testutil.ToFloat64(f.m.dropped.WithLabelValues("r", "retries")) == 1 })
+			testenv.Eventually(t, 5*time.Second, "x dropped", func() bool { return testutil.ToFloat64(f.m.dropped.WithLabelValues("r", "retries")) == 1 })
 			f.Send([]alert.Alert{mk("y", alert.StatusFiring)})
-			waitFor(t, "y delivered", func() bool { return len(r.ids()) == 1 })
+			testenv.Eventually(t, 5*time.Second, "y delivered", func() bool { return len(r.ids()) == 1 })
 			if got := r.ids(); !slices.Equal(got, []string{"y:firing"}) {
 				t.Errorf("got %v, want only y", got)
 			}
@@ -307,7 +296,7 @@ func TestFanoutStop(t *testing.T) {
 		f.Send([]alert.Alert{mk("a", alert.StatusFiring)})
 		<-r.entered
 		f.Send([]alert.Alert{mk("b", alert.StatusFiring)})
-		go func() { time.Sleep(20 * time.Millisecond); close(r.block) }()
+		go func() { <-f.stopping; close(r.block) }() // released once Stop drains
 		f.Stop()
 		f.Stop()
 		if got := r.ids(); !slices.Equal(got, []string{"a:firing", "b:firing"}) {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/skew/alert"
 )
 
@@ -162,13 +163,8 @@ func TestResend(t *testing.T) {
 	if err := n.Notify(context.Background(), []alert.Alert{testAlert("a", alert.StatusFiring), testAlert("b", alert.StatusFiring)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(n.m.resends.WithLabelValues("ok")) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("no re-posts")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	resends := func() float64 { return testutil.ToFloat64(n.m.resends.WithLabelValues("ok")) }
+	testenv.Eventually(t, 5*time.Second, "re-posts", func() bool { return resends() >= 3 })
 	_, posts := f.snapshot()
 	last := posts[len(posts)-1]
 	if len(last) != 2 || last[0].Labels["id"] != "a" || last[1].Labels["id"] != "b" {
@@ -186,8 +182,11 @@ func TestResend(t *testing.T) {
 	if g := testutil.ToFloat64(n.m.active); g != 1 {
 		t.Errorf("active gauge = %v, want 1", g)
 	}
+	// A re-post holds the lock Notify held: those from now on are
+	// after the resolve.
 	_, before := f.snapshot()
-	time.Sleep(100 * time.Millisecond)
+	since := resends()
+	testenv.Eventually(t, 5*time.Second, "two re-posts after the resolve", func() bool { return resends() >= since+2 })
 	_, after := f.snapshot()
 	for _, p := range after[len(before):] {
 		for _, a := range p {
@@ -201,14 +200,12 @@ func TestResend(t *testing.T) {
 	}
 	_ = n.Close()
 	_ = n.Close()
-	// Close cancels a re-post in flight, but the fake server may still be
-	// recording it: let such handlers finish before the count that no
-	// later re-post (the loop runs every 20 ms) may change.
-	time.Sleep(100 * time.Millisecond)
-	_, closed := f.snapshot()
-	time.Sleep(100 * time.Millisecond)
-	if _, later := f.snapshot(); len(later) != len(closed) {
-		t.Errorf("re-posted after Close: %d posts, then %d", len(closed), len(later))
+	// Close returns once the re-posting goroutine has ended: no re-post
+	// can follow.
+	select {
+	case <-n.done:
+	default:
+		t.Error("Close returned with the re-posting goroutine running")
 	}
 }
 

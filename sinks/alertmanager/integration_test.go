@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/alerttest"
 	"github.com/skewlens/skewlens/internal/testenv/amtest"
 	"github.com/skewlens/skewlens/sinks/alertdeliver"
@@ -129,13 +130,9 @@ func TestRealAlertmanager(t *testing.T) {
 
 	// While firing, the notifier re-posts (Alertmanager would otherwise
 	// resolve the alerts at their endsAt).
-	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(n.m.resends.WithLabelValues("ok")) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("no re-posts while firing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "re-posts while firing", func() bool {
+		return testutil.ToFloat64(n.m.resends.WithLabelValues("ok")) >= 2
+	})
 
 	// The findings stop; the job keeps reporting (the watermark moves) and
 	// after ResolveAfter (30 s of event time) both alerts resolve.
@@ -164,9 +161,7 @@ func TestRealAlertmanager(t *testing.T) {
 	sent := func() float64 {
 		return counterValue(t, reg, "skewlens_alert_notifications_total", map[string]string{"notifier": Name, "result": "sent"})
 	}
-	for deadline := time.Now().Add(5 * time.Second); sent() != 4 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "4 notifications sent (2 firing, 2 resolved)", func() bool { return sent() >= 4 })
 	if got := sent(); got != 4 {
 		t.Errorf("notifications sent = %v, want 4 (2 firing, 2 resolved)", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/skew"
 )
@@ -494,19 +496,20 @@ func TestWriteRetriesThroughOutage(t *testing.T) {
 	}
 	addr := p.addr
 	p.down()
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		p.up(addr)
-	}()
 	fs := fixtures(time.Now())
-	var retries int
-	count := func(int, time.Duration, error) { retries++ }
-	err := retry.Do(ctx, s.RetryPolicy(), count, func(ctx context.Context) error { return s.Writer().Write(ctx, 7, fs) })
-	if err != nil {
+	var retries atomic.Int64
+	count := func(int, time.Duration, error) { retries.Add(1) }
+	wrote, ended := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(ended)
+		wrote <- retry.Do(ctx, s.RetryPolicy(), count, func(ctx context.Context) error { return s.Writer().Write(ctx, 7, fs) })
+	}()
+	// The network comes back once the write has failed and is retried.
+	testenv.Eventually(t, 30*time.Second, "a retry of the write", func() bool { return retries.Load() > 0 },
+		testenv.End{Done: ended, Why: func() string { return fmt.Sprintf("the write ended (%v) before a retry", <-wrote) }})
+	p.up(addr)
+	if err := <-wrote; err != nil {
 		t.Fatalf("Write through outage: %v", err)
-	}
-	if retries == 0 {
-		t.Error("no retries counted during the outage")
 	}
 	if n := testutil.ToFloat64(s.m.insertErrors.WithLabelValues("retryable")); n == 0 {
 		t.Error("no retryable errors counted")

@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/alerttest"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew"
@@ -87,18 +88,17 @@ func readN(t *testing.T, brokers []string, topic string, n int) []kafka.Message 
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
 	var offs *kafka.ListOffsetsResponse
 	var err error
-	for range 20 {
+	defer func() {
+		if t.Failed() && err != nil {
+			t.Logf("list offsets: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 10*time.Second, "the topic's end offsets", func() bool {
 		offs, err = cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
 			topic: {kafka.LastOffsetOf(0), kafka.LastOffsetOf(1)},
 		}})
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("list offsets: %v", err)
-	}
+		return err == nil
+	})
 	var out []kafka.Message
 	for _, po := range offs.Topics[topic] {
 		if po.Error != nil {

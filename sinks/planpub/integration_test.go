@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/plans"
@@ -209,11 +210,14 @@ func TestPublishWaitsForTopic(t *testing.T) {
 	var retries atomic.Int64
 	policy := retry.Policy{MaxRetries: 100, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	change := enginePlans(t, "j", "late")[:1]
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		done <- retry.Do(ctx, policy, func(int, time.Duration, error) { retries.Add(1) },
 			func(ctx context.Context) error { return p.Publish(ctx, change) })
 	}()
-	time.Sleep(700 * time.Millisecond)
+	testenv.Eventually(t, 30*time.Second, "a retry of the publish", func() bool { return retries.Load() > 0 },
+		testenv.End{Done: ended, Why: func() string { return fmt.Sprintf("Publish returned %v before the topic existed", <-done) }})
 	select {
 	case err := <-done:
 		t.Fatalf("Publish returned %v before the topic existed", err)
@@ -302,44 +306,43 @@ func TestCompaction(t *testing.T) {
 		if err := p.Publish(ctx, cs); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond) // one segment per step
 	}
-	// Messages for a third task roll the segment holding the others, so
-	// that the cleaner may compact them.
+	// Messages for a third task roll the segment holding the others once
+	// it is older than segment.ms, so that the cleaner may compact them.
 	tick := enginePlans(t, "j", "tick")
 	start := time.Now()
 	var last []string
-	for i := 0; ; i++ {
+	var rest []kafka.Message
+	defer func() {
+		if t.Failed() {
+			t.Logf("the topic holds %q", last)
+		}
+	}()
+	i := 0
+	testenv.Eventually(t, 20*time.Second, "compaction", func() bool {
 		if err := p.Publish(ctx, tick[i%2:i%2+1]); err != nil {
 			t.Fatal(err)
 		}
-		ms := readAll(t, brokers, "planpub-compact")
-		last = last[:0]
-		var rest []kafka.Message
-		for _, m := range ms {
+		i++
+		last, rest = last[:0], rest[:0]
+		for _, m := range readAll(t, brokers, "planpub-compact") {
 			if string(m.Key) != "j/tick" {
 				rest = append(rest, m)
 				v, _ := header(m, HeaderVersion)
 				last = append(last, fmt.Sprintf("%s v%s tombstone=%v", m.Key, v, m.Value == nil))
 			}
 		}
-		if len(rest) == 2 {
-			want := []string{"j/join v2 tombstone=false", "j/agg v2 tombstone=true"}
-			if !eq(last, want) {
-				t.Fatalf("after compaction the topic holds %q, want %q", last, want)
-			}
-			var plan plans.Plan
-			if err := json.Unmarshal(rest[0].Value, &plan); err != nil || plan.Version != 2 || plan.TaskName != "join" {
-				t.Fatalf("surviving plan %s: %v", rest[0].Value, err)
-			}
-			t.Logf("compacted from 5 to 2 messages in %s", time.Since(start).Round(10*time.Millisecond))
-			return
-		}
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("not compacted after 20 s: %q", last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(rest) == 2
+	})
+	want := []string{"j/join v2 tombstone=false", "j/agg v2 tombstone=true"}
+	if !eq(last, want) {
+		t.Fatalf("after compaction the topic holds %q, want %q", last, want)
 	}
+	var plan plans.Plan
+	if err := json.Unmarshal(rest[0].Value, &plan); err != nil || plan.Version != 2 || plan.TaskName != "join" {
+		t.Fatalf("surviving plan %s: %v", rest[0].Value, err)
+	}
+	t.Logf("compacted from 5 to 2 messages in %s", time.Since(start).Round(10*time.Millisecond))
 }
 
 func eq(a, b []string) bool {

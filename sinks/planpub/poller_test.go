@@ -1,11 +1,9 @@
 package planpub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/skew/plans"
 )
 
@@ -143,10 +142,7 @@ func TestOverridePollerRun(t *testing.T) {
 	done := make(chan struct{})
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(context.Background(), done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.sets() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the pin set", func() bool { return f.sets() > 0 })
 	close(done)
 	if err := <-ran; err != nil {
 		t.Errorf("Run: %v", err)
@@ -220,8 +216,8 @@ func TestOverridePollerStopIsNoFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			log := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil))
+			var buf testenv.Buffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
 			b := &blockingOverrides{started: make(chan struct{}, 1), release: make(chan error)}
 			started = b.started
 			p, err := NewOverridePoller(time.Millisecond, b, b, nil, log)
@@ -244,16 +240,4 @@ func TestOverridePollerStopIsNoFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 )
 
@@ -32,15 +33,16 @@ func TestBroker(t *testing.T) {
 		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "kafkatest-a", BatchSize: 1, RequiredAcks: kafka.RequireAll}
 		defer w.Close()
 		var err error
-		for range 20 { // the first request after a restart may hit a stale connection
-			if err = w.WriteMessages(ctx, kafka.Message{Value: []byte(value)}); err == nil {
-				break
+		defer func() {
+			if t.Failed() && err != nil {
+				t.Logf("write: %v\n%s", err, kafkatest.ServerLogTail(20))
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("write: %v\n%s", err, kafkatest.ServerLogTail(20))
-		}
+		}()
+		// The first request after a restart may hit a stale connection.
+		testenv.Eventually(t, 30*time.Second, "a write", func() bool {
+			err = w.WriteMessages(ctx, kafka.Message{Value: []byte(value)})
+			return err == nil
+		})
 	}
 	roundTrip("one")
 	kafkatest.Restart(t)
