@@ -23,20 +23,12 @@ func (s *Server) getIncidents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this server keeps no incidents")
 		return
 	}
-	lq, ok := parseList(w, r, func(q map[string]string) error {
-		if v, ok := q["state"]; ok && !slices.Contains(incidentStates(), v) {
+	s.serveList(w, r, "incidents", "state", func(v string) error {
+		if !slices.Contains(incidentStates(), v) {
 			return badRequestf("state %q: must be open or closed", v)
 		}
 		return nil
-	}, "job_id", "state", "since", "limit")
-	if !ok {
-		return
-	}
-	iq := servestore.IncidentsQuery{JobID: lq.params["job_id"], State: lq.params["state"], Since: lq.since, Limit: lq.limit}
-	ins, ok := s.readList(w, r, "incidents", func(ctx context.Context) ([]json.RawMessage, error) {
-		return s.store.Incidents.Incidents(ctx, iq)
+	}, func(ctx context.Context, lq listQuery) ([]json.RawMessage, error) {
+		return s.store.Incidents.Incidents(ctx, servestore.IncidentsQuery{JobID: lq.params["job_id"], State: lq.params["state"], Since: lq.since, Limit: lq.limit})
 	})
-	if ok {
-		writeBody(w, r, jsonList("incidents", ins), "no-cache")
-	}
 }

@@ -36,11 +36,7 @@ type (
 // POST /v1/salting/{job_id}/{task_name}/{pin|override|exclude}
 func (s *Server) postOverride(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.authorize(w, r, forbiddenWrite)
-		if !ok {
-			return
-		}
-		t, ok := pathTask(w, r)
+		who, t, ok := s.writeTarget(w, r)
 		if !ok {
 			return
 		}
@@ -148,11 +144,7 @@ func (s *Server) postOverride(action string) http.HandlerFunc {
 
 // DELETE /v1/salting/{job_id}/{task_name}/overrides/{action}[?key=]
 func (s *Server) deleteOverride(w http.ResponseWriter, r *http.Request) {
-	who, ok := s.authorize(w, r, forbiddenWrite)
-	if !ok {
-		return
-	}
-	t, ok := pathTask(w, r)
+	who, t, ok := s.writeTarget(w, r)
 	if !ok {
 		return
 	}

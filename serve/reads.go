@@ -146,66 +146,58 @@ func parseList(w http.ResponseWriter, r *http.Request, check func(params map[str
 	return lq, true
 }
 
-// readList makes the store read of a list endpoint (op names it in
-// metrics and logs) within a store slot and StoreTimeout, retried by
-// call. A failure is answered here, and ok is false once it is written.
-func (s *Server) readList(w http.ResponseWriter, r *http.Request, op string, read func(ctx context.Context) ([]json.RawMessage, error)) (rows []json.RawMessage, ok bool) {
+// storeRead runs read under one of the store's slots and the store
+// timeout, with the store calls' retries (call), and answers the error
+// itself; ok is false once an answer is written.
+func (s *Server) storeRead(w http.ResponseWriter, r *http.Request, op string, read func(ctx context.Context) error) (ok bool) {
 	release, ok := s.acquire(w)
 	if !ok {
-		return nil, false
+		return false
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	err := s.call(ctx, op, func(ctx context.Context) (err error) {
-		rows, err = read(ctx)
-		return err
-	})
-	if err != nil {
+	if err := s.call(ctx, op, read); err != nil {
 		s.storeError(w, op, err)
-		return nil, false
+		return false
 	}
-	return rows, true
+	return true
+}
+
+// serveList answers GET of a list endpoint: its parameters job_id,
+// since, limit and filter (checked by check when given), and the rows
+// read for them (storeRead) as {"name": [...]}.
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, name, filter string, check func(string) error, read func(context.Context, listQuery) ([]json.RawMessage, error)) {
+	lq, ok := parseList(w, r, func(q map[string]string) error {
+		if v, ok := q[filter]; ok {
+			return check(v)
+		}
+		return nil
+	}, "job_id", filter, "since", "limit")
+	if !ok {
+		return
+	}
+	var rows []json.RawMessage
+	if s.storeRead(w, r, name, func(ctx context.Context) (err error) {
+		rows, err = read(ctx, lq)
+		return err
+	}) {
+		writeBody(w, r, jsonList(name, rows), "no-cache")
+	}
 }
 
 // GET /v1/findings?job_id=&kind=&since=&limit=
 func (s *Server) getFindings(w http.ResponseWriter, r *http.Request) {
-	lq, ok := parseList(w, r, func(q map[string]string) error {
-		if v, ok := q["kind"]; ok {
-			return checkKind(v)
-		}
-		return nil
-	}, "job_id", "kind", "since", "limit")
-	if !ok {
-		return
-	}
-	fq := servestore.FindingsQuery{JobID: lq.params["job_id"], Kind: lq.params["kind"], Since: lq.since, Limit: lq.limit}
-	fs, ok := s.readList(w, r, "findings", func(ctx context.Context) ([]json.RawMessage, error) {
-		return s.store.Findings.Findings(ctx, fq)
+	s.serveList(w, r, "findings", "kind", checkKind, func(ctx context.Context, lq listQuery) ([]json.RawMessage, error) {
+		return s.store.Findings.Findings(ctx, servestore.FindingsQuery{JobID: lq.params["job_id"], Kind: lq.params["kind"], Since: lq.since, Limit: lq.limit})
 	})
-	if ok {
-		writeBody(w, r, jsonList("findings", fs), "no-cache")
-	}
 }
 
 // GET /v1/stats?job_id=&task_name=&since=&limit=
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
-	lq, ok := parseList(w, r, func(q map[string]string) error {
-		if v, ok := q["task_name"]; ok {
-			return checkTaskName(v)
-		}
-		return nil
-	}, "job_id", "task_name", "since", "limit")
-	if !ok {
-		return
-	}
-	sq := servestore.StatsQuery{JobID: lq.params["job_id"], TaskName: lq.params["task_name"], Since: lq.since, Limit: lq.limit}
-	rows, ok := s.readList(w, r, "stats", func(ctx context.Context) ([]json.RawMessage, error) {
-		return s.store.Stats.Stats(ctx, sq)
+	s.serveList(w, r, "stats", "task_name", checkTaskName, func(ctx context.Context, lq listQuery) ([]json.RawMessage, error) {
+		return s.store.Stats.Stats(ctx, servestore.StatsQuery{JobID: lq.params["job_id"], TaskName: lq.params["task_name"], Since: lq.since, Limit: lq.limit})
 	})
-	if ok {
-		writeBody(w, r, jsonList("stats", rows), "no-cache")
-	}
 }
 
 // jsonList returns {"name":[items...]} and a newline; the items are JSON
@@ -241,20 +233,11 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	release, ok := s.acquire(w)
-	if !ok {
-		return
-	}
-	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
 	var entries []servestore.AuditEntry
-	err = s.call(ctx, "audit", func(ctx context.Context) (err error) {
+	if !s.storeRead(w, r, "audit", func(ctx context.Context) (err error) {
 		entries, err = s.store.Audit.Audit(ctx, q["job_id"], limit)
 		return err
-	})
-	if err != nil {
-		s.storeError(w, "audit", err)
+	}) {
 		return
 	}
 	if entries == nil {

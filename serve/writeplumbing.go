@@ -93,3 +93,16 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optio
 	}
 	return true
 }
+
+// writeTarget authorizes a write to a task's overrides and reads the
+// task from the path: who writes, and which task. ok is false once an
+// answer (401, 403 or 400) is written.
+func (s *Server) writeTarget(w http.ResponseWriter, r *http.Request) (who string, t planTask, ok bool) {
+	if who, ok = s.authorize(w, r, forbiddenWrite); !ok {
+		return "", planTask{}, false
+	}
+	if t, ok = pathTask(w, r); !ok {
+		return "", planTask{}, false
+	}
+	return who, t, true
+}
