@@ -105,7 +105,7 @@ var jars struct {
 // example job jar as a user would: `mvn install` of deploy/flink (the
 // modules, and reporter/target/skewlens-flink-reporter-VERSION-plugin.jar),
 // then `mvn package` of deploy/flink/example, which depends on the
-// installed library (its shaded job jar). It returns copies in t's
+// installed library (`clean package`: its shaded job jar). It returns copies in t's
 // temporary directory, taken under the build lock: another test process
 // may package the modules again meanwhile, which rewrites the jars in
 // target/.
@@ -117,7 +117,10 @@ func Jars(t testing.TB) (plugin, job string) {
 		t.Fatalf("flinktest: %v", err)
 	}
 	jars.once.Do(func() {
-		if b, err := underBuildLock(dir, "mvn -B -q -DskipTests install\ncd example\nmvn -B -q package"); err != nil {
+		// clean: without it, a second `package` finds the shaded jar of the
+		// first newer than the classes, takes it for the thin jar, and
+		// shades it again (with whatever changed in the dependencies).
+		if b, err := underBuildLock(dir, "mvn -B -q -DskipTests install\ncd example\nmvn -B -q clean package"); err != nil {
 			jars.err = fmt.Errorf("build the jars: %w\n%s", err, testenv.Tail(string(b), 40))
 		}
 	})
