@@ -104,8 +104,8 @@ var jars struct {
 // Jars builds (once per test process) the reporter plugin jar and the
 // example job jar as a user would: `mvn install` of deploy/flink (the
 // modules, and reporter/target/skewlens-flink-reporter-VERSION-plugin.jar),
-// then `mvn package` of deploy/flink/example, which depends on the
-// installed library (`clean package`: its shaded job jar). It returns copies in t's
+// then `mvn clean package` of deploy/flink/example, which depends on the
+// installed library (its shaded job jar). It returns copies in t's
 // temporary directory, taken under the build lock: another test process
 // may package the modules again meanwhile, which rewrites the jars in
 // target/.

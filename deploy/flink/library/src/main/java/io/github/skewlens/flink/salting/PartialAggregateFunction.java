@@ -47,7 +47,7 @@ final class PartialAggregateFunction<T, ACC>
         extends KeyedProcessFunction<String, Salted<T>, TwoPhaseAggregation.Partial<ACC>> {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(PartialAggregateFunction.class);
-    /** The state's name: the one the operator of earlier versions used, so that their savepoints restore. */
+    /** The state's name. */
     static final String STATE = "skewlens-partials";
     /** The event-time timer that the end of input's watermark (Long.MAX_VALUE) fires. */
     static final long END_OF_INPUT = Long.MAX_VALUE;
@@ -102,17 +102,20 @@ final class PartialAggregateFunction<T, ACC>
         }
         ACC acc = partials.get(s.key);
         if (acc == null) {
-            // The first record of this original key since the last flush.
-            // Registering a timer that is already there is a no-op, so a
-            // second original key under one salted key (or a key restored
-            // from a savepoint with partials) costs a lookup.
-            TimerService timers = ctx.timerService();
-            long now = timers.currentProcessingTime();
-            timers.registerProcessingTimeTimer(now - Math.floorMod(now, flushMillis) + flushMillis);
-            timers.registerEventTimeTimer(END_OF_INPUT);
+            if (partials.isEmpty()) {
+                // The first record of this salted key since the last flush.
+                registerTimers(ctx.timerService());
+            }
             acc = agg.createAccumulator();
         }
         partials.put(s.key, agg.add(s.value, acc));
+    }
+
+    /** This key's flush at the end of the flush interval, and at the end of input. */
+    private void registerTimers(TimerService timers) {
+        long now = timers.currentProcessingTime();
+        timers.registerProcessingTimeTimer(now - Math.floorMod(now, flushMillis) + flushMillis);
+        timers.registerEventTimeTimer(END_OF_INPUT);
     }
 
     @Override
