@@ -24,7 +24,9 @@ class PartialAggregateFunctionTest {
 
     private static KeyedOneInputStreamOperatorTestHarness<String, Salted<Long>, TwoPhaseAggregation.Partial<Long>> harness(
             OneInputStreamOperator<Salted<Long>, TwoPhaseAggregation.Partial<Long>> op) throws Exception {
-        return new KeyedOneInputStreamOperatorTestHarness<>(op, new SaltedKeySelector<>(), Types.STRING, 128, 1, 0);
+        var h = new KeyedOneInputStreamOperatorTestHarness<>(op, new SaltedKeySelector<>(), Types.STRING, 128, 1, 0);
+        h.setup(PartialAggregateJmh.partialSerializer());
+        return h;
     }
 
     private static OneInputStreamOperator<Salted<Long>, TwoPhaseAggregation.Partial<Long>> function() {

@@ -10,7 +10,9 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
@@ -108,6 +110,16 @@ public class PartialAggregateJmh {
         };
     }
 
+    /**
+     * The partials' serializer as the job has it (TwoPhaseAggregation's
+     * type information), for the harness, which copies what an operator
+     * emits: without it the harness extracts a type from the object and
+     * copies the accumulator with Kryo.
+     */
+    static TypeSerializer<TwoPhaseAggregation.Partial<Long>> partialSerializer() {
+        return TwoPhaseAggregation.Partial.typeInfo(Types.LONG).createSerializer(new SerializerConfigImpl());
+    }
+
     @Setup(Level.Trial)
     public void setup() throws Exception {
         w = new Workload(impl, keys);
@@ -150,6 +162,7 @@ public class PartialAggregateJmh {
             }
             harness = new KeyedOneInputStreamOperatorTestHarness<>(phaseOne(impl), new SaltedKeySelector<>(), Types.STRING,
                     128, 1, 0);
+            harness.setup(partialSerializer());
             harness.open();
         }
 
