@@ -44,7 +44,7 @@ test: deps java ## Build and test deploy/flink, then vet and run every Go test; 
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 60m ./...
 
-java: ## Build and test the Flink-side module deploy/flink (mvn verify: MiniCluster and real-broker tests, the plugin jar).
+java: ## Build and test the Flink-side modules of deploy/flink: common, reporter, library, scenarios (mvn verify: MiniCluster and real-broker tests, the plugin jar).
 	cd deploy/flink && mvn -B -q verify
 
 test-fuzz: ## Run each fuzz target for 10 s.

@@ -53,24 +53,13 @@ type loop struct {
 	db       string
 	api      string
 	run      *runProc
-	job      loopJob
-	keyed    string // the keyed task whose busy time followFlinkMetrics follows
-	out      string // the job's truth files
+	job      *flinktest.Job // a ScenarioJob process or a job on a standalone cluster
+	keyed    string         // the keyed task whose busy time followFlinkMetrics follows
+	out      string         // the job's truth files
 	conn     ch.Conn
 	flinkMu  sync.Mutex
 	flink    map[int][]counterPoint // keyed task subtask -> accumulateBusyTimeMs reports
 	sinkBusy map[int][]counterPoint // sink task subtask -> accumulateBusyTimeMs reports
-}
-
-// loopJob is the Flink job of a loop: a MiniCluster process
-// (flinktest.Job) or a job on a standalone cluster (flinktest.ClusterJob).
-type loopJob interface {
-	JobID() string
-	StartedAt() time.Time
-	Done() <-chan struct{}
-	Output() string
-	Tail(n int) string
-	Stop()
 }
 
 type counterPoint struct {
@@ -846,7 +835,7 @@ func clusterClosedLoop(t *testing.T, name, version string) {
 		return strings.Contains(l.job.Output(), "skewlens salting: applying plan v")
 	})
 	appliedAt := time.Now()
-	cj := l.job.(*flinktest.ClusterJob)
+	cj := l.job
 	l.waitFor(time.Minute, "the plan's version in the salting operator's metric", func() bool {
 		v, ok := cj.Cluster().VertexMetric(cj.ID, "Salt keys for Partial sums", "skewlens.saltingPlanVersion")
 		return ok && v == fmt.Sprint(plan["version"])

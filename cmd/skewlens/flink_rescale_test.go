@@ -61,7 +61,7 @@ func clusterRescale(t *testing.T, name, version string) {
 		runArgs: []string{"--alert-webhook-url", hook.URL},
 		jobArgs: []string{"--hot-share", "0", "--rate", "2400", "--cost-ms", "1", "--parallelism", "2", "--max-parallelism", "128"}})
 	defer l.stop()
-	old := l.job.(*flinktest.ClusterJob)
+	old := l.job
 	c := old.Cluster()
 	busy := watchBusy(t, l.brokers, l.prefix+"-metrics", l.prefix+"-busy", l.keyed)
 	start := old.StartedAt()

@@ -25,7 +25,7 @@ func TestFlinkJobRestartSalted(t *testing.T) {
 	const hotKey = "customer-42"
 	jobArgs := []string{"--hot-key", hotKey, "--hot-share", "0.7", "--rate", "1400"}
 	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "restart-salted", jobArgs: jobArgs, salting: true})
-	first := l.job.(*flinktest.Job)
+	first := l.job
 	var p plans.Plan
 	l.waitFor(3*time.Minute, "the first run's plan", func() bool { return l.getJSON(l.planPath(keyedTask), &p) })
 	l.waitFor(time.Minute, "the first run applying its plan", func() bool {

@@ -31,7 +31,7 @@ func TestFlinkJobRestart(t *testing.T) {
 	l := startLoopWith(t, loopOptions{scenario: "hot_key", name: "restart", jobArgs: jobArgs})
 	ctx := context.Background()
 	isSkew := func(f loopFinding) bool { return f.cause == "data_skew" && f.task == keyedTask }
-	first := l.job.(*flinktest.Job)
+	first := l.job
 	_, found1 := l.firstFinding(ctx, "data_skew of the first run", isSkew)
 	latency1 := found1.Sub(first.Started)
 	t.Logf("first run %s: data_skew %s after it started", first.ID, latency1.Round(100*time.Millisecond))

@@ -69,7 +69,7 @@ type matrixJob struct {
 	role    string // nocp, precp, salted
 	version string
 	name    string // the Flink job name
-	*flinktest.ClusterJob
+	*flinktest.Job
 }
 
 func (j *matrixJob) String() string {
@@ -249,7 +249,7 @@ func (m *matrix) submit(t testing.TB, version, role string, extra ...string) *ma
 	args := append([]string{"--brokers", m.brokers[0], "--salting-url", salting, "--samples-topic", m.prefix + "-samples", "--job-name", name},
 		append(slices.Clone(matrixJobArgs), extra...)...)
 	cj := m.clusters[version].Start(m.top, m.jarIDs[version], flinktest.RunRequest{EntryClass: flinktest.HotKeyJob, ProgramArgsList: args})
-	j := &matrixJob{role: role, version: version, name: name, ClusterJob: cj}
+	j := &matrixJob{role: role, version: version, name: name, Job: cj}
 	m.jobs = append(m.jobs, j)
 	return j
 }

@@ -391,7 +391,7 @@ func (m *matrix) resubmitRow(t *testing.T) {
 	c := first.Cluster()
 	c.Cancel(t, first.ID)
 	second := &matrixJob{role: first.role, version: first.version, name: first.name,
-		ClusterJob: c.Start(m.top, first.JarID, first.Request)}
+		Job: c.Start(m.top, first.JarID, first.Request)}
 	m.jobs = append(m.jobs, second)
 	t.Logf("%s cancelled; %s running %s later", first, second, time.Since(k.at).Round(100*time.Millisecond))
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Records the Flink fixtures under testdata/flink (`make flink-fixtures`):
-# builds this module's test code, then runs
+# builds the test code of deploy/flink's scenarios module (and the modules
+# it depends on), then runs
 # io.github.skewlens.flink.scenario.Recorder, which plays each scenario on a
 # real Flink MiniCluster for --duration (default 150 s) and captures what
 # Flink's PrometheusReporter (twice), InfluxdbReporter and skewlens' Kafka
@@ -25,10 +26,10 @@ mkdir -p target
   # The same lock as internal/testenv/flinktest: one build of target/ at a time.
   exec 9>target/.build.lock
   flock 9
-  mvn -B -q -DskipTests test-compile dependency:build-classpath \
+  mvn -B -q -DskipTests test-compile dependency:build-classpath -pl scenarios -am \
     -Dmdep.includeScope=test -Dmdep.outputFile=target/test-classpath.txt
 )
-cp="$here/target/test-classes:$here/target/classes:$(cat target/test-classpath.txt)"
+cp="$here/scenarios/target/test-classes:$(cat scenarios/target/test-classpath.txt)"
 args=("$@")
 case " ${args[*]-} " in
   *" --out "*) ;;

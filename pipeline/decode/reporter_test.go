@@ -14,7 +14,7 @@ import (
 // reads, and every metric skewlens reads is sent by default. The list is
 // written in Java, so it is read from the source.
 func TestReporterDefaultMetrics(t *testing.T) {
-	const src = "../../deploy/flink/src/main/java/io/github/skewlens/flink/reporter/SkewlensReporter.java"
+	const src = "../../deploy/flink/reporter/src/main/java/io/github/skewlens/flink/reporter/SkewlensReporter.java"
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

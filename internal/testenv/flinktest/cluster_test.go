@@ -87,15 +87,17 @@ func wantLine(t *testing.T, brokers []string, topic string, ok func(string) bool
 // TestLocalModeReports runs the example job from main(), as a developer
 // runs it from an IDE, with the reporter configured in the job's
 // Configuration (docs/flink.md, "Local mode"): its metrics arrive, with
-// nothing in plugins/.
+// nothing in plugins/. The job jar holds no reporter: the reporter's jar
+// is on the classpath beside it, as the example's `provided` dependency on
+// skewlens-flink-reporter puts it on an IDE's.
 func TestLocalModeReports(t *testing.T) {
-	_, job := flinktest.Jars(t)
+	plugin, job := flinktest.Jars(t)
 	brokers := kafkatest.Start(t)
 	metricsTopic, samplesTopic := "local-metrics", "local-samples"
 	kafkatest.CreateTopics(t, brokers, metricsTopic, samplesTopic)
 	plans := httptest.NewServer(http.NotFoundHandler())
 	defer plans.Close()
-	_, log := flinktest.RunLocal(t, flinktest.Flink2, job, flinktest.HotKeyJob, "--brokers", brokers[0], "--salting-url", plans.URL,
+	_, log := flinktest.RunLocal(t, flinktest.Flink2, []string{job, plugin}, flinktest.HotKeyJob, "--brokers", brokers[0], "--salting-url", plans.URL,
 		"--parallelism", "2", "--rate", "400", "--samples-topic", samplesTopic, "--job-name", "local-hotkey",
 		"--report-to", brokers[0], "--report-topic", metricsTopic)
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: metricsTopic, Partition: 0, MaxWait: 500 * time.Millisecond})

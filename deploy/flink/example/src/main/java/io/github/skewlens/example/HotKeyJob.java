@@ -73,9 +73,10 @@ public final class HotKeyJob {
         double costMs = Double.parseDouble(a.getOrDefault("cost-ms", "0.9"));
 
         // Run from main() or an IDE, Flink starts a MiniCluster in this JVM:
-        // the reporter then comes from the classpath (the skewlens-flink
-        // dependency) and its keys from this Configuration. On a cluster
-        // they are ignored: its config.yaml and plugins/ decide.
+        // the reporter then comes from the classpath (the provided
+        // skewlens-flink-reporter dependency, which this jar does not
+        // bundle) and its keys from this Configuration. On a cluster they
+        // are ignored: its config.yaml and plugins/ decide.
         Configuration conf = new Configuration();
         if (a.containsKey("report-to")) {
             conf.setString("metrics.reporter.skewlens.factory.class",
