@@ -241,7 +241,7 @@ func (r *Runner) load(ctx context.Context, parts []Partition) (int, error) {
 func (r *Runner) refused(refused []skew.RefusedJob) {
 	for _, x := range refused {
 		r.m.refusedStates.Inc()
-		r.log.Warn("saved state of a job refused; it restarts without it", "part", "engine", "job", x.JobID, "group", r.cfg.Group, "err", x.Err)
+		WarnRefusedState(r.log, "engine", x.JobID, x.Err, "group", r.cfg.Group)
 	}
 }
 

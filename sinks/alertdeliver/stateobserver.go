@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/alert"
 	"github.com/skewlens/skewlens/skew/incident"
@@ -87,7 +88,7 @@ func (s *StateObserver) Resume(ctx context.Context, owns func(jobID string) bool
 	// the job has no alerts then), so that it is not refused again.
 	clear(s.saved)
 	for _, r := range refused {
-		s.log.Warn("saved state of a job refused; it restarts without it", "part", "alerts", "job", r.JobID, "group", s.group, "err", r.Err)
+		stream.WarnRefusedState(s.log, "alerts", r.JobID, r.Err, "group", s.group)
 		s.saved[r.JobID] = true
 	}
 	s.log.Info("alert state restored", "group", s.group, "jobs", len(snaps)-len(refused), "refused", len(refused), "firing", len(s.a.Active()))

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skewlens/skewlens/internal/promreg"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/incident"
 )
@@ -131,7 +132,7 @@ func (s *IncidentObserver) Resume(ctx context.Context, owns func(jobID string) b
 	s.m.pending.Set(0)
 	jobs := map[string]bool{}
 	for _, r := range refused {
-		s.log.Warn("saved state of a job refused; it restarts without it", "part", "incidents", "job", r.JobID, "err", r.Err)
+		stream.WarnRefusedState(s.log, "incidents", r.JobID, r.Err)
 		jobs[r.JobID] = true
 	}
 	s.m.refusedJobs.Add(float64(len(jobs)))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/skewlens/skewlens/internal/retry"
+	"github.com/skewlens/skewlens/pipeline/stream"
 	"github.com/skewlens/skewlens/skew/plans"
 )
 
@@ -83,6 +84,6 @@ func Restore(ctx context.Context, mgr *plans.Manager, pub *Publisher, table Plan
 // their tasks' plans restart from the engine's next findings.
 func logRefused(log *slog.Logger, refused []plans.RefusedJob) {
 	for _, r := range refused {
-		log.Warn("saved state of a job refused; it restarts without it", "part", "plans", "job", r.JobID, "err", r.Err)
+		stream.WarnRefusedState(log, "plans", r.JobID, r.Err)
 	}
 }
