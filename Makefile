@@ -44,8 +44,9 @@ test: deps java ## Build and test deploy/flink, then vet and run every Go test; 
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 60m ./...
 
-java: ## Build and test the Flink-side modules of deploy/flink: common, reporter, library, scenarios (mvn verify: MiniCluster and real-broker tests, the plugin jar).
+java: ## Build and test the Flink-side modules of deploy/flink: common, reporter, library, scenarios (mvn verify: MiniCluster and real-broker tests, the plugin jar) on Flink 2.3.0, then common, reporter and library again on 1.20.5 (built under target/flink-1.20).
 	cd deploy/flink && mvn -B -q verify
+	cd deploy/flink && mvn -B -q test -pl library -am -Dflink.version=1.20.5 -Dskewlens.buildDir=target/flink-1.20
 
 test-fuzz: ## Run each fuzz target for 10 s.
 	@for pkg in $$($(GO) list ./...); do \
