@@ -109,12 +109,15 @@ func stopFlinkEnv() error {
 	return sharedFlinkEnv.Stop(func(e *flinkEnv) error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		begin := time.Now()
 		var errs []error
 		for _, v := range slices.Sorted(maps.Keys(e.clusters)) {
 			errs = append(errs, e.clusters[v].life.stop())
 		}
 		clear(e.clusters)
-		return errors.Join(append(errs, e.life.stop())...)
+		errs = append(errs, e.life.stop())
+		fmt.Fprintf(os.Stderr, "flinkenv: the shared Flink clusters and their broker stopped in %s\n", time.Since(begin).Round(100*time.Millisecond))
+		return errors.Join(errs...)
 	})
 }
 
@@ -237,16 +240,40 @@ func startGroupAt(t testing.TB, brokers []string, group, topic string, offsets m
 	for _, p := range slices.Sorted(maps.Keys(offsets)) {
 		commits = append(commits, kafka.OffsetCommit{Partition: p, Offset: offsets[p]})
 	}
-	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{topic: commits}})
-	if err == nil {
-		for _, p := range resp.Topics[topic] {
-			err = errors.Join(err, p.Error)
+	// The broker answers that it is not (yet) the group's coordinator
+	// until its offsets topic is ready, the first time a group asks.
+	retry := func(err error) bool {
+		return errors.Is(err, kafka.NotCoordinatorForGroup) || errors.Is(err, kafka.GroupCoordinatorNotAvailable) ||
+			errors.Is(err, kafka.GroupLoadInProgress)
+	}
+	testenv.Eventually(t, 30*time.Second, "the group coordinator taking group "+group+"'s offsets", func() bool {
+		// A group that committed offsets (a restarted run) keeps them.
+		fetched, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group,
+			Topics: map[string][]int{topic: slices.Sorted(maps.Keys(offsets))}})
+		if err == nil {
+			err = fetched.Error
+			for _, p := range fetched.Topics[topic] {
+				err = errors.Join(err, p.Error)
+			}
 		}
-	}
-	if err != nil {
-		t.Fatalf("start group %s at %v of %s: %v", group, offsets, topic, err)
-	}
+		if err == nil && slices.ContainsFunc(fetched.Topics[topic], func(p kafka.OffsetFetchPartition) bool { return p.CommittedOffset >= 0 }) {
+			return true
+		}
+		if err == nil {
+			var resp *kafka.OffsetCommitResponse
+			resp, err = client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
+				Topics: map[string][]kafka.OffsetCommit{topic: commits}})
+			if err == nil {
+				for _, p := range resp.Topics[topic] {
+					err = errors.Join(err, p.Error)
+				}
+			}
+		}
+		if err != nil && !retry(err) {
+			t.Fatalf("start group %s at %v of %s: %v", group, offsets, topic, err)
+		}
+		return err == nil
+	})
 }
 
 // topicEnd returns the end offset of each partition of topic.
