@@ -46,20 +46,25 @@ const (
 
 // loop is one closed-loop run: skewlens and a scenario job.
 type loop struct {
-	t        testing.TB
-	prefix   string
-	brokers  []string
-	chAddr   string
-	db       string
-	api      string
-	run      *runProc
-	job      *flinktest.Job // a ScenarioJob process or a job on a standalone cluster
-	keyed    string         // the keyed task whose busy time followFlinkMetrics follows
-	out      string         // the job's truth files
-	conn     ch.Conn
-	flinkMu  sync.Mutex
-	flink    map[int][]counterPoint // keyed task subtask -> accumulateBusyTimeMs reports
-	sinkBusy map[int][]counterPoint // sink task subtask -> accumulateBusyTimeMs reports
+	t       testing.TB
+	prefix  string
+	brokers []string
+	chAddr  string
+	db      string
+	api     string
+	run     *runProc
+	job     *flinktest.Job // a ScenarioJob process or a job on a standalone cluster
+	keyed   string         // the keyed task whose busy time followFlinkMetrics follows
+	metrics string         // the topic the job's metrics are reported on
+	// metricsFrom, on a shared cluster, is where the metrics topic
+	// ended when the loop started (partition -> offset): its readers
+	// start there (group), past the jobs of earlier tests.
+	metricsFrom map[int]int64
+	out         string // the job's truth files
+	conn        ch.Conn
+	flinkMu     sync.Mutex
+	flink       map[int][]counterPoint // keyed task subtask -> accumulateBusyTimeMs reports
+	sinkBusy    map[int][]counterPoint // sink task subtask -> accumulateBusyTimeMs reports
 }
 
 type counterPoint struct {
@@ -89,10 +94,13 @@ type loopOptions struct {
 	// cluster, a Flink version (flinktest.Flink2 or Flink1), runs
 	// deploy/flink/example's HotKeyJob (its flags jobArgs) on a standalone
 	// cluster of that version, two TaskManagers with the reporter in
-	// plugins/, instead of a ScenarioJob on a MiniCluster.
+	// plugins/, instead of a ScenarioJob on a MiniCluster: the package's
+	// shared cluster of that version (flinkEnv), whose reporters send to
+	// the shared topic.
 	cluster string
-	// clusterConfig holds more config.yaml entries of the cluster (the
-	// adaptive scheduler, for one).
+	// clusterConfig, when set, starts a cluster of the loop's own with
+	// these more config.yaml entries (the adaptive scheduler, for one,
+	// which is cluster-wide), its reporters on a topic of the loop's own.
 	clusterConfig map[string]string
 }
 
@@ -108,15 +116,26 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	l := &loop{t: t, prefix: "flink-" + strings.ReplaceAll(name, "_", "-"), db: "flink_" + strings.ReplaceAll(name, "-", "_"),
 		keyed: keyedTask, flink: map[int][]counterPoint{}, sinkBusy: map[int][]counterPoint{}}
-	l.brokers = kafkatest.Start(t)
-	l.chAddr = chtest.Start(t)
-	// Build before the clock of the loop starts.
+	l.metrics = l.prefix + "-metrics"
+	// Build, and start the shared cluster, before the clock of the loop
+	// starts.
 	var pluginJar, jobJar string
-	if o.cluster != "" {
+	var shared *envCluster
+	switch {
+	case o.cluster != "" && o.clusterConfig == nil:
+		env := flinkEnvGet(t)
+		shared = env.cluster(t, o.cluster)
+		l.brokers, l.metrics = env.brokers, env.topic
+		l.metricsFrom = topicEnd(t, l.brokers, l.metrics)
+	case o.cluster != "":
 		pluginJar, jobJar = flinktest.Jars(t)
-	} else {
+	default:
 		flinktest.Classpath(t)
 	}
+	if l.brokers == nil {
+		l.brokers = kafkatest.Start(t)
+	}
+	l.chAddr = chtest.Start(t)
 	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +147,7 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	listen := "127.0.0.1:" + strconv.Itoa(port)
 	l.api = "127.0.0.1:" + strconv.Itoa(apiPort)
 	runArgs := append([]string{"run", "--create-topics", "--brokers", strings.Join(l.brokers, ","), "--clickhouse-addr", l.chAddr,
-		"--database", l.db, "--group", l.prefix, "--topics", l.prefix + "-metrics," + l.prefix + "-samples",
+		"--database", l.db, "--group", l.group(""), "--topics", l.metrics + "," + l.prefix + "-samples",
 		"--dead-letter-topic", l.prefix + "-dead", "--plans-topic", l.prefix + "-plans",
 		"--listen", listen, "--api-listen", l.api, "--quiet", "--log-format", "json"}, o.runArgs...)
 	l.run = startChild(t, l.db, runArgs...)
@@ -141,18 +160,23 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	t.Cleanup(func() { l.conn.Close() })
 	l.out = t.TempDir()
 	if o.cluster != "" {
-		conf := map[string]string{
-			"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
-			"metrics.reporter.skewlens.bootstrap.servers": l.brokers[0],
-			"metrics.reporter.skewlens.topic":             l.prefix + "-metrics",
-			"metrics.reporter.skewlens.interval":          "5 s",
-		}
-		maps.Copy(conf, o.clusterConfig)
-		c := flinktest.StartCluster(t, flinktest.ClusterConfig{Version: o.cluster, TaskManagers: 2, Slots: 4,
-			Plugins: map[string]string{"skewlens": pluginJar}, Config: conf})
+		req := flinktest.RunRequest{EntryClass: flinktest.HotKeyJob, ProgramArgsList: append([]string{"--brokers", l.brokers[0],
+			"--salting-url", "http://" + l.api, "--samples-topic", l.prefix + "-samples", "--job-name", name}, o.jobArgs...)}
 		l.keyed = "Partial sums"
-		l.job = c.Run(t, jobJar, flinktest.HotKeyJob, append([]string{"--brokers", l.brokers[0],
-			"--salting-url", "http://" + l.api, "--samples-topic", l.prefix + "-samples", "--job-name", name}, o.jobArgs...)...)
+		if shared != nil {
+			l.job = shared.Start(t, shared.jarID, req)
+		} else {
+			conf := map[string]string{
+				"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
+				"metrics.reporter.skewlens.bootstrap.servers": l.brokers[0],
+				"metrics.reporter.skewlens.topic":             l.metrics,
+				"metrics.reporter.skewlens.interval":          "5 s",
+			}
+			maps.Copy(conf, o.clusterConfig)
+			c := flinktest.StartCluster(t, flinktest.ClusterConfig{Version: o.cluster, TaskManagers: 2, Slots: 4,
+				Plugins: map[string]string{"skewlens": pluginJar}, Config: conf})
+			l.job = c.Start(t, c.Upload(t, jobJar), req)
+		}
 	} else {
 		args := l.jobArgs(o.scenario, o.jobArgs)
 		if o.salting {
@@ -162,7 +186,7 @@ func startLoopWith(t testing.TB, o loopOptions) *loop {
 	}
 	t.Logf("job %s ready", l.job.JobID())
 	if o.observe {
-		go l.followFlinkMetrics()
+		go l.followFlinkMetrics(l.group("-observer"))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -185,32 +209,29 @@ func (l *loop) stop() {
 // waitReady waits for skewlens' /readyz (topics created, ClickHouse
 // migrated), so that the job's first reports find their topics.
 func (l *loop) waitReady() {
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + l.run.listen + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-l.run.done:
-			l.t.Fatalf("skewlens run exited during startup:\n%s", l.run.logTail())
-		case <-time.After(200 * time.Millisecond):
-		}
+	l.t.Helper()
+	testenv.Eventually(l.t, 90*time.Second, "skewlens run ready", func() bool { return httpOK("http://" + l.run.listen + "/readyz") },
+		l.runEnd())
+}
+
+// group is the loop's consumer group name+suffix; on a shared cluster's
+// topic it starts where the topic ended when the loop started.
+func (l *loop) group(suffix string) string {
+	g := l.prefix + suffix
+	if l.metricsFrom != nil {
+		startGroupAt(l.t, l.brokers, g, l.metrics, l.metricsFrom)
 	}
-	l.t.Fatalf("skewlens run not ready after 90 s:\n%s", l.run.logTail())
+	return g
 }
 
 // followFlinkMetrics reads what Flink's metric system reported through the
 // Kafka reporter: accumulateBusyTimeMs of every subtask of the keyed and
 // sink tasks, Flink's own account of how busy they were.
-func (l *loop) followFlinkMetrics() {
+func (l *loop) followFlinkMetrics(group string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-l.job.Done(); time.Sleep(5 * time.Second); cancel() }()
 	l.t.Cleanup(cancel)
-	readBusyCounters(ctx, l.brokers, l.prefix+"-metrics", l.prefix+"-observer", func(c busyCounter) {
+	readBusyCounters(ctx, l.brokers, l.metrics, group, func(c busyCounter) {
 		if c.jobID != l.job.JobID() {
 			return
 		}
@@ -407,41 +428,22 @@ func (l *loop) closedUpTo(ctx context.Context) int64 {
 	return end
 }
 
-// waitFor polls cond every 200 ms until it is true, failing the test with
-// what after timeout, or as soon as the job or `skewlens run` exits.
+// waitFor waits until cond holds (testenv.Eventually), failing the test
+// with what after timeout, or as soon as the job or `skewlens run` exits.
 func (l *loop) waitFor(timeout time.Duration, what string, cond func() bool) time.Time {
 	l.t.Helper()
-	return waitUntil(l.t, timeout, what, cond,
-		exitWatch{l.job.Done(), func() string { return "the Flink job exited:\n" + l.job.Tail(40) }},
-		exitWatch{l.run.done, func() string { return "skewlens run exited:\n" + l.run.logTail() }})
+	return testenv.Eventually(l.t, timeout, what, cond,
+		testenv.End{Done: l.job.Done(), Why: func() string { return "the Flink job exited:\n" + l.job.Tail(40) }}, l.runEnd())
 }
 
-// exitWatch is a process or job whose end fails a wait (waitUntil):
-// done is closed at its end, and why says so, with its log's tail.
-type exitWatch struct {
-	done <-chan struct{}
-	why  func() string
+// runEnd fails a wait when the loop's `skewlens run` exits.
+func (l *loop) runEnd() testenv.End {
+	return runEnd(l.run)
 }
 
-// waitUntil polls cond every 200 ms until it is true and returns when;
-// it fails t with what after timeout, or as soon as one of watch ends.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool, watch ...exitWatch) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		for _, w := range watch {
-			select {
-			case <-w.done:
-				t.Fatalf("%s: %s", what, w.why())
-			default:
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return time.Now()
+// runEnd fails a wait when r exits.
+func runEnd(r *runProc) testenv.End {
+	return testenv.End{Done: r.done, Why: func() string { return "skewlens run exited:\n" + r.logTail() }}
 }
 
 // TestFlinkClosedLoopHotKey: the hot key is found on the subtask Flink
@@ -759,6 +761,16 @@ func logTime(out, what string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// logHas reports whether a line of out contains each of parts.
+func logHas(out string, parts ...string) bool {
+	for line := range strings.Lines(out) {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // errNoPlan is returned by plan while the API has no plan for the task.
 var errNoPlan = errors.New("no plan")
 
@@ -831,8 +843,9 @@ func clusterClosedLoop(t *testing.T, name, version string) {
 	// 3. The job, on the TaskManagers, applies it: its log says so, and
 	// so does the salting operator's metric in Flink's REST API
 	// (docs/flink.md, "Is the plan applied?").
+	// (The cluster's logs hold the other tests' jobs too.)
 	l.waitFor(time.Minute, "the job applying the plan", func() bool {
-		return strings.Contains(l.job.Output(), "skewlens salting: applying plan v")
+		return logHas(l.job.Output(), "skewlens salting: applying plan v", "of job "+l.job.JobID())
 	})
 	appliedAt := time.Now()
 	cj := l.job

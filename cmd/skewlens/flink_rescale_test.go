@@ -37,11 +37,14 @@ import (
 //
 // Flink 1.20.5: stop with a savepoint and resubmit the jar with the
 // override in flinkConfiguration (a new job id, which the incident
-// follows). Flink 2.3.0 ignores the override for DataStream jobs
-// (FLINK-38770: the clients submit a StreamGraph, and only the
-// Dispatcher's JobGraph path applies it), so there the cluster runs the
-// adaptive scheduler and the change goes to PUT
-// /jobs/:id/resource-requirements, and the job rescales in place.
+// follows), on the package's shared 1.20.5 cluster. Flink 2.3.0 ignores
+// the override for DataStream jobs (FLINK-38770: the clients submit a
+// StreamGraph, and only the Dispatcher's JobGraph path applies it), so
+// there the cluster runs the adaptive scheduler and the change goes to
+// PUT /jobs/:id/resource-requirements, and the job rescales in place: on
+// a cluster of the test's own, as the JobMaster takes its scheduler from
+// the cluster's configuration alone (jobmanager.scheduler; a job's
+// flinkConfiguration does not choose it).
 func TestFlinkClusterRescale(t *testing.T) {
 	for _, c := range []struct{ name, version string }{{"flink1", flinktest.Flink1}, {"flink2", flinktest.Flink2}} {
 		t.Run(c.version, func(t *testing.T) { clusterRescale(t, c.name, c.version) })
@@ -50,9 +53,9 @@ func TestFlinkClusterRescale(t *testing.T) {
 
 func clusterRescale(t *testing.T, name, version string) {
 	inPlace := version == flinktest.Flink2
-	conf := map[string]string{}
+	var conf map[string]string // nil: the shared cluster
 	if inPlace {
-		conf["jobmanager.scheduler"] = "adaptive"
+		conf = map[string]string{"jobmanager.scheduler": "adaptive"}
 	}
 	rec := &webhookRecorder{}
 	hook := httptest.NewServer(rec)
@@ -63,7 +66,7 @@ func clusterRescale(t *testing.T, name, version string) {
 	defer l.stop()
 	old := l.job
 	c := old.Cluster()
-	busy := watchBusy(t, l.brokers, l.prefix+"-metrics", l.prefix+"-busy", l.keyed)
+	busy := watchBusy(t, l.brokers, l.metrics, l.group("-busy"), l.keyed)
 	start := old.StartedAt()
 
 	// 1. under_provisioned on the summing task, as the findings API
@@ -93,9 +96,11 @@ func clusterRescale(t *testing.T, name, version string) {
 	})
 	// The operator acts on the page: an incident closed before its alert
 	// fired (two windows) discards the alert, and no resolved one follows.
+	// (The job's alerts alone: run reads the other tests' jobs too on a
+	// shared cluster's topic.)
 	l.waitFor(time.Minute, "the under_provisioned alert firing", func() bool {
 		return slices.ContainsFunc(rec.all(), func(a alert.Alert) bool {
-			return a.Status == alert.StatusFiring && a.Labels["cause"] == skew.CauseUnderProvisioned
+			return a.Status == alert.StatusFiring && a.Labels["cause"] == skew.CauseUnderProvisioned && a.Labels["job_id"] == old.ID
 		})
 	})
 
@@ -179,7 +184,7 @@ func clusterRescale(t *testing.T, name, version string) {
 	var resolved alert.Alert
 	l.waitFor(time.Minute, "the under_provisioned alert resolved", func() bool {
 		for _, a := range rec.all() {
-			if a.Status == alert.StatusResolved && a.Labels["cause"] == skew.CauseUnderProvisioned {
+			if a.Status == alert.StatusResolved && a.Labels["cause"] == skew.CauseUnderProvisioned && a.Labels["job_id"] == old.ID {
 				resolved = a
 				return true
 			}

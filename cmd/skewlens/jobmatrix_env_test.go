@@ -22,7 +22,6 @@ import (
 	"github.com/skewlens/skewlens/internal/testenv"
 	"github.com/skewlens/skewlens/internal/testenv/chtest"
 	"github.com/skewlens/skewlens/internal/testenv/flinktest"
-	"github.com/skewlens/skewlens/internal/testenv/kafkatest"
 	"github.com/skewlens/skewlens/skew"
 	"github.com/skewlens/skewlens/skew/alert"
 	"github.com/skewlens/skewlens/skew/incident"
@@ -31,36 +30,39 @@ import (
 
 // The job matrix's environment (TestJobMatrix): the servers, skewlens
 // and the Flink clusters the rows share, and what the rows read and
-// assert with.
+// assert with. The clusters and their broker are the package's shared
+// ones (flinkEnv), which the loops before the matrix used too.
 
 // matrix is the environment the rows share.
 type matrix struct {
-	top      *testing.T
-	broker   *testenv.Process
-	chp      *testenv.Process
-	brokers  []string
-	chAddr   string
-	conn     ch.Conn
-	prefix   string
-	db       string
-	group    string
-	runArgs  []string
-	listen   string // run's /metrics, /healthz, /readyz
-	api      string // run's API
-	plan     string // serve's API: the plan server
-	hook     *webhookRecorder
-	samples  *sampleTap
-	readings *readingTap
-	jobJar   string
-	plugin   string
+	top     *testing.T
+	env     *flinkEnv
+	broker  *testenv.Process // the shared clusters' broker
+	chp     *testenv.Process
+	brokers []string
+	chAddr  string
+	conn    ch.Conn
+	prefix  string
+	db      string
+	group   string
+	// metrics is the shared clusters' topic, metricsFrom where it ended
+	// when the matrix started: each group of run starts there.
+	metrics     string
+	metricsFrom map[int]int64
+	runArgs     []string
+	listen      string // run's /metrics, /healthz, /readyz
+	api         string // run's API
+	plan        string // serve's API: the plan server
+	hook        *webhookRecorder
+	samples     *sampleTap
+	readings    *readingTap
 
 	mu      sync.Mutex // guards run, runLogs, serve
 	run     *runProc
 	runLogs []string // every run's log file, in order
 	serve   *runProc
 
-	clusters map[string]*flinktest.Cluster // by version
-	jarIDs   map[string]string             // uploaded job jar, by version
+	clusters map[string]*envCluster // by version
 	jobs     []*matrixJob
 }
 
@@ -76,16 +78,21 @@ func (j *matrixJob) String() string {
 	return fmt.Sprintf("%s on %s (%s)", j.role, j.version, skew.ShortID(j.ID))
 }
 
-// startMatrix starts the servers, skewlens and the clusters; setup
-// starts the jobs.
+// startMatrix takes the shared clusters, starts the servers and
+// skewlens; setup starts the jobs.
 func startMatrix(t *testing.T) *matrix {
 	m := &matrix{top: t, prefix: "matrix", db: "matrix", group: "matrix", hook: &webhookRecorder{},
-		clusters: map[string]*flinktest.Cluster{}, jarIDs: map[string]string{}}
-	m.broker = kafkatest.StartPrivate(t)
-	m.brokers = []string{m.broker.Addr}
+		clusters: map[string]*envCluster{}}
+	m.env = flinkEnvGet(t)
+	for _, v := range []string{flinktest.Flink2, flinktest.Flink1} {
+		m.clusters[v] = m.env.cluster(t, v)
+	}
+	// The matrix takes the broker down (brokerRow): the one the
+	// clusters' reporters send to.
+	m.broker, m.brokers, m.metrics = m.env.broker, m.env.brokers, m.env.topic
+	m.metricsFrom = topicEnd(t, m.brokers, m.metrics)
 	m.chp = chtest.StartPrivate(t)
 	m.chAddr = m.chp.Addr
-	m.plugin, m.jobJar = flinktest.Jars(t)
 	hook := httptest.NewServer(m.hook)
 	t.Cleanup(hook.Close)
 	var err error
@@ -95,7 +102,7 @@ func startMatrix(t *testing.T) *matrix {
 	t.Cleanup(func() { m.conn.Close() })
 	m.listen, m.api, m.plan = freeAddr(t), freeAddr(t), freeAddr(t)
 	m.runArgs = []string{"--create-topics", "--brokers", m.brokers[0], "--clickhouse-addr", m.chAddr,
-		"--database", m.db, "--topics", m.prefix + "-metrics," + m.prefix + "-samples",
+		"--database", m.db, "--topics", m.metrics + "," + m.prefix + "-samples",
 		"--dead-letter-topic", m.prefix + "-dead", "--plans-topic", m.prefix + "-plans",
 		"--listen", m.listen, "--api-listen", m.api, "--quiet", "--log-format", "json",
 		"--alert-webhook-url", hook.URL, "--alert-for", "10s",
@@ -103,27 +110,8 @@ func startMatrix(t *testing.T) *matrix {
 	m.startRun(t)
 	m.startServe(t)
 	m.samples = tapSamples(t, m.brokers, m.prefix+"-samples")
-	m.readings = tapReadings(t, m.brokers, m.prefix+"-metrics")
-	for _, v := range []string{flinktest.Flink2, flinktest.Flink1} {
-		c := flinktest.StartCluster(t, flinktest.ClusterConfig{Version: v, TaskManagers: 2, Slots: 6,
-			Plugins: map[string]string{"skewlens": m.plugin}, Config: map[string]string{
-				"metrics.reporter.skewlens.factory.class":     "io.github.skewlens.flink.reporter.SkewlensReporterFactory",
-				"metrics.reporter.skewlens.bootstrap.servers": m.brokers[0],
-				"metrics.reporter.skewlens.topic":             m.prefix + "-metrics",
-				"metrics.reporter.skewlens.interval":          "5 s",
-				// A job restarts in place (same id) when a task fails,
-				// checkpointing on or off: Flink's default is no restart
-				// without checkpointing.
-				"restart-strategy.type":                 "fixed-delay",
-				"restart-strategy.fixed-delay.attempts": "1000",
-				"restart-strategy.fixed-delay.delay":    "1 s",
-				// Each job's slots spread over the TaskManagers, so that
-				// killing one hits every job.
-				"taskmanager.load-balance.mode": "SLOTS",
-			}})
-		m.clusters[v] = c
-		m.jarIDs[v] = c.Upload(t, m.jobJar)
-	}
+	startGroupAt(t, m.brokers, "matrix-readings", m.metrics, m.metricsFrom)
+	m.readings = tapReadings(t, m.brokers, m.metrics)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("skewlens run log tail:\n%s", m.currentRun().logTail())
@@ -148,6 +136,9 @@ func freeAddr(t *testing.T) string {
 // and waits until it is ready or has exited.
 func (m *matrix) startRun(t testing.TB) *runProc {
 	t.Helper()
+	// A new group starts where the shared topic was when the matrix
+	// started; a group that read it goes on from its own offsets.
+	startGroupAt(t, m.brokers, m.group, m.metrics, m.metricsFrom)
 	args := append([]string{"run", "--group", m.group}, m.runArgs...)
 	r := startChild(m.top, "run", args...)
 	r.listen = m.listen
@@ -156,7 +147,7 @@ func (m *matrix) startRun(t testing.TB) *runProc {
 	m.runLogs = append(m.runLogs, r.log.Name())
 	m.mu.Unlock()
 	// Ready, or exited: the caller's next wait on it says why.
-	waitUntil(t, 90*time.Second, "skewlens run ready", func() bool {
+	testenv.Eventually(t, 90*time.Second, "skewlens run ready", func() bool {
 		select {
 		case <-r.done:
 			return true
@@ -175,8 +166,8 @@ func (m *matrix) startServe(t testing.TB) {
 	m.mu.Lock()
 	m.serve = s
 	m.mu.Unlock()
-	waitUntil(t, time.Minute, "skewlens serve ready", func() bool { return httpOK("http://" + m.plan + "/readyz") },
-		exitWatch{s.done, func() string { return "skewlens serve exited:\n" + s.logTail() }})
+	testenv.Eventually(t, time.Minute, "skewlens serve ready", func() bool { return httpOK("http://" + m.plan + "/readyz") },
+		testenv.End{Done: s.done, Why: func() string { return "skewlens serve exited:\n" + s.logTail() }})
 }
 
 func (m *matrix) currentRun() *runProc {
@@ -191,16 +182,15 @@ func (m *matrix) currentRun() *runProc {
 func (m *matrix) ensureRun(t *testing.T) {
 	t.Helper()
 	r := m.currentRun()
-	select {
-	case <-r.done:
-	default:
+	if !exited(r.done) {
 		return
 	}
 	m.group += "-again"
 	t.Logf("skewlens run is not running (%s); starting it afresh in group %s", exitReason(r), m.group)
 	started := time.Now()
 	m.startRun(t)
-	// Caught up: the new group reads the topics from their start.
+	// Caught up: the new group reads the samples topic from its start,
+	// the metrics topic from where it was when the matrix started.
 	if why := m.closedOrExit(t, 3*time.Minute, started, m.running()...); why != "" {
 		t.Fatalf("skewlens run, started afresh, exited too: %s", why)
 	}
@@ -208,14 +198,13 @@ func (m *matrix) ensureRun(t *testing.T) {
 }
 
 // runWatch fails a wait when the current `skewlens run` exits.
-func (m *matrix) runWatch() exitWatch {
-	r := m.currentRun()
-	return exitWatch{r.done, func() string { return "skewlens run exited:\n" + r.logTail() }}
+func (m *matrix) runWatch() testenv.End {
+	return runEnd(m.currentRun())
 }
 
 // jobWatch fails a wait when the job ends.
-func jobWatch(j *matrixJob) exitWatch {
-	return exitWatch{j.Done(), func() string { return fmt.Sprintf("job %s ended:\n%s", j, j.Tail(40)) }}
+func jobWatch(j *matrixJob) testenv.End {
+	return testenv.End{Done: j.Done(), Why: func() string { return fmt.Sprintf("job %s ended:\n%s", j, j.Tail(40)) }}
 }
 
 func httpOK(u string) bool {
@@ -248,7 +237,8 @@ func (m *matrix) submit(t testing.TB, version, role string, extra ...string) *ma
 	}
 	args := append([]string{"--brokers", m.brokers[0], "--salting-url", salting, "--samples-topic", m.prefix + "-samples", "--job-name", name},
 		append(slices.Clone(matrixJobArgs), extra...)...)
-	cj := m.clusters[version].Start(m.top, m.jarIDs[version], flinktest.RunRequest{EntryClass: flinktest.HotKeyJob, ProgramArgsList: args})
+	c := m.clusters[version]
+	cj := c.Start(m.top, c.jarID, flinktest.RunRequest{EntryClass: flinktest.HotKeyJob, ProgramArgsList: args})
 	j := &matrixJob{role: role, version: version, name: name, Job: cj}
 	m.jobs = append(m.jobs, j)
 	return j
@@ -293,7 +283,7 @@ func (m *matrix) setup(t *testing.T) {
 			m.waitApplied(t, j, 3*time.Minute)
 			continue
 		}
-		waitUntil(t, 3*time.Minute, "a data_skew alert of "+j.String(), func() bool { return len(m.firing(j.ID, "data_skew")) > 0 },
+		testenv.Eventually(t, 3*time.Minute, "a data_skew alert of "+j.String(), func() bool { return len(m.firing(j.ID, "data_skew")) > 0 },
 			m.runWatch(), jobWatch(j))
 	}
 	t.Logf("every job diagnosed; %s applies plan v%d", salted, m.appliedVersion(salted))
@@ -306,7 +296,7 @@ func (m *matrix) setup(t *testing.T) {
 func (m *matrix) waitApplied(t *testing.T, j *matrixJob, timeout time.Duration) uint64 {
 	t.Helper()
 	var p plans.Plan
-	waitUntil(t, timeout, "a plan of "+j.String()+" applied", func() bool {
+	testenv.Eventually(t, timeout, "a plan of "+j.String()+" applied", func() bool {
 		return getJSON(m.api, planPath(j.ID), &p) && m.appliedVersion(j) == int64(p.Version)
 	}, m.runWatch(), jobWatch(j))
 	return p.Version
@@ -524,19 +514,20 @@ func (m *matrix) closedOrExit(t *testing.T, timeout time.Duration, until time.Ti
 	t.Helper()
 	ctx := context.Background()
 	r := m.currentRun()
-	deadline := time.Now().Add(timeout)
-	for _, j := range jobs {
-		for m.closedUpTo(ctx, j.ID) < until.UnixMilli() {
-			select {
-			case <-r.done:
-				return exitReason(r)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run storing the windows of %s up to %s: not within %s", j, until.Format(time.TimeOnly), timeout)
-			}
-			time.Sleep(200 * time.Millisecond)
+	exited := false
+	open := slices.Clone(jobs) // the jobs whose windows up to until are not all stored yet
+	testenv.Eventually(t, timeout, fmt.Sprintf("run storing the windows of %v up to %s", jobs, until.Format(time.TimeOnly)), func() bool {
+		select {
+		case <-r.done:
+			exited = true
+			return true
+		default:
 		}
+		open = slices.DeleteFunc(open, func(j *matrixJob) bool { return m.closedUpTo(ctx, j.ID) >= until.UnixMilli() })
+		return len(open) == 0
+	})
+	if exited {
+		return exitReason(r)
 	}
 	return ""
 }
@@ -588,7 +579,7 @@ func (m *matrix) assertNoWindowLost(t *testing.T, j *matrixJob, from, to time.Ti
 	}
 	w := matrixWindow.Milliseconds()
 	lo, hi := (from.UnixMilli()/w+1)*w, to.UnixMilli()/w*w
-	waitUntil(t, 30*time.Second, "the metrics topic read up to "+time.UnixMilli(hi).Format(time.TimeOnly), func() bool { return m.readings.latest(j.ID) >= hi })
+	testenv.Eventually(t, 30*time.Second, "the metrics topic read up to "+time.UnixMilli(hi).Format(time.TimeOnly), func() bool { return m.readings.latest(j.ID) >= hi })
 	rows, err := m.conn.Query(context.Background(), "SELECT DISTINCT window_start, subtask_index FROM "+m.db+
 		".subtask_stats WHERE job_id = ? AND task_name = ? AND window_start >= ? AND window_start < ?", j.ID, matrixTask, lo, hi)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" {
 		main() // the crash test's child process: act as skewlens
 	}
-	testenv.Main(m, kafkatest.Stop, chtest.Stop, amtest.Stop)
+	testenv.Main(m, stopFlinkEnv, kafkatest.Stop, chtest.Stop, amtest.Stop)
 }
 
 // TestRunEndToEnd runs `skewlens run` against a real Kafka broker and a
