@@ -12,7 +12,7 @@ DURATION    ?= 75s
 # Benchmarks run on one core (-cpu 1), as the figures of docs/performance.md are per core.
 BENCHFLAGS  ?= -run '^$$' -bench . -benchmem -cpu 1 -count 1
 
-.PHONY: help build deps deps-run test java test-fuzz bench lint run demo fleet incidents flink-fixtures clean
+.PHONY: help build deps deps-run test test-loops test-side java test-fuzz bench check lint run demo fleet incidents flink-fixtures clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,9 +40,29 @@ deps: ## Install what the tests and `make run` need when absent: clickhouse-serv
 deps-run: ## Install only what `make run` (skewlens demo) needs when absent: clickhouse-server (apt). skewlens run against your own servers needs nothing.
 	bash internal/localch/install.sh
 
-test: deps java ## Build and test deploy/flink, then vet and run every Go test; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters and standalone clusters (CI runs this).
+# The Go package of the real-cluster loops (Flink clusters, the job
+# matrix): most of `make test`'s time, spent waiting on windows and
+# outages in real time as much as on the cores. `make test` runs it
+# (test-loops) from the start and, beside it, `make java` and then the
+# other Go packages one at a time (test-side): two test processes at a
+# time, as `go test ./...` runs on two cores, and no wait for the Java
+# module first. Each lane's output is printed when it ends (make -O).
+LOOPS       := ./cmd/skewlens
+
+test: deps ## Vet, then test-loops and test-side side by side: every Go test and deploy/flink's build and tests; the tests start and stop a real Kafka broker, ClickHouse server and Flink MiniClusters and standalone clusters (CI runs this).
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 60m ./...
+	@$(MAKE) --no-print-directory -j2 -Otarget test-loops test-side
+
+test-loops: ## The Go tests of the real-cluster loops (LOOPS: the Flink clusters, the job matrix).
+	$(GO) test -count=1 -timeout 60m $(LOOPS)
+
+# make java holds deploy/flink's build lock, which the Go tests' Maven
+# builds (flinktest) take too: the module's target/ is written by one
+# build at a time.
+test-side: ## make java, then the Go tests of every package but LOOPS, one package at a time.
+	@mkdir -p deploy/flink/target
+	flock deploy/flink/target/.build.lock $(MAKE) --no-print-directory java
+	$(GO) test -p 1 -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/cmd/skewlens$$')
 
 java: ## Build and test the Flink-side modules of deploy/flink: common, reporter, library, scenarios (mvn verify: MiniCluster and real-broker tests, the plugin jar) on Flink 2.3.0, then common, reporter and library again on 1.20.5 (built under target/flink-1.20).
 	cd deploy/flink && mvn -B -q verify
@@ -57,6 +77,9 @@ test-fuzz: ## Run each fuzz target for 10 s.
 
 bench: ## Run the benchmarks on one core.
 	$(GO) test $(BENCHFLAGS) ./...
+
+check: lint ## The quick checks before a commit: make lint, then the unit tests (go test -short: no server, no Flink, no Maven); under 2 minutes with a warm build cache.
+	$(GO) test -short ./...
 
 lint: ## gofmt, go vet, staticcheck, and go.mod/go.sum tidy (CI runs this before make test).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }

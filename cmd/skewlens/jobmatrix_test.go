@@ -472,6 +472,9 @@ func (m *matrix) resubmitRow(t *testing.T) {
 	var p2 plans.Plan
 	if !getJSON(m.api, planPath(second.ID), &p2) || len(p2.HotKeys) == 0 || p2.HotKeys[0].Key != matrixHotKey {
 		t.Errorf("run serves no plan of %s for %s", matrixHotKey, second)
+	} else if !slices.Equal(p2.HotKeys[0].Salted, p.HotKeys[0].Salted) {
+		// Carried over, not made anew: nothing is re-keyed.
+		t.Errorf("the plan carried over to %s salts %s as %+v, the first run's as %+v", second, matrixHotKey, p2.HotKeys[0].Salted, p.HotKeys[0].Salted)
 	}
 	// The plan carried over to the second run's own id replaces the
 	// lineage plan (the same salted keys): the time it took is the
